@@ -1,0 +1,389 @@
+"""Read YAML and JSON files into plain data, remembering where every field came from.
+
+Why not `yaml.safe_load`: it forgets line numbers, keeps the last of two duplicate keys without a
+word, expands aliases without bound ("billion laughs"), and resolves scalars with YAML 1.1 rules
+(`no` becomes False, `2026-01-01` a datetime) that differ between PyYAML versions. Records are
+hashed, so the same bytes must always give the same data. This module composes the node graph with
+libyaml (fast), then builds the data itself:
+
+- scalars are resolved with the YAML 1.2 core schema (what JSON and most tools agree on), so
+  `yes` stays a string and dates stay strings; only the standard tags are accepted, never a
+  Python object tag;
+- duplicate keys are reported with both lines;
+- the expanded size of the graph is computed before any value is built, so an alias bomb is
+  rejected in time proportional to the file, and a recursive alias is an error;
+- every key and value gets its line and column for error messages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from reprogate.diagnostics import Diagnostic, ExitCode, Location, field_path
+
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+# Aliases may add at most this many nodes beyond those written out in the file.
+MAX_ALIAS_EXPANSION = 100_000
+
+JsonPath = tuple[Any, ...]
+
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_PLAIN = "tag:reprogate:plain"  # a plain scalar whose type we resolve ourselves
+_STR, _INT, _FLOAT, _BOOL, _NULL = (f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null"))
+_MAP, _SEQ = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+
+_NULL_RE = re.compile(r"^(?:~|null|Null|NULL|)$")
+_BOOL_RE = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+_INT_RE = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+_FLOAT_RE = re.compile(
+    r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+)
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """libyaml's composer with implicit typing switched off: we type plain scalars ourselves."""
+
+    def resolve(self, kind: type, value: Any, implicit: Any) -> str:  # noqa: D102
+        if kind is yaml.ScalarNode:
+            return _PLAIN if implicit[0] else _STR
+        return _SEQ if kind is yaml.SequenceNode else _MAP
+
+
+class DocumentError(Exception):
+    """A file that could not be turned into data; carries the findings and the exit code."""
+
+    def __init__(self, diagnostics: list[Diagnostic], exit_code: ExitCode) -> None:
+        super().__init__(diagnostics[0].message if diagnostics else "unreadable document")
+        self.diagnostics = diagnostics
+        self.exit_code = exit_code
+
+
+@dataclass
+class Document:
+    """Parsed data of one file plus the position of every key and value in it."""
+
+    path: str
+    data: Any
+    syntax: str
+    key_locations: dict[JsonPath, Location] = field(default_factory=dict)
+    value_locations: dict[JsonPath, Location] = field(default_factory=dict)
+
+    def locate(self, path: JsonPath) -> Location:
+        """Where to point for a finding about `path`: its key if it has one, else its value,
+        else the nearest ancestor that has a position (a missing field points at its parent)."""
+        path = tuple(path)
+        while True:
+            if path in self.key_locations:
+                return self.key_locations[path]
+            if path in self.value_locations:
+                return self.value_locations[path]
+            if not path:
+                return Location(1, 1)
+            path = path[:-1]
+
+
+def _mark(mark: Any) -> Location:
+    return Location(mark.line + 1, mark.column + 1)
+
+
+def _error(path: str, code: str, message: str, loc: Location | None = None, hint: str = "", exit_code: ExitCode = ExitCode.USAGE) -> DocumentError:
+    return DocumentError([Diagnostic(path, message, code, location=loc or Location(), hint=hint)], exit_code)
+
+
+def read_text(path: Path, display: str, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+    """Read a file as UTF-8 with a size cap, turning every failure into a located error."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise _error(display, "unreadable", f"cannot read file: {exc.strerror or exc}") from None
+    if size > max_bytes:
+        raise _error(
+            display,
+            "too-large",
+            f"file is {size:,} bytes, over the {max_bytes:,}-byte limit",
+            hint="raise the limit with --max-bytes if this file is meant to be this large",
+        )
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise _error(display, "unreadable", f"cannot read file: {exc.strerror or exc}") from None
+    if len(raw) > max_bytes:  # grew while we looked
+        raise _error(display, "too-large", f"file is over the {max_bytes:,}-byte limit", hint="raise the limit with --max-bytes")
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = raw[: exc.start]
+        line = before.count(b"\n") + 1
+        col = exc.start - (before.rfind(b"\n") + 1) + 1
+        raise _error(
+            display,
+            "not-utf8",
+            f"byte 0x{raw[exc.start]:02x} at offset {exc.start} is not valid UTF-8",
+            Location(line, col),
+            hint="records must be UTF-8; re-save the file as UTF-8 (iconv -t UTF-8)",
+        ) from None
+    if not text.strip():
+        raise _error(display, "empty", "file is empty", hint="a record needs at least apiVersion and kind")
+    return text
+
+
+def load_document(path: Path, display: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
+    """Load one YAML or JSON file; raise DocumentError with located findings on any failure."""
+    display = display if display is not None else str(path)
+    text = read_text(path, display, max_bytes)
+    if path.suffix.lower() == ".json":
+        return _load_json(text, display)
+    return _load_yaml(text, display)
+
+
+def load_text(text: str, display: str, syntax: str = "yaml") -> Document:
+    """Load data already in memory (tests, stdin, files read at another revision)."""
+    if not text.strip():
+        raise _error(display, "empty", "document is empty")
+    return _load_json(text, display) if syntax == "json" else _load_yaml(text, display)
+
+
+def _compose(text: str, display: str) -> Any:
+    loader = _Loader(text)
+    try:
+        return loader.get_single_node()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or str(exc)
+        if "expected a single document" in str(exc):
+            problem = "file holds more than one YAML document; a record is one document"
+        raise _error(display, "yaml-syntax", f"YAML syntax error: {problem}", _mark(mark) if mark else None) from None
+    except yaml.YAMLError as exc:  # reader errors (control characters) carry a position only
+        pos = getattr(exc, "position", None)
+        loc = _offset_location(text, pos) if isinstance(pos, int) else None
+        raise _error(display, "yaml-syntax", f"YAML error: {getattr(exc, 'reason', exc)}", loc) from None
+    finally:
+        loader.dispose()
+
+
+def _offset_location(text: str, offset: int) -> Location:
+    before = text[:offset]
+    return Location(before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1)
+
+
+def _load_yaml(text: str, display: str) -> Document:
+    node = _compose(text, display)
+    if node is None:
+        raise _error(display, "empty", "file holds no YAML document", hint="a record needs at least apiVersion and kind")
+    builder = _Builder(display)
+    builder.check_size(node)
+    data = builder.build(node, ())
+    if builder.duplicates:
+        raise DocumentError(builder.duplicates, ExitCode.FAILED)
+    return Document(display, data, "yaml", builder.key_locations, builder.value_locations)
+
+
+def _load_json(text: str, display: str) -> Document:
+    duplicates: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in items:
+            if key in out:
+                duplicates.append(key)
+            out[key] = value
+        return out
+
+    def no_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not valid JSON")
+
+    try:
+        data = json.loads(text, object_pairs_hook=pairs, parse_constant=no_constant)
+    except json.JSONDecodeError as exc:
+        raise _error(display, "json-syntax", f"JSON syntax error: {exc.msg}", Location(exc.lineno, exc.colno)) from None
+    except (ValueError, RecursionError) as exc:
+        raise _error(display, "json-syntax", f"JSON error: {exc}") from None
+    # JSON is YAML 1.2, so libyaml usually composes it too and gives us positions; where it
+    # cannot (rare escapes), findings point at line 1 rather than nowhere.
+    builder = _Builder(display)
+    try:
+        node = _Loader(text).get_single_node()
+        builder.check_size(node)
+        builder.build(node, ())
+    except (yaml.YAMLError, DocumentError, RecursionError):
+        builder = _Builder(display)
+    if builder.duplicates:
+        raise DocumentError(builder.duplicates, ExitCode.FAILED)
+    if duplicates:
+        raise _error(display, "duplicate-key", f"duplicate key {duplicates[0]!r}: JSON readers keep only one of them", exit_code=ExitCode.FAILED)
+    return Document(display, data, "json", builder.key_locations, builder.value_locations)
+
+
+class _Builder:
+    """Turns a composed node graph into plain dicts, lists and scalars with positions."""
+
+    def __init__(self, display: str) -> None:
+        self.display = display
+        self.key_locations: dict[JsonPath, Location] = {}
+        self.value_locations: dict[JsonPath, Location] = {}
+        self.duplicates: list[Diagnostic] = []
+
+    def check_size(self, root: Any) -> None:
+        """Reject alias bombs and recursive aliases before building anything.
+
+        The expanded size of each node is memoised by identity, so this walks each distinct node
+        once however often aliases repeat it: time and memory follow the file, not the expansion.
+        """
+        sizes: dict[int, int] = {}
+        visiting: set[int] = set()
+        distinct = 0
+
+        def size(node: Any) -> int:
+            nonlocal distinct
+            key = id(node)
+            if key in sizes:
+                return sizes[key]
+            if key in visiting:
+                raise _error(self.display, "recursive-alias", "an alias refers to a node that contains it (recursive alias)", _mark(node.start_mark))
+            visiting.add(key)
+            distinct += 1
+            total = 1
+            if isinstance(node, yaml.MappingNode):
+                for k, v in node.value:
+                    total += size(k) + size(v)
+            elif isinstance(node, yaml.SequenceNode):
+                for item in node.value:
+                    total += size(item)
+            visiting.discard(key)
+            sizes[key] = total
+            return total
+
+        try:
+            expanded = size(root)
+        except RecursionError:
+            raise _error(self.display, "too-deep", "document nests too deeply") from None
+        if expanded - distinct > MAX_ALIAS_EXPANSION:
+            raise _error(
+                self.display,
+                "alias-expansion",
+                f"aliases expand this document to {expanded:,} nodes from {distinct:,} written (limit: {MAX_ALIAS_EXPANSION:,} added by aliases)",
+                hint="write the repeated parts out, or use fewer nested aliases",
+            )
+
+    def build(self, node: Any, path: JsonPath) -> Any:
+        self.value_locations.setdefault(path, _mark(node.start_mark))
+        if isinstance(node, yaml.ScalarNode):
+            return self._scalar(node)
+        if isinstance(node, yaml.SequenceNode):
+            self._require_tag(node, _SEQ)
+            return [self.build(item, path + (i,)) for i, item in enumerate(node.value)]
+        self._require_tag(node, _MAP)
+        out: dict[str, Any] = {}
+        seen: dict[str, Location] = {}
+        merged: list[dict[str, Any]] = []
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise _error(self.display, "complex-key", "mapping keys must be plain strings", _mark(key_node.start_mark))
+            key = key_node.value
+            if key == "<<" and not key_node.style:
+                merged.extend(self._merge_sources(value_node, path))
+                continue
+            loc = _mark(key_node.start_mark)
+            if key in seen:
+                first = seen[key]
+                self.duplicates.append(
+                    Diagnostic(
+                        self.display,
+                        f"duplicate key {key!r} (first at line {first.line}, again at line {loc.line}); YAML keeps only the last one",
+                        "duplicate-key",
+                        location=loc,
+                        field=field_path(path + (key,)),
+                        hint=f"remove one of the two entries (lines {first.line} and {loc.line})",
+                    )
+                )
+                continue
+            seen[key] = loc
+            self.key_locations[path + (key,)] = loc
+            out[key] = self.build(value_node, path + (key,))
+        for source in merged:  # keys written in the mapping win over merged ones
+            for key, value in source.items():
+                out.setdefault(key, value)
+        return out
+
+    def _merge_sources(self, node: Any, path: JsonPath) -> list[dict[str, Any]]:
+        nodes = node.value if isinstance(node, yaml.SequenceNode) else [node]
+        sources = []
+        for item in nodes:
+            if not isinstance(item, yaml.MappingNode):
+                raise _error(self.display, "bad-merge", "a merge key (<<) must refer to a mapping", _mark(item.start_mark))
+            sources.append(self.build(item, path))
+        return sources
+
+    def _require_tag(self, node: Any, expected: str) -> None:
+        if node.tag != expected:
+            raise _error(self.display, "unsupported-tag", f"tag {node.tag!r} is not supported; records use plain YAML", _mark(node.start_mark))
+
+    def _scalar(self, node: Any) -> Any:
+        tag, value = node.tag, node.value
+        if tag == _PLAIN:
+            return _resolve_plain(value)
+        if tag == _STR:
+            return value
+        if tag not in _EXPLICIT:
+            raise _error(self.display, "unsupported-tag", f"tag {tag!r} is not supported; records use plain YAML", _mark(node.start_mark))
+        pattern, convert = _EXPLICIT[tag]
+        if not pattern.match(value):
+            raise _error(self.display, "bad-scalar", f"{value!r} is not a valid {tag.rsplit(':', 1)[-1]}", _mark(node.start_mark))
+        return convert(value)
+
+
+def _resolve_plain(value: str) -> Any:
+    """YAML 1.2 core schema: the same answer from every parser and every PyYAML version."""
+    if _NULL_RE.match(value):
+        return None
+    if _BOOL_RE.match(value):
+        return value.lower() == "true"
+    if _INT_RE.match(value):
+        return _to_int(value)
+    if _FLOAT_RE.match(value):
+        return _to_float(value)
+    return value
+
+
+def _to_int(value: str) -> int:
+    if value.startswith("0o"):
+        return int(value[2:], 8)
+    if value.startswith("0x"):
+        return int(value[2:], 16)
+    return int(value, 10)
+
+
+def _to_float(value: str) -> float:
+    lowered = value.lower()
+    if lowered.endswith(".inf"):
+        return float("-inf") if lowered.startswith("-") else float("inf")
+    if lowered == ".nan":
+        return float("nan")
+    return float(value)
+
+
+_NUMBER_RE = re.compile(f"(?:{_INT_RE.pattern})|(?:{_FLOAT_RE.pattern})")
+_EXPLICIT: dict[str, tuple[re.Pattern[str], Any]] = {
+    _INT: (_INT_RE, _to_int),
+    _FLOAT: (_NUMBER_RE, lambda v: _to_float(v) if _FLOAT_RE.match(v) else float(_to_int(v))),
+    _BOOL: (_BOOL_RE, lambda v: v.lower() == "true"),
+    _NULL: (_NULL_RE, lambda v: None),
+}
+
+
+def display_path(path: Path) -> str:
+    """A path as a person typed it: relative to the working folder where possible."""
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)

@@ -1,0 +1,175 @@
+"""Files a record addresses by repository path must exist and still match their checksums.
+
+This is the cheap half of artifact resolution: it runs in a pull request without network or GPU,
+so a lock file edited without updating the record is caught before any rebuild is dispatched.
+Remote artifacts (uri only) are resolved by `rebuild` and `audit`, not here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+from reprogate.canonical import CanonicalError, canonical_digest, file_digest
+from reprogate.datasets import manifest_digest
+from reprogate.diagnostics import Diagnostic
+from reprogate.documents import Document, DocumentError, display_path, load_document
+from reprogate.rules import RuleContext, get, rule
+
+
+class AddressError(Exception):
+    def __init__(self, code: str, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.code, self.message, self.hint = code, message, hint
+
+
+def resolve(ctx: RuleContext, rel: str) -> Path:
+    """The file a repository path names, refusing anything that leaves the repository."""
+    candidate = ctx.root / rel
+    real, root = candidate.resolve(), ctx.root.resolve()
+    if real != root and root not in real.parents:
+        raise AddressError("path-outside-root", f"{rel!r} resolves outside the repository root {display_path(root)}")
+    if not candidate.exists():
+        raise AddressError("file-missing", f"addressed file {rel!r} does not exist (looked in {display_path(root)})", "commit the file, or fix the path (paths are relative to the repository root)")
+    if not real.is_file():
+        raise AddressError("not-a-file", f"addressed path {rel!r} is not a regular file")
+    return real
+
+
+def bytes_digest(ctx: RuleContext, real: Path) -> str:
+    st = real.stat()
+    key = ("sha256", str(real), st.st_size, st.st_mtime_ns)
+    if key not in ctx.cache:
+        ctx.cache[key] = file_digest(real)
+    return ctx.cache[key]
+
+
+def load_addressed(ctx: RuleContext, real: Path) -> Document:
+    """Parse an addressed YAML/JSON file once per run (many records may address one config)."""
+    st = real.stat()
+    key = ("doc", str(real), st.st_size, st.st_mtime_ns)
+    if key not in ctx.cache:
+        try:
+            ctx.cache[key] = load_document(real, display_path(real), ctx.max_bytes)
+        except DocumentError as exc:
+            ctx.cache[key] = exc
+    value = ctx.cache[key]
+    if isinstance(value, DocumentError):
+        first = value.diagnostics[0]
+        raise AddressError("addressed-unreadable", f"cannot parse {display_path(real)}:{first.location.line}:{first.location.col}: {first.message}")
+    return value
+
+
+def _file_refs(data: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], dict[str, Any]]]:
+    """Every object in the record that pairs a repository `path` with a `checksum`."""
+    if isinstance(data, dict):
+        if isinstance(data.get("path"), str) and isinstance(data.get("checksum"), str):
+            yield path, data
+        for key, value in data.items():
+            yield from _file_refs(value, path + (key,))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            yield from _file_refs(value, path + (i,))
+
+
+@rule("RunRecord")
+def checksums_match(ctx: RuleContext) -> Iterator[Diagnostic]:
+    for where, ref in _file_refs(ctx.data):
+        if not ref["checksum"].startswith("sha256:"):
+            continue  # the schema reports a malformed checksum
+        try:
+            real = resolve(ctx, ref["path"])
+        except AddressError as exc:
+            yield ctx.finding(where + ("path",), exc.message, exc.code, exc.hint)
+            continue
+        size = ref.get("bytes")
+        if isinstance(size, int) and not isinstance(size, bool) and real.stat().st_size != size:
+            yield ctx.finding(where + ("bytes",), f"{ref['path']} is {real.stat().st_size:,} bytes, the record says {size:,}", "size-mismatch", "the file changed since the record was made")
+            continue
+        actual = bytes_digest(ctx, real)
+        if actual != ref["checksum"]:
+            yield ctx.finding(
+                where + ("checksum",),
+                f"{ref['path']} does not match its checksum: the record pins {ref['checksum'][:19]}..., the file is {actual[:19]}...",
+                "checksum-mismatch",
+                f"if the change is intended, update the record: checksum: {actual}",
+            )
+
+
+def _canonical_check(ctx: RuleContext, where: tuple[Any, ...], rel: Any, pinned: Any, digest_of: Any, what: str) -> Iterator[Diagnostic]:
+    if not isinstance(rel, str) or not isinstance(pinned, str) or not pinned.startswith("canonical-v1:"):
+        return
+    try:
+        real = resolve(ctx, rel)
+        doc = load_addressed(ctx, real)
+        actual = digest_of(doc.data)
+    except AddressError as exc:
+        yield ctx.finding(where + ("path",), exc.message, exc.code, exc.hint)
+        return
+    except CanonicalError as exc:
+        yield ctx.finding(where + ("path",), f"{rel} has no canonical form: {exc}", "no-canonical-form")
+        return
+    if actual != pinned:
+        field = where[-1] if where else ""
+        yield ctx.finding(
+            where + (("digest",) if field == "manifest" else ("hash",)),
+            f"{what} {rel} does not match the record: pinned {pinned[:32]}..., content is {actual[:32]}...",
+            "canonical-mismatch",
+            f"if the change is intended, update the record to {actual}",
+        )
+
+
+@rule("RunRecord")
+def configuration_hash_matches(ctx: RuleContext) -> Iterator[Diagnostic]:
+    config = get(ctx.data, "job", "config")
+    if isinstance(config, dict):
+        yield from _canonical_check(ctx, ("job", "config"), config.get("path"), config.get("hash"), canonical_digest, "configuration")
+
+
+@rule("RunRecord")
+def dataset_manifest_matches(ctx: RuleContext) -> Iterator[Diagnostic]:
+    ref = get(ctx.data, "dataset", "manifest")
+    if not isinstance(ref, dict):
+        return
+    yield from _canonical_check(ctx, ("dataset", "manifest"), ref.get("path"), ref.get("digest"), _manifest_digest_of, "dataset manifest")
+    if isinstance(ref.get("path"), str) and isinstance(ref.get("id"), str):
+        try:
+            manifest = load_addressed(ctx, resolve(ctx, ref["path"])).data
+        except AddressError:
+            return  # already reported above
+        if isinstance(manifest, dict) and manifest.get("id") != ref["id"]:
+            yield ctx.finding(("dataset", "manifest", "id"), f"the record names dataset {ref['id']!r}, the manifest is {manifest.get('id')!r}", "manifest-id-mismatch")
+
+
+def _manifest_digest_of(data: Any) -> str:
+    if not isinstance(data, dict):
+        raise CanonicalError("a dataset manifest is a mapping")
+    return manifest_digest(data)
+
+
+def addressed_manifest(ctx: RuleContext) -> dict[str, Any] | None:
+    """The dataset manifest a record addresses (inline or by path), or None if unavailable."""
+    inline = get(ctx.data, "dataset", "inline")
+    if isinstance(inline, dict):
+        return inline
+    rel = get(ctx.data, "dataset", "manifest", "path")
+    if not isinstance(rel, str):
+        return None
+    try:
+        data = load_addressed(ctx, resolve(ctx, rel)).data
+    except (AddressError, OSError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def repository_root(start: Path) -> Path:
+    """The folder repository paths are relative to: the nearest ancestor holding .reprogate.yaml
+    or .git, else the record's own folder."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if (folder / ".reprogate.yaml").is_file() or (folder / ".git").exists():
+            return folder
+    return start
+
+
+__all__ = ["AddressError", "addressed_manifest", "bytes_digest", "load_addressed", "repository_root", "resolve"]

@@ -1,0 +1,73 @@
+"""Each contract level needs its own evidence, stated before the rerun.
+
+A statistical verdict without a predeclared interval, or a bitwise one that names no tensors,
+would let the comparison be chosen after seeing the result; the record is rejected instead.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterator
+
+from reprogate.diagnostics import Diagnostic, Severity
+from reprogate.rules import RuleContext, get, items, rule
+
+
+@rule("RunRecord")
+def statistical_has_interval(ctx: RuleContext) -> Iterator[Diagnostic]:
+    if get(ctx.data, "contract", "level") != "statistical":
+        return
+    metric = get(ctx.data, "contract", "metric")
+    if not isinstance(metric, dict):
+        yield ctx.finding(("contract", "metric"), "a statistical contract needs contract.metric (name, alpha, interval)", "statistical-no-metric", "declare the metric, then run `reprogate interval RECORD` to compute and store its interval")
+        return
+    interval = metric.get("interval")
+    if not isinstance(interval, dict):
+        yield ctx.finding(("contract", "metric", "interval"), "a statistical contract carries its predeclared interval, fixed before any rerun", "statistical-no-interval", "run `reprogate interval RECORD` on the reference seeds and commit the result")
+        return
+    low, high = interval.get("low"), interval.get("high")
+    if isinstance(low, (int, float)) and isinstance(high, (int, float)):
+        if not (math.isfinite(low) and math.isfinite(high)) or low >= high:
+            yield ctx.finding(("contract", "metric", "interval"), f"interval [{low}, {high}] is empty or unbounded", "statistical-bad-interval")
+    values = get(ctx.data, "reference", "metric", "values")
+    n = interval.get("n")
+    if isinstance(values, list) and isinstance(n, int) and n != len(values):
+        yield ctx.finding(("contract", "metric", "interval", "n"), f"interval was computed from n={n} seeds, reference.metric lists {len(values)}", "statistical-n-mismatch", "recompute with `reprogate interval RECORD`")
+    ref_name = get(ctx.data, "reference", "metric", "name")
+    if isinstance(ref_name, str) and isinstance(metric.get("name"), str) and ref_name != metric["name"]:
+        yield ctx.finding(("reference", "metric", "name"), f"reference metric {ref_name!r} is not the contract's metric {metric['name']!r}", "statistical-metric-mismatch")
+    seeds = get(ctx.data, "seeds", "evaluation")
+    if isinstance(seeds, list) and isinstance(values, list):
+        listed = {get(v, "seed") for _, v in items(values)}
+        extra = [s for s in seeds if s not in listed]
+        if extra:
+            yield ctx.finding(("seeds", "evaluation"), f"evaluation seeds {extra} have no reference metric value", "statistical-seed-without-value")
+
+
+@rule("RunRecord")
+def bitwise_names_tensors(ctx: RuleContext) -> Iterator[Diagnostic]:
+    if get(ctx.data, "contract", "level") != "bitwise":
+        return
+    tensors = get(ctx.data, "contract", "tensors")
+    if not isinstance(tensors, list) or not tensors:
+        yield ctx.finding(("contract", "tensors"), "a bitwise contract names the tensors it compares", "bitwise-no-tensors", "list parameter names, or `model_state` for the whole state dict")
+
+
+@rule("RunRecord")
+def dirty_source_has_diff(ctx: RuleContext) -> Iterator[Diagnostic]:
+    source = get(ctx.data, "source")
+    if get(source, "dirty") is not True or get(source, "diff_digest"):
+        return
+    if get(ctx.data, "contract", "level") == "bitwise":
+        yield ctx.finding(("source", "dirty"), "a bitwise contract cannot rest on a dirty source without the digest of its diff", "bitwise-dirty-source", "commit the changes and record the new commit, or record diff_digest (reprogate capture does)")
+    else:
+        yield ctx.finding(("source", "dirty"), "the source was dirty and the record has no diff_digest: the code that ran cannot be rebuilt exactly", "dirty-without-diff", "record diff_digest (reprogate capture does), or commit first", Severity.WARNING)
+
+
+@rule("RunRecord")
+def behavioral_has_tolerance(ctx: RuleContext) -> Iterator[Diagnostic]:
+    if get(ctx.data, "contract", "level") != "behavioral":
+        return
+    for name, what in (("steps", "how many steps to compare"), ("tolerance", "the abs/rel tolerance per step")):
+        if not isinstance(get(ctx.data, "contract", name), dict):
+            yield ctx.finding(("contract", name), f"a behavioral contract declares {what} (contract.{name})", f"behavioral-no-{name}")
