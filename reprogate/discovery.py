@@ -119,7 +119,14 @@ def _glob(pattern: str, problems: list[Diagnostic]) -> list[Path]:
     regex = glob_to_regex(rest)
     if not base.is_dir():
         return []
-    return [p for p in walk_files(base, problems) if regex.match(p.relative_to(base).as_posix())]
+    # As in the shell, wildcards do not match names that start with a dot unless the pattern does.
+    dotted = any(part.startswith(".") for part in Path(rest).parts)
+    found = []
+    for path in walk_files(base, problems):
+        relative = path.relative_to(base).as_posix()
+        if regex.match(relative) and (dotted or not any(part.startswith(".") for part in relative.split("/"))):
+            found.append(path)
+    return found
 
 
 def discover(args: list[str], base: Path | None = None) -> Discovery:

@@ -39,6 +39,7 @@ _PLAIN = "tag:reprogate:plain"  # a plain scalar whose type we resolve ourselves
 _STR, _INT, _FLOAT, _BOOL, _NULL = (f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null"))
 _MAP, _SEQ = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _NULL_RE = re.compile(r"^(?:~|null|Null|NULL|)$")
 _BOOL_RE = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
 _INT_RE = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
@@ -111,11 +112,10 @@ def read_text(path: Path, display: str, max_bytes: int = DEFAULT_MAX_BYTES) -> s
             hint="raise the limit with --max-bytes if this file is meant to be this large",
         )
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(max_bytes + 1)
+        raw = _read_capped(path, max_bytes)
     except OSError as exc:
         raise _error(display, "unreadable", f"cannot read file: {exc.strerror or exc}") from None
-    if len(raw) > max_bytes:  # grew while we looked
+    if raw is None:  # grew while we read, or a pipe whose size stat cannot tell
         raise _error(display, "too-large", f"file is over the {max_bytes:,}-byte limit", hint="raise the limit with --max-bytes")
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
@@ -135,6 +135,19 @@ def read_text(path: Path, display: str, max_bytes: int = DEFAULT_MAX_BYTES) -> s
     if not text.strip():
         raise _error(display, "empty", "file is empty", hint="a record needs at least apiVersion and kind")
     return text
+
+
+def _read_capped(path: Path, max_bytes: int) -> bytes | None:
+    """The file's bytes, or None past `max_bytes`. Reads in chunks: `read(n)` would allocate n
+    bytes up front, 16 MiB per small record."""
+    chunks, total = [], 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            total += len(chunk)
+            if total > max_bytes:
+                return None
+            chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def load_document(path: Path, display: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
@@ -178,7 +191,7 @@ def _offset_location(text: str, offset: int) -> Location:
 
 def _load_yaml(text: str, display: str) -> Document:
     node = _compose(text, display)
-    if node is None:
+    if node is None or (isinstance(node, yaml.ScalarNode) and node.tag == _PLAIN and _NULL_RE.match(node.value)):
         raise _error(display, "empty", "file holds no YAML document", hint="a record needs at least apiVersion and kind")
     builder = _Builder(display)
     builder.check_size(node)
@@ -212,7 +225,9 @@ def _load_json(text: str, display: str) -> Document:
     # cannot (rare escapes), findings point at line 1 rather than nowhere.
     builder = _Builder(display)
     try:
-        node = _Loader(text).get_single_node()
+        # libyaml refuses escaped surrogate pairs (an emoji written as \ud83d\ude00); swap them
+        # for a same-length escape, since only positions are taken from this pass.
+        node = _Loader(_SURROGATE_ESCAPE.sub(r"\\u0058", text)).get_single_node()
         builder.check_size(node)
         builder.build(node, ())
     except (yaml.YAMLError, DocumentError, RecursionError):

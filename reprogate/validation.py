@@ -51,6 +51,7 @@ class FileResult:
 class Report:
     files: list[FileResult] = field(default_factory=list)
     problems: list[Diagnostic] = field(default_factory=list)  # about the arguments, not a file
+    problems_code: ExitCode = ExitCode.USAGE  # what an error among `problems` exits with
     strict: bool = False
 
     @property
@@ -61,7 +62,9 @@ class Report:
     @property
     def exit_code(self) -> ExitCode:
         codes = [f.status for f in self.files]
-        if any(p.severity is Severity.ERROR for p in self.problems) or ExitCode.USAGE in codes:
+        if any(p.severity is Severity.ERROR for p in self.problems):
+            codes.append(self.problems_code)
+        if ExitCode.USAGE in codes:
             return ExitCode.USAGE
         if ExitCode.FAILED in codes:
             return ExitCode.FAILED
@@ -138,25 +141,27 @@ def validate_file(path: Path, explicit: bool, options: Options, cache: dict[Any,
     return FileResult(display, kind, found, status)
 
 
-def default_targets(start: Path) -> tuple[list[str], Path | None, list[Diagnostic]]:
-    """Record globs from `.reprogate.yaml` when the user names no paths."""
+def default_targets(start: Path, report: Report) -> tuple[list[str], Path | None]:
+    """Record globs from `.reprogate.yaml` when the user names no paths; problems go to `report`."""
     try:
         config = load_config(start)
     except DocumentError as exc:
-        return [], None, exc.diagnostics
+        report.problems.extend(exc.diagnostics)
+        report.problems_code = exc.exit_code
+        return [], None
     if config.path is None or not config.records:
         message = "no paths given and no records: globs in a .reprogate.yaml here or above"
-        return [], None, [Diagnostic(".", message, "no-targets", hint="pass files, folders or globs, or add `records:` to .reprogate.yaml")]
-    return [*config.records, str(config.path)], config.folder, []
+        report.problems.append(Diagnostic(".", message, "no-targets", hint="pass files, folders or globs, or add `records:` to .reprogate.yaml"))
+        return [], None
+    return [*config.records, str(config.path)], config.folder
 
 
 def validate(args: list[str], options: Options) -> Report:
     report = Report(strict=options.strict)
     base: Path | None = None
     if not args:
-        args, base, problems = default_targets(Path.cwd())
-        report.problems.extend(problems)
-        if problems:
+        args, base = default_targets(Path.cwd(), report)
+        if report.problems:
             return report
     found = discover(args, base)
     report.problems.extend(found.problems)
