@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import difflib
 import functools
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from reprogate.diagnostics import Diagnostic, field_path
 from reprogate.documents import Document
+from reprogate.schema_fastpath import Unsupported, compile_schema
 from reprogate.schemas import SCHEMA_FILES, load_schema, validator
 
 # Hints for string forms, keyed by the schema `$defs` name the pattern comes from.
@@ -28,8 +29,25 @@ _FORM_HINTS = {
 }
 
 
+@functools.lru_cache(maxsize=None)
+def _quick_check(kind: str) -> Callable[[Any], bool] | None:
+    """The compiled yes/no check for a kind, or None if its schema needs the full validator."""
+    others = [load_schema(k) for k in SCHEMA_FILES if k != kind]
+    try:
+        return compile_schema(load_schema(kind), *others)
+    except Unsupported:
+        return None
+
+
 def schema_diagnostics(doc: Document, kind: str) -> list[Diagnostic]:
-    """Every schema violation of `doc` as a located finding, in document order."""
+    """Every schema violation of `doc` as a located finding, in document order.
+
+    Valid documents (the common case in a gate) are confirmed by the compiled check alone;
+    jsonschema runs only to explain a document that failed it.
+    """
+    quick = _quick_check(kind)
+    if quick is not None and quick(doc.data):
+        return []
     found: list[Diagnostic] = []
     for error in validator(kind).iter_errors(doc.data):
         found.extend(_explain(doc, error))

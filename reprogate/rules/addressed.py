@@ -102,7 +102,10 @@ def _canonical_check(ctx: RuleContext, where: tuple[Any, ...], rel: Any, pinned:
     try:
         real = resolve(ctx, rel)
         doc = load_addressed(ctx, real)
-        actual = digest_of(doc.data)
+        key = ("canonical", id(doc), digest_of)
+        if key not in ctx.cache:  # documents are cached, so id(doc) is stable for the run
+            ctx.cache[key] = digest_of(doc.data)
+        actual = ctx.cache[key]
     except AddressError as exc:
         yield ctx.finding(where + ("path",), exc.message, exc.code, exc.hint)
         return
