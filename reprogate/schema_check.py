@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator
 from reprogate.diagnostics import Diagnostic, field_path
 from reprogate.documents import Document
 from reprogate.schema_fastpath import Unsupported, compile_schema
+from reprogate.secrets import redact
 from reprogate.schemas import SCHEMA_FILES, load_schema, validator
 
 # Hints for string forms, keyed by the schema `$defs` name the pattern comes from.
@@ -102,18 +103,18 @@ def _explain(doc: Document, error: Any) -> Iterator[Diagnostic]:
         yield from _explain(doc, best_match(error.context))
         return
     if kind == "const":
-        yield _finding(doc, path, f"must be {error.validator_value!r}, not {instance!r}", "", "schema.const")
+        yield _finding(doc, path, f"must be {error.validator_value!r}, not {_short(instance)}", "", "schema.const")
         return
     if kind == "enum":
         options = ", ".join(repr(v) for v in error.validator_value)
         close = difflib.get_close_matches(str(instance), [str(v) for v in error.validator_value], n=1)
         hint = f"did you mean {close[0]!r}?" if close else ""
-        yield _finding(doc, path, f"{instance!r} is not one of {options}", hint, "schema.enum")
+        yield _finding(doc, path, f"{_short(instance)} is not one of {options}", hint, "schema.enum")
         return
     if kind in ("pattern", "format"):
         form = _form_name(error)
         described = schema.get("description", "").rstrip(".")
-        message = f"{instance!r} is not in the expected form" + (f": {described}" if described else "")
+        message = f"{_short(instance)} is not in the expected form" + (f": {described}" if described else "")
         yield _finding(doc, path, message, _FORM_HINTS.get(form, ""), "schema.form")
         return
     if kind == "type":
@@ -121,7 +122,7 @@ def _explain(doc: Document, error: Any) -> Iterator[Diagnostic]:
         expected = " or ".join(expected) if isinstance(expected, list) else expected
         yield _finding(doc, path, f"must be of type {expected}, not {_json_type(instance)} ({_short(instance)})", _type_hint(expected, instance), "schema.type")
         return
-    yield _finding(doc, path, error.message, "", f"schema.{kind}")
+    yield _finding(doc, path, redact(error.message), "", f"schema.{kind}")
 
 
 def _form_name(error: Any) -> str:
@@ -191,5 +192,6 @@ def _json_type(value: Any) -> str:
 
 
 def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    """A value as quoted in a message: bounded in length, credentials never shown."""
+    text = redact(repr(value))
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -250,3 +250,34 @@ def test_rules_do_not_crash_on_schema_invalid_records(drill: Path) -> None:
     edit_record(drill, change)
     found = codes(drill)["drill.yaml"]
     assert sum(code == "schema.type" for code, _ in found) == 5, found
+
+
+# secrets -----------------------------------------------------------------------------------------
+
+TOKEN = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWx"
+GITHUB = "ghp_" + "0123456789abcdefghijABCDEFGHIJ"
+
+
+def test_credentials_in_a_record_are_refused_and_never_echoed(cli: Any, project: Path) -> None:
+    drill = project / "records" / "drill.yaml"
+
+    def change(r: dict[str, Any]) -> None:
+        r["execution"]["env"]["HF_TOKEN"] = TOKEN
+        r["metadata"]["description"] = f"pushed with {GITHUB}"
+        r["source"]["commit"] = GITHUB  # also breaks the schema: the message must not quote it
+
+    edit_record(drill, change)
+    found = codes(drill)["drill.yaml"]
+    assert found.count(("secret-in-record", "error")) == 4  # two values, one name, and the commit
+    for fmt in ("text", "json", "github"):
+        result = cli("validate", "--format", fmt, str(drill))
+        assert result.exit_code == 1
+        assert TOKEN not in result.output and GITHUB not in result.output
+
+
+def test_behaviour_variables_are_not_mistaken_for_secrets(drill: Path) -> None:
+    def change(r: dict[str, Any]) -> None:
+        r["execution"]["env"].update(NCCL_IB_PKEY="0", TORCH_NCCL_BLOCKING_WAIT="1", MKL_CBWR="COMPATIBLE")
+
+    edit_record(drill, change)
+    assert errors(drill) == []
