@@ -67,6 +67,98 @@ def digest(files: tuple[Path, ...], canonical: bool, manifest: bool) -> None:
     sys.exit(int(code))
 
 
+@main.group()
+def dataset() -> None:
+    """Build, verify or import dataset manifests (shards by size and checksum)."""
+
+
+@dataset.command("manifest")
+@click.argument("root", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Manifest file to write (atomically).")
+@click.option("--include", multiple=True, help="Glob of files to take (repeatable; default all). Without / it matches names at any depth.")
+@click.option("--exclude", multiple=True, help="Glob of files to leave out (repeatable).")
+@click.option("--algorithm", type=click.Choice(["sha256", "blake3"]), default="sha256", show_default=True, help="blake3 needs the blake3 extra.")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Hashing threads (default: number of cores).")
+@click.option("--id", "manifest_id", default=None, help="Dataset id (default: --base's id, else the folder name).")
+@click.option("--version", "manifest_version", default=None, help="Dataset version.")
+@click.option("--namespace", default=None, help="Where the shards live for readers (s3://..., https://..., a folder).")
+@click.option("--file", "side_files", multiple=True, metavar="ROLE=PATH", help="A side file under ROOT, e.g. tokenizer=tok/tokenizer.json (repeatable).")
+@click.option("--base", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None, help="Previous manifest whose hand-written fields (split, filtering, retention...) are kept.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def dataset_manifest(root: Path, output: Path, include: tuple[str, ...], exclude: tuple[str, ...], algorithm: str, jobs: int | None, manifest_id: str | None, manifest_version: str | None, namespace: str | None, side_files: tuple[str, ...], base: Path | None, quiet: bool) -> None:
+    """Hash every shard under ROOT and write a manifest."""
+    from reprogate.datasets.build import BuildError, BuildOptions, build_manifest, write_manifest
+    from reprogate.datasets.hashing import AlgorithmUnavailable
+    from reprogate.documents import DocumentError, load_document
+
+    pairs = []
+    for item in side_files:
+        role, sep, name = item.partition("=")
+        if not sep:
+            raise click.BadParameter(f"{item!r}: write ROLE=PATH", param_hint="--file")
+        pairs.append((role, name))
+    try:
+        base_data = load_document(base).data if base else {}
+        options = BuildOptions(root, output, list(include), list(exclude), algorithm, jobs, quiet, manifest_id, manifest_version, namespace, pairs, base_data if isinstance(base_data, dict) else {})
+        manifest = build_manifest(options)
+    except DocumentError as exc:
+        click.echo(f"{exc.diagnostics[0].path}: {exc.diagnostics[0].message}", err=True)
+        sys.exit(int(exc.exit_code))
+    except AlgorithmUnavailable as exc:
+        click.echo(f"reprogate dataset manifest: {exc}", err=True)
+        sys.exit(int(ExitCode.USAGE))
+    except BuildError as exc:
+        click.echo(f"reprogate dataset manifest: {exc}; nothing written", err=True)
+        sys.exit(int(ExitCode.FAILED))
+    write_manifest(manifest, output)
+    total = sum(s["bytes"] for s in manifest["shards"])
+    click.echo(f"wrote {output}: {len(manifest['shards']):,} shard(s), {total:,} bytes, digest {manifest['digest']}")
+
+
+@dataset.command("verify")
+@click.argument("manifest", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--root", default=None, help="Folder or http(s) URL the shard names are relative to (default: the manifest's namespace, else its folder).")
+@click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="Output format.")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Hashing threads (default: number of cores).")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True, help="Seconds to wait for a remote before retrying.")
+@click.option("--retries", type=click.IntRange(min=0), default=3, show_default=True, help="Retries for a remote that fails or does not answer.")
+@click.option("--keep-going", is_flag=True, help="Compute checksums even when sizes already differ.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def dataset_verify(manifest: Path, root: str | None, fmt: str, jobs: int | None, timeout: float, retries: int, keep_going: bool, quiet: bool) -> None:
+    """Check shards against a manifest: sizes first, then checksums."""
+    from reprogate.datasets.verify import VerifyOptions, verify
+    from reprogate.findings_output import render_verify
+
+    report = verify(manifest, VerifyOptions(root, jobs, quiet, timeout, retries, keep_going))
+    render_verify(report, fmt, click.echo)
+    sys.exit(int(report.exit_code))
+
+
+@dataset.command("from-dvc")
+@click.argument("dvc_file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Manifest file to write (atomically).")
+@click.option("--id", "manifest_id", default=None, help="Dataset id (default: the .dvc file's stem or the dvc.lock's folder).")
+def dataset_from_dvc(dvc_file: Path, output: Path, manifest_id: str | None) -> None:
+    """Make a manifest from DVC's dvc.lock or FILE.dvc, without re-hashing."""
+    from reprogate.datasets.build import write_manifest
+    from reprogate.datasets.dvc import DvcError, from_dvc
+    from reprogate.documents import DocumentError
+
+    try:
+        result = from_dvc(dvc_file, output, manifest_id)
+    except DocumentError as exc:
+        first = exc.diagnostics[0]
+        click.echo(f"{first.path}:{first.location.line}:{first.location.col}: {first.message}", err=True)
+        sys.exit(int(exc.exit_code))
+    except DvcError as exc:
+        click.echo(f"reprogate dataset from-dvc: {exc}; nothing written", err=True)
+        sys.exit(int(ExitCode.FAILED))
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    write_manifest(result.manifest, output, f"reprogate dataset from-dvc {dvc_file.name}")
+    click.echo(f"wrote {output}: {len(result.manifest['shards'])} output(s) from {dvc_file}, digest {result.manifest['digest']}")
+
+
 def _not_yet(name: str, summary: str, issue: int) -> click.Command:
     """A command that is listed so the CLI's shape is visible, and says plainly at run time that
     it does not work yet instead of pretending to."""
@@ -90,7 +182,6 @@ def _not_yet(name: str, summary: str, issue: int) -> click.Command:
 for _name, _summary, _issue in (
     ("capture", "Write the environment half of a record from this machine.", 4),
     ("preflight", "Prove GPUs, framework op, process group and a tiny collective work.", 4),
-    ("dataset", "Build or verify a dataset manifest (manifest, verify, from-dvc).", 3),
     ("image", "Resolve image tags to manifest digests via the registry API.", 7),
     ("detect", "Report which watched layers a diff changes, and how.", 6),
     ("interval", "Compute and store the seed-aware interval in a record.", 5),

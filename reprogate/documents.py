@@ -85,10 +85,13 @@ class Document:
     data: Any
     syntax: str
     root: Any = field(default=None, repr=False)
+    text: str | None = field(default=None, repr=False)  # JSON: composed only if a position is asked
 
     def locate(self, path: JsonPath) -> Location:
         """Where to point for a finding about `path`: its key if it has one, else its value, else
         the nearest ancestor found (a missing field points at its parent's key)."""
+        if self.root is None and self.text is not None:
+            self.root, self.text = _compose_json_positions(self.text), None
         node = self.root
         if node is None:
             return Location(1, 1)
@@ -260,21 +263,27 @@ def _load_json(text: str, display: str) -> Document:
         raise _error(display, "json-syntax", f"JSON syntax error: {exc.msg}", Location(exc.lineno, exc.colno)) from None
     except (ValueError, RecursionError) as exc:
         raise _error(display, "json-syntax", f"JSON error: {exc}") from None
-    # JSON is YAML 1.2, so libyaml usually composes it too and gives us positions; where it
-    # cannot (rare escapes), findings point at line 1 rather than nowhere.
-    builder, node = _Builder(display), None
-    try:
-        # libyaml refuses escaped surrogate pairs (an emoji written as \ud83d\ude00); swap them
-        # for a same-length escape, since only positions are taken from this pass.
-        node = _Loader(_SURROGATE_ESCAPE.sub(r"\\u0058", text)).get_single_node()
-        builder.build(node, ())
-    except (yaml.YAMLError, DocumentError, RecursionError):
-        builder, node = _Builder(display), None
-    if builder.duplicates:
-        raise DocumentError(builder.duplicates, ExitCode.FAILED)
-    if duplicates:
+    if duplicates:  # compose now, only to say on which lines
+        builder = _Builder(display)
+        node = _compose_json_positions(text)
+        if node is not None:
+            builder.build(node, ())
+        if builder.duplicates:
+            raise DocumentError(builder.duplicates, ExitCode.FAILED)
         raise _error(display, "duplicate-key", f"duplicate key {duplicates[0]!r}: JSON readers keep only one of them", exit_code=ExitCode.FAILED)
-    return Document(display, data, "json", node)
+    return Document(display, data, "json", text=text)
+
+
+def _compose_json_positions(text: str) -> Any:
+    """The node graph of JSON text, for positions only; None where libyaml cannot read it.
+
+    JSON is YAML 1.2, so libyaml composes nearly all of it. It refuses escaped surrogate pairs (an
+    emoji written as \\ud83d\\ude00), so those are swapped for a same-length escape first.
+    """
+    try:
+        return _Loader(_SURROGATE_ESCAPE.sub(r"\\u0058", text)).get_single_node()
+    except (yaml.YAMLError, RecursionError):
+        return None
 
 
 class _Builder:

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from reprogate.diagnostics import Diagnostic, Severity
 from reprogate.github import actions
 from reprogate.validation import Report
 
+if TYPE_CHECKING:
+    from reprogate.datasets.verify import VerifyReport
+
 Printer = Callable[[str], None]
 
 
-def _line(d: Diagnostic) -> str:
+def format_line(d: Diagnostic) -> str:
     where = f"{d.path}:{d.location.line}:{d.location.col}"
     level = "" if d.severity is Severity.ERROR else f"{d.severity.value}: "
     head = f"{where}  {d.field or '-'}  {level}{d.message}"
@@ -40,7 +43,7 @@ def all_findings(report: Report) -> list[Diagnostic]:
 
 def render_text(report: Report, out: Printer, verbose: bool = False) -> None:
     for d in all_findings(report):
-        out(_line(d))
+        out(format_line(d))
     if verbose:
         for f in report.files:
             if f.skipped:
@@ -76,10 +79,18 @@ def render_json(report: Report, out: Printer) -> None:
 
 
 def render_github(report: Report, out: Printer) -> None:
-    """Annotations within GitHub's per-step limits, the rest as plain lines and in the summary."""
+    findings = all_findings(report)
+    annotate(findings, out)
+    out(_summary(report))
+    actions.append_summary(summary_markdown("reprogate validate", report.exit_code == 0, _summary(report), findings))
+    actions.set_outputs({"valid": "true" if report.exit_code == 0 else "false", "documents": str(len(report.checked))})
+
+
+def annotate(findings: list[Diagnostic], out: Printer) -> None:
+    """Annotations within GitHub's per-step limits (10 errors, 10 warnings); the rest are printed
+    inert (inside stop-commands) and are all in the step summary."""
     shown = {Severity.ERROR: 0, Severity.WARNING: 0}
     overflow: list[Diagnostic] = []
-    findings = all_findings(report)
     for d in findings:
         level = d.severity if d.severity in shown else Severity.WARNING
         if shown[level] < actions.ANNOTATIONS_PER_LEVEL:
@@ -91,20 +102,17 @@ def render_github(report: Report, out: Printer) -> None:
             overflow.append(d)
     if overflow:
         out(f"{len(overflow)} more finding(s) not annotated (GitHub shows 10 errors and 10 warnings per step); all are in the step summary:")
-        for line in actions.stop_commands(_line(d) for d in overflow):
+        for line in actions.stop_commands(format_line(d) for d in overflow):
             out(line)
-    out(_summary(report))
-    actions.append_summary(summary_markdown(report, findings))
-    actions.set_outputs({"valid": "true" if report.exit_code == 0 else "false", "documents": str(len(report.checked))})
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def summary_markdown(report: Report, findings: list[Diagnostic]) -> str:
-    icon = "✅" if report.exit_code == 0 else "❌"
-    lines = [f"### {icon} reprogate validate", "", _summary(report), ""]
+def summary_markdown(title: str, ok: bool, summary: str, findings: list[Diagnostic]) -> str:
+    icon = "✅" if ok else "❌"
+    lines = [f"### {icon} {title}", "", summary, ""]
     if findings:
         lines += ["| file | line | field | severity | message |", "|---|---|---|---|---|"]
         for d in findings:
@@ -114,3 +122,35 @@ def summary_markdown(report: Report, findings: list[Diagnostic]) -> str:
 
 
 RENDERERS = {"text": render_text, "json": render_json, "github": render_github}
+
+
+def render_verify(report: "VerifyReport", fmt: str, out: Printer) -> None:
+    """Findings of `dataset verify`, grouped by kind so each list reads on its own."""
+    ordered = sorted(report.findings, key=lambda d: (d.code, d.location.line))
+    if fmt == "json":
+        payload = {
+            "version": 1,
+            "manifest": report.manifest,
+            "root": report.root,
+            "ok": report.exit_code == 0,
+            "exit_code": int(report.exit_code),
+            "checked": report.checked,
+            "checksums_skipped": report.checksums_skipped,
+            **report.by_kind,
+            "findings": [d.to_json() for d in ordered],
+        }
+        out(json.dumps(payload, indent=2))
+        return
+    if fmt == "github":
+        annotate(ordered, out)
+        actions.append_summary(summary_markdown("reprogate dataset verify", report.exit_code == 0, report.summary, ordered))
+        actions.set_outputs({"ok": "true" if report.exit_code == 0 else "false"})
+    else:
+        current = ""
+        for d in ordered:
+            if d.code != current:
+                current = d.code
+                kind = d.code.removeprefix("shard-")
+                out(f"{kind} ({sum(1 for x in ordered if x.code == d.code)}):")
+            out("  " + format_line(d).replace("\n", "\n  "))
+    out(report.summary)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from reprogate.datasets import manifest_digest
+from reprogate.datasets.names import UnsafeName, check_name
 from reprogate.diagnostics import Diagnostic
 from reprogate.rules import RuleContext, get, items, rule
 
@@ -12,6 +13,14 @@ from reprogate.rules import RuleContext, get, items, rule
 def manifest_findings(ctx: RuleContext, manifest: Any, at: tuple[Any, ...]) -> Iterator[Diagnostic]:
     algorithm = get(manifest, "algorithm")
     names: dict[str, int] = {}
+    for section in ("shards", "files"):
+        for i, entry in items(get(manifest, section)):
+            name = get(entry, "name")
+            if isinstance(name, str):
+                try:
+                    check_name(name)
+                except UnsafeName as exc:
+                    yield ctx.finding(at + (section, i, "name"), f"unsafe shard name {exc}", "manifest-unsafe-name", "shard names are relative POSIX paths inside the dataset root")
     for i, shard in items(get(manifest, "shards")):
         checksum, name = get(shard, "checksum"), get(shard, "name")
         if isinstance(algorithm, str) and isinstance(checksum, str) and not checksum.startswith(algorithm + ":"):
