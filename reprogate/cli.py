@@ -67,6 +67,46 @@ def digest(files: tuple[Path, ...], canonical: bool, manifest: bool) -> None:
     sys.exit(int(code))
 
 
+@main.command()
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the capture here (YAML, or JSON for .json); - for stdout.")
+@click.option("--into", "record", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None, help="Fill the environment sections of this record, leaving a person's sections as written.")
+@click.option("--image", default=None, help="The image this job runs, as REF@sha256:... (else REPROGATE_IMAGE, else the Docker engine).")
+@click.option("--root", type=click.Path(file_okay=False, exists=True, path_type=Path), default=Path("."), show_default=True, help="The project folder (a repository or a folder in one).")
+@click.option("--no-framework", is_flag=True, help="Do not import torch (saves about a second; the software section then omits it).")
+def capture(output: Path | None, record: Path | None, image: str | None, root: Path, no_framework: bool) -> None:
+    """Write the environment half of a record from this machine."""
+    from reprogate.capture.command import run_capture
+
+    code, messages, text = run_capture(output, record, image, root, not no_framework)
+    for message in messages:
+        click.echo(message, err=True)
+    if text is not None:
+        click.echo(text, nl=False)
+    sys.exit(int(code))
+
+
+@main.command()
+@click.option("--world-size", type=click.IntRange(min=1), default=None, help="Local ranks to start (default: one per GPU, or 2 on a CPU). Ignored under torchrun, which sets WORLD_SIZE.")
+@click.option("--backend", type=click.Choice(["gloo", "nccl"]), default=None, help="Collective backend (default: nccl with GPUs, else gloo).")
+@click.option("--timeout", type=click.FloatRange(min=0.5), default=30.0, show_default=True, help="Seconds each stage may take.")
+@click.option("--record", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None, help="Run record whose GPU UUIDs must be present.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the JSON result here (store it with the run).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="What to print.")
+def preflight(world_size: int | None, backend: str | None, timeout: float, record: Path | None, output: Path | None, fmt: str) -> None:
+    """Prove GPUs, framework op, process group and a tiny collective work."""
+    import json
+
+    from reprogate.fileio import atomic_write
+    from reprogate.preflight import PreflightOptions, render_text, run_preflight
+
+    report = run_preflight(PreflightOptions(world_size, backend, timeout, record))
+    payload = json.dumps(report.as_json(), indent=2)
+    if output is not None:
+        atomic_write(output, payload + "\n")
+    click.echo(payload if fmt == "json" else render_text(report))
+    sys.exit(int(report.exit_code))
+
+
 @main.group()
 def dataset() -> None:
     """Build, verify or import dataset manifests (shards by size and checksum)."""
@@ -180,8 +220,6 @@ def _not_yet(name: str, summary: str, issue: int) -> click.Command:
 
 
 for _name, _summary, _issue in (
-    ("capture", "Write the environment half of a record from this machine.", 4),
-    ("preflight", "Prove GPUs, framework op, process group and a tiny collective work.", 4),
     ("image", "Resolve image tags to manifest digests via the registry API.", 7),
     ("detect", "Report which watched layers a diff changes, and how.", 6),
     ("interval", "Compute and store the seed-aware interval in a record.", 5),

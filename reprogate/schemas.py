@@ -19,6 +19,7 @@ SCHEMA_FILES: dict[str, str] = {
     "RunRecord": "run-record.schema.json",
     "DatasetManifest": "dataset-manifest.schema.json",
     "Config": "config.schema.json",
+    "EnvironmentCapture": "capture.schema.json",
 }
 
 

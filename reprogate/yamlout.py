@@ -34,6 +34,7 @@ def _represent_flow(dumper: Any, value: FlowMap) -> Any:
     return dumper.represent_mapping("tag:yaml.org,2002:map", value.items(), flow_style=True)
 
 
+_RoundTripDumper.add_multi_representer(str, lambda dumper, value: _represent_str(dumper, str(value)))
 _RoundTripDumper.add_representer(str, _represent_str)
 _RoundTripDumper.add_representer(FlowMap, _represent_flow)
 

@@ -25,7 +25,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_wheel_ships_schemas_and_entry_point(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
-    for schema in ("run-record", "dataset-manifest", "config"):
+    for schema in ("run-record", "dataset-manifest", "config", "capture"):
         assert f"reprogate/schemas/{schema}.schema.json" in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "reprogate = reprogate.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()

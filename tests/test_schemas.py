@@ -85,3 +85,4 @@ def test_run_record_schema_bundles_the_current_dataset_manifest_schema() -> None
     """The embedded copy keeps the record schema self-contained; refresh with tools/bundle_schemas.py."""
     embedded = load_schema("RunRecord")["$defs"]["datasetManifestSchema"]
     assert embedded == load_schema("DatasetManifest"), "stale copy: run python tools/bundle_schemas.py"
+    assert load_schema("EnvironmentCapture")["$defs"]["runRecordSchema"] == load_schema("RunRecord"), "stale copy: run python tools/bundle_schemas.py"

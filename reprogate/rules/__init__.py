@@ -69,6 +69,6 @@ def items(data: Any) -> list[tuple[int, Any]]:
 
 def rules_for(kind: str) -> list[RuleFn]:
     # Importing the modules registers their rules; done here so the registry fills on first use.
-    from reprogate.rules import addressed, config, contract, envelope, manifest, ranks, retention, secrets  # noqa: F401
+    from reprogate.rules import addressed, compat, config, contract, envelope, manifest, ranks, retention, secrets  # noqa: F401
 
     return RULES.get(kind, [])

@@ -1,0 +1,106 @@
+"""GPUs as NVML reports them: driver, CUDA driver version, each device by UUID, and topology.
+
+Every NVML call is wrapped: a field the driver does not support (ECC on consumer cards, MIG on
+pre-Ampere parts) is left out rather than failing the layer. Devices are keyed by UUID because
+NVML indices are not stable across reboots (NVML docs; ../shared/reference/tech.md §1).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from reprogate.capture import CaptureContext, absent
+
+SECTION = "devices"
+# nvmlDeviceGetTopologyCommonAncestor levels, as nvidia-smi topo -m names them.
+TOPOLOGY = {0: "INTERNAL", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _try(call: Callable[[], Any]) -> Any:
+    try:
+        return call()
+    except Exception:  # noqa: BLE001 - pynvml raises NVMLError_NotSupported & co. per field
+        return None
+
+
+def capture(ctx: CaptureContext) -> dict[str, Any]:
+    try:
+        import pynvml  # nvidia-ml-py
+    except ImportError:
+        return absent("nvidia-ml-py is not installed (pip install 'reprogate[gpu]')")
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        return absent(f"NVML could not start: {type(exc).__name__} (no NVIDIA driver on this machine?)")
+    try:
+        return _read(pynvml)
+    finally:
+        _try(pynvml.nvmlShutdown)
+
+
+def _read(nv: Any) -> dict[str, Any]:
+    section: dict[str, Any] = {"present": True, "driver_version": _text(nv.nvmlSystemGetDriverVersion())}
+    cuda = _try(nv.nvmlSystemGetCudaDriverVersion_v2) or _try(nv.nvmlSystemGetCudaDriverVersion)
+    if cuda:
+        section["cuda_driver_version"] = f"{cuda // 1000}.{cuda % 1000 // 10}"
+    handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(nv.nvmlDeviceGetCount())]
+    gpus = []
+    for index, handle in enumerate(handles):
+        gpu: dict[str, Any] = {"index": index, "name": _text(nv.nvmlDeviceGetName(handle)), "uuid": _text(nv.nvmlDeviceGetUUID(handle))}
+        pci = _try(lambda: nv.nvmlDeviceGetPciInfo(handle))
+        if pci is not None:
+            gpu["pci_bus_id"] = _text(pci.busId)
+        memory = _try(lambda: nv.nvmlDeviceGetMemoryInfo(handle))
+        if memory is not None:
+            gpu["memory_bytes"] = int(memory.total)
+        capability = _try(lambda: nv.nvmlDeviceGetCudaComputeCapability(handle))
+        if capability:
+            gpu["compute_capability"] = f"{capability[0]}.{capability[1]}"
+        mig = _try(lambda: nv.nvmlDeviceGetMigMode(handle))
+        if mig is not None:
+            gpu["mig_mode"] = bool(mig[0])
+        ecc = _try(lambda: nv.nvmlDeviceGetEccMode(handle))
+        if ecc is not None:
+            gpu["ecc_mode"] = bool(ecc[0])
+        persistence = _try(lambda: nv.nvmlDeviceGetPersistenceMode(handle))
+        if persistence is not None:
+            gpu["persistence_mode"] = persistence == nv.NVML_FEATURE_ENABLED
+        power = _try(lambda: nv.nvmlDeviceGetEnforcedPowerLimit(handle))
+        if power is not None:
+            gpu["power_limit_watts"] = power / 1000
+        gpus.append(gpu)
+    section["gpus"] = gpus
+    if len(handles) > 1:
+        section["topology"] = _topology(nv, handles, gpus)
+    return section
+
+
+def _topology(nv: Any, handles: list[Any], gpus: list[dict[str, Any]]) -> dict[str, Any]:
+    nvlinks = []
+    peers: dict[int, set[str]] = {i: set() for i in range(len(handles))}
+    bus_to_index = {g.get("pci_bus_id", "").lower(): i for i, g in enumerate(gpus)}
+    for i, handle in enumerate(handles):
+        for link in range(getattr(nv, "NVML_NVLINK_MAX_LINKS", 18)):
+            if _try(lambda: nv.nvmlDeviceGetNvLinkState(handle, link)) != 1:
+                continue
+            remote = _try(lambda: nv.nvmlDeviceGetNvLinkRemotePciInfo(handle, link))
+            peer = _text(remote.busId) if remote is not None else "unknown"
+            nvlinks.append({"gpu": gpus[i]["uuid"], "link": link, "peer": peer})
+            peers[i].add(peer.lower())
+    matrix = []
+    for i, first in enumerate(handles):
+        row = []
+        for j, second in enumerate(handles):
+            if i == j:
+                row.append("X")
+            elif any(bus_to_index.get(p) == j for p in peers[i]) or (peers[i] and not any(p in bus_to_index for p in peers[i])):
+                row.append("NV")  # direct NVLink, or links to NVSwitches (all-to-all)
+            else:
+                level = _try(lambda: nv.nvmlDeviceGetTopologyCommonAncestor(first, second))
+                row.append(TOPOLOGY.get(level, "SYS") if level is not None else "SYS")
+        matrix.append(row)
+    return {"matrix": matrix, "nvlinks": nvlinks}

@@ -1,0 +1,50 @@
+"""What is installed that no lock file pins: the packages a job installed for itself at start.
+
+A run whose environment differs from its lock files cannot be rebuilt from them. Installed
+distributions (importlib.metadata) are compared, by normalised name, with every pin in the lock
+files found; a package that no file pins, or whose installed version differs from every pin, is
+listed with the reason.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from reprogate.lockfiles import LockFileError, normalize, parse_file
+from reprogate.yamlout import FlowMap
+
+
+def _pins(lock_files: list[Path]) -> dict[str, set[str | None]]:
+    pins: dict[str, set[str | None]] = {}
+    for path in lock_files:
+        try:
+            for locked in parse_file(path):
+                pins.setdefault(locked.name, set()).add(locked.version)
+        except (LockFileError, OSError, UnicodeDecodeError):
+            continue  # an unreadable lock file pins nothing; validate/detect report it
+    return pins
+
+
+def unpinned_installs(lock_files: list[Path]) -> list[dict[str, Any]]:
+    pins = _pins(lock_files)
+    found: dict[str, dict[str, Any]] = {}
+    for dist in metadata.distributions():
+        name = dist.metadata.get("Name")
+        if not name:
+            continue
+        key = normalize(name)
+        version = dist.version
+        locked = pins.get(key)
+        if locked is None:
+            entry = {"name": key, "version": version, "reason": "unpinned"}
+        elif None in locked or version in locked or any(v and version.split("+")[0] == v.split("+")[0] for v in locked):
+            continue
+        else:
+            entry = {"name": key, "version": version, "reason": "version-differs", "locked": sorted(v for v in locked if v)[0]}
+        direct = dist.read_text("direct_url.json")
+        if direct:
+            entry["source"] = "direct URL or local path"
+        found.setdefault(key, entry)
+    return [FlowMap(found[k]) for k in sorted(found)]

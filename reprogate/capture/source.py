@@ -1,0 +1,97 @@
+"""The code that runs: commit, dirty state with digests, lock files, and unpinned installs."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import re
+from pathlib import Path
+from typing import Any
+
+from reprogate.capture import CaptureContext, absent
+from reprogate.capture._run import run
+from reprogate.capture.packages import unpinned_installs
+from reprogate.canonical import file_digest
+
+SECTION = "source"
+
+
+def _git(ctx_root: Path, *args: str) -> tuple[int, bytes, str]:
+    return run(["git", "-c", "core.quotepath=off", "-C", str(ctx_root), *args], timeout=30)
+
+
+def strip_credentials(url: str) -> str:
+    """A remote URL without user:password@ (tokens are often embedded there)."""
+    return re.sub(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@]*@", r"\1", url.strip())
+
+
+def _untracked_digest(top: Path, names: list[str]) -> str:
+    """sha256 over (path, NUL, sha256 of content) of each untracked file, in name order."""
+    h = hashlib.sha256()
+    for name in sorted(names):
+        path = top / name
+        if path.is_symlink():
+            content = f"symlink:{path.readlink()}"
+        elif path.is_file():
+            content = file_digest(path)
+        else:
+            content = "unreadable"
+        h.update(name.encode() + b"\0" + content.encode() + b"\n")
+    return "sha256:" + h.hexdigest()
+
+
+def capture(ctx: CaptureContext) -> dict[str, Any]:
+    code, out, err = _git(ctx.root, "rev-parse", "--show-toplevel")
+    if code == 127:
+        return absent("git is not installed")
+    if code != 0:
+        return absent(f"not a git repository ({err.strip()[:120]})")
+    top = Path(out.decode().strip())
+    code, out, err = _git(top, "rev-parse", "HEAD")
+    if code != 0:
+        return absent("the repository has no commit yet")
+    section: dict[str, Any] = {}
+    code, remote, _ = _git(top, "remote", "get-url", "origin")
+    if code == 0 and remote.strip():
+        section["repository"] = strip_credentials(remote.decode())
+    section["commit"] = out.decode().strip()
+    relative = ctx.root.resolve().relative_to(top.resolve()).as_posix()
+    if relative not in ("", "."):
+        section["path"] = relative
+        code, tree, _ = _git(top, "rev-parse", f"HEAD:{relative}")
+        if code == 0:
+            section["tree"] = tree.decode().strip()
+    _, status, _ = _git(top, "status", "--porcelain=v1", "-z", "--untracked-files=all")
+    entries = [e for e in status.decode("utf-8", "replace").split("\0") if e]
+    tracked_changes = any(not e.startswith("??") for e in entries)
+    untracked = [e[3:] for e in entries if e.startswith("??")]
+    section["dirty"] = bool(entries)
+    if tracked_changes:
+        _, diff, _ = _git(top, "diff", "HEAD", "--binary", "--no-ext-diff", "--no-color")
+        section["diff_digest"] = "sha256:" + hashlib.sha256(diff).hexdigest()
+    if untracked:
+        section["untracked_digest"] = _untracked_digest(top, untracked)
+    lock_files = _lock_files(top, ctx)
+    section["lock_files"] = lock_files
+    section["job_start_installs"] = unpinned_installs([top / lf["path"] for lf in lock_files])
+    return section
+
+
+def _lock_files(top: Path, ctx: CaptureContext) -> list[dict[str, Any]]:
+    from reprogate.lockfiles import all_patterns, format_for
+
+    _, listing, _ = _git(top, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    patterns = [*all_patterns(), *ctx.lock_globs]
+    found = []
+    for name in sorted(n for n in listing.decode("utf-8", "replace").split("\0") if n):
+        base = name.rsplit("/", 1)[-1]
+        if not any(fnmatch.fnmatch(base, p) or fnmatch.fnmatch(name, p) for p in patterns):
+            continue
+        path = top / name
+        if not path.is_file():
+            continue
+        module = format_for(name)
+        entry: dict[str, Any] = {"path": name, "checksum": file_digest(path)}
+        entry["format"] = module.FORMAT if module else "other"
+        found.append(entry)
+    return found

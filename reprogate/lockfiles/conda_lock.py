@@ -1,0 +1,24 @@
+"""conda-lock.yml: a `package` list with name, version, manager, platform and hashes."""
+
+from __future__ import annotations
+
+from reprogate.lockfiles import Locked, LockFileError, normalize
+
+FORMAT = "conda-lock"
+PATTERNS = ["conda-lock.yml", "conda-lock.yaml", "*.conda-lock.yml"]
+
+
+def parse(text: str) -> list[Locked]:
+    from reprogate.documents import DocumentError, load_text
+
+    try:
+        data = load_text(text, "conda-lock.yml").data
+    except DocumentError as exc:
+        raise LockFileError(exc.diagnostics[0].message) from None
+    found = []
+    for package in (data or {}).get("package", []) if isinstance(data, dict) else []:
+        hashes = frozenset(f"{k}:{v}" for k, v in (package.get("hash") or {}).items())
+        group = package.get("category", "main")
+        platform = package.get("platform", "")
+        found.append(Locked(normalize(str(package["name"])), str(package.get("version")), hashes, "" if group == "main" else group, f"{package.get('manager', 'conda')}@{platform}" if platform else package.get("manager", "conda")))
+    return found
