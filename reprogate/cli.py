@@ -107,6 +107,84 @@ def preflight(world_size: int | None, backend: str | None, timeout: float, recor
     sys.exit(int(report.exit_code))
 
 
+@main.command()
+@click.argument("record", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Empty folder to rebuild in (kept afterwards); default a temporary one.")
+@click.option("--out", "output_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("reprogate-rebuild"), show_default=True, help="Where verdict.json and report.md are written.")
+@click.option("--steps", type=click.IntRange(min=1), default=None, help="Compare at most this many steps (the entrypoint sees REPROGATE_MAX_STEPS).")
+@click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True, help="Rebuild seeds: 1 uses the predeclared interval, 2+ a Welch TOST against the reference seeds.")
+@click.option("--world-size", type=click.IntRange(min=1), default=None, help="Ranks to run (default the record's); must be inside the envelope.")
+@click.option("--image", default=None, help="The image this rebuild runs in, REF@sha256:... (else REPROGATE_IMAGE).")
+@click.option("--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True, help="Seconds each seed's run may take.")
+@click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="What to print.")
+def rebuild(record: Path, workdir: Path | None, output_dir: Path, steps: int | None, seeds: int, world_size: int | None, image: str | None, timeout: float, fmt: str) -> None:
+    """Run the rebuild drill: stages in order, verdict and report."""
+    from reprogate.rebuild.command import run_command
+
+    code, text, messages = run_command(record, workdir, output_dir, steps, seeds, world_size, image, timeout, fmt)
+    for message in messages:
+        click.echo(message, err=True)
+    click.echo(text, nl=False)
+    sys.exit(int(code))
+
+
+@main.command()
+@click.argument("record", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--alpha", type=click.FloatRange(min=0.0001, max=0.5), default=None, help="Override contract.metric.alpha.")
+def interval(record: Path, alpha: float | None) -> None:
+    """Compute and store the seed-aware interval in a record."""
+    from reprogate.documents import DocumentError
+    from reprogate.interval import IntervalError, store
+
+    try:
+        stored = store(record, alpha)
+    except DocumentError as exc:
+        click.echo(f"{exc.diagnostics[0].path}: {exc.diagnostics[0].message}", err=True)
+        sys.exit(int(exc.exit_code))
+    except IntervalError as exc:
+        click.echo(f"reprogate interval: {exc}; record left unchanged", err=True)
+        sys.exit(int(ExitCode.FAILED))
+    click.echo(f"{record}: {100 - stored['alpha'] * 100:g}% prediction interval [{stored['low']:.6g}, {stored['high']:.6g}] from n={stored['n']} seeds (mean {stored['mean']:.6g}, sd {stored['sd']:.3g})")
+
+
+@main.command()
+@click.argument("reference", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.argument("rebuilt", nargs=-1, required=True, type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--tolerance", "tolerance", nargs=2, type=float, default=None, metavar="ABS REL", help="Compare losses within |a-b| <= ABS + REL*|b| (default: exactly).")
+@click.option("--tensors", default="model_state", show_default=True, help="Comma-separated tensors compared bitwise (empty: none).")
+@click.option("--first", type=int, default=1, show_default=True, help="First step compared.")
+@click.option("--last", type=int, default=None, help="Last step compared (default: all).")
+def compare(reference: Path, rebuilt: tuple[Path, ...], tolerance: tuple[float, float] | None, tensors: str, first: int, last: int | None) -> None:
+    """Compare a reference trace with a new trace (one file, or one per rank)."""
+    from reprogate.rebuild.command import compare_traces
+
+    code, lines = compare_traces(reference, list(rebuilt), tolerance, [t for t in tensors.split(",") if t], first, last)
+    for line in lines:
+        click.echo(line)
+    sys.exit(int(code))
+
+
+@main.command()
+@click.argument("verdict", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True, help="Output form.")
+def report(verdict: Path, fmt: str) -> None:
+    """Render a verdict as Markdown or JSON with its bounded claim."""
+    import json
+
+    from reprogate.report import render
+
+    try:
+        data = json.loads(verdict.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        click.echo(f"{verdict}: cannot read the verdict: {exc}", err=True)
+        sys.exit(int(ExitCode.USAGE))
+    if not isinstance(data, dict) or data.get("kind") != "Verdict":
+        click.echo(f"{verdict}: not a reprogate verdict (kind: Verdict)", err=True)
+        sys.exit(int(ExitCode.USAGE))
+    click.echo(render(data, fmt), nl=False)
+    sys.exit(0 if data.get("verdict") == "pass" else int(ExitCode.FAILED))
+
+
 @main.group()
 def dataset() -> None:
     """Build, verify or import dataset manifests (shards by size and checksum)."""
@@ -222,10 +300,6 @@ def _not_yet(name: str, summary: str, issue: int) -> click.Command:
 for _name, _summary, _issue in (
     ("image", "Resolve image tags to manifest digests via the registry API.", 7),
     ("detect", "Report which watched layers a diff changes, and how.", 6),
-    ("interval", "Compute and store the seed-aware interval in a record.", 5),
-    ("rebuild", "Run the rebuild drill: stages in order, verdict and report.", 5),
-    ("compare", "Compare a reference trace with a new trace.", 5),
-    ("report", "Render a verdict as Markdown or JSON with its bounded claim.", 5),
     ("gate", "Pull-request flow: validate, detect, dispatch, pending status.", 8),
     ("github", "Single GitHub operations: status, dispatch, comment.", 8),
     ("audit", "Retention review: do addressed artifacts still resolve?", 7),

@@ -20,6 +20,7 @@ SCHEMA_FILES: dict[str, str] = {
     "DatasetManifest": "dataset-manifest.schema.json",
     "Config": "config.schema.json",
     "EnvironmentCapture": "capture.schema.json",
+    "Verdict": "verdict.schema.json",
 }
 
 

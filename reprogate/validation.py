@@ -27,6 +27,7 @@ class Options:
     max_bytes: int = DEFAULT_MAX_BYTES
     root: Path | None = None  # repository root for addressed paths; default found per file
     strict: bool = False  # warnings fail too
+    addressed_files: bool = True  # compare the files a record addresses (rebuild does that itself)
     today: datetime.date = field(default_factory=datetime.date.today)
 
 
@@ -115,7 +116,7 @@ def validate_document(doc: Document, kind: str, options: Options, cache: dict[An
     else:
         root = repository_root(source.parent if source is not None else Path("."))
     ctx = RuleContext(doc, kind, root, options.today, options.max_bytes, cache)
-    for check in rules_for(kind):
+    for check in rules_for(kind, options.addressed_files):
         try:
             found.extend(check(ctx))
         except (TypeError, KeyError, AttributeError, ValueError):

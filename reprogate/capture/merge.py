@@ -122,9 +122,11 @@ def _node_for(root: Any, path: tuple[str, ...]) -> tuple[Any, Any, Any]:
 def _block_end(text: str, end: int) -> int:
     """Where a value's block ends, without the comments and blank lines that precede the next key
     (they belong to what follows)."""
-    if end > 0 and text[end - 1] != "\n":  # flow or scalar value: end of its line
+    line_start = text.rfind("\n", 0, end) + 1
+    if text[line_start:end].strip():  # a flow or scalar value ended mid-line: take the whole line
         newline = text.find("\n", end)
         return len(text) if newline == -1 else newline + 1
+    end = line_start  # a block ended where the next, less indented key begins
     lines = text[:end].splitlines(keepends=True)
     while lines and (not lines[-1].strip() or lines[-1].lstrip().startswith("#")):
         lines.pop()

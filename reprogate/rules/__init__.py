@@ -19,11 +19,17 @@ from reprogate.documents import Document
 
 RuleFn = Callable[["RuleContext"], Iterable[Diagnostic]]
 RULES: dict[str, list[RuleFn]] = {}
+READS_FILES: set[RuleFn] = set()  # rules that compare addressed files with the record
 
 
-def rule(kind: str) -> Callable[[RuleFn], RuleFn]:
+def rule(kind: str, reads_files: bool = False) -> Callable[[RuleFn], RuleFn]:
+    """Register a rule. `reads_files` marks rules that compare repository files with what the
+    record pins: `rebuild` leaves those to its own stages, which diagnose them in order."""
+
     def register(fn: RuleFn) -> RuleFn:
         RULES.setdefault(kind, []).append(fn)
+        if reads_files:
+            READS_FILES.add(fn)
         return fn
 
     return register
@@ -67,8 +73,8 @@ def items(data: Any) -> list[tuple[int, Any]]:
     return list(enumerate(data)) if isinstance(data, list) else []
 
 
-def rules_for(kind: str) -> list[RuleFn]:
+def rules_for(kind: str, addressed_files: bool = True) -> list[RuleFn]:
     # Importing the modules registers their rules; done here so the registry fills on first use.
     from reprogate.rules import addressed, compat, config, contract, envelope, manifest, ranks, retention, secrets  # noqa: F401
 
-    return RULES.get(kind, [])
+    return [fn for fn in RULES.get(kind, []) if addressed_files or fn not in READS_FILES]

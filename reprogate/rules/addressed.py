@@ -72,7 +72,7 @@ def _file_refs(data: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[An
             yield from _file_refs(value, path + (i,))
 
 
-@rule("RunRecord")
+@rule("RunRecord", reads_files=True)
 def checksums_match(ctx: RuleContext) -> Iterator[Diagnostic]:
     for where, ref in _file_refs(ctx.data):
         if not ref["checksum"].startswith("sha256:"):
@@ -122,14 +122,14 @@ def _canonical_check(ctx: RuleContext, where: tuple[Any, ...], rel: Any, pinned:
         )
 
 
-@rule("RunRecord")
+@rule("RunRecord", reads_files=True)
 def configuration_hash_matches(ctx: RuleContext) -> Iterator[Diagnostic]:
     config = get(ctx.data, "job", "config")
     if isinstance(config, dict):
         yield from _canonical_check(ctx, ("job", "config"), config.get("path"), config.get("hash"), canonical_digest, "configuration")
 
 
-@rule("RunRecord")
+@rule("RunRecord", reads_files=True)
 def dataset_manifest_matches(ctx: RuleContext) -> Iterator[Diagnostic]:
     ref = get(ctx.data, "dataset", "manifest")
     if not isinstance(ref, dict):

@@ -1,0 +1,61 @@
+"""The git tree id of a folder, computed from the files themselves.
+
+A record kept in the repository it describes pins its project folder by tree id (a commit would
+have to contain the record). This computes the id git would give the folder's current content
+(blob = sha1("blob <size>\\0" + bytes); tree entries "<mode> <name>\\0<20-byte id>" sorted with
+folders compared as "name/"), so the rebuild can check it in any copy, with or without git and
+before anything is committed. Inside a git work tree, files git ignores are left out, as git does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+
+def _object(kind: bytes, body: bytes) -> bytes:
+    return hashlib.sha1(kind + b" " + str(len(body)).encode() + b"\0" + body, usedforsecurity=False).digest()
+
+
+def _ignored(folder: Path) -> set[str] | None:
+    """Paths (relative to `folder`) that git would not track, or None outside a git work tree."""
+    try:
+        done = subprocess.run(["git", "-C", str(folder), "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory", "."], capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    return {p.rstrip("/") for p in done.stdout.decode("utf-8", "replace").split("\0") if p}
+
+
+def tree_id(folder: Path) -> str:
+    """Hex id of the tree git would record for `folder` (empty folders and ignored files omitted)."""
+    ignored = _ignored(folder) or set()
+
+    def build(path: Path, rel: str) -> bytes | None:
+        entries: list[tuple[str, bytes]] = []
+        for entry in os.scandir(path):
+            name = entry.name
+            child = f"{rel}{name}"
+            if name == ".git" or child in ignored:
+                continue
+            info = entry.stat(follow_symlinks=False)
+            if stat.S_ISLNK(info.st_mode):
+                entries.append((name, b"120000 " + name.encode() + b"\0" + _object(b"blob", os.readlink(entry.path).encode())))
+            elif stat.S_ISDIR(info.st_mode):
+                sub = build(Path(entry.path), child + "/")
+                if sub is not None:
+                    entries.append((name + "/", b"40000 " + name.encode() + b"\0" + sub))
+            elif stat.S_ISREG(info.st_mode):
+                mode = b"100755" if info.st_mode & stat.S_IXUSR else b"100644"
+                entries.append((name, mode + b" " + name.encode() + b"\0" + _object(b"blob", Path(entry.path).read_bytes())))
+        if not entries:
+            return None
+        entries.sort(key=lambda item: item[0].encode())
+        return _object(b"tree", b"".join(body for _, body in entries))
+
+    digest = build(folder, "")
+    return (digest or _object(b"tree", b"")).hex()

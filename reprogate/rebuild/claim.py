@@ -1,0 +1,75 @@
+"""The bounded claim: one honest paragraph a reviewer can quote, and its limits.
+
+It says whether the run was replayed, on which machine and envelope, with which seeds, which
+outputs were compared and by what test, and what it does not cover (no container, a dataset or
+contract that expires, steps outside the compared range, hardware outside the envelope).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reprogate.rebuild.context import RebuildContext
+
+
+def claim(ctx: RebuildContext, verdict: dict[str, Any]) -> dict[str, Any]:
+    facts = ctx.facts
+    name = ctx.section("metadata", "name")
+    first, last = ctx.step_range
+    statuses = {s["name"]: s["status"] for s in verdict["stages"]}
+    compared = []
+    if statuses.get("batches") == "pass":
+        compared.append(f"input batch digests of steps {first}-{last}" if last else "input batch digests")
+    if statuses.get("model-state") == "pass":
+        compared.append(f"bitwise digests of {', '.join(ctx.section('contract', 'tensors') or [])}")
+    for test in verdict["tests"]:
+        if test["test"] == "exact step values":
+            compared.append(f"{'/'.join(test['quantities'])} exactly at {test['compared']} (step, rank) points")
+        elif test["test"] == "step tolerance":
+            compared.append(f"{'/'.join(test['quantities'])} within {test['abs']:g} + {test['rel']:g}*|ref| at {test['compared']} (step, rank) points")
+        elif test["test"].startswith("t prediction"):
+            compared.append(f"{test['metric']} against its predeclared {100 - round(test['alpha'] * 100)}% prediction interval [{test['interval'][0]:.6g}, {test['interval'][1]:.6g}] (t-based, n={test['n']} reference seeds, m=1)")
+        elif test["test"].startswith("Welch"):
+            compared.append(f"{test['metric']} by Welch TOST within ±{test['margin']:g} (α={test['alpha']:g}, n={test['n']}, m={test['m']})")
+    machine = f"{', '.join(facts.get('gpu_models') or []) or 'CPU'} ({facts.get('machine', '?')}), {facts.get('os', 'unknown OS')}, torch {facts.get('torch', '?')}, {facts.get('world_size', ctx.world_size)} rank(s) over {facts.get('backend', '?')}"
+    replayed = verdict["verdict"] == "pass"
+    limits = []
+    container = ctx.section("container")
+    if isinstance(container, dict) and container.get("used") is False:
+        limits.append(f"no container: {container.get('reason', 'none declared')}")
+    retention = _retention(ctx)
+    if retention:
+        limits.append(f"exact reproduction expires with the dataset's retention on {retention}")
+    lifetime = ctx.section("contract", "lifetime", "expires")
+    if lifetime:
+        limits.append(f"the contract holds until {lifetime}")
+    if last:
+        limits.append(f"steps after {last} were not compared")
+    envelope = ctx.section("contract", "envelope") or {}
+    limits.append(f"hardware and software outside the envelope (GPUs {envelope.get('gpu_models') or 'none: CPU only'}, framework {envelope.get('framework', {}).get('name', '?')} {envelope.get('framework', {}).get('release', '')}, world sizes {envelope.get('world_sizes') or [ctx.section('execution', 'world_size')]})")
+    if replayed:
+        text = f"{name} was replayed from an empty worker on {machine}, inside its contract's envelope. Seeds rebuilt: {verdict['seeds']['rebuilt']}. Compared: {'; '.join(compared) or 'the run started and reached its steps'}."
+    else:
+        text = f"{name} was NOT reproduced: the first difference is at the {verdict['diagnosis']} stage ({_detail(verdict)}). Rebuilt on {machine}."
+    return {"replayed": replayed, "text": text, "compared": compared, "not_covered": limits}
+
+
+def _detail(verdict: dict[str, Any]) -> str:
+    stage = next(s for s in verdict["stages"] if s["name"] == verdict["diagnosis"])
+    return stage["detail"]
+
+
+def _retention(ctx: RebuildContext) -> str | None:
+    from reprogate.documents import DocumentError, load_document
+
+    inline = ctx.section("dataset", "inline")
+    if isinstance(inline, dict):
+        return (inline.get("retention") or {}).get("expires")
+    path = ctx.section("dataset", "manifest", "path")
+    if isinstance(path, str):
+        try:
+            data = load_document(ctx.root / path).data
+        except (DocumentError, OSError):
+            return None
+        return ((data or {}).get("retention") or {}).get("expires") if isinstance(data, dict) else None
+    return None

@@ -1,0 +1,140 @@
+"""The statistics behind a verdict, each stating its test, α, margin, n and m.
+
+- Step comparison: |a - b| <= abs + rel * |b| for each compared step; report the first step
+  outside and the largest deviation.
+- Bitwise: digests equal or not; one unequal tensor fails however close the numbers are.
+- Metric, one rebuild seed: a two-sided t prediction interval from the n reference seeds,
+  mean ± t(1-α/2, n-1) · s · sqrt(1 + 1/n), widened by half the metric's declared resolution on
+  each side (a value measured on a finite eval set, or every K steps, is quantised; without this
+  the interval is stricter than the measurement and users ask for bypasses).
+- Metric, m >= 2 rebuild seeds: Welch's two one-sided tests (Schuirmann 1987; Lakens 2017) for
+  equivalence within ±margin at level α, equivalently the (1-2α) Welch interval of the difference
+  lying inside (-margin, margin).
+Sources and the numbers these reproduce: ../shared/reference/tech.md §5.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+
+@dataclass
+class StepComparison:
+    compared: int
+    first_outside: int | None
+    quantity: str | None
+    max_deviation: float
+    max_deviation_step: int | None
+    tolerance: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return self.first_outside is None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def within(a: float, b: float, abs_tol: float, rel_tol: float) -> bool:
+    return abs(a - b) <= abs_tol + rel_tol * abs(b)
+
+
+def compare_steps(reference: dict[int, dict[str, float]], rebuilt: dict[int, dict[str, float]], quantities: Sequence[str], abs_tol: float, rel_tol: float) -> StepComparison:
+    """Compare per-step quantities; a step or quantity missing from the rebuild is outside."""
+    result = StepComparison(0, None, None, 0.0, None, {"abs": abs_tol, "rel": rel_tol})
+    for step in sorted(reference):
+        result.compared += 1
+        for quantity in quantities:
+            if quantity not in reference[step]:
+                continue
+            expected = reference[step][quantity]
+            got = rebuilt.get(step, {}).get(quantity)
+            if got is None or not math.isfinite(got):
+                deviation = math.inf
+            else:
+                deviation = abs(got - expected)
+            if deviation > result.max_deviation:
+                result.max_deviation, result.max_deviation_step = deviation, step
+            if result.first_outside is None and (got is None or not math.isfinite(got) or not within(got, expected, abs_tol, rel_tol)):
+                result.first_outside, result.quantity = step, quantity
+    return result
+
+
+def mean_sd(values: Sequence[float]) -> tuple[float, float]:
+    n = len(values)
+    mean = sum(values) / n
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
+    return mean, sd
+
+
+@dataclass
+class Interval:
+    method: str
+    low: float
+    high: float
+    alpha: float
+    n: int
+    mean: float
+    sd: float
+    resolution: float = 0.0
+
+    def contains(self, value: float) -> bool:
+        return self.low <= value <= self.high
+
+    def as_record(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"method": self.method, "low": round(self.low, 10), "high": round(self.high, 10), "alpha": self.alpha, "n": self.n, "mean": round(self.mean, 10), "sd": round(self.sd, 10)}
+        return out
+
+
+def prediction_interval(values: Sequence[float], alpha: float = 0.05, resolution: float = 0.0) -> Interval:
+    """Where one new run should land with probability 1-α, given n reference runs."""
+    from scipy import stats
+
+    n = len(values)
+    if n < 2:
+        raise ValueError("a prediction interval needs at least 2 reference seeds")
+    mean, sd = mean_sd(values)
+    half = float(stats.t.ppf(1 - alpha / 2, n - 1)) * sd * math.sqrt(1 + 1 / n) + resolution / 2
+    return Interval("prediction", mean - half, mean + half, alpha, n, mean, sd, resolution)
+
+
+@dataclass
+class Tost:
+    equivalent: bool
+    difference: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    df: float
+    alpha: float
+    margin: float
+    n: int
+    m: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def welch_tost(reference: Sequence[float], rebuilt: Sequence[float], margin: float, alpha: float = 0.05) -> Tost:
+    """Is the rebuilt mean within ±margin of the reference mean (Welch TOST at level α)?"""
+    from scipy import stats
+
+    n, m = len(reference), len(rebuilt)
+    if n < 2 or m < 2:
+        raise ValueError("Welch TOST needs at least 2 seeds on each side")
+    mx, sx = mean_sd(reference)
+    my, sy = mean_sd(rebuilt)
+    difference = my - mx
+    var = sx * sx / n + sy * sy / m
+    if var == 0:  # both sides exactly constant: the difference is known exactly
+        inside = abs(difference) < margin
+        return Tost(inside, difference, difference, difference, 0.0 if inside else 1.0, math.inf, alpha, margin, n, m)
+    se = math.sqrt(var)
+    df = var**2 / ((sx * sx / n) ** 2 / (n - 1) + (sy * sy / m) ** 2 / (m - 1))
+    t_low = (difference + margin) / se
+    t_high = (difference - margin) / se
+    p = max(float(stats.t.sf(t_low, df)), float(stats.t.cdf(t_high, df)))
+    crit = float(stats.t.ppf(1 - alpha, df))
+    return Tost(p < alpha, difference, difference - crit * se, difference + crit * se, p, df, alpha, margin, n, m)
