@@ -65,20 +65,37 @@ def seed_everything(seed: int, rank: int = 0, deterministic: bool = True, allow_
     return torch.Generator().manual_seed(seed)
 
 
-def tensor_digest(tensor: Any) -> str:
-    """sha256 over dtype, shape and raw bytes of a tensor (copied only if it must be)."""
-    import torch
+_HEADERS: dict[tuple[Any, Any], bytes] = {}
 
-    t = tensor.detach()
+
+def _feed_tensor(h: Any, tensor: Any) -> None:
+    """Add dtype, shape and raw bytes of a tensor to a hash, copying only if it must.
+
+    This runs every training step (batch digests), so the common case (a contiguous CPU tensor)
+    takes the shortest path: a cached header and a zero-copy NumPy view."""
+    t = tensor.detach() if tensor.requires_grad else tensor
     if t.device.type != "cpu":
         t = t.cpu()
     if not t.is_contiguous():
         t = t.contiguous()
-    h = hashlib.sha256()
-    h.update(f"{str(t.dtype).replace('torch.', '')}|{tuple(t.shape)}|".encode())
+    key = (t.dtype, t.shape)
+    header = _HEADERS.get(key)
+    if header is None:
+        header = _HEADERS[key] = f"{str(t.dtype)[6:]}|{tuple(t.shape)}|".encode()
+    h.update(header)
     if t.numel():
-        # A uint8 view of the same memory: NumPy can expose it (it lacks bfloat16 and friends).
-        h.update(memoryview(t.reshape(-1).view(torch.uint8).numpy()))
+        try:
+            h.update(t.numpy())  # shares the tensor's memory: no copy
+        except TypeError:  # a dtype NumPy lacks (bfloat16, float8): hash a uint8 view instead
+            import torch
+
+            h.update(t.reshape(-1).view(torch.uint8).numpy())
+
+
+def tensor_digest(tensor: Any) -> str:
+    """sha256 over dtype, shape and raw bytes of a tensor (copied only if it must be)."""
+    h = hashlib.sha256()
+    _feed_tensor(h, tensor)
     return "sha256:" + h.hexdigest()
 
 
@@ -99,7 +116,7 @@ def batch_digest(batch: Any) -> str:
 
     def feed(item: Any) -> None:
         if hasattr(item, "detach"):
-            h.update(tensor_digest(item).encode())
+            _feed_tensor(h, item)
         elif isinstance(item, Mapping):
             for key in sorted(item):
                 h.update(str(key).encode())
@@ -137,22 +154,38 @@ class Tracer:
         self._fh.write(json.dumps(event, sort_keys=True, allow_nan=False) + "\n")
 
     def step(self, step: int, batch: Any = None, loss: Any = None, lr: float | None = None, metrics: Mapping[str, float] | None = None, model: Any = None) -> None:
-        event: dict[str, Any] = {"type": "step", "rank": self.rank, "step": step}
-        if batch is not None:
-            event["batch"] = batch_digest(batch)
-        if loss is not None:
-            event["loss"] = float(loss.item() if hasattr(loss, "item") else loss)
-        if lr is not None:
-            event["lr"] = float(lr)
-        if metrics:
-            event["metrics"] = {k: float(v) for k, v in metrics.items()}
         model = model if model is not None else self.model
-        if model is not None and step % self.every == 0:
-            state = model.state_dict()
-            if self.tensors:
-                event["tensors"] = {name: tensor_digest(state[name]) for name in self.tensors if name in state}
-            event["model_state"] = model_state_digest(state)
-        self._write(event)
+        if metrics or (model is not None and step % self.every == 0):
+            event: dict[str, Any] = {"type": "step", "rank": self.rank, "step": step}
+            if batch is not None:
+                event["batch"] = batch_digest(batch)
+            if loss is not None:
+                event["loss"] = float(loss.item() if hasattr(loss, "item") else loss)
+            if lr is not None:
+                event["lr"] = float(lr)
+            if metrics:
+                event["metrics"] = {k: float(v) for k, v in metrics.items()}
+            if model is not None and step % self.every == 0:
+                state = model.state_dict()
+                if self.tensors:
+                    event["tensors"] = {name: tensor_digest(state[name]) for name in self.tensors if name in state}
+                event["model_state"] = model_state_digest(state)
+            self._write(event)
+            return
+        # The every-step path, formatted by hand: json.dumps costs several times more, every step.
+        # Same keys, same sorted order, same float repr as _write produces.
+        parts = []
+        if batch is not None:
+            parts.append(f'"batch": "{batch_digest(batch)}"')
+        if loss is not None:
+            value = float(loss.item() if hasattr(loss, "item") else loss)
+            if value != value or value in (float("inf"), float("-inf")):
+                raise ValueError(f"step {step}: loss is {value}; a trace holds finite numbers only")
+            parts.append(f'"loss": {value!r}')
+        if lr is not None:
+            parts.append(f'"lr": {float(lr)!r}')
+        parts += [f'"rank": {self.rank}', f'"step": {int(step)}', '"type": "step"']
+        self._fh.write("{" + ", ".join(parts) + "}\n")
 
     def metric(self, name: str, value: float, step: int | None = None) -> None:
         self._write({"type": "metric", "rank": self.rank, "name": name, "value": float(value), **({"step": step} if step is not None else {})})
