@@ -16,7 +16,6 @@ import datetime
 import json
 import os
 import selectors
-import signal
 import socket
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from typing import Any
 
 from reprogate import __version__
 from reprogate.diagnostics import ExitCode
+from reprogate.processes import end_all
 
 STAGES = ("devices", "framework-op", "process-group", "collective")
 STARTUP_GRACE = 20.0  # starting Python and importing torch, before the first stage reports
@@ -246,13 +246,8 @@ def _run_ranks(report: PreflightReport, ranks: dict[int, dict[str, str]], option
                     if report.failed_stage or report.could_not_start:
                         return
     finally:
+        end_all(procs.values())
         for proc in procs.values():
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            proc.wait()
             for stream in (proc.stdout, proc.stderr):
                 if stream:
                     stream.close()

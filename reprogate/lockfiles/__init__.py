@@ -59,3 +59,13 @@ def parse_file(path: str | Path, text: str | None = None) -> list[Locked]:
     if module is None:
         raise LockFileError(f"{path}: not a known lock or requirements file")
     return module.parse(Path(path).read_text(encoding="utf-8") if text is None else text)
+
+
+def load_yaml(text: str, name: str) -> object:
+    """YAML lock files are read with reprogate's safe loader; errors become LockFileError."""
+    from reprogate.documents import DocumentError, load_text
+
+    try:
+        return load_text(text, name).data
+    except DocumentError as exc:
+        raise LockFileError(exc.diagnostics[0].message) from None

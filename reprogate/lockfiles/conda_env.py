@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from reprogate.lockfiles import Locked, LockFileError, normalize
+from reprogate.lockfiles import Locked, LockFileError, load_yaml, normalize
 from reprogate.lockfiles import requirements
 
 FORMAT = "conda-environment"
@@ -13,12 +13,7 @@ _SPEC = re.compile(r"^(?:[\w.-]+::)?(?P<name>[A-Za-z0-9_.-]+)\s*(?P<op>==|=|>=|<
 
 
 def parse(text: str) -> list[Locked]:
-    from reprogate.documents import DocumentError, load_text
-
-    try:
-        data = load_text(text, "environment.yml").data
-    except DocumentError as exc:
-        raise LockFileError(exc.diagnostics[0].message) from None
+    data = load_yaml(text, "environment.yml")
     found = []
     for item in (data or {}).get("dependencies", []) if isinstance(data, dict) else []:
         if isinstance(item, dict) and isinstance(item.get("pip"), list):

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-from reprogate.lockfiles import Locked, LockFileError, normalize
+from reprogate.lockfiles import Locked, load_yaml, normalize
 
 FORMAT = "conda-lock"
 PATTERNS = ["conda-lock.yml", "conda-lock.yaml", "*.conda-lock.yml"]
 
 
 def parse(text: str) -> list[Locked]:
-    from reprogate.documents import DocumentError, load_text
-
-    try:
-        data = load_text(text, "conda-lock.yml").data
-    except DocumentError as exc:
-        raise LockFileError(exc.diagnostics[0].message) from None
+    data = load_yaml(text, "conda-lock.yml")
     found = []
     for package in (data or {}).get("package", []) if isinstance(data, dict) else []:
         hashes = frozenset(f"{k}:{v}" for k, v in (package.get("hash") or {}).items())

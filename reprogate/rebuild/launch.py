@@ -9,7 +9,6 @@ fails or the time limit passes, the others are killed (process groups), so a reb
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -17,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
+
+from reprogate.processes import end_all
 
 
 @dataclass
@@ -84,10 +85,4 @@ def launch(argv: Sequence[str], cwd: Path, world_size: int, trace_dir: Path, log
     except OSError as exc:
         return RunResult(False, time.monotonic() - started, {}, logs, f"cannot start the entrypoint: {exc}")
     finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait()
+        end_all(procs.values())
