@@ -185,6 +185,39 @@ def report(verdict: Path, fmt: str) -> None:
     sys.exit(0 if data.get("verdict") == "pass" else int(ExitCode.FAILED))
 
 
+@main.command()
+@click.option("--base", default=None, help="Base revision (the pull request's base).")
+@click.option("--head", default="HEAD", show_default=True, help="Head revision.")
+@click.option("--repo", type=click.Path(file_okay=False, exists=True, path_type=Path), default=Path("."), show_default=True, help="The repository.")
+@click.option("--files-from", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None, help="A pull request's file list as GitHub's API returns it, when no clone is at hand.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None, help="The .reprogate.yaml to use (default: found from --repo upward).")
+@click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="Output format.")
+def detect(base: str | None, head: str, repo: Path, files_from: Path | None, config_path: Path | None, fmt: str) -> None:
+    """Report which watched layers a diff changes, and how."""
+    from reprogate.config import from_data, load_config
+    from reprogate.detect import output
+    from reprogate.detect.git import DetectError
+    from reprogate.detect.run import detect as run, detect_files
+    from reprogate.documents import DocumentError, load_document
+
+    try:
+        config = from_data(load_document(config_path).data, config_path) if config_path else load_config(repo)
+        if files_from is not None:
+            result = detect_files(files_from, config)
+        elif base is None:
+            raise DetectError("give --base REF (and --head), or --files-from FILE")
+        else:
+            result = run(repo, base, head, config)
+    except DocumentError as exc:
+        first = exc.diagnostics[0]
+        click.echo(f"{first.path}:{first.location.line}:{first.location.col}: {first.message}", err=True)
+        sys.exit(int(ExitCode.USAGE))
+    except DetectError as exc:
+        click.echo(f"reprogate detect: {exc}", err=True)
+        sys.exit(int(ExitCode.USAGE))
+    click.echo({"text": output.text, "json": output.as_json, "github": output.github}[fmt](result), nl=False)
+
+
 @main.group()
 def dataset() -> None:
     """Build, verify or import dataset manifests (shards by size and checksum)."""
@@ -299,7 +332,6 @@ def _not_yet(name: str, summary: str, issue: int) -> click.Command:
 
 for _name, _summary, _issue in (
     ("image", "Resolve image tags to manifest digests via the registry API.", 7),
-    ("detect", "Report which watched layers a diff changes, and how.", 6),
     ("gate", "Pull-request flow: validate, detect, dispatch, pending status.", 8),
     ("github", "Single GitHub operations: status, dispatch, comment.", 8),
     ("audit", "Retention review: do addressed artifacts still resolve?", 7),

@@ -25,7 +25,7 @@ class Config:
     records: list[str] = field(default_factory=list)
     reference: str | None = None
     watch: dict[str, list[str]] = field(default_factory=dict)
-    ignore_dependency_groups: list[str] = field(default_factory=lambda: ["docs", "doc", "lint", "test", "tests", "dev"])
+    ignore_dependency_groups: list[str] = field(default_factory=lambda: ["docs", "doc", "lint", "test", "tests", "dev", "develop"])
     rebuild_label: str = "reprogate/rebuild"
     baseline_label: str = "reprogate/baseline"
     status_context: str = "reprogate/reproduction"

@@ -8,6 +8,7 @@ real file once however many links lead to it.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ class Discovery:
     problems: list[Diagnostic] = field(default_factory=list)
 
 
+@functools.lru_cache(maxsize=512)
 def glob_to_regex(pattern: str) -> re.Pattern[str]:
     """Translate a glob with `**` (any depth, including none) into an anchored regex on POSIX paths."""
     out, i = "", 0

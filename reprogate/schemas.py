@@ -21,6 +21,7 @@ SCHEMA_FILES: dict[str, str] = {
     "Config": "config.schema.json",
     "EnvironmentCapture": "capture.schema.json",
     "Verdict": "verdict.schema.json",
+    "Detection": "detect.schema.json",
 }
 
 

@@ -1,0 +1,44 @@
+"""detect's three outputs: a table a reviewer reads, stable JSON, and GitHub step outputs."""
+
+from __future__ import annotations
+
+import json
+
+from reprogate.detect import LAYERS
+from reprogate.detect.run import DetectResult
+
+
+def text(result: DetectResult) -> str:
+    lines = [f"{result.files} file(s) changed between {result.base[:12]} and {result.head[:12]}"]
+    if not result.changes:
+        lines.append("no framework, driver, image, dataset or record change")
+    for layer in LAYERS:
+        changes = [c for c in result.changes if c.layer == layer]
+        if changes:
+            lines.append(f"{layer}:")
+            lines += [f"  {c.path}: {c.describe()}" for c in changes]
+    lines += [f"note: {n}" for n in result.notes]
+    lines.append(f"rebuild required: {'yes' if result.rebuild_required else 'no'}")
+    return "\n".join(lines) + "\n"
+
+
+def as_json(result: DetectResult) -> str:
+    return json.dumps(result.as_json(), indent=2) + "\n"
+
+
+def markdown(result: DetectResult) -> str:
+    head = "### reprogate detect: " + ("rebuild required" if result.rebuild_required else "no rebuild needed")
+    lines = [head, "", f"{result.files} file(s) changed; watched layers changed: {', '.join(result.layers) or 'none'}.", ""]
+    if result.changes:
+        lines += ["| layer | file | change |", "|---|---|---|"]
+        for c in result.changes:
+            lines.append(f"| {c.layer} | `{c.path}` | {c.describe().replace('|', '/')} |")
+    return "\n".join(lines) + "\n"
+
+
+def github(result: DetectResult) -> str:
+    from reprogate.github import actions
+
+    actions.set_outputs({"changed": "true" if result.changes else "false", "layers": ",".join(result.layers), "rebuild-required": "true" if result.rebuild_required else "false"})
+    actions.append_summary(markdown(result))
+    return text(result)

@@ -1,0 +1,32 @@
+"""Records layer: run records added, removed or changed, and promotions to baseline."""
+
+from __future__ import annotations
+
+from reprogate.detect import Change, DetectContext
+from reprogate.detect.versions import Versions
+
+LAYER = "records"
+
+
+def matches(v: Versions) -> bool:
+    return v.name.endswith((".yaml", ".yml", ".json"))
+
+
+def diff(v: Versions, ctx: DetectContext) -> list[Change]:
+    if v.kind() != "RunRecord":
+        return []
+    try:
+        old, new = v.data("old"), v.data("new")
+    except ValueError as exc:
+        return [Change(LAYER, v.path, "unparseable", detail=f"cannot be parsed ({exc}); counted as changed")]
+    if old == new:
+        return []
+    name = str((new or old or {}).get("metadata", {}).get("name", v.path))
+    changes = [Change(LAYER, v.path, "added" if old is None else ("removed" if new is None else "changed"), name)]
+    promoted_before = bool(((old or {}).get("baseline") or {}).get("promoted"))
+    promoted_after = bool(((new or {}).get("baseline") or {}).get("promoted"))
+    if promoted_after and not promoted_before:
+        changes.append(Change(LAYER, v.path, "promoted", name, detail="promoted to baseline"))
+    if ctx.reference_record and v.path == ctx.reference_record:
+        changes.append(Change(LAYER, v.path, "reference", name, detail="the pinned reference record changed"))
+    return changes
