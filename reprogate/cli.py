@@ -219,6 +219,62 @@ def detect(base: str | None, head: str, repo: Path, files_from: Path | None, con
 
 
 @main.group()
+def image() -> None:
+    """Resolve and verify container images by digest over the registry API."""
+
+
+@image.command("resolve")
+@click.argument("refs", nargs=-1, required=True)
+@click.option("--platform", default=None, help="For a multi-platform index, also resolve this platform's manifest (e.g. linux/amd64).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="Output format.")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True, help="Seconds per request.")
+@click.option("--retries", type=click.IntRange(min=0), default=3, show_default=True, help="Retries on 429, 5xx and connection errors.")
+def image_resolve(refs: tuple[str, ...], platform: str | None, fmt: str, timeout: float, retries: int) -> None:
+    """Print the manifest digest(s) a reference resolves to."""
+    from reprogate.image_commands import resolve_command
+    from reprogate.images import RegistryClient
+
+    code, lines = resolve_command(list(refs), platform, fmt, RegistryClient(timeout=timeout, retries=retries))
+    for line in lines:
+        click.echo(line)
+    sys.exit(int(code))
+
+
+@image.command("verify")
+@click.argument("record", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--pull", is_flag=True, help="Also pull by digest through the Docker engine and confirm RepoDigests.")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True, help="Seconds per request.")
+@click.option("--retries", type=click.IntRange(min=0), default=3, show_default=True, help="Retries on 429, 5xx and connection errors.")
+def image_verify(record: Path, pull: bool, timeout: float, retries: int) -> None:
+    """Check that a record's pinned image and base images still exist."""
+    from reprogate.image_commands import verify_record
+    from reprogate.images import RegistryClient
+
+    code, lines = verify_record(record, pull, RegistryClient(timeout=timeout, retries=retries))
+    for line in lines:
+        click.echo(line)
+    sys.exit(int(code))
+
+
+@main.group()
+def dockerfile() -> None:
+    """Dockerfile helpers."""
+
+
+@dockerfile.command("pins")
+@click.argument("path", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--write", is_flag=True, help="Rewrite literal FROM references to image:tag@sha256:... (atomically, comments kept).")
+def dockerfile_pins(path: Path, write: bool) -> None:
+    """List each FROM with the digest it resolves to."""
+    from reprogate.image_commands import dockerfile_pins as run
+
+    code, lines = run(path, write)
+    for line in lines:
+        click.echo(line)
+    sys.exit(int(code))
+
+
+@main.group()
 def dataset() -> None:
     """Build, verify or import dataset manifests (shards by size and checksum)."""
 
@@ -331,7 +387,6 @@ def _not_yet(name: str, summary: str, issue: int) -> click.Command:
 
 
 for _name, _summary, _issue in (
-    ("image", "Resolve image tags to manifest digests via the registry API.", 7),
     ("gate", "Pull-request flow: validate, detect, dispatch, pending status.", 8),
     ("github", "Single GitHub operations: status, dispatch, comment.", 8),
     ("audit", "Retention review: do addressed artifacts still resolve?", 7),

@@ -252,9 +252,9 @@ def test_into_refuses_what_is_not_a_record(cli: Cli, repo: Path) -> None:
     assert result.exit_code == 2 and manifest.read_bytes() == before
 
 
-def test_image_must_be_given_by_digest(cli: Cli, repo: Path) -> None:
-    result = cli("capture", "--image", "ghcr.io/org/train:latest", "--root", str(repo))
-    assert result.exit_code == 2 and "sha256" in result.stderr
+def test_an_image_tag_that_cannot_be_resolved_is_refused(cli: Cli, repo: Path) -> None:
+    result = cli("capture", "--image", "127.0.0.1:1/org/train:latest", "--root", str(repo), "--no-framework")
+    assert result.exit_code == 3 and "REF@sha256" in result.stderr
 
 
 # driver compatibility --------------------------------------------------------------------------------

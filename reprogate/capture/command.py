@@ -30,10 +30,19 @@ def render(document: dict[str, Any], path: Path | None) -> str:
 
 def run_capture(output: Path | None, record: Path | None, image: str | None, root: Path, framework: bool) -> tuple[ExitCode, list[str], str | None]:
     """(exit code, messages for stderr, text for stdout or None)."""
-    if image is not None and "@sha256:" not in image:
-        return ExitCode.USAGE, [f"--image {image!r}: give the image by digest, REF@sha256:<64 hex> (a tag can move)"], None
-    document = capture_all(CaptureContext(root=root, image=image, framework=framework, lock_globs=_lock_globs(root)))
     messages: list[str] = []
+    if image is not None and "@sha256:" not in image:
+        from reprogate.images import ImageError, RegistryClient, Unreachable
+
+        try:  # a tag is only a label: pin what it points to now
+            found = RegistryClient().resolve(image)
+        except Unreachable as exc:
+            return ExitCode.INFRA, [f"--image {image!r}: registry unreachable ({exc}); give REF@sha256:<digest> instead"], None
+        except ImageError as exc:
+            return ExitCode.USAGE, [f"--image {image!r}: {exc}; give REF@sha256:<digest> instead"], None
+        messages.append(f"note: {image} resolved to {found.digest}")
+        image = f"{image}@{found.digest}"
+    document = capture_all(CaptureContext(root=root, image=image, framework=framework, lock_globs=_lock_globs(root)))
     for section in ("source", "devices", "software", "host"):
         value = document.get(section)
         if isinstance(value, dict) and value.get("present") is False:
