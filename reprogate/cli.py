@@ -274,6 +274,72 @@ def dockerfile_pins(path: Path, write: bool) -> None:
     sys.exit(int(code))
 
 
+@main.command()
+@click.option("--repo", type=click.Path(file_okay=False, exists=True, path_type=Path), default=Path("."), show_default=True, help="The checked-out repository (fetch-depth: 0).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None, help="The .reprogate.yaml (default: found from --repo upward).")
+@click.option("--format", "fmt", type=FORMATS, default="github", show_default=True, help="Output format.")
+def gate(repo: Path, config_path: Path | None, fmt: str) -> None:
+    """Pull-request flow: validate, detect, dispatch, pending status."""
+    from reprogate.github.commands import gate_command
+
+    code, lines = gate_command(repo, config_path, fmt)
+    for line in lines:
+        click.echo(line)
+    sys.exit(int(code))
+
+
+@main.group()
+def github() -> None:
+    """Single GitHub operations: status, dispatch, comment (token from GITHUB_TOKEN)."""
+
+
+@github.command("status")
+@click.option("--state", type=click.Choice(["pending", "success", "failure", "error"]), default=None, help="The state to post (or derive it with --from-verdict).")
+@click.option("--from-verdict", "verdict", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Post the terminal state of a rebuild verdict (error if the file is missing: the rebuild never finished).")
+@click.option("--description", default="", help="Status text (cut to GitHub's 140 characters).")
+@click.option("--context", default=None, help="Status context (default from .reprogate.yaml: reprogate/reproduction).")
+@click.option("--sha", default=None, help="Commit (default GITHUB_SHA).")
+@click.option("--target-url", default=None, help="Link from the status (default: this workflow run).")
+@click.option("--comment-report", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also upsert this Markdown report as the PR comment (needs --pr).")
+@click.option("--pr", type=int, default=None, help="Pull request number for --comment-report.")
+def github_status(state: str | None, verdict: Path | None, description: str, context: str | None, sha: str | None, target_url: str | None, comment_report: Path | None, pr: int | None) -> None:
+    """Set a commit status (and optionally the report comment)."""
+    from reprogate.github.commands import status_command
+
+    code, lines = status_command(state, verdict, description, context, sha, target_url, comment_report, pr)
+    for line in lines:
+        click.echo(line)
+    sys.exit(int(code))
+
+
+@github.command("dispatch")
+@click.option("--workflow", required=True, help="Workflow file name or id.")
+@click.option("--ref", required=True, help="Branch to run the workflow definition from (use the default branch).")
+@click.option("--input", "inputs", multiple=True, metavar="KEY=VALUE", help="Workflow input (repeatable, at most 25).")
+def github_dispatch(workflow: str, ref: str, inputs: tuple[str, ...]) -> None:
+    """Dispatch a workflow and print the run's URL when GitHub returns it."""
+    from reprogate.github.commands import dispatch_command
+
+    code, lines = dispatch_command(workflow, ref, list(inputs))
+    for line in lines:
+        click.echo(line)
+    sys.exit(int(code))
+
+
+@github.command("comment")
+@click.option("--pr", type=int, required=True, help="Pull request number.")
+@click.option("--body-file", type=click.Path(dir_okay=False, exists=True, path_type=Path), required=True, help="Markdown body.")
+@click.option("--marker", default="<!-- reprogate:gate -->", show_default=True, help="Hidden marker that finds the comment again.")
+def github_comment(pr: int, body_file: Path, marker: str) -> None:
+    """Create or update the one reprogate comment on a pull request."""
+    from reprogate.github.commands import comment_command
+
+    code, lines = comment_command(pr, body_file, marker)
+    for line in lines:
+        click.echo(line)
+    sys.exit(int(code))
+
+
 @main.group()
 def dataset() -> None:
     """Build, verify or import dataset manifests (shards by size and checksum)."""
@@ -387,8 +453,6 @@ def _not_yet(name: str, summary: str, issue: int) -> click.Command:
 
 
 for _name, _summary, _issue in (
-    ("gate", "Pull-request flow: validate, detect, dispatch, pending status.", 8),
-    ("github", "Single GitHub operations: status, dispatch, comment.", 8),
     ("audit", "Retention review: do addressed artifacts still resolve?", 7),
 ):
     main.add_command(_not_yet(_name, _summary, _issue))

@@ -77,3 +77,17 @@ def from_data(data: dict[str, Any], path: Path) -> Config:
         rebuild_workflow=rebuild.get("workflow", defaults.rebuild_workflow),
         rebuild_ref=rebuild.get("ref"),
     )
+
+
+def with_overrides(config: Config, env: dict[str, str]) -> Config:
+    """Settings the composite action passes as inputs (REPROGATE_* variables) win over the file."""
+    import dataclasses
+
+    mapping = {
+        "REPROGATE_REBUILD_WORKFLOW": "rebuild_workflow",
+        "REPROGATE_STATUS_CONTEXT": "status_context",
+        "REPROGATE_REBUILD_LABEL": "rebuild_label",
+        "REPROGATE_BASELINE_LABEL": "baseline_label",
+    }
+    changes = {field: env[name] for name, field in mapping.items() if env.get(name)}
+    return dataclasses.replace(config, **changes) if changes else config

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 from conftest import REPO, require_tool
 
@@ -23,12 +24,41 @@ def test_ci_runs_the_readme_test_line_verbatim() -> None:
     assert setup_lines()[1] in (REPO / ".ci" / "run").read_text()
 
 
-def test_workflows_match_githubs_schema() -> None:
-    workflows = sorted(str(p) for p in (REPO / ".github" / "workflows").glob("*.yml"))
-    result = subprocess.run([require_tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", *workflows], capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
+WORKFLOWS = sorted(str(p) for p in [*(REPO / ".github" / "workflows").glob("*.yml"), *(REPO / "examples" / "workflows").glob("*.yml")])
 
 
-def test_workflows_pass_zizmor_offline() -> None:
-    result = subprocess.run([require_tool("zizmor"), "--offline", "--no-progress", str(REPO / ".github" / "workflows")], capture_output=True, text=True)
+def test_workflows_and_the_action_match_githubs_schemas() -> None:
+    result = subprocess.run([require_tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", *WORKFLOWS], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+    action = subprocess.run([require_tool("check-jsonschema"), "--builtin-schema", "vendor.github-actions", str(REPO / "action.yml")], capture_output=True, text=True)
+    assert action.returncode == 0, action.stdout + action.stderr
+
+
+def test_workflows_and_the_action_pass_zizmor_offline() -> None:
+    result = subprocess.run([require_tool("zizmor"), "--offline", "--no-progress", str(REPO / "action.yml"), *WORKFLOWS], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "No findings" in result.stdout + result.stderr
+
+
+def test_no_run_script_interpolates_an_expression() -> None:
+    """${{ }} in a run: script is expanded before the shell runs (script injection); inputs go through env:."""
+    from reprogate.documents import load_document
+
+    def runs(node: object) -> list[str]:
+        if isinstance(node, dict):
+            return [v for k, v in node.items() if k == "run" and isinstance(v, str)] + [r for v in node.values() for r in runs(v)]
+        if isinstance(node, list):
+            return [r for v in node for r in runs(v)]
+        return []
+
+    scripts = [script for path in [*WORKFLOWS, str(REPO / "action.yml")] for script in runs(load_document(Path(path)).data)]
+    assert scripts and not [s for s in scripts if "${{" in s]
+
+
+def test_every_action_reference_is_pinned_to_a_full_commit() -> None:
+    import re
+
+    for path in [*WORKFLOWS, str(REPO / "action.yml")]:
+        for line in Path(path).read_text().splitlines():
+            if re.match(r"^\s*(-\s+)?uses:", line):
+                assert re.search(r"uses:\s*[\w./-]+@[0-9a-f]{40}\b", line), f"{path}: {line.strip()}"

@@ -77,7 +77,7 @@ def _verdict(ctx: RebuildContext, results: list[StageResult], failed: StageResul
         "verdict": "fail" if failed else "pass",
         "diagnosis": failed.name if failed else None,
         "infrastructure": bool(failed and failed.data.get("infra")),
-        "record": {"path": display_path(ctx.record_path), "name": ctx.section("metadata", "name"), "digest": canonical_digest(ctx.data), "level": ctx.level},
+        "record": {"path": display_path(ctx.record_path), "name": ctx.section("metadata", "name"), "digest": canonical_digest({k: v for k, v in ctx.data.items() if k != "baseline"}), "level": ctx.level},
         "stages": [{"name": r.name, "status": r.status, "seconds": round(r.seconds, 3), "detail": r.detail, **({"log_tail": r.data["log_tail"]} if r.data.get("log_tail") else {})} for r in results],
         "environment": {k: v for k, v in ctx.facts.items() if v not in (None, "")},
         "seeds": {"rebuilt": seeds_rebuilt, "reference": [v["seed"] for v in ctx.section("reference", "metric", "values") or []]},
