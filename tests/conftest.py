@@ -55,3 +55,15 @@ def require_tool(name: str) -> str:
     if os.environ.get("CI") == "true":
         pytest.fail(f"{name} is missing under CI=true; .ci/run must install it")
     pytest.skip(f"{name} not installed")
+
+
+GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in `repo` with a fixed identity; returns stdout (stripped)."""
+    import subprocess
+
+    require_tool("git")
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=True, env={**os.environ, **GIT_ENV})
+    return done.stdout.decode().strip()

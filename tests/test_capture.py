@@ -14,7 +14,7 @@ from typing import Any, Callable
 import pytest
 from click.testing import Result
 
-from conftest import EXAMPLES, require_tool
+from conftest import EXAMPLES, git
 from reprogate.capture import CaptureContext, capture_all, run_layer
 from reprogate.capture import container as container_layer
 from reprogate.capture import source as source_layer
@@ -22,13 +22,7 @@ from reprogate.capture.compat import classify
 from reprogate.documents import load_document
 
 Cli = Callable[..., Result]
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
 
-
-def git(repo: Path, *args: str) -> str:
-    require_tool("git")
-    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=True, env={**os.environ, **GIT_ENV})
-    return done.stdout.decode().strip()
 
 
 @pytest.fixture

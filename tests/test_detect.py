@@ -3,27 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 from click.testing import Result
 
-from conftest import EXAMPLES, REPO, require_tool
+from conftest import EXAMPLES, REPO, git
 
 Cli = Callable[..., Result]
 LOCKS = REPO / "tests" / "fixtures" / "locks"
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
 DIGEST_A, DIGEST_B = "sha256:" + "a" * 64, "sha256:" + "b" * 64
 
-
-def git(repo: Path, *args: str) -> str:
-    require_tool("git")
-    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=True, env={**os.environ, **GIT_ENV})
-    return done.stdout.decode().strip()
 
 
 @pytest.fixture

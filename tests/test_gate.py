@@ -6,19 +6,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
 from click.testing import Result
 
-from conftest import EXAMPLES, REPO
+from conftest import EXAMPLES, REPO, git
 
 Cli = Callable[..., Result]
 LOCKS = REPO / "tests" / "fixtures" / "locks"
 TOKEN = "ghs_" + "TestTokenValue0123456789abcdefABCDEF"
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
 REPOSITORY = "octo/repro"
 
 
@@ -49,9 +47,6 @@ def github(openapi: OpenAPI) -> Iterator[FakeGitHub]:
     server.shutdown()
     server.server_close()
 
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=True, text=True, env={**os.environ, **GIT_ENV}).stdout.strip()
 
 
 @pytest.fixture
