@@ -21,6 +21,9 @@ case "${INPUT_COMMAND:-gate}" in
   rebuild)
     [ -n "${INPUT_RECORD:-}" ] || { echo "::error title=reprogate::rebuild needs the record input"; exit 2; }
     exec "$reprogate" rebuild "$INPUT_RECORD" --format github ;;
+  audit)
+    # shellcheck disable=SC2086  # records is a space-separated list of paths and globs
+    exec "$reprogate" audit ${INPUT_RECORDS:-} ;;
   status)
     args=(github status --from-verdict "${INPUT_VERDICT:-reprogate-rebuild/verdict.json}")
     [ -n "${INPUT_SHA:-}" ] && args+=(--sha "$INPUT_SHA")
@@ -29,6 +32,6 @@ case "${INPUT_COMMAND:-gate}" in
     fi
     exec "$reprogate" "${args[@]}" ;;
   *)
-    echo "::error title=reprogate::unknown command '${INPUT_COMMAND}' (gate, validate, detect, rebuild, status)"
+    echo "::error title=reprogate::unknown command '${INPUT_COMMAND}' (gate, validate, detect, rebuild, status, audit)"
     exit 2 ;;
 esac

@@ -340,6 +340,27 @@ def github_comment(pr: int, body_file: Path, marker: str) -> None:
     sys.exit(int(code))
 
 
+@main.command()
+@click.argument("paths", nargs=-1)
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True, help="Seconds per request.")
+@click.option("--retries", type=click.IntRange(min=0), default=2, show_default=True, help="Retries per request.")
+def audit(paths: tuple[str, ...], timeout: float, retries: int) -> None:
+    """Retention review: do addressed artifacts still resolve?"""
+    from reprogate.audit import audit as run
+    from reprogate.validation import Options, validate
+
+    report = validate(list(paths), Options())
+    records = [Path(f.path) for f in report.files if f.kind == "RunRecord"]
+    for problem in report.problems:
+        click.echo(f"{problem.path}: {problem.message}", err=True)
+    if report.problems and not records:
+        sys.exit(int(ExitCode.USAGE))
+    result = run(records, timeout=timeout, retries=retries)
+    for line in result.lines:
+        click.echo(line)
+    sys.exit(int(result.code))
+
+
 @main.group()
 def dataset() -> None:
     """Build, verify or import dataset manifests (shards by size and checksum)."""
@@ -430,29 +451,3 @@ def dataset_from_dvc(dvc_file: Path, output: Path, manifest_id: str | None) -> N
         click.echo(f"warning: {warning}", err=True)
     write_manifest(result.manifest, output, f"reprogate dataset from-dvc {dvc_file.name}")
     click.echo(f"wrote {output}: {len(result.manifest['shards'])} output(s) from {dvc_file}, digest {result.manifest['digest']}")
-
-
-def _not_yet(name: str, summary: str, issue: int) -> click.Command:
-    """A command that is listed so the CLI's shape is visible, and says plainly at run time that
-    it does not work yet instead of pretending to."""
-
-    @click.pass_context
-    def run(ctx: click.Context, args: tuple[str, ...]) -> None:
-        click.echo(f"reprogate {name}: not implemented in reprogate {__version__} yet (planned in issue #{issue}); nothing was done.", err=True)
-        ctx.exit(int(ExitCode.USAGE))
-
-    return click.Command(
-        name,
-        callback=run,
-        params=[click.Argument(["args"], nargs=-1, type=click.UNPROCESSED)],
-        help=f"[not yet implemented] {summary}",
-        short_help=f"[not yet] {summary}",
-        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
-        add_help_option=False,
-    )
-
-
-for _name, _summary, _issue in (
-    ("audit", "Retention review: do addressed artifacts still resolve?", 7),
-):
-    main.add_command(_not_yet(_name, _summary, _issue))

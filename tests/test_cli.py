@@ -44,11 +44,8 @@ def test_help_lists_every_command_with_a_description(cli: Cli) -> None:
         assert name in main.commands
 
 
-def test_commands_not_built_yet_say_so_and_do_nothing(cli: Cli) -> None:
-    result = cli("audit", "records/")
-    assert result.exit_code == 2
-    assert "not implemented" in result.stderr
-    assert "[not yet]" in cli("--help").output
+def test_no_command_is_a_placeholder(cli: Cli) -> None:
+    assert "not yet" not in cli("--help").output
 
 
 def test_examples_validate(cli: Cli) -> None:

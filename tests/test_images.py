@@ -146,3 +146,17 @@ def test_verify_pull_says_when_there_is_no_docker_engine(cli: Cli, project: Path
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     result = cli("image", "verify", "--pull", str(record))
     assert result.exit_code == 3 and "nothing was pulled" in result.output
+
+
+def test_audit_reports_a_vanished_image_and_expired_dates(cli: Cli, registry: Registry, project: Path) -> None:
+    registry.push("demo/app", "v1", "payload A")
+    digest = registry.inspect_digest("demo/app:v1")
+    record = project / "records" / "behavioral.yaml"
+    edit_record(record, lambda r: (r["container"].update(registry=registry.host, repository="demo/app", tag="v1", digest=digest), r["contract"].update(lifetime={"expires": "2027-01-01"})))
+    fine = cli("audit", str(record))  # s3:// checkpoint and trace: listed, not counted
+    assert fine.exit_code == 0, fine.output
+    assert "present" in fine.output and "not checked" in fine.output and "days left" in fine.output
+    registry.delete("demo/app", digest)
+    edit_record(record, lambda r: r["contract"].update(lifetime={"expires": "2020-01-01"}))
+    gone = cli("audit", str(record))
+    assert gone.exit_code == 1 and "MISSING" in gone.output and "contract lifetime expired on 2020-01-01" in gone.output

@@ -1,0 +1,118 @@
+"""`reprogate audit`: do the artifacts a record addresses still resolve, and have its dates passed?
+
+A record is only as good as what it points to. For every record this checks, without fetching
+content: the pinned image and base images still exist in their registry; http(s) artifacts
+(checkpoint, trace, preflight output, generator states) still answer a HEAD; the dataset's
+retention and the contract's lifetime have not expired. Schemes reprogate cannot reach (s3://,
+gs://, hf://) are listed as not checked, never counted as present.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from reprogate.diagnostics import ExitCode
+
+
+@dataclass
+class AuditResult:
+    lines: list[str] = field(default_factory=list)
+    missing: int = 0
+    expired: int = 0
+    unreachable: int = 0
+    unchecked: int = 0
+
+    @property
+    def code(self) -> ExitCode:
+        if self.missing or self.expired:
+            return ExitCode.FAILED
+        return ExitCode.INFRA if self.unreachable else ExitCode.OK
+
+
+def _uris(data: Any, path: str = "") -> Iterator[tuple[str, str]]:
+    if isinstance(data, dict):
+        if isinstance(data.get("uri"), str):
+            yield path, data["uri"]
+        for key, value in data.items():
+            yield from _uris(value, f"{path}.{key}" if path else key)
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            yield from _uris(value, f"{path}[{i}]")
+
+
+def audit_record(record: Path, today: datetime.date, timeout: float = 10.0, retries: int = 2) -> AuditResult:
+    from reprogate.datasets.remote import Missing, Remote, Unreachable
+    from reprogate.documents import load_document
+    from reprogate.image_commands import verify_record
+    from reprogate.images import RegistryClient
+    from reprogate.rules.addressed import repository_root
+
+    result = AuditResult()
+    data = load_document(record).data
+    name = f"{record}"
+    code, lines = verify_record(record, False, RegistryClient(timeout=timeout, retries=retries))
+    result.lines += [f"{name}: image {line}" for line in lines]
+    if code == ExitCode.INFRA:
+        result.unreachable += 1
+    elif code == ExitCode.FAILED:
+        result.missing += 1
+    remote = Remote(timeout=timeout, retries=retries)
+    for where, uri in _uris(data):
+        if not uri.lower().startswith(("http://", "https://")):
+            result.unchecked += 1
+            result.lines.append(f"{name}: {where} {uri}: not checked (reprogate reaches http(s) only)")
+            continue
+        try:
+            remote.size(uri)
+            result.lines.append(f"{name}: {where} {uri}: present")
+        except Missing as exc:
+            result.missing += 1
+            result.lines.append(f"{name}: {where} {uri}: MISSING ({exc})")
+        except Unreachable as exc:
+            result.unreachable += 1
+            result.lines.append(f"{name}: {where} {uri}: unreachable ({exc})")
+    retention = _retention(data, repository_root(record.parent))
+    for label, value in (("dataset retention", retention), ("contract lifetime", ((data.get("contract") or {}).get("lifetime") or {}).get("expires"))):
+        if isinstance(value, str):
+            try:
+                when = datetime.date.fromisoformat(value)
+            except ValueError:
+                continue
+            if when < today:
+                result.expired += 1
+                result.lines.append(f"{name}: {label} expired on {value}: exact reproduction is no longer promised")
+            else:
+                result.lines.append(f"{name}: {label} until {value} ({(when - today).days} days left)")
+    return result
+
+
+def _retention(data: dict[str, Any], root: Path) -> str | None:
+    from reprogate.documents import DocumentError, load_document
+
+    dataset = data.get("dataset") or {}
+    if isinstance(dataset.get("inline"), dict):
+        return (dataset["inline"].get("retention") or {}).get("expires")
+    path = (dataset.get("manifest") or {}).get("path")
+    if isinstance(path, str):
+        try:
+            manifest = load_document(root / path).data
+        except (DocumentError, OSError):
+            return None
+        return ((manifest or {}).get("retention") or {}).get("expires") if isinstance(manifest, dict) else None
+    return None
+
+
+def audit(records: list[Path], today: datetime.date | None = None, timeout: float = 10.0, retries: int = 2) -> AuditResult:
+    total = AuditResult()
+    for record in records:
+        one = audit_record(record, today or datetime.date.today(), timeout, retries)
+        total.lines += one.lines
+        total.missing += one.missing
+        total.expired += one.expired
+        total.unreachable += one.unreachable
+        total.unchecked += one.unchecked
+    total.lines.append(f"{len(records)} record(s) audited: {total.missing} missing, {total.expired} expired, {total.unreachable} unreachable, {total.unchecked} not checkable here")
+    return total
