@@ -8,13 +8,31 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from reprogate import __version__
 from reprogate.diagnostics import ExitCode
 
+if TYPE_CHECKING:
+    from reprogate.documents import DocumentError
+
 FORMATS = click.Choice(["text", "json", "github"])
+
+
+def _unreadable(exc: "DocumentError", code: ExitCode | None = None) -> None:
+    """Report a file that could not be loaded (file:line:col: message) and exit."""
+    first = exc.diagnostics[0]
+    click.echo(f"{first.path}:{first.location.line}:{first.location.col}: {first.message}", err=True)
+    sys.exit(int(code if code is not None else exc.exit_code))
+
+
+def _finish(code: ExitCode, lines: list[str]) -> None:
+    """Print a command's lines and exit with its code."""
+    for line in lines:
+        click.echo(line)
+    sys.exit(int(code))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -139,8 +157,7 @@ def interval(record: Path, alpha: float | None) -> None:
     try:
         stored = store(record, alpha)
     except DocumentError as exc:
-        click.echo(f"{exc.diagnostics[0].path}: {exc.diagnostics[0].message}", err=True)
-        sys.exit(int(exc.exit_code))
+        _unreadable(exc)
     except IntervalError as exc:
         click.echo(f"reprogate interval: {exc}; record left unchanged", err=True)
         sys.exit(int(ExitCode.FAILED))
@@ -159,9 +176,7 @@ def compare(reference: Path, rebuilt: tuple[Path, ...], tolerance: tuple[float, 
     from reprogate.rebuild.command import compare_traces
 
     code, lines = compare_traces(reference, list(rebuilt), tolerance, [t for t in tensors.split(",") if t], first, last)
-    for line in lines:
-        click.echo(line)
-    sys.exit(int(code))
+    _finish(code, lines)
 
 
 @main.command()
@@ -209,9 +224,7 @@ def detect(base: str | None, head: str, repo: Path, files_from: Path | None, con
         else:
             result = run(repo, base, head, config)
     except DocumentError as exc:
-        first = exc.diagnostics[0]
-        click.echo(f"{first.path}:{first.location.line}:{first.location.col}: {first.message}", err=True)
-        sys.exit(int(ExitCode.USAGE))
+        _unreadable(exc, ExitCode.USAGE)
     except DetectError as exc:
         click.echo(f"reprogate detect: {exc}", err=True)
         sys.exit(int(ExitCode.USAGE))
@@ -235,9 +248,7 @@ def image_resolve(refs: tuple[str, ...], platform: str | None, fmt: str, timeout
     from reprogate.images import RegistryClient
 
     code, lines = resolve_command(list(refs), platform, fmt, RegistryClient(timeout=timeout, retries=retries))
-    for line in lines:
-        click.echo(line)
-    sys.exit(int(code))
+    _finish(code, lines)
 
 
 @image.command("verify")
@@ -251,9 +262,7 @@ def image_verify(record: Path, pull: bool, timeout: float, retries: int) -> None
     from reprogate.images import RegistryClient
 
     code, lines = verify_record(record, pull, RegistryClient(timeout=timeout, retries=retries))
-    for line in lines:
-        click.echo(line)
-    sys.exit(int(code))
+    _finish(code, lines)
 
 
 @main.group()
@@ -269,9 +278,7 @@ def dockerfile_pins(path: Path, write: bool) -> None:
     from reprogate.image_commands import dockerfile_pins as run
 
     code, lines = run(path, write)
-    for line in lines:
-        click.echo(line)
-    sys.exit(int(code))
+    _finish(code, lines)
 
 
 @main.command()
@@ -283,9 +290,7 @@ def gate(repo: Path, config_path: Path | None, fmt: str) -> None:
     from reprogate.github.commands import gate_command
 
     code, lines = gate_command(repo, config_path, fmt)
-    for line in lines:
-        click.echo(line)
-    sys.exit(int(code))
+    _finish(code, lines)
 
 
 @main.group()
@@ -307,9 +312,7 @@ def github_status(state: str | None, verdict: Path | None, description: str, con
     from reprogate.github.commands import status_command
 
     code, lines = status_command(state, verdict, description, context, sha, target_url, comment_report, pr)
-    for line in lines:
-        click.echo(line)
-    sys.exit(int(code))
+    _finish(code, lines)
 
 
 @github.command("dispatch")
@@ -321,9 +324,7 @@ def github_dispatch(workflow: str, ref: str, inputs: tuple[str, ...]) -> None:
     from reprogate.github.commands import dispatch_command
 
     code, lines = dispatch_command(workflow, ref, list(inputs))
-    for line in lines:
-        click.echo(line)
-    sys.exit(int(code))
+    _finish(code, lines)
 
 
 @github.command("comment")
@@ -335,9 +336,7 @@ def github_comment(pr: int, body_file: Path, marker: str) -> None:
     from reprogate.github.commands import comment_command
 
     code, lines = comment_command(pr, body_file, marker)
-    for line in lines:
-        click.echo(line)
-    sys.exit(int(code))
+    _finish(code, lines)
 
 
 @main.command()
@@ -396,8 +395,7 @@ def dataset_manifest(root: Path, output: Path, include: tuple[str, ...], exclude
         options = BuildOptions(root, output, list(include), list(exclude), algorithm, jobs, quiet, manifest_id, manifest_version, namespace, pairs, base_data if isinstance(base_data, dict) else {})
         manifest = build_manifest(options)
     except DocumentError as exc:
-        click.echo(f"{exc.diagnostics[0].path}: {exc.diagnostics[0].message}", err=True)
-        sys.exit(int(exc.exit_code))
+        _unreadable(exc)
     except AlgorithmUnavailable as exc:
         click.echo(f"reprogate dataset manifest: {exc}", err=True)
         sys.exit(int(ExitCode.USAGE))
@@ -441,9 +439,7 @@ def dataset_from_dvc(dvc_file: Path, output: Path, manifest_id: str | None) -> N
     try:
         result = from_dvc(dvc_file, output, manifest_id)
     except DocumentError as exc:
-        first = exc.diagnostics[0]
-        click.echo(f"{first.path}:{first.location.line}:{first.location.col}: {first.message}", err=True)
-        sys.exit(int(exc.exit_code))
+        _unreadable(exc)
     except DvcError as exc:
         click.echo(f"reprogate dataset from-dvc: {exc}; nothing written", err=True)
         sys.exit(int(ExitCode.FAILED))
