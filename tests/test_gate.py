@@ -235,3 +235,15 @@ def test_status_from_a_verdict_is_always_terminal(cli: Cli, github: FakeGitHub, 
     assert result.exit_code == 0, result.output
     assert github.statuses[0]["state"] == state and len(github.statuses[0]["description"]) <= 140
     assert len(github.comments[0]["body"]) <= 65_536 and "cut to GitHub" in github.comments[0]["body"]
+
+
+def test_writes_beyond_a_burst_are_spaced(github: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> None:
+    from reprogate.github import client as client_module
+
+    waits: list[float] = []
+    monkeypatch.setattr(client_module.time, "sleep", lambda seconds: waits.append(seconds))
+    gh = client_module.GitHubClient(TOKEN, api_url=github.url, write_interval=1.0)
+    for i in range(7):
+        gh.create_status(REPOSITORY, "a" * 40, "pending", f"ctx-{i}", "x")
+    assert len(waits) == 2 and all(0 < w <= 1.0 for w in waits)  # the 6th and 7th writes waited
+    assert gh.calls == 7

@@ -3,8 +3,9 @@
 - `Accept: application/vnd.github+json` and an explicit `X-GitHub-Api-Version`.
 - Timeouts on every request; 5xx retried with exponential backoff; primary and secondary rate
   limits honoured (Retry-After, x-ratelimit-remaining/-reset, else 60 s then backoff), bounded.
-- Writes are serialised at least `write_interval` seconds apart (GitHub's guidance for
-  integrations; ../shared/reference/github.md §3).
+- Writes beyond the first few of a run are spaced at least `write_interval` seconds apart
+  (GitHub asks clients making many writes to wait a second between them;
+  ../shared/reference/github.md §3); a gate's handful of writes goes out at once.
 - Pagination through the Link header.
 - The token is never printed: under Actions it is masked (`::add-mask::`) before anything else,
   and errors quote GitHub's message, never request headers.
@@ -50,7 +51,9 @@ class GitHubClient:
     backoff: float = 1.0
     write_interval: float = field(default_factory=lambda: float(os.environ.get("REPROGATE_GITHUB_WRITE_INTERVAL", "1.0")))
     max_wait: float = 300.0  # longest single rate-limit wait before giving up
+    write_burst: int = 5  # writes sent without spacing before write_interval applies
     calls: int = 0
+    writes: int = 0
     _last_write: float = 0.0
     _session: Any = None
 
@@ -93,7 +96,7 @@ class GitHubClient:
         url = path if path.startswith("http") else f"{self.api_url.rstrip('/')}{path}"
         last = ""
         for attempt in range(self.retries + 1):
-            if method != "GET":
+            if method != "GET" and self.writes >= self.write_burst:
                 pause = self._last_write + self.write_interval - time.monotonic()
                 if pause > 0:
                     time.sleep(pause)
@@ -107,6 +110,7 @@ class GitHubClient:
             finally:
                 if method != "GET":
                     self._last_write = time.monotonic()
+                    self.writes += 1
             if response.status_code in expect:
                 return response
             wait = self._wait_for_limits(response, attempt)
