@@ -74,7 +74,7 @@ def _feed_tensor(h: Any, tensor: Any) -> None:
     This runs every training step (batch digests), so the common case (a contiguous CPU tensor)
     takes the shortest path: a cached header and a zero-copy NumPy view."""
     t = tensor.detach() if tensor.requires_grad else tensor
-    if t.device.type != "cpu":
+    if not t.is_cpu:
         t = t.cpu()
     if not t.is_contiguous():
         t = t.contiguous()
@@ -117,13 +117,13 @@ def batch_digest(batch: Any) -> str:
     def feed(item: Any) -> None:
         if hasattr(item, "detach"):
             _feed_tensor(h, item)
+        elif isinstance(item, (list, tuple)):  # before the (slow) Mapping ABC check
+            for element in item:
+                feed(element)
         elif isinstance(item, Mapping):
             for key in sorted(item):
                 h.update(str(key).encode())
                 feed(item[key])
-        elif isinstance(item, (list, tuple)):
-            for element in item:
-                feed(element)
         else:
             h.update(repr(item).encode())
 
