@@ -12,7 +12,7 @@ def run(argv: list[str], cwd: Path | None = None, timeout: float = 10.0) -> tupl
     if shutil.which(argv[0]) is None:
         return 127, b"", f"{argv[0]} not found"
     try:
-        done = subprocess.run(argv, cwd=cwd, capture_output=True, timeout=timeout, env=None)
+        done = subprocess.run(argv, cwd=cwd, capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return 124, b"", f"{argv[0]} timed out after {timeout:.0f} s"
     except OSError as exc:

@@ -41,11 +41,6 @@ def new_hasher(algorithm: str) -> Any:
     raise AlgorithmUnavailable(f"unknown hash algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
 
 
-def hash_bytes(data: bytes, algorithm: str) -> str:
-    h = new_hasher(algorithm)
-    h.update(data)
-    return f"{algorithm}:{h.hexdigest()}"
-
 
 @dataclass
 class FileDigest:

@@ -26,7 +26,7 @@ def run_command(record: Path, workdir: Path | None, output_dir: Path, steps: int
     from reprogate.rebuild.context import RebuildOptions
     from reprogate.report import markdown
 
-    options = RebuildOptions(workdir=workdir, output_dir=output_dir, steps=steps, seeds=seeds, world_size=world_size, image=image, timeout=timeout)
+    options = RebuildOptions(workdir=workdir, steps=steps, seeds=seeds, world_size=world_size, image=image, timeout=timeout)
     try:
         verdict = run_rebuild(record, options)
     except RebuildUsageError as exc:

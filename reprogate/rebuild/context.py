@@ -12,7 +12,6 @@ from reprogate.documents import Document
 @dataclass
 class RebuildOptions:
     workdir: Path | None = None  # must be empty (or absent); default a fresh temporary folder
-    output_dir: Path = Path("reprogate-rebuild")
     steps: int | None = None  # compare at most this many steps
     seeds: int = 1  # rebuild seeds; 1 = prediction interval, >= 2 = Welch TOST
     world_size: int | None = None  # default the record's; checked against the envelope
