@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from reprogate.diagnostics import ExitCode
+from reprogate.core.diagnostics import ExitCode
 
 
 @dataclass
@@ -45,7 +45,7 @@ def _uris(data: Any, path: str = "") -> Iterator[tuple[str, str]]:
 
 def audit_record(record: Path, today: datetime.date, timeout: float = 10.0, retries: int = 2) -> AuditResult:
     from reprogate.datasets.remote import Missing, Remote, Unreachable
-    from reprogate.documents import load_document
+    from reprogate.core.documents import load_document
     from reprogate.image_commands import verify_record
     from reprogate.images import RegistryClient
     from reprogate.rules.addressed import repository_root
@@ -90,7 +90,7 @@ def audit_record(record: Path, today: datetime.date, timeout: float = 10.0, retr
 
 
 def _retention(data: dict[str, Any], root: Path) -> str | None:
-    from reprogate.documents import DocumentError, load_document
+    from reprogate.core.documents import DocumentError, load_document
 
     dataset = data.get("dataset") or {}
     if isinstance(dataset.get("inline"), dict):

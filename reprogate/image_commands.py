@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from reprogate.diagnostics import ExitCode
+from reprogate.core.diagnostics import ExitCode
 from reprogate.images import ImageError, RegistryClient, Unreachable, parse_reference
 
 
@@ -39,7 +39,7 @@ def resolve_command(refs: list[str], platform: str | None, fmt: str, client: Reg
 
 def verify_record(record: Path, pull: bool, client: RegistryClient | None = None) -> tuple[ExitCode, list[str]]:
     """The record's image and base images still exist; a recorded tag that moved is reported."""
-    from reprogate.documents import DocumentError, load_document
+    from reprogate.core.documents import DocumentError, load_document
 
     try:
         data = load_document(record).data
@@ -109,7 +109,7 @@ _FROM = re.compile(r"^(?P<lead>\s*FROM\s+(?:--\S+\s+)*)(?P<image>\S+)(?P<rest>.*
 def dockerfile_pins(path: Path, write: bool, client: RegistryClient | None = None) -> tuple[ExitCode, list[str]]:
     """Each FROM with the digest it resolves to; with write, pin literal references in place."""
     from reprogate.detect.dockerfile import from_lines
-    from reprogate.fileio import atomic_write
+    from reprogate.core.fileio import atomic_write
 
     text = path.read_text(encoding="utf-8")
     client = client or RegistryClient()

@@ -10,8 +10,8 @@ from typing import Callable, Iterator
 import pytest
 from click.testing import Result
 
-from conftest import edit_record, require_tool
-from registry import Registry, start_registry
+from support import edit_record, require_tool
+from support.registry import Registry, start_registry
 from reprogate.images import ImageError, RegistryClient, Unreachable, parse_reference
 
 Cli = Callable[..., Result]
@@ -133,7 +133,7 @@ def test_capture_fills_the_digest_from_a_tag(cli: Cli, registry: Registry, tmp_p
     out = tmp_path / "capture.yaml"
     result = cli("capture", "--no-framework", "--image", f"{registry.host}/demo/train:v3", "-o", str(out), "--root", str(tmp_path))
     assert result.exit_code == 0, result.stderr
-    from reprogate.documents import load_document
+    from reprogate.core.documents import load_document
 
     container = load_document(out).data["container"]
     assert container["digest"] == digest and container["tag"] == "v3" and container["registry"] == registry.host

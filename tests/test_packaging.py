@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from support import REPO
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,7 @@ def test_installed_package_validates_from_its_own_schemas(wheel: Path, tmp_path:
     """Unpacked away from the checkout, the package must use the schemas inside it."""
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
-    code = "from reprogate.schemas import schema_dir; print(schema_dir())"
+    code = "from reprogate.core.schemas import schema_dir; print(schema_dir())"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})
     assert result.stdout.strip() == str(site / "reprogate" / "schemas"), result.stderr
     run = subprocess.run([sys.executable, "-m", "reprogate", "validate", str(REPO / "examples")], capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})

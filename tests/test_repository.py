@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from conftest import REPO, require_tool
+from support import REPO, require_tool
 
 
 def setup_lines() -> list[str]:
@@ -42,7 +42,7 @@ def test_workflows_and_the_action_pass_zizmor_offline() -> None:
 
 def test_no_run_script_interpolates_an_expression() -> None:
     """${{ }} in a run: script is expanded before the shell runs (script injection); inputs go through env:."""
-    from reprogate.documents import load_document
+    from reprogate.core.documents import load_document
 
     def runs(node: object) -> list[str]:
         if isinstance(node, dict):

@@ -12,11 +12,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from reprogate.canonical import canonical_digest, file_digest
+from reprogate.core.canonical import canonical_digest, file_digest
 from reprogate.datasets import manifest_digest
-from reprogate.documents import load_document
-from reprogate.gittree import tree_id
-from reprogate.interval import store
+from reprogate.core.documents import load_document
+from reprogate.core.gittree import tree_id
+from reprogate.rebuild.interval import store
 from reprogate.rebuild.compare import metrics
 from reprogate.rebuild.launch import launch
 from reprogate.trace import read_trace

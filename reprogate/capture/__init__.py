@@ -43,7 +43,7 @@ def run_layer(layer: ModuleType, ctx: CaptureContext) -> dict[str, Any]:
     try:
         return layer.capture(ctx)
     except Exception as exc:  # noqa: BLE001 - one broken layer must not lose the others
-        from reprogate.secrets import redact
+        from reprogate.core.redact import redact
 
         return absent(f"capture failed: {type(exc).__name__}: {redact(str(exc))[:200]}")
 

@@ -7,14 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from reprogate.capture import CaptureContext, capture_all
-from reprogate.diagnostics import ExitCode
-from reprogate.documents import DocumentError, load_document
-from reprogate.fileio import atomic_write
-from reprogate.yamlout import dump_yaml
+from reprogate.core.diagnostics import ExitCode
+from reprogate.core.documents import DocumentError, load_document
+from reprogate.core.fileio import atomic_write
+from reprogate.core.yamlout import dump_yaml
 
 
 def _lock_globs(root: Path) -> list[str]:
-    from reprogate.config import load_config
+    from reprogate.core.config import load_config
 
     try:
         return load_config(root).watch.get("framework", [])

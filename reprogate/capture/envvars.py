@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from reprogate.capture import CaptureContext
-from reprogate.secrets import is_secret_name, looks_secret
+from reprogate.core.redact import is_secret_name, looks_secret
 
 SECTION = "environment"
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import yaml
 
-from reprogate.documents import Document
-from reprogate.yamlout import dump_yaml
+from reprogate.core.documents import Document
+from reprogate.core.yamlout import dump_yaml
 
 SOURCE_KEYS = ("repository", "commit", "path", "tree", "dirty", "diff_digest", "untracked_digest", "lock_files", "job_start_installs")
 
@@ -135,7 +135,7 @@ def _block_end(text: str, end: int) -> int:
 
 def splice(text: str, path: tuple[str, ...], value: Any) -> str:
     """Replace (or add) the mapping entry at `path` in YAML `text`, leaving all else unchanged."""
-    from reprogate.documents import _Loader
+    from reprogate.core.documents import _Loader
 
     root = _Loader(text).get_single_node()
     parent, key_node, value_node = _node_for(root, path)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from reprogate.lockfiles import LockFileError, normalize, parse_file
-from reprogate.yamlout import FlowMap
+from reprogate.core.yamlout import FlowMap
 
 
 def _pins(lock_files: list[Path]) -> dict[str, set[str | None]]:

@@ -11,7 +11,7 @@ from typing import Any
 from reprogate.capture import CaptureContext, absent
 from reprogate.capture._run import run
 from reprogate.capture.packages import unpinned_installs
-from reprogate.canonical import file_digest
+from reprogate.core.canonical import file_digest
 
 SECTION = "source"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reprogate.canonical import canonical_digest
+from reprogate.core.canonical import canonical_digest
 
 
 def manifest_digest(manifest: dict[str, Any]) -> str:

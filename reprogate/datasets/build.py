@@ -16,9 +16,9 @@ from reprogate.datasets import manifest_digest
 from reprogate.datasets.hashing import hash_files
 from reprogate.datasets.names import UnsafeName, local_path
 from reprogate.datasets.select import select
-from reprogate.fileio import atomic_write
-from reprogate.progress import Progress
-from reprogate.yamlout import FlowMap, dump_yaml
+from reprogate.core.fileio import atomic_write
+from reprogate.core.progress import Progress
+from reprogate.core.yamlout import FlowMap, dump_yaml
 
 # Fields a build computes; everything else in a --base manifest is a person's and is kept.
 COMPUTED = {"apiVersion", "kind", "algorithm", "selection", "shards", "files", "digest"}

@@ -15,8 +15,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from reprogate.datasets import manifest_digest
-from reprogate.documents import load_document
-from reprogate.yamlout import FlowMap
+from reprogate.core.documents import load_document
+from reprogate.core.yamlout import FlowMap
 
 
 class DvcError(Exception):

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reprogate.discovery import glob_to_regex
+from reprogate.validate.discovery import glob_to_regex
 
 DEFAULT_EXCLUDES = (".git/**",)
 

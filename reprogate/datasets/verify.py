@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reprogate.diagnostics import Diagnostic, ExitCode, Location
-from reprogate.documents import Document, DocumentError, display_path, load_document
+from reprogate.core.diagnostics import Diagnostic, ExitCode, Location
+from reprogate.core.documents import Document, DocumentError, display_path, load_document
 from reprogate.datasets.dvcdir import dvc_directory_md5
 from reprogate.datasets.hashing import AlgorithmUnavailable, hash_files, new_hasher
 from reprogate.datasets.names import RootGuard, UnsafeName, check_name, is_url
 from reprogate.datasets.remote import Missing, Remote, Unreachable
 from reprogate.datasets.select import select
-from reprogate.progress import Progress
+from reprogate.core.progress import Progress
 
 MANIFEST_MAX_BYTES = 256 * 1024 * 1024  # a million shards fit; records keep the 16 MiB default
 KINDS = ("missing", "extra", "truncated", "corrupt", "unsafe", "unreachable")
@@ -106,7 +106,7 @@ def verify(manifest_path: Path, options: VerifyOptions) -> VerifyReport:
         report.findings.extend(exc.diagnostics)
         report.exit_code = ExitCode.USAGE
         return report
-    from reprogate.schema_check import schema_diagnostics
+    from reprogate.validate.schema_check import schema_diagnostics
 
     data = doc.data
     invalid = schema_diagnostics(doc, "DatasetManifest") if isinstance(data, dict) else []

@@ -37,7 +37,7 @@ def markdown(result: DetectResult) -> str:
 
 
 def github(result: DetectResult) -> str:
-    from reprogate.github import actions
+    from reprogate.output import workflow as actions
 
     actions.set_outputs({"changed": "true" if result.changes else "false", "layers": ",".join(result.layers), "rebuild-required": "true" if result.rebuild_required else "false"})
     actions.append_summary(markdown(result))

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reprogate.config import Config
+from reprogate.core.config import Config
 from reprogate.detect import LAYERS, REBUILD_LAYERS, Change, DetectContext, detectors
 from reprogate.detect.git import DetectError, FileChange, changed_files, read_blobs, resolve, toplevel
 from reprogate.detect.versions import Versions
-from reprogate.discovery import glob_to_regex
+from reprogate.validate.discovery import glob_to_regex
 
 
 @dataclass

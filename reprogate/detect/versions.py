@@ -31,7 +31,7 @@ class Versions:
             if text is None:
                 self._data[which] = None
             else:
-                from reprogate.documents import DocumentError, load_text
+                from reprogate.core.documents import DocumentError, load_text
 
                 try:
                     self._data[which] = load_text(text, self.path, "json" if self.path.endswith(".json") else "yaml").data

@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from reprogate.diagnostics import ExitCode
+from reprogate.core.diagnostics import ExitCode
 from reprogate.github.client import GitHubClient, GitHubError, GitHubUnreachable
 
 
@@ -39,10 +39,10 @@ def _guard(work) -> tuple[ExitCode, list[str]]:  # type: ignore[no-untyped-def]
 
 
 def gate_command(repo: Path, config_path: Path | None, fmt: str) -> tuple[ExitCode, list[str]]:
-    from reprogate.config import from_data, load_config, with_overrides
+    from reprogate.core.config import from_data, load_config, with_overrides
     from reprogate.detect.git import DetectError
-    from reprogate.documents import DocumentError, load_document
-    from reprogate.github import actions
+    from reprogate.core.documents import DocumentError, load_document
+    from reprogate.output import workflow as actions
     from reprogate.github.gate import Event, run_gate
 
     def work() -> tuple[ExitCode, list[str]]:
@@ -66,7 +66,7 @@ def gate_command(repo: Path, config_path: Path | None, fmt: str) -> tuple[ExitCo
 
 
 def status_command(state: str | None, verdict_path: Path | None, description: str, context: str | None, sha: str | None, target_url: str | None, report: Path | None, pr: int | None) -> tuple[ExitCode, list[str]]:
-    from reprogate.config import load_config
+    from reprogate.core.config import load_config
     from reprogate.github.gate import MARKER, post_verdict
 
     def work() -> tuple[ExitCode, list[str]]:

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reprogate.config import Config
-from reprogate.diagnostics import ExitCode
+from reprogate.core.config import Config
+from reprogate.core.diagnostics import ExitCode
 from reprogate.github.client import GitHubClient, GitHubError, GitHubUnreachable
 
 MARKER = "<!-- reprogate:gate -->"
@@ -101,7 +101,7 @@ def run_gate(event: Event, config: Config, repo_dir: Path, client: GitHubClient,
 def _invalid_records(config: Config) -> list[str]:
     if not config.records:
         return []
-    from reprogate.validation import Options, validate
+    from reprogate.validate.runner import Options, validate
 
     report = validate([str(config.folder / glob) for glob in config.records], Options())
     return [f"{d.path}:{d.location.line} {d.field} {d.message}" for f in report.files for d in f.errors] + [d.message for d in report.problems if d.severity.value == "error"]
@@ -151,8 +151,8 @@ def _comment(detection: Any, url: str | None, waiting: str | None) -> str:
 
 
 def _baseline(event: Event, config: Config, client: GitHubClient, result: GateResult, detection: Any, head: str, repo_dir: Path) -> None:
-    from reprogate.canonical import canonical_digest
-    from reprogate.documents import DocumentError, load_document
+    from reprogate.core.canonical import canonical_digest
+    from reprogate.core.documents import DocumentError, load_document
 
     promoted = sorted({c.path for c in detection.changes if c.layer == "records" and c.kind == "promoted"})
     problems = []

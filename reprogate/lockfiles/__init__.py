@@ -63,7 +63,7 @@ def parse_file(path: str | Path, text: str | None = None) -> list[Locked]:
 
 def load_yaml(text: str, name: str) -> object:
     """YAML lock files are read with reprogate's safe loader; errors become LockFileError."""
-    from reprogate.documents import DocumentError, load_text
+    from reprogate.core.documents import DocumentError, load_text
 
     try:
         return load_text(text, name).data

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from reprogate import __version__
-from reprogate.canonical import canonical_digest
-from reprogate.diagnostics import ExitCode
-from reprogate.documents import display_path, load_document
+from reprogate.core.canonical import canonical_digest
+from reprogate.core.diagnostics import ExitCode
+from reprogate.core.documents import display_path, load_document
 from reprogate.rebuild.compare import loss_curve
 from reprogate.rebuild.context import RebuildContext, RebuildOptions, StageResult
 from reprogate.rebuild.stages import STAGES
@@ -30,7 +30,7 @@ class RebuildUsageError(Exception):
 
 def run_rebuild(record: Path, options: RebuildOptions) -> dict[str, Any]:
     """Run the stages and return the verdict document."""
-    from reprogate.validation import Options, validate_file
+    from reprogate.validate.runner import Options, validate_file
 
     checked = validate_file(record, True, Options(addressed_files=False), {})
     if checked.kind != "RunRecord" or checked.errors:

@@ -60,7 +60,7 @@ def _detail(verdict: dict[str, Any]) -> str:
 
 
 def _retention(ctx: RebuildContext) -> str | None:
-    from reprogate.documents import DocumentError, load_document
+    from reprogate.core.documents import DocumentError, load_document
 
     inline = ctx.section("dataset", "inline")
     if isinstance(inline, dict):

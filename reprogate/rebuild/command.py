@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from reprogate.diagnostics import ExitCode
-from reprogate.fileio import atomic_write
+from reprogate.core.diagnostics import ExitCode
+from reprogate.core.fileio import atomic_write
 
 
 def text_summary(verdict: dict[str, Any]) -> str:
@@ -24,7 +24,7 @@ def text_summary(verdict: dict[str, Any]) -> str:
 def run_command(record: Path, workdir: Path | None, output_dir: Path, steps: int | None, seeds: int, world_size: int | None, image: str | None, timeout: float, fmt: str) -> tuple[ExitCode, str, list[str]]:
     from reprogate.rebuild import RebuildUsageError, exit_code, run_rebuild
     from reprogate.rebuild.context import RebuildOptions
-    from reprogate.report import markdown
+    from reprogate.rebuild.report import markdown
 
     options = RebuildOptions(workdir=workdir, steps=steps, seeds=seeds, world_size=world_size, image=image, timeout=timeout)
     try:
@@ -38,7 +38,7 @@ def run_command(record: Path, workdir: Path | None, output_dir: Path, steps: int
     if fmt == "json":
         text = json.dumps(verdict, indent=2) + "\n"
     elif fmt == "github":
-        from reprogate.github import actions
+        from reprogate.output import workflow as actions
 
         failed = next((s for s in verdict["stages"] if s["status"] == "fail"), None)
         text = ""
@@ -54,7 +54,7 @@ def run_command(record: Path, workdir: Path | None, output_dir: Path, steps: int
 
 def compare_traces(reference: Path, rebuilt: list[Path], tolerance: tuple[float, float] | None, tensors: list[str], first: int, last: int | None) -> tuple[ExitCode, list[str]]:
     from reprogate.rebuild import compare
-    from reprogate.trace import read_trace
+    from reprogate.runtime.trace import read_trace
 
     try:
         ref = compare.step_events(read_trace([reference]), first, last)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from reprogate.stats import StepComparison, compare_steps
+from reprogate.rebuild.stats import StepComparison, compare_steps
 
 Key = tuple[int, int]  # (step, rank)
 

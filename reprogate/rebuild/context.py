@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reprogate.documents import Document
+from reprogate.core.documents import Document
 
 
 @dataclass

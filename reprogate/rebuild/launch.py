@@ -1,7 +1,7 @@
 """Start a record's entrypoint as W local ranks with torchrun's environment, and wait for it.
 
 Each rank gets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (what
-torchrun sets), REPROGATE_TRACE_DIR (where reprogate.trace writes) and REPROGATE_SEED, plus the
+torchrun sets), REPROGATE_TRACE_DIR (where reprogate.runtime.trace writes) and REPROGATE_SEED, plus the
 record's behaviour-changing variables. Output of each rank goes to its own log file. When one rank
 fails or the time limit passes, the others are killed (process groups), so a rebuild never hangs.
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from reprogate.processes import end_all
+from reprogate.core.processes import end_all
 
 
 @dataclass

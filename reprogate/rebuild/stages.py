@@ -13,9 +13,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
-from reprogate.canonical import CanonicalError, canonical_digest, file_digest
+from reprogate.core.canonical import CanonicalError, canonical_digest, file_digest
 from reprogate.datasets import manifest_digest
-from reprogate.documents import DocumentError, load_document
+from reprogate.core.documents import DocumentError, load_document
 from reprogate.rebuild import compare
 from reprogate.rebuild.context import RebuildContext, SeedRun, StageResult
 
@@ -52,7 +52,7 @@ def artifacts(ctx: RebuildContext) -> StageResult:
         tree = ctx.section("source", "tree")
         if isinstance(source_path, str):
             if isinstance(tree, str):
-                from reprogate.gittree import tree_id
+                from reprogate.core.gittree import tree_id
 
                 found = tree_id(ctx.root / source_path)
                 if found != tree:
@@ -78,7 +78,7 @@ def artifacts(ctx: RebuildContext) -> StageResult:
             path = ctx.root / trace["path"]
             if file_digest(path) != trace["checksum"]:
                 return _result("artifacts", "fail", f"reference trace {trace['path']} does not match its checksum")
-            from reprogate.trace import read_trace
+            from reprogate.runtime.trace import read_trace
 
             ctx.reference_events = read_trace([path])
         checkpoint = ctx.section("state", "checkpoint")
@@ -129,7 +129,7 @@ def digest(ctx: RebuildContext) -> StageResult:
 def preflight(ctx: RebuildContext) -> StageResult:
     import json
 
-    from reprogate.preflight import PreflightOptions, run_preflight
+    from reprogate.rebuild.preflight import PreflightOptions, run_preflight
 
     report = run_preflight(PreflightOptions(world_size=ctx.world_size, timeout=ctx.options.preflight_timeout))
     (ctx.workdir / "preflight.json").write_text(json.dumps(report.as_json(), indent=2) + "\n")
@@ -261,7 +261,7 @@ def rebuild_seeds(ctx: RebuildContext) -> list[int]:
 
 def run(ctx: RebuildContext) -> StageResult:
     from reprogate.rebuild.launch import launch
-    from reprogate.trace import read_trace
+    from reprogate.runtime.trace import read_trace
 
     entry = ctx.section("job", "entrypoint")
     cwd = ctx.workdir / (ctx.section("job", "workdir") or ctx.section("source", "path") or ".")
@@ -279,7 +279,7 @@ def run(ctx: RebuildContext) -> StageResult:
         if not result.ok:
             return _result("run", "fail", f"seed {seed}: {result.detail}", log_tail=outcome.log_tail, seed=seed)
         if not any(e.get("type") == "step" for e in outcome.events):
-            return _result("run", "fail", f"seed {seed}: the entrypoint finished but wrote no step trace (does it use reprogate.trace.Tracer?)", log_tail=outcome.log_tail)
+            return _result("run", "fail", f"seed {seed}: the entrypoint finished but wrote no step trace (does it use reprogate.runtime.trace.Tracer?)", log_tail=outcome.log_tail)
     steps = max(e["step"] for e in ctx.runs[0].events if e.get("type") == "step")
     if ctx.level == "startup":
         wanted = int(ctx.section("contract", "steps", "count") or 1)
@@ -324,7 +324,7 @@ def steps(ctx: RebuildContext) -> StageResult:
 
 
 def metric(ctx: RebuildContext) -> StageResult:
-    from reprogate.stats import Interval, welch_tost
+    from reprogate.rebuild.stats import Interval, welch_tost
 
     declared = ctx.section("contract", "metric")
     if not isinstance(declared, dict):

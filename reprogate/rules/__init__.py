@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from reprogate.diagnostics import Diagnostic, Severity, field_path
-from reprogate.documents import Document
+from reprogate.core.diagnostics import Diagnostic, Severity, field_path
+from reprogate.core.documents import Document
 
 RuleFn = Callable[["RuleContext"], Iterable[Diagnostic]]
 RULES: dict[str, list[RuleFn]] = {}

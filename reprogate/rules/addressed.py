@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from reprogate.canonical import CanonicalError, canonical_digest, file_digest
+from reprogate.core.canonical import CanonicalError, canonical_digest, file_digest
 from reprogate.datasets import manifest_digest
-from reprogate.diagnostics import Diagnostic
-from reprogate.documents import Document, DocumentError, display_path, load_document
+from reprogate.core.diagnostics import Diagnostic
+from reprogate.core.documents import Document, DocumentError, display_path, load_document
 from reprogate.rules import RuleContext, get, rule
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from reprogate.capture.compat import FORWARD_ONLY, UNSUPPORTED, classify_record_sections
-from reprogate.diagnostics import Diagnostic, Severity
+from reprogate.core.diagnostics import Diagnostic, Severity
 from reprogate.rules import RuleContext, get, rule
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from reprogate.diagnostics import Diagnostic
+from reprogate.core.diagnostics import Diagnostic
 from reprogate.rules import RuleContext, get, rule
 from reprogate.rules.addressed import AddressError, load_addressed, resolve
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Iterator
 
-from reprogate.diagnostics import Diagnostic, Severity
+from reprogate.core.diagnostics import Diagnostic, Severity
 from reprogate.rules import RuleContext, get, items, rule
 
 

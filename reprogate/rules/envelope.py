@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
-from reprogate.diagnostics import Diagnostic
+from reprogate.core.diagnostics import Diagnostic
 from reprogate.rules import RuleContext, get, items, rule
 
 

@@ -6,7 +6,7 @@ from typing import Any, Iterator
 
 from reprogate.datasets import manifest_digest
 from reprogate.datasets.names import UnsafeName, check_name
-from reprogate.diagnostics import Diagnostic
+from reprogate.core.diagnostics import Diagnostic
 from reprogate.rules import RuleContext, get, items, rule
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from reprogate.diagnostics import Diagnostic
+from reprogate.core.diagnostics import Diagnostic
 from reprogate.rules import RuleContext, get, items, rule
 
 

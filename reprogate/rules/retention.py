@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 from typing import Any, Iterator
 
-from reprogate.diagnostics import Diagnostic, Severity
+from reprogate.core.diagnostics import Diagnostic, Severity
 from reprogate.rules import RuleContext, get, rule
 from reprogate.rules.addressed import addressed_manifest
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from reprogate.diagnostics import Diagnostic
+from reprogate.core.diagnostics import Diagnostic
 from reprogate.rules import RuleContext, rule
-from reprogate.secrets import is_secret_name, looks_secret
+from reprogate.core.redact import is_secret_name, looks_secret
 
 _HINT = "remove it, rotate the credential, and keep secrets in the runner's secret store"
 

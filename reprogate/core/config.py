@@ -1,0 +1,93 @@
+"""The repository's `.reprogate.yaml`: where records live and how the gate behaves.
+
+Every setting has a default, so a repository with no configuration still works; a configuration
+that exists but is broken is an error, never silently replaced by defaults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reprogate.core.diagnostics import ExitCode
+from reprogate.core.documents import DocumentError, display_path, load_document
+
+CONFIG_NAME = ".reprogate.yaml"
+
+
+@dataclass
+class Config:
+    """Settings with their defaults; `folder` is where relative globs and paths start."""
+
+    folder: Path
+    path: Path | None = None
+    records: list[str] = field(default_factory=list)
+    reference: str | None = None
+    watch: dict[str, list[str]] = field(default_factory=dict)
+    ignore_dependency_groups: list[str] = field(default_factory=lambda: ["docs", "doc", "lint", "test", "tests", "dev", "develop"])
+    rebuild_label: str = "reprogate/rebuild"
+    baseline_label: str = "reprogate/baseline"
+    status_context: str = "reprogate/reproduction"
+    baseline_context: str = "reprogate/baseline"
+    rebuild_workflow: str = "reprogate-rebuild.yml"
+    rebuild_ref: str | None = None
+
+
+def find_config(start: Path) -> Path | None:
+    """The nearest `.reprogate.yaml` in `start` or above it, stopping at a repository root."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        candidate = folder / CONFIG_NAME
+        if candidate.is_file():
+            return candidate
+        if (folder / ".git").exists():
+            return None
+    return None
+
+
+def load_config(start: Path) -> Config:
+    """Load the configuration that governs `start`, checked against its schema."""
+    path = find_config(start)
+    if path is None:
+        return Config(folder=start.resolve())
+    doc = load_document(path, display_path(path))
+    from reprogate.validate.schema_check import schema_diagnostics
+
+    problems = schema_diagnostics(doc, "Config")
+    if problems:
+        raise DocumentError(problems, ExitCode.FAILED)
+    return from_data(doc.data, path)
+
+
+def from_data(data: dict[str, Any], path: Path) -> Config:
+    labels, status, rebuild = data.get("labels", {}), data.get("status", {}), data.get("rebuild", {})
+    defaults = Config(folder=path.parent)
+    return Config(
+        folder=path.parent,
+        path=path,
+        records=list(data.get("records", [])),
+        reference=data.get("reference"),
+        watch={k: list(v) for k, v in data.get("watch", {}).items()},
+        ignore_dependency_groups=list(data.get("ignore_dependency_groups", defaults.ignore_dependency_groups)),
+        rebuild_label=labels.get("rebuild", defaults.rebuild_label),
+        baseline_label=labels.get("baseline", defaults.baseline_label),
+        status_context=status.get("context", defaults.status_context),
+        baseline_context=status.get("baseline_context", defaults.baseline_context),
+        rebuild_workflow=rebuild.get("workflow", defaults.rebuild_workflow),
+        rebuild_ref=rebuild.get("ref"),
+    )
+
+
+def with_overrides(config: Config, env: dict[str, str]) -> Config:
+    """Settings the composite action passes as inputs (REPROGATE_* variables) win over the file."""
+    import dataclasses
+
+    mapping = {
+        "REPROGATE_REBUILD_WORKFLOW": "rebuild_workflow",
+        "REPROGATE_STATUS_CONTEXT": "status_context",
+        "REPROGATE_REBUILD_LABEL": "rebuild_label",
+        "REPROGATE_BASELINE_LABEL": "baseline_label",
+    }
+    changes = {field: env[name] for name, field in mapping.items() if env.get(name)}
+    return dataclasses.replace(config, **changes) if changes else config

@@ -1,0 +1,456 @@
+"""Read YAML and JSON files into plain data, remembering where every field came from.
+
+Why not `yaml.safe_load`: it forgets line numbers, keeps the last of two duplicate keys without a
+word, expands aliases without bound ("billion laughs"), and resolves scalars with YAML 1.1 rules
+(`no` becomes False, `2026-01-01` a datetime) that differ between PyYAML versions. Records are
+hashed, so the same bytes must always give the same data. This module composes the node graph with
+libyaml (fast), then builds the data itself:
+
+- scalars are resolved with the YAML 1.2 core schema (what JSON and most tools agree on), so
+  `yes` stays a string and dates stay strings; only the standard tags are accepted, never a
+  Python object tag;
+- duplicate keys are reported with both lines;
+- the expanded size of the graph is computed before any value is built, so an alias bomb is
+  rejected in time proportional to the file, and a recursive alias is an error;
+- every key and value gets its line and column for error messages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from reprogate.core.diagnostics import Diagnostic, ExitCode, Location, field_path
+
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+# Aliases may add at most this many nodes beyond those written out in the file.
+MAX_ALIAS_EXPANSION = 100_000
+
+JsonPath = tuple[Any, ...]
+
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_PLAIN = "tag:reprogate:plain"  # a plain scalar whose type we resolve ourselves
+_STR, _INT, _FLOAT, _BOOL, _NULL = (f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null"))
+_MAP, _SEQ = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_NULL_RE = re.compile(r"^(?:~|null|Null|NULL|)$")
+_BOOL_RE = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+_INT_RE = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+_FLOAT_RE = re.compile(
+    r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+)
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """libyaml's composer with implicit typing switched off: we type plain scalars ourselves."""
+
+    def resolve(self, kind: type, value: Any, implicit: Any) -> str:  # noqa: D102
+        if kind is yaml.ScalarNode:
+            return _PLAIN if implicit[0] else _STR
+        return _SEQ if kind is yaml.SequenceNode else _MAP
+
+    # Path resolvers are a PyYAML feature we never use; skipping their bookkeeping saves ~10%.
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:  # noqa: D102
+        return None
+
+    def ascend_resolver(self) -> None:  # noqa: D102
+        return None
+
+
+class DocumentError(Exception):
+    """A file that could not be turned into data; carries the findings and the exit code."""
+
+    def __init__(self, diagnostics: list[Diagnostic], exit_code: ExitCode) -> None:
+        super().__init__(diagnostics[0].message if diagnostics else "unreadable document")
+        self.diagnostics = diagnostics
+        self.exit_code = exit_code
+
+
+@dataclass
+class Document:
+    """Parsed data of one file, plus the composed node graph it came from.
+
+    Positions are looked up in the node graph only when a finding needs one, so loading a valid
+    record pays nothing for them.
+    """
+
+    path: str
+    data: Any
+    syntax: str
+    root: Any = field(default=None, repr=False)
+    text: str | None = field(default=None, repr=False)  # JSON: composed only if a position is asked
+
+    def locate(self, path: JsonPath) -> Location:
+        """Where to point for a finding about `path`: its key if it has one, else its value, else
+        the nearest ancestor found (a missing field points at its parent's key)."""
+        if self.root is None and self.text is not None:
+            self.root, self.text = _compose_json_positions(self.text), None
+        node = self.root
+        if node is None:
+            return Location(1, 1)
+        best = _mark(node.start_mark)
+        for part in path:
+            found = _child(node, part)
+            if found is None:
+                break
+            key_node, node = found
+            best = _mark((key_node or node).start_mark)
+        return best
+
+
+def _is_merge(key_node: Any) -> bool:
+    return isinstance(key_node, yaml.ScalarNode) and key_node.value == "<<" and not key_node.style
+
+
+def _child(node: Any, part: Any) -> tuple[Any, Any] | None:
+    """(key node or None, value node) of `part` inside `node`, following merge keys."""
+    if isinstance(node, yaml.SequenceNode):
+        if isinstance(part, int) and 0 <= part < len(node.value):
+            return None, node.value[part]
+        return None
+    if not isinstance(node, yaml.MappingNode) or not isinstance(part, str):
+        return None
+    merges = []
+    for key_node, value_node in node.value:
+        if _is_merge(key_node):
+            merges.append(value_node)
+        elif isinstance(key_node, yaml.ScalarNode) and key_node.value == part:
+            return key_node, value_node
+    for source in merges:
+        for mapping in source.value if isinstance(source, yaml.SequenceNode) else [source]:
+            found = _child(mapping, part)
+            if found is not None:
+                return found
+    return None
+
+
+def _mark(mark: Any) -> Location:
+    return Location(mark.line + 1, mark.column + 1)
+
+
+def _error(path: str, code: str, message: str, loc: Location | None = None, hint: str = "", exit_code: ExitCode = ExitCode.USAGE) -> DocumentError:
+    return DocumentError([Diagnostic(path, message, code, location=loc or Location(), hint=hint)], exit_code)
+
+
+def read_text(path: Path, display: str, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+    """Read a file as UTF-8 with a size cap, turning every failure into a located error."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise _error(display, "unreadable", f"cannot read file: {exc.strerror or exc}") from None
+    if size > max_bytes:
+        raise _error(
+            display,
+            "too-large",
+            f"file is {size:,} bytes, over the {max_bytes:,}-byte limit",
+            hint="raise the limit with --max-bytes if this file is meant to be this large",
+        )
+    try:
+        raw = _read_capped(path, max_bytes)
+    except OSError as exc:
+        raise _error(display, "unreadable", f"cannot read file: {exc.strerror or exc}") from None
+    if raw is None:  # grew while we read, or a pipe whose size stat cannot tell
+        raise _error(display, "too-large", f"file is over the {max_bytes:,}-byte limit", hint="raise the limit with --max-bytes")
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = raw[: exc.start]
+        line = before.count(b"\n") + 1
+        col = exc.start - (before.rfind(b"\n") + 1) + 1
+        raise _error(
+            display,
+            "not-utf8",
+            f"byte 0x{raw[exc.start]:02x} at offset {exc.start} is not valid UTF-8",
+            Location(line, col),
+            hint="records must be UTF-8; re-save the file as UTF-8 (iconv -t UTF-8)",
+        ) from None
+    if not text.strip():
+        raise _error(display, "empty", "file is empty", hint="a record needs at least apiVersion and kind")
+    return text
+
+
+def _read_capped(path: Path, max_bytes: int) -> bytes | None:
+    """The file's bytes, or None past `max_bytes`. Reads in chunks: `read(n)` would allocate n
+    bytes up front, 16 MiB per small record."""
+    chunks, total = [], 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            total += len(chunk)
+            if total > max_bytes:
+                return None
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def load_document(path: Path, display: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
+    """Load one YAML or JSON file; raise DocumentError with located findings on any failure."""
+    display = display if display is not None else str(path)
+    text = read_text(path, display, max_bytes)
+    if path.suffix.lower() == ".json":
+        return _load_json(text, display)
+    return _load_yaml(text, display)
+
+
+def load_text(text: str, display: str, syntax: str = "yaml") -> Document:
+    """Load data already in memory (tests, stdin, files read at another revision)."""
+    if not text.strip():
+        raise _error(display, "empty", "document is empty")
+    return _load_json(text, display) if syntax == "json" else _load_yaml(text, display)
+
+
+def _compose(text: str, display: str) -> Any:
+    loader = _Loader(text)
+    try:
+        return loader.get_single_node()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or str(exc)
+        if "expected a single document" in str(exc):
+            problem = "file holds more than one YAML document; a record is one document"
+        raise _error(display, "yaml-syntax", f"YAML syntax error: {problem}", _mark(mark) if mark else None) from None
+    except yaml.YAMLError as exc:  # reader errors (control characters) carry a position only
+        pos = getattr(exc, "position", None)
+        loc = _offset_location(text, pos) if isinstance(pos, int) else None
+        raise _error(display, "yaml-syntax", f"YAML error: {getattr(exc, 'reason', exc)}", loc) from None
+    finally:
+        loader.dispose()
+
+
+def _offset_location(text: str, offset: int) -> Location:
+    before = text[:offset]
+    return Location(before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1)
+
+
+def _load_yaml(text: str, display: str) -> Document:
+    node = _compose(text, display)
+    if node is None or (isinstance(node, yaml.ScalarNode) and node.tag == _PLAIN and _NULL_RE.match(node.value)):
+        raise _error(display, "empty", "file holds no YAML document", hint="a record needs at least apiVersion and kind")
+    builder = _Builder(display)
+    if "*" in text:  # without an alias indicator there are no aliases to bound
+        builder.check_size(node)
+    data = builder.build(node, ())
+    if builder.duplicates:
+        raise DocumentError(builder.duplicates, ExitCode.FAILED)
+    return Document(display, data, "yaml", node)
+
+
+def _load_json(text: str, display: str) -> Document:
+    duplicates: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in items:
+            if key in out:
+                duplicates.append(key)
+            out[key] = value
+        return out
+
+    def no_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not valid JSON")
+
+    try:
+        data = json.loads(text, object_pairs_hook=pairs, parse_constant=no_constant)
+    except json.JSONDecodeError as exc:
+        raise _error(display, "json-syntax", f"JSON syntax error: {exc.msg}", Location(exc.lineno, exc.colno)) from None
+    except (ValueError, RecursionError) as exc:
+        raise _error(display, "json-syntax", f"JSON error: {exc}") from None
+    if duplicates:  # compose now, only to say on which lines
+        builder = _Builder(display)
+        node = _compose_json_positions(text)
+        if node is not None:
+            builder.build(node, ())
+        if builder.duplicates:
+            raise DocumentError(builder.duplicates, ExitCode.FAILED)
+        raise _error(display, "duplicate-key", f"duplicate key {duplicates[0]!r}: JSON readers keep only one of them", exit_code=ExitCode.FAILED)
+    return Document(display, data, "json", text=text)
+
+
+def _compose_json_positions(text: str) -> Any:
+    """The node graph of JSON text, for positions only; None where libyaml cannot read it.
+
+    JSON is YAML 1.2, so libyaml composes nearly all of it. It refuses escaped surrogate pairs (an
+    emoji written as \\ud83d\\ude00), so those are swapped for a same-length escape first.
+    """
+    try:
+        return _Loader(_SURROGATE_ESCAPE.sub(r"\\u0058", text)).get_single_node()
+    except (yaml.YAMLError, RecursionError):
+        return None
+
+
+class _Builder:
+    """Turns a composed node graph into plain dicts, lists and scalars (the hot path of loading)."""
+
+    def __init__(self, display: str) -> None:
+        self.display = display
+        self.duplicates: list[Diagnostic] = []
+
+    def check_size(self, root: Any) -> None:
+        """Reject alias bombs and recursive aliases before building anything.
+
+        The expanded size of each node is memoised by identity, so this walks each distinct node
+        once however often aliases repeat it: time and memory follow the file, not the expansion.
+        """
+        sizes: dict[int, int] = {}
+        visiting: set[int] = set()
+        distinct = 0
+
+        def size(node: Any) -> int:
+            nonlocal distinct
+            key = id(node)
+            if key in sizes:
+                return sizes[key]
+            if key in visiting:
+                raise _error(self.display, "recursive-alias", "an alias refers to a node that contains it (recursive alias)", _mark(node.start_mark))
+            visiting.add(key)
+            distinct += 1
+            total = 1
+            if isinstance(node, yaml.MappingNode):
+                for k, v in node.value:
+                    total += size(k) + size(v)
+            elif isinstance(node, yaml.SequenceNode):
+                for item in node.value:
+                    total += size(item)
+            visiting.discard(key)
+            sizes[key] = total
+            return total
+
+        try:
+            expanded = size(root)
+        except RecursionError:
+            raise _error(self.display, "too-deep", "document nests too deeply") from None
+        if expanded - distinct > MAX_ALIAS_EXPANSION:
+            raise _error(
+                self.display,
+                "alias-expansion",
+                f"aliases expand this document to {expanded:,} nodes from {distinct:,} written (limit: {MAX_ALIAS_EXPANSION:,} added by aliases)",
+                hint="write the repeated parts out, or use fewer nested aliases",
+            )
+
+    def build(self, node: Any, path: JsonPath) -> Any:
+        cls = type(node)
+        if cls is yaml.ScalarNode:
+            return self._scalar(node)
+        if cls is yaml.SequenceNode:
+            self._require_tag(node, _SEQ)
+            return [self.build(item, path + (i,)) for i, item in enumerate(node.value)]
+        self._require_tag(node, _MAP)
+        out: dict[str, Any] = {}
+        seen: dict[str, Any] = {}
+        merged: list[dict[str, Any]] = []
+        for key_node, value_node in node.value:
+            if type(key_node) is not yaml.ScalarNode:
+                raise _error(self.display, "complex-key", "mapping keys must be plain strings", _mark(key_node.start_mark))
+            key = key_node.value
+            if key == "<<" and not key_node.style:
+                merged.extend(self._merge_sources(value_node, path))
+                continue
+            if key in seen:
+                self._duplicate(path + (key,), seen[key], key_node)
+                continue
+            seen[key] = key_node
+            out[key] = self.build(value_node, path + (key,))
+        for source in merged:  # keys written in the mapping win over merged ones
+            for key, value in source.items():
+                out.setdefault(key, value)
+        return out
+
+    def _duplicate(self, path: JsonPath, first_node: Any, again_node: Any) -> None:
+        first, again = _mark(first_node.start_mark), _mark(again_node.start_mark)
+        self.duplicates.append(
+            Diagnostic(
+                self.display,
+                f"duplicate key {path[-1]!r} (first at line {first.line}, again at line {again.line}); YAML keeps only the last one",
+                "duplicate-key",
+                location=again,
+                field=field_path(path),
+                hint=f"remove one of the two entries (lines {first.line} and {again.line})",
+            )
+        )
+
+    def _merge_sources(self, node: Any, path: JsonPath) -> list[dict[str, Any]]:
+        nodes = node.value if isinstance(node, yaml.SequenceNode) else [node]
+        sources = []
+        for item in nodes:
+            if not isinstance(item, yaml.MappingNode):
+                raise _error(self.display, "bad-merge", "a merge key (<<) must refer to a mapping", _mark(item.start_mark))
+            sources.append(self.build(item, path))
+        return sources
+
+    def _require_tag(self, node: Any, expected: str) -> None:
+        if node.tag != expected:
+            raise _error(self.display, "unsupported-tag", f"tag {node.tag!r} is not supported; records use plain YAML", _mark(node.start_mark))
+
+    def _scalar(self, node: Any) -> Any:
+        tag, value = node.tag, node.value
+        if tag == _PLAIN:
+            return _resolve_plain(value)
+        if tag == _STR:
+            return value
+        if tag not in _EXPLICIT:
+            raise _error(self.display, "unsupported-tag", f"tag {tag!r} is not supported; records use plain YAML", _mark(node.start_mark))
+        pattern, convert = _EXPLICIT[tag]
+        if not pattern.match(value):
+            raise _error(self.display, "bad-scalar", f"{value!r} is not a valid {tag.rsplit(':', 1)[-1]}", _mark(node.start_mark))
+        return convert(value)
+
+
+_WORDS: dict[str, Any] = {w: None for w in ("", "~", "null", "Null", "NULL")}
+_WORDS.update({w: True for w in ("true", "True", "TRUE")})
+_WORDS.update({w: False for w in ("false", "False", "FALSE")})
+_NUMBER_START = frozenset("0123456789+-.")
+
+
+def _resolve_plain(value: str) -> Any:
+    """YAML 1.2 core schema: the same answer from every parser and every PyYAML version."""
+    if value in _WORDS:
+        return _WORDS[value]
+    if value[0] not in _NUMBER_START:
+        return value
+    if _INT_RE.match(value):
+        return _to_int(value)
+    if _FLOAT_RE.match(value):
+        return _to_float(value)
+    return value
+
+
+def _to_int(value: str) -> int:
+    if value.startswith("0o"):
+        return int(value[2:], 8)
+    if value.startswith("0x"):
+        return int(value[2:], 16)
+    return int(value, 10)
+
+
+def _to_float(value: str) -> float:
+    lowered = value.lower()
+    if lowered.endswith(".inf"):
+        return float("-inf") if lowered.startswith("-") else float("inf")
+    if lowered == ".nan":
+        return float("nan")
+    return float(value)
+
+
+_NUMBER_RE = re.compile(f"(?:{_INT_RE.pattern})|(?:{_FLOAT_RE.pattern})")
+_EXPLICIT: dict[str, tuple[re.Pattern[str], Any]] = {
+    _INT: (_INT_RE, _to_int),
+    _FLOAT: (_NUMBER_RE, lambda v: _to_float(v) if _FLOAT_RE.match(v) else float(_to_int(v))),
+    _BOOL: (_BOOL_RE, lambda v: v.lower() == "true"),
+    _NULL: (_NULL_RE, lambda v: None),
+}
+
+
+def display_path(path: Path) -> str:
+    """A path as a person typed it: relative to the working folder where possible."""
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)

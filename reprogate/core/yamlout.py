@@ -1,0 +1,46 @@
+"""Write YAML that reprogate's own loader reads back to exactly the same data.
+
+PyYAML's dumper decides whether a string needs quotes by YAML 1.1 rules, while documents.py reads
+YAML 1.2: a string such as "0o17" or "1e3" would be written bare and read back as a number. This
+dumper quotes every string that the 1.2 resolver would not read as that same string.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from reprogate.core.documents import _resolve_plain
+
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class FlowMap(dict):  # type: ignore[type-arg]
+    """A mapping written on one line (`{name: a, bytes: 1}`): one shard per line diffs well."""
+
+
+class _RoundTripDumper(_Dumper):  # type: ignore[misc, valid-type]
+    pass
+
+
+def _represent_str(dumper: Any, value: str) -> Any:
+    if value == "<<" or not isinstance(_resolve_plain(value), str):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+def _represent_flow(dumper: Any, value: FlowMap) -> Any:
+    return dumper.represent_mapping("tag:yaml.org,2002:map", value.items(), flow_style=True)
+
+
+_RoundTripDumper.add_multi_representer(str, lambda dumper, value: _represent_str(dumper, str(value)))
+_RoundTripDumper.add_representer(str, _represent_str)
+_RoundTripDumper.add_representer(FlowMap, _represent_flow)
+
+
+def dump_yaml(data: Any, header: str = "") -> str:
+    """YAML text of `data`, keys in the order given, optionally after a comment header."""
+    body = yaml.dump(data, Dumper=_RoundTripDumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=120)
+    lines = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
+    return lines + body

@@ -1,0 +1,156 @@
+"""Render a validation report as text for people, JSON for tools, or GitHub workflow commands."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Callable
+
+from reprogate.core.diagnostics import Diagnostic, Severity
+from reprogate.output import workflow as actions
+from reprogate.validate.runner import Report
+
+if TYPE_CHECKING:
+    from reprogate.datasets.verify import VerifyReport
+
+Printer = Callable[[str], None]
+
+
+def format_line(d: Diagnostic) -> str:
+    where = f"{d.path}:{d.location.line}:{d.location.col}"
+    level = "" if d.severity is Severity.ERROR else f"{d.severity.value}: "
+    head = f"{where}  {d.field or '-'}  {level}{d.message}"
+    return head + (f"\n    hint: {d.hint}" if d.hint else "")
+
+
+def _summary(report: Report) -> str:
+    checked = report.checked
+    invalid = sum(1 for f in checked if f.status)
+    errors = sum(len(f.errors) for f in report.files) + sum(1 for p in report.problems if p.severity is Severity.ERROR)
+    warnings = sum(len(f.warnings) for f in report.files) + sum(1 for p in report.problems if p.severity is Severity.WARNING)
+    unreadable = sum(1 for f in report.files if f.kind is None and not f.skipped)
+    skipped = sum(1 for f in report.files if f.skipped)
+    parts = [f"{len(checked)} document(s) checked", f"{len(checked) - invalid} valid", f"{invalid} invalid"]
+    if unreadable:
+        parts.append(f"{unreadable} unreadable")
+    if skipped:
+        parts.append(f"{skipped} skipped")
+    return ", ".join(parts) + f" ({errors} error(s), {warnings} warning(s))"
+
+
+def all_findings(report: Report) -> list[Diagnostic]:
+    return [*report.problems, *(d for f in report.files for d in f.diagnostics)]
+
+
+def render_text(report: Report, out: Printer, verbose: bool = False) -> None:
+    for d in all_findings(report):
+        out(format_line(d))
+    if verbose:
+        for f in report.files:
+            if f.skipped:
+                out(f"{f.path}: skipped, {f.skipped}")
+            elif not f.diagnostics:
+                out(f"{f.path}: ok ({f.kind})")
+    else:
+        for f in report.files:
+            if f.skipped and f.skipped.startswith("not a reprogate document ("):
+                out(f"{f.path}: skipped, {f.skipped}")
+    out(_summary(report))
+
+
+def render_json(report: Report, out: Printer) -> None:
+    payload = {
+        "version": 1,
+        "valid": report.exit_code == 0,
+        "exit_code": int(report.exit_code),
+        "summary": _summary(report),
+        "problems": [d.to_json() for d in report.problems],
+        "files": [
+            {
+                "file": f.path,
+                "kind": f.kind if f.kind != "?" else None,
+                "status": "skipped" if f.skipped else ("invalid" if f.status else "valid"),
+                "skipped": f.skipped or None,
+                "findings": [d.to_json() for d in f.diagnostics],
+            }
+            for f in report.files
+        ],
+    }
+    out(json.dumps(payload, indent=2))
+
+
+def render_github(report: Report, out: Printer) -> None:
+    findings = all_findings(report)
+    annotate(findings, out)
+    out(_summary(report))
+    actions.append_summary(summary_markdown("reprogate validate", report.exit_code == 0, _summary(report), findings))
+    actions.set_outputs({"valid": "true" if report.exit_code == 0 else "false", "documents": str(len(report.checked))})
+
+
+def annotate(findings: list[Diagnostic], out: Printer) -> None:
+    """Annotations within GitHub's per-step limits (10 errors, 10 warnings); the rest are printed
+    inert (inside stop-commands) and are all in the step summary."""
+    shown = {Severity.ERROR: 0, Severity.WARNING: 0}
+    overflow: list[Diagnostic] = []
+    for d in findings:
+        level = d.severity if d.severity in shown else Severity.WARNING
+        if shown[level] < actions.ANNOTATIONS_PER_LEVEL:
+            shown[level] += 1
+            title = f"reprogate: {d.field or d.code}"
+            text = d.message + (f" (hint: {d.hint})" if d.hint else "")
+            out(actions.annotation(level.value, text, d.path, d.location.line, d.location.col, title))
+        else:
+            overflow.append(d)
+    if overflow:
+        out(f"{len(overflow)} more finding(s) not annotated (GitHub shows 10 errors and 10 warnings per step); all are in the step summary:")
+        for line in actions.stop_commands(format_line(d) for d in overflow):
+            out(line)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def summary_markdown(title: str, ok: bool, summary: str, findings: list[Diagnostic]) -> str:
+    icon = "✅" if ok else "❌"
+    lines = [f"### {icon} {title}", "", summary, ""]
+    if findings:
+        lines += ["| file | line | field | severity | message |", "|---|---|---|---|---|"]
+        for d in findings:
+            msg = d.message + (f" — {d.hint}" if d.hint else "")
+            lines.append(f"| `{_cell(d.path)}` | {d.location.line}:{d.location.col} | `{_cell(d.field or '-')}` | {d.severity.value} | {_cell(msg)} |")
+    return "\n".join(lines) + "\n"
+
+
+RENDERERS = {"text": render_text, "json": render_json, "github": render_github}
+
+
+def render_verify(report: "VerifyReport", fmt: str, out: Printer) -> None:
+    """Findings of `dataset verify`, grouped by kind so each list reads on its own."""
+    ordered = sorted(report.findings, key=lambda d: (d.code, d.location.line))
+    if fmt == "json":
+        payload = {
+            "version": 1,
+            "manifest": report.manifest,
+            "root": report.root,
+            "ok": report.exit_code == 0,
+            "exit_code": int(report.exit_code),
+            "checked": report.checked,
+            "checksums_skipped": report.checksums_skipped,
+            **report.by_kind,
+            "findings": [d.to_json() for d in ordered],
+        }
+        out(json.dumps(payload, indent=2))
+        return
+    if fmt == "github":
+        annotate(ordered, out)
+        actions.append_summary(summary_markdown("reprogate dataset verify", report.exit_code == 0, report.summary, ordered))
+        actions.set_outputs({"ok": "true" if report.exit_code == 0 else "false"})
+    else:
+        current = ""
+        for d in ordered:
+            if d.code != current:
+                current = d.code
+                kind = d.code.removeprefix("shard-")
+                out(f"{kind} ({sum(1 for x in ordered if x.code == d.code)}):")
+            out("  " + format_line(d).replace("\n", "\n  "))
+    out(report.summary)

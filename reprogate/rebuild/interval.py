@@ -1,0 +1,55 @@
+"""`reprogate interval RECORD`: compute the metric's interval and store it in the record.
+
+The interval is fixed before any drill, from the reference seeds alone, so the verdict cannot be
+tuned after seeing a rebuild. It is written into contract.metric.interval by splicing the YAML
+text (comments and the rest of the record stay as written).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from pathlib import Path
+from typing import Any
+
+from reprogate import __version__
+from reprogate.core.documents import load_document
+from reprogate.core.fileio import atomic_write
+from reprogate.rebuild.stats import prediction_interval
+
+
+class IntervalError(ValueError):
+    """The record lacks what the interval is computed from."""
+
+
+def compute(data: dict[str, Any], alpha: float | None = None) -> dict[str, Any]:
+    metric = (data.get("contract") or {}).get("metric")
+    if not isinstance(metric, dict):
+        raise IntervalError("contract.metric is not declared")
+    values = [float(v["value"]) for v in ((data.get("reference") or {}).get("metric") or {}).get("values", [])]
+    if len(values) < 2:
+        raise IntervalError(f"reference.metric.values holds {len(values)} seed(s); at least 2 are needed (5 or more recommended)")
+    a = float(alpha if alpha is not None else metric.get("alpha", 0.05))
+    resolution = float(metric.get("resolution", 0.0))
+    interval = prediction_interval(values, a, resolution)
+    stored = interval.as_record()
+    if resolution:
+        stored["resolution"] = resolution
+    stored["computed_by"] = f"reprogate {__version__} (t prediction interval for one rebuild seed)"
+    stored["computed_at"] = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return stored
+
+
+def store(record: Path, alpha: float | None = None) -> dict[str, Any]:
+    from reprogate.capture.merge import splice
+
+    doc = load_document(record)
+    if not isinstance(doc.data, dict) or doc.data.get("kind") != "RunRecord":
+        raise IntervalError(f"{record} is not a run record")
+    interval = compute(doc.data, alpha)
+    if doc.syntax == "json":
+        doc.data["contract"]["metric"]["interval"] = interval
+        atomic_write(record, json.dumps(doc.data, indent=2, ensure_ascii=False) + "\n")
+    else:
+        atomic_write(record, splice(record.read_text(encoding="utf-8"), ("contract", "metric", "interval"), interval))
+    return interval

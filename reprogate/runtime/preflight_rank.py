@@ -1,0 +1,92 @@
+"""One rank of `reprogate preflight`: framework op, process group, all-reduce.
+
+Run by preflight.py as `python -m reprogate.runtime.preflight_rank`, one process per rank, with the
+torchrun environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) and
+REPROGATE_PREFLIGHT_BACKEND / REPROGATE_PREFLIGHT_TIMEOUT. It prints one JSON object per line on
+stdout as each stage starts and ends; the parent enforces the time limits and kills ranks that
+stop reporting, so nothing here needs to guard against hanging itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from datetime import timedelta
+from typing import Any
+
+
+def emit(**fields: Any) -> None:
+    sys.stdout.write(json.dumps(fields) + "\n")
+    sys.stdout.flush()
+
+
+def stage(name: str, rank: int, work: Any) -> Any:
+    emit(rank=rank, stage=name, status="start")
+    start = time.monotonic()
+    try:
+        status, detail, value = work()
+    except Exception as exc:  # noqa: BLE001 - the failure is the result
+        emit(rank=rank, stage=name, status="fail", seconds=round(time.monotonic() - start, 3), detail=f"{type(exc).__name__}: {exc}"[:500], trace=traceback.format_exc(limit=3)[-800:])
+        sys.exit(1)
+    emit(rank=rank, stage=name, status=status, seconds=round(time.monotonic() - start, 3), detail=detail)
+    return value
+
+
+def main() -> None:
+    rank = int(os.environ["RANK"])
+    world = int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ.get("LOCAL_RANK", rank))
+    backend = os.environ.get("REPROGATE_PREFLIGHT_BACKEND", "gloo")
+    timeout = float(os.environ.get("REPROGATE_PREFLIGHT_TIMEOUT", "30"))
+    try:
+        import torch
+        import torch.distributed as dist
+    except ImportError as exc:
+        emit(rank=rank, stage="startup", status="fail", detail=f"torch cannot be imported: {exc}")
+        sys.exit(3)
+
+    def framework_op() -> tuple[str, str, Any]:
+        a = torch.arange(16, dtype=torch.float32).reshape(4, 4)
+        expected = a @ a.T
+        if not torch.cuda.is_available():
+            got = (a @ a.T).sum().item()
+            if got != expected.sum().item():
+                raise RuntimeError(f"CPU matmul gave {got}, expected {expected.sum().item()}")
+            return "no-gpu", "no GPU visible; a CPU matmul was checked instead", torch.device("cpu")
+        device = torch.device("cuda", local_rank % torch.cuda.device_count())
+        torch.cuda.set_device(device)
+        result = (a.to(device) @ a.to(device).T).cpu()
+        torch.cuda.synchronize(device)
+        if not torch.equal(result, expected):
+            raise RuntimeError(f"matmul on {torch.cuda.get_device_name(device)} returned a wrong result")
+        return "pass", f"matmul checked on cuda:{device.index} ({torch.cuda.get_device_name(device)})", device
+
+    device = stage("framework-op", rank, framework_op)
+    if backend == "nccl" and device.type != "cuda":
+        emit(rank=rank, stage="process-group", status="fail", detail="nccl needs a GPU on every rank; none is visible")
+        sys.exit(1)
+
+    def process_group() -> tuple[str, str, None]:
+        dist.init_process_group(backend, init_method="env://", rank=rank, world_size=world, timeout=timedelta(seconds=timeout))
+        return "pass", f"{backend} group of {world} formed (master {os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')})", None
+
+    stage("process-group", rank, process_group)
+
+    def collective() -> tuple[str, str, None]:
+        tensor = torch.full((4,), float(rank + 1), device=device)
+        dist.all_reduce(tensor)
+        expected = world * (world + 1) / 2
+        if not torch.all(tensor.cpu() == expected):
+            raise RuntimeError(f"all_reduce gave {tensor.cpu().tolist()}, expected {expected} everywhere")
+        dist.barrier()
+        dist.destroy_process_group()
+        return "pass", f"all_reduce sum {expected:g} correct", None
+
+    stage("collective", rank, collective)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+"""`reprogate validate`: find reprogate documents, check schema and semantics, collect findings.
+
+A file is a reprogate document when its `apiVersion` starts with `reprogate` or its `kind` is one
+reprogate defines; other YAML (workflows, Kubernetes manifests) met while walking a folder or
+named by pre-commit is skipped, not failed.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reprogate.core.config import CONFIG_NAME, load_config
+from reprogate.core.diagnostics import Diagnostic, ExitCode, Severity
+from reprogate.validate.discovery import discover
+from reprogate.core.documents import DEFAULT_MAX_BYTES, Document, DocumentError, display_path, load_document
+from reprogate.rules import RuleContext, rules_for
+from reprogate.rules.addressed import repository_root
+from reprogate.validate.schema_check import schema_diagnostics
+from reprogate.core.schemas import API_VERSION, SCHEMA_FILES
+
+
+@dataclass
+class Options:
+    max_bytes: int = DEFAULT_MAX_BYTES
+    root: Path | None = None  # repository root for addressed paths; default found per file
+    strict: bool = False  # warnings fail too
+    addressed_files: bool = True  # compare the files a record addresses (rebuild does that itself)
+    today: datetime.date = field(default_factory=datetime.date.today)
+
+
+@dataclass
+class FileResult:
+    path: str
+    kind: str | None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    status: ExitCode = ExitCode.OK
+    skipped: str = ""  # why the file was not checked (not a reprogate document)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity is Severity.ERROR]
+
+    @property
+    def warnings(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity is Severity.WARNING]
+
+
+@dataclass
+class Report:
+    files: list[FileResult] = field(default_factory=list)
+    problems: list[Diagnostic] = field(default_factory=list)  # about the arguments, not a file
+    problems_code: ExitCode = ExitCode.USAGE  # what an error among `problems` exits with
+    strict: bool = False
+
+    @property
+    def checked(self) -> list[FileResult]:
+        """Files recognised as reprogate documents (whatever their findings)."""
+        return [f for f in self.files if f.kind is not None]
+
+    @property
+    def exit_code(self) -> ExitCode:
+        codes = [f.status for f in self.files]
+        if any(p.severity is Severity.ERROR for p in self.problems):
+            codes.append(self.problems_code)
+        if ExitCode.USAGE in codes:
+            return ExitCode.USAGE
+        if ExitCode.FAILED in codes:
+            return ExitCode.FAILED
+        if self.strict and any(f.warnings for f in self.files):
+            return ExitCode.FAILED
+        return ExitCode.OK
+
+
+def classify(doc: Document, filename: str) -> tuple[str | None, list[Diagnostic]]:
+    """The document's kind, or None if it is not a reprogate document; findings if it claims to
+    be one but cannot be (unknown apiVersion or kind)."""
+    data = doc.data
+    if not isinstance(data, dict):
+        if filename == CONFIG_NAME:
+            return "Config", [Diagnostic(doc.path, "configuration must be a mapping", "not-a-mapping")]
+        return None, []
+    api, kind = data.get("apiVersion"), data.get("kind")
+    claims = (isinstance(api, str) and api.startswith("reprogate")) or kind in SCHEMA_FILES or filename == CONFIG_NAME
+    if not claims:
+        return None, []
+    if isinstance(api, str) and api.startswith("reprogate") and api != API_VERSION:
+        return "?", [
+            Diagnostic(
+                doc.path,
+                f"unknown apiVersion {api!r}; this reprogate reads {API_VERSION!r}",
+                "unknown-api-version",
+                location=doc.locate(("apiVersion",)),
+                field="apiVersion",
+                hint="upgrade reprogate if the record was written by a newer version",
+            )
+        ]
+    if filename == CONFIG_NAME and kind in (None, "Config"):
+        return "Config", []
+    if kind not in SCHEMA_FILES:
+        return "?", [
+            Diagnostic(doc.path, f"unknown kind {kind!r}; expected one of {', '.join(SCHEMA_FILES)}", "unknown-kind", location=doc.locate(("kind",)), field="kind")
+        ]
+    return kind, []
+
+
+def validate_document(doc: Document, kind: str, options: Options, cache: dict[Any, Any], source: Path | None = None) -> list[Diagnostic]:
+    """Schema findings and semantic findings of one loaded document."""
+    found = schema_diagnostics(doc, kind)
+    if options.root is not None:
+        root = options.root
+    elif kind == "Config" and source is not None:
+        root = source.resolve().parent
+    else:
+        root = repository_root(source.parent if source is not None else Path("."))
+    ctx = RuleContext(doc, kind, root, options.today, options.max_bytes, cache)
+    for check in rules_for(kind, options.addressed_files):
+        try:
+            found.extend(check(ctx))
+        except (TypeError, KeyError, AttributeError, ValueError):
+            if not found:  # a rule crashing on schema-valid data is a bug in the rule
+                raise
+    return found
+
+
+def validate_file(path: Path, explicit: bool, options: Options, cache: dict[Any, Any]) -> FileResult:
+    display = display_path(path)
+    try:
+        doc = load_document(path, display, options.max_bytes)
+    except DocumentError as exc:
+        return FileResult(display, None, exc.diagnostics, exc.exit_code)
+    kind, problems = classify(doc, path.name)
+    if kind is None:
+        why = "not a reprogate document (no reprogate apiVersion or kind)"
+        return FileResult(display, None, [], ExitCode.OK, skipped=why if explicit else "not a reprogate document")
+    if problems:
+        return FileResult(display, kind, problems, ExitCode.FAILED)
+    found = validate_document(doc, kind, options, cache, path)
+    status = ExitCode.FAILED if any(d.severity is Severity.ERROR for d in found) else ExitCode.OK
+    return FileResult(display, kind, found, status)
+
+
+def default_targets(start: Path, report: Report) -> tuple[list[str], Path | None]:
+    """Record globs from `.reprogate.yaml` when the user names no paths; problems go to `report`."""
+    try:
+        config = load_config(start)
+    except DocumentError as exc:
+        report.problems.extend(exc.diagnostics)
+        report.problems_code = exc.exit_code
+        return [], None
+    if config.path is None or not config.records:
+        message = "no paths given and no records: globs in a .reprogate.yaml here or above"
+        report.problems.append(Diagnostic(".", message, "no-targets", hint="pass files, folders or globs, or add `records:` to .reprogate.yaml"))
+        return [], None
+    return [*config.records, str(config.path)], config.folder
+
+
+def validate(args: list[str], options: Options) -> Report:
+    report = Report(strict=options.strict)
+    base: Path | None = None
+    if not args:
+        args, base = default_targets(Path.cwd(), report)
+        if report.problems:
+            return report
+    found = discover(args, base)
+    report.problems.extend(found.problems)
+    cache: dict[Any, Any] = {}
+    for target in found.targets:
+        report.files.append(validate_file(target.path, target.explicit, options, cache))
+    return report

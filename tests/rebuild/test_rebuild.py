@@ -1,0 +1,190 @@
+"""Fault drills on the real tiny example: each names the right first failing stage."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from click.testing import Result
+
+from support import edit_record
+
+if os.environ.get("CI") != "true":
+    pytest.importorskip("torch")
+
+Cli = Callable[..., Result]
+RECORD = Path("tiny") / "records" / "tiny.yaml"
+
+
+def rebuild(cli: Cli, project: Path, *args: str) -> tuple[Result, dict[str, Any]]:
+    out = project.parent / "out"
+    result = cli("rebuild", str(project / RECORD), "--out", str(out), "--format", "json", *args)
+    verdict = json.loads((out / "verdict.json").read_text()) if (out / "verdict.json").exists() else {}
+    return result, verdict
+
+
+def stages(verdict: dict[str, Any]) -> dict[str, str]:
+    return {s["name"]: s["status"] for s in verdict["stages"]}
+
+
+def test_clean_rebuild_passes_and_twice_gives_identical_digests(cli: Cli, project: Path, tmp_path: Path) -> None:
+    first, verdict = rebuild(cli, project, "--workdir", str(tmp_path / "w1"))
+    assert first.exit_code == 0, first.output
+    assert verdict["verdict"] == "pass" and verdict["diagnosis"] is None
+    assert stages(verdict) == {"artifacts": "pass", "digest": "skipped", "preflight": "pass", "dataset": "pass", "config": "pass", "envelope": "pass", "run": "pass", "batches": "pass", "model-state": "pass", "steps": "pass", "metric": "pass"}
+    assert verdict["claim"]["replayed"] is True and "no container" in " ".join(verdict["claim"]["not_covered"])
+    second, again = rebuild(cli, project, "--workdir", str(tmp_path / "w2"))
+    assert second.exit_code == 0
+    traces = [sorted((tmp_path / w / "runs" / "seed-1" / "trace").glob("*.jsonl")) for w in ("w1", "w2")]
+    assert [p.read_bytes() for p in traces[0]] == [p.read_bytes() for p in traces[1]]
+    assert verdict["curves"] == again["curves"]
+    assert cli("validate", str(project.parent / "out" / "verdict.json")).exit_code == 0
+
+
+def test_flipped_byte_in_a_shard_is_diagnosed_at_dataset(cli: Cli, project: Path) -> None:
+    shard = project / "tiny" / "data" / "shard-002.txt"
+    blob = bytearray(shard.read_bytes())
+    blob[1000] ^= 0x01
+    shard.write_bytes(bytes(blob))
+    result, verdict = rebuild(cli, project)
+    assert result.exit_code == 1 and verdict["diagnosis"] == "dataset"
+    assert "shard-002.txt" in next(s["detail"] for s in verdict["stages"] if s["name"] == "dataset")
+    assert stages(verdict)["run"] == "not-run"
+
+
+def test_changed_configuration_value_is_diagnosed_at_config(cli: Cli, project: Path) -> None:
+    config = project / "tiny" / "config" / "tiny.yaml"
+    config.write_text(config.read_text().replace("lr: 0.01", "lr: 0.02"))
+    _, verdict = rebuild(cli, project)
+    assert verdict["diagnosis"] == "config"
+
+
+def test_world_size_outside_the_envelope_is_rejected_before_the_run(cli: Cli, project: Path) -> None:
+    result, verdict = rebuild(cli, project, "--world-size", "3")
+    assert result.exit_code == 1 and verdict["diagnosis"] == "envelope"
+    assert "never widened" in next(s["detail"] for s in verdict["stages"] if s["name"] == "envelope")
+    assert stages(verdict)["run"] == "not-run"
+
+
+def test_perturbation_is_caught_bitwise_at_model_state_at_that_step(cli: Cli, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EXAMPLE_PERTURB_STEP", "7")
+    _, verdict = rebuild(cli, project)
+    assert verdict["diagnosis"] == "model-state"
+    assert next(s["detail"] for s in verdict["stages"] if s["name"] == "model-state").startswith("step 7, rank 0")
+    assert stages(verdict)["batches"] == "pass"
+
+
+def test_perturbation_is_caught_behaviorally_at_steps(cli: Cli, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    edit_record(project / RECORD, lambda r: r["contract"].update(level="behavioral", tolerance={"abs": 1e-4, "rel": 1e-4}))
+    monkeypatch.setenv("EXAMPLE_PERTURB_STEP", "7")
+    _, verdict = rebuild(cli, project)
+    assert verdict["diagnosis"] == "steps" and stages(verdict)["model-state"] == "skipped"
+    detail = next(s["detail"] for s in verdict["stages"] if s["name"] == "steps")
+    first = int(detail.split(",")[0].removeprefix("step "))
+    assert first > 7  # the weights changed after step 7; a later loss is the first outside tolerance
+    assert verdict["tests"][0]["test"] == "step tolerance" and verdict["tests"][0]["abs"] == 1e-4
+
+
+def test_behavioral_rebuild_passes_within_tolerance(cli: Cli, project: Path) -> None:
+    edit_record(project / RECORD, lambda r: r["contract"].update(level="behavioral", tolerance={"abs": 1e-4, "rel": 1e-4}))
+    result, verdict = rebuild(cli, project)
+    assert result.exit_code == 0 and stages(verdict)["steps"] == "pass"
+
+
+def test_metric_shift_beyond_the_interval_is_diagnosed_at_metric(cli: Cli, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EXAMPLE_METRIC_SHIFT", "0.05")
+    result, verdict = rebuild(cli, project)
+    assert result.exit_code == 1 and verdict["diagnosis"] == "metric"
+    assert stages(verdict)["steps"] == "pass"  # training was identical; only the metric moved
+    test = verdict["tests"][-1]
+    assert test["alpha"] == 0.05 and test["n"] == 5 and test["m"] == 1 and test["passed"] is False
+    report = (project.parent / "out" / "report.md").read_text()
+    assert "Way forward" in report and "baseline label" in report and "bypass" in report
+
+
+def test_crashing_entrypoint_is_diagnosed_at_run_with_its_log_tail(cli: Cli, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EXAMPLE_CRASH_STEP", "3")
+    result, verdict = rebuild(cli, project)
+    assert verdict["diagnosis"] == "run"
+    run_stage = next(s for s in verdict["stages"] if s["name"] == "run")
+    assert "crashing at step 3" in run_stage["log_tail"]
+    assert "crashing at step 3" in (project.parent / "out" / "report.md").read_text()
+
+
+def test_several_seeds_use_welch_tost(cli: Cli, project: Path) -> None:
+    result, verdict = rebuild(cli, project, "--seeds", "3")
+    assert result.exit_code == 0, result.output
+    test = verdict["tests"][-1]
+    assert test["test"] == "Welch TOST equivalence" and test["n"] == 5 and test["m"] == 3 and test["margin"] == 0.1
+    assert verdict["seeds"]["rebuilt"] == [1, 2, 3]
+
+
+def test_changed_source_is_diagnosed_at_artifacts(cli: Cli, project: Path) -> None:
+    train = project / "tiny" / "project" / "train.py"
+    train.write_text(train.read_text() + "\n# a change\n")
+    _, verdict = rebuild(cli, project)
+    assert verdict["diagnosis"] == "artifacts" and "git tree" in verdict["stages"][0]["detail"]
+
+
+def test_work_folder_must_be_empty(cli: Cli, project: Path, tmp_path: Path) -> None:
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "leftover").write_text("x")
+    result, _ = rebuild(cli, project, "--workdir", str(busy))
+    assert result.exit_code == 2 and "not empty" in result.stderr
+
+
+def test_invalid_record_is_refused_before_any_stage(cli: Cli, project: Path) -> None:
+    edit_record(project / RECORD, lambda r: r["execution"].pop("world_size"))
+    result, verdict = rebuild(cli, project)
+    assert result.exit_code == 2 and verdict == {} and "validate" in result.stderr
+
+
+def test_interval_command_stores_the_interval(cli: Cli, project: Path) -> None:
+    record = project / RECORD
+    edit_record(record, lambda r: (r["contract"].update(level="statistical"), r["contract"]["metric"].pop("interval")))
+    assert cli("validate", str(record)).exit_code == 1  # a statistical contract carries its interval
+    result = cli("interval", str(record))
+    assert result.exit_code == 0 and "95% prediction interval [0.951032, 0.977656]" in result.output
+    assert cli("validate", str(record)).exit_code == 0
+
+
+def test_interval_accounts_for_resolution() -> None:
+    from reprogate.rebuild.stats import prediction_interval
+
+    values = [0.9391, 0.9407, 0.9422, 0.9400]
+    plain = prediction_interval(values, 0.05)
+    coarse = prediction_interval(values, 0.05, resolution=0.002)
+    assert coarse.low == pytest.approx(plain.low - 0.001) and coarse.high == pytest.approx(plain.high + 0.001)
+    flat = prediction_interval([0.5, 0.5, 0.5], 0.05, resolution=0.01)
+    assert flat.contains(0.504) and not flat.contains(0.506)  # quantised equal values still leave room
+
+
+def test_report_and_compare_commands(cli: Cli, project: Path, tmp_path: Path) -> None:
+    rebuild(cli, project, "--workdir", str(tmp_path / "w"))
+    verdict = project.parent / "out" / "verdict.json"
+    markdown = cli("report", str(verdict))
+    assert markdown.exit_code == 0 and "```mermaid\nxychart-beta" in markdown.output and "### Claim" in markdown.output
+    assert json.loads(cli("report", str(verdict), "--format", "json").output)["kind"] == "Verdict"
+    reference = project / "tiny" / "reference" / "trace.jsonl"
+    rebuilt = sorted((tmp_path / "w" / "runs" / "seed-1" / "trace").glob("*.jsonl"))
+    same = cli("compare", str(reference), *map(str, rebuilt), "--tensors", "model_state,head.weight")
+    assert same.exit_code == 0 and "tensors  pass" in same.output
+
+
+def test_statistical_and_tost_helpers_match_scipy() -> None:
+    from scipy import stats
+
+    from reprogate.rebuild.stats import welch_tost
+
+    x, y = [2.1, 2.0, 2.2, 2.05, 2.15], [2.12, 2.08, 2.2, 2.1]
+    tost = welch_tost(x, y, 0.2, 0.05)
+    p_low = stats.ttest_ind([v + 0.2 for v in y], x, equal_var=False, alternative="greater").pvalue
+    p_high = stats.ttest_ind([v - 0.2 for v in y], x, equal_var=False, alternative="less").pvalue
+    assert tost.p_value == pytest.approx(max(p_low, p_high))
+    ci = stats.ttest_ind(y, x, equal_var=False).confidence_interval(0.90)
+    assert (tost.ci_low, tost.ci_high) == (pytest.approx(ci.low), pytest.approx(ci.high))
+    assert tost.equivalent and not welch_tost(x, [v + 0.5 for v in y], 0.2, 0.05).equivalent

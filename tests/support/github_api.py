@@ -1,0 +1,206 @@
+"""A local stand-in for api.github.com, held to GitHub's own OpenAPI description.
+
+Every request body the client sends is validated against the operation's request schema in
+@octokit/openapi (generated/api.github.com.json), and every canned response, taken from the
+examples in that same description, against the response schema. `.ci/run` installs the npm
+packages into .ci/npm; REPROGATE_OCTOKIT points elsewhere.
+"""
+
+from __future__ import annotations
+
+import copy
+import http.server
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from support import REPO
+
+OCTOKIT = Path(os.environ.get("REPROGATE_OCTOKIT", REPO / ".ci" / "npm" / "node_modules" / "@octokit"))
+
+
+def _nullable(node: Any) -> None:
+    """OpenAPI 3.0's `nullable: true` as JSON Schema: add "null" to the type."""
+    if isinstance(node, dict):
+        if node.get("nullable") is True and isinstance(node.get("type"), str):
+            node["type"] = [node["type"], "null"]
+        for value in node.values():
+            _nullable(value)
+    elif isinstance(node, list):
+        for value in node:
+            _nullable(value)
+
+
+class OpenAPI:
+    def __init__(self) -> None:
+        from referencing import Registry, Resource
+        from referencing.jsonschema import DRAFT4
+
+        self.doc = json.loads((OCTOKIT / "openapi" / "generated" / "api.github.com.json").read_text())
+        _nullable(self.doc)
+        self.registry = Registry().with_resource("urn:github", Resource(self.doc, DRAFT4))
+        self.templates = [(re.compile("^" + re.sub(r"\{[^}]+\}", "[^/]+", p) + "$"), p) for p in self.doc["paths"]]
+
+    def operation(self, method: str, path: str) -> tuple[str, dict[str, Any]]:
+        route = path.split("?")[0]
+        for regex, template in self.templates:
+            if regex.match(route) and method.lower() in self.doc["paths"][template]:
+                return template, self.doc["paths"][template][method.lower()]
+        raise AssertionError(f"{method} {route} is not an operation in GitHub's OpenAPI description")
+
+    def _validate(self, pointer: str, value: Any) -> None:
+        from jsonschema import Draft4Validator
+
+        Draft4Validator({"$ref": f"urn:github#{pointer}"}, registry=self.registry).validate(value)
+
+    @staticmethod
+    def _escape(text: str) -> str:
+        return text.replace("~", "~0").replace("/", "~1")
+
+    def check_request(self, method: str, path: str, body: Any) -> str:
+        template, op = self.operation(method, path)
+        schema = op.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+        if schema is not None:
+            self._validate(f"/paths/{self._escape(template)}/{method.lower()}/requestBody/content/application~1json/schema", body)
+        return op["operationId"]
+
+    def example(self, method: str, path: str, status: int) -> Any:
+        _, op = self.operation(method, path)
+        content = self._deref(op["responses"][str(status)]).get("content", {}).get("application/json", {})
+        examples = content.get("examples") or {}
+        first = next(iter(examples.values()), {})
+        return copy.deepcopy(self._deref(first).get("value"))
+
+    def check_response(self, method: str, path: str, status: int, body: Any) -> None:
+        template, op = self.operation(method, path)
+        response = op["responses"].get(str(status))
+        assert response is not None, f"{op['operationId']} documents no {status} response"
+        if body is None:
+            return
+        pointer = f"/paths/{self._escape(template)}/{method.lower()}/responses/{status}"
+        if "$ref" in response:
+            pointer = response["$ref"].lstrip("#")
+            response = self._deref(response)
+        if "application/json" in response.get("content", {}):
+            self._validate(pointer + "/content/application~1json/schema", body)
+
+    def _deref(self, node: dict[str, Any]) -> dict[str, Any]:
+        while "$ref" in node:
+            target: Any = self.doc
+            for part in node["$ref"].lstrip("#/").split("/"):
+                target = target[part.replace("~1", "/").replace("~0", "~")]
+            node = target
+        return node
+
+
+def webhook(event: str, action: str | None, index: int = 0) -> dict[str, Any]:
+    examples = json.loads((OCTOKIT / "webhooks-examples" / "api.github.com" / "index.json").read_text())
+    entry = next(e for e in examples if e["name"] == event)
+    matching = [e for e in entry["examples"] if action is None or e.get("action") == action]
+    return copy.deepcopy(matching[index])
+
+
+@dataclass
+class FakeGitHub:
+    api: OpenAPI
+    repo: str
+    requests: list[tuple[str, str, Any, str]] = field(default_factory=list)  # method, path, body, operationId
+    faults: dict[str, list[tuple[int, dict[str, str], Any]]] = field(default_factory=dict)  # operationId -> queued answers
+    comments: list[dict[str, Any]] = field(default_factory=list)
+    permissions: dict[str, str] = field(default_factory=dict)
+    dispatch_status: int = 200
+    statuses: list[dict[str, Any]] = field(default_factory=list)
+    url: str = ""
+
+    def operations(self) -> list[str]:
+        return [r[3] for r in self.requests]
+
+    def answer(self, method: str, path: str, body: Any) -> tuple[int, dict[str, str], Any]:
+        operation = self.api.check_request(method, path, body)
+        self.requests.append((method, path, body, operation))
+        queued = self.faults.get(operation)
+        if queued:
+            return queued.pop(0)
+        route = path.split("?")[0]
+        if operation == "repos/create-commit-status":
+            status = self.api.example(method, path, 201)
+            status.update(state=body["state"], context=body["context"], description=body.get("description"), target_url=body.get("target_url"))
+            self.statuses.append(status)
+            return 201, {}, status
+        if operation == "actions/create-workflow-dispatch":
+            if self.dispatch_status == 204:
+                return 204, {}, None
+            return 200, {}, {"workflow_run_id": 4242, "run_url": f"{self.url}/repos/{self.repo}/actions/runs/4242", "html_url": f"https://github.com/{self.repo}/actions/runs/4242"}
+        if operation == "actions/list-workflow-runs":
+            runs = self.api.example(method, path, 200)
+            dispatched = next(r[2] for r in reversed(self.requests) if r[3] == "actions/create-workflow-dispatch")
+            runs["workflow_runs"][0].update(display_title=f"rebuild {dispatched['inputs']['correlation']}", html_url=f"https://github.com/{self.repo}/actions/runs/777")
+            return 200, {}, runs
+        if operation == "issues/list-comments":
+            return 200, {}, self.comments
+        if operation == "issues/create-comment":
+            comment = self.api.example(method, path, 201)
+            comment.update(id=1000 + len(self.comments), body=body["body"])
+            comment["user"]["login"] = "github-actions[bot]"
+            self.comments.append(comment)
+            return 201, {}, comment
+        if operation == "issues/update-comment":
+            comment_id = int(route.rsplit("/", 1)[-1])
+            comment = next(c for c in self.comments if c["id"] == comment_id)
+            comment["body"] = body["body"]
+            return 200, {}, comment
+        if operation == "repos/get-collaborator-permission-level":
+            user = route.split("/")[-2]
+            answer = self.api.example(method, path, 200)
+            answer["permission"] = self.permissions.get(user, "read")
+            answer["role_name"] = answer["permission"]
+            answer["user"].update(login=user, role_name=answer["permission"])
+            return 200, {}, answer
+        if operation == "issues/remove-label":
+            return 200, {}, []
+        if operation == "repos/get-combined-status-for-ref":
+            combined = self.api.example(method, path, 200)
+            combined["statuses"] = [dict(combined["statuses"][0], **{k: s[k] for k in ("state", "context", "description")}) for s in self.statuses] or []
+            combined["state"] = "success" if all(s["state"] == "success" for s in self.statuses) and self.statuses else "pending"
+            return 200, {}, combined
+        raise AssertionError(f"the fake GitHub has no answer for {operation}")
+
+
+def serve(fake: FakeGitHub) -> tuple[http.server.ThreadingHTTPServer, str]:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _handle(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            body = json.loads(raw) if raw else None
+            assert self.headers.get("X-GitHub-Api-Version"), "requests must name the API version"
+            assert self.headers.get("Authorization", "").startswith("Bearer "), "requests must carry the token"
+            try:
+                status, headers, answer = fake.answer(self.command, self.path, body)
+                if answer is not None and status < 300:
+                    fake.api.check_response(self.command, self.path, status, answer)
+            except AssertionError as exc:
+                status, headers, answer = 599, {}, {"message": f"contract violation: {exc}"}
+            except Exception as exc:  # noqa: BLE001 - surface schema errors to the test
+                status, headers, answer = 598, {}, {"message": f"contract violation: {exc}"[:2000]}
+            payload = b"" if answer is None else json.dumps(answer).encode()
+            self.send_response(status)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        do_GET = do_POST = do_PATCH = do_DELETE = _handle
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
+    return server, fake.url
