@@ -47,12 +47,13 @@ def find_config(start: Path) -> Path | None:
 
 
 def load_config(start: Path) -> Config:
-    """Load the configuration that governs `start`, checked against its schema."""
-    path = find_config(start)
+    """The configuration that governs `start` (a folder: found from there upward; a file: that
+    file), always checked against its schema. No file means every default."""
+    path = start if start.is_file() else find_config(start)
     if path is None:
         return Config(folder=start.resolve())
     doc = load_document(path, display_path(path))
-    from reprogate.validate.schema_check import schema_diagnostics
+    from reprogate.core.schema_check import schema_diagnostics
 
     problems = schema_diagnostics(doc, "Config")
     if problems:

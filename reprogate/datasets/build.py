@@ -19,13 +19,14 @@ from reprogate.datasets.select import select
 from reprogate.core.fileio import atomic_write
 from reprogate.core.progress import Progress
 from reprogate.core.yamlout import FlowMap, dump_yaml
+from reprogate.core.errors import CheckFailed
 
 # Fields a build computes; everything else in a --base manifest is a person's and is kept.
 COMPUTED = {"apiVersion", "kind", "algorithm", "selection", "shards", "files", "digest"}
 ROLES = ("tokenizer", "vocabulary", "merges", "normalization", "filter", "other")
 
 
-class BuildError(Exception):
+class BuildError(CheckFailed):
     """The dataset cannot be described safely (links out of the root, unreadable files)."""
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from reprogate.core.errors import UsageError
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ BATCH_BYTES = 4 * 1024 * 1024
 ALGORITHMS = ("sha256", "blake3", "md5")
 
 
-class AlgorithmUnavailable(Exception):
+class AlgorithmUnavailable(UsageError):
     """The algorithm needs an optional package that is not installed."""
 
 

@@ -106,7 +106,7 @@ def verify(manifest_path: Path, options: VerifyOptions) -> VerifyReport:
         report.findings.extend(exc.diagnostics)
         report.exit_code = ExitCode.USAGE
         return report
-    from reprogate.validate.schema_check import schema_diagnostics
+    from reprogate.core.schema_check import schema_diagnostics
 
     data = doc.data
     invalid = schema_diagnostics(doc, "DatasetManifest") if isinstance(data, dict) else []
@@ -244,7 +244,7 @@ def _checksum_pass(doc: Document, report: VerifyReport, entries: list[Entry], re
 def _remote_digest(entry: Entry, remote: Remote, algorithm: str, progress: Progress) -> tuple[str, str]:
     assert entry.url is not None
     try:
-        size, checksum = remote.digest(entry.url, algorithm, lambda n: progress.advance(n, 0))
+        size, checksum = remote.digest(entry.url, algorithm, lambda n: progress.advance(n, 0), entry.size if entry.size >= 0 else None)
     except Missing as exc:
         return "missing", f"{entry.url}: {exc}"
     except Unreachable as exc:

@@ -6,9 +6,11 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from reprogate.core.errors import UsageError
 
-class DetectError(Exception):
-    """A revision that does not exist, or a folder that is not a repository; says what to do."""
+
+class DetectError(UsageError):
+    """A revision that does not exist, or a folder that is not a repository; says what to do (exit 2)."""
 
 
 @dataclass(frozen=True)

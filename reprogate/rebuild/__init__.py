@@ -17,6 +17,7 @@ from typing import Any
 from reprogate import __version__
 from reprogate.core.canonical import canonical_digest
 from reprogate.core.diagnostics import ExitCode
+from reprogate.core.errors import UsageError
 from reprogate.core.documents import display_path, load_document
 from reprogate.rebuild.compare import loss_curve
 from reprogate.rebuild.context import RebuildContext, RebuildOptions, StageResult
@@ -24,8 +25,8 @@ from reprogate.rebuild.stages import STAGES
 from reprogate.rules.addressed import repository_root
 
 
-class RebuildUsageError(Exception):
-    """The rebuild cannot begin: the record is unreadable or invalid, or the work folder is not empty."""
+class RebuildUsageError(UsageError):
+    """The rebuild cannot begin: the record is unreadable or invalid, or the work folder is not empty (exit 2)."""
 
 
 def run_rebuild(record: Path, options: RebuildOptions) -> dict[str, Any]:

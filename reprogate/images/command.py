@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from reprogate.core.diagnostics import ExitCode
-from reprogate.images import ImageError, RegistryClient, Unreachable, parse_reference
+from reprogate.images.registry import ImageError, RegistryClient, Unreachable, parse_reference
+from reprogate.output.result import CommandResult, worst
 
 
-def resolve_command(refs: list[str], platform: str | None, fmt: str, client: RegistryClient | None = None) -> tuple[ExitCode, list[str]]:
+def resolve_command(refs: list[str], platform: str | None, fmt: str, client: RegistryClient | None = None) -> CommandResult:
     client = client or RegistryClient()
     lines, results, code = [], [], ExitCode.OK
     for ref in refs:
@@ -19,11 +20,11 @@ def resolve_command(refs: list[str], platform: str | None, fmt: str, client: Reg
             found = client.resolve(ref, platform)
         except Unreachable as exc:
             lines.append(f"{ref}: registry unreachable: {exc}")
-            code = ExitCode.INFRA
+            code = worst(code, ExitCode.INFRA)
             continue
         except ImageError as exc:
             lines.append(f"{ref}: {exc}")
-            code = max(code, ExitCode.FAILED)
+            code = worst(code, ExitCode.FAILED)
             continue
         results.append(found.as_dict())
         text = f"{found.reference.registry}/{found.reference.repository}@{found.digest}"
@@ -33,21 +34,19 @@ def resolve_command(refs: list[str], platform: str | None, fmt: str, client: Reg
             text += f"  (index: {', '.join(found.platforms)})"
         lines.append(text)
     if fmt == "json":
-        return code, [json.dumps({"resolved": results, "errors": [line for line in lines if ": " in line and "@sha256:" not in line]}, indent=2)]
-    return code, lines
+        return CommandResult(code, [json.dumps({"resolved": results, "errors": [line for line in lines if ": " in line and "@sha256:" not in line]}, indent=2)])
+    return CommandResult(code, lines)
 
 
-def verify_record(record: Path, pull: bool, client: RegistryClient | None = None) -> tuple[ExitCode, list[str]]:
+def verify_record(record: Path, pull: bool, client: RegistryClient | None = None) -> CommandResult:
     """The record's image and base images still exist; a recorded tag that moved is reported."""
-    from reprogate.core.documents import DocumentError, load_document
+    from reprogate.core.documents import load_document
 
-    try:
-        data = load_document(record).data
-    except DocumentError as exc:
-        return exc.exit_code, [f"{record}: {exc.diagnostics[0].message}"]
+    data = load_document(record).data
     container = data.get("container") if isinstance(data, dict) else None
     if not isinstance(container, dict) or container.get("used") is False:
-        return ExitCode.OK, [f"{record}: the record declares no container ({(container or {}).get('reason', 'no container section')}); nothing to verify"]
+        reason = container.get("reason", "no container section") if isinstance(container, dict) else "no container section"
+        return CommandResult(ExitCode.OK, [f"{record}: the record declares no container ({reason}); nothing to verify"])
     client = client or RegistryClient()
     lines: list[str] = []
     code = ExitCode.OK
@@ -58,28 +57,28 @@ def verify_record(record: Path, pull: bool, client: RegistryClient | None = None
             ref = parse_reference(name)
             if not digest:
                 lines.append(f"{name}: no digest pinned")
-                code = max(code, ExitCode.FAILED)
+                code = worst(code, ExitCode.FAILED)
                 continue
             if client.exists(ref, digest):
                 lines.append(f"{name}@{digest}: present")
             else:
                 lines.append(f"{name}@{digest}: MISSING from {ref.registry} (deleted or garbage-collected): exact reproduction is no longer possible")
-                code = max(code, ExitCode.FAILED)
+                code = worst(code, ExitCode.FAILED)
             if tag:
                 moved = client.resolve(parse_reference(f"{name}:{tag}")).digest
                 if moved != digest:
                     lines.append(f"{name}:{tag} has moved to {moved} (reported only: the record pins the digest)")
         except Unreachable as exc:
             lines.append(f"{name}: registry unreachable: {exc}")
-            return ExitCode.INFRA, lines
+            return CommandResult(ExitCode.INFRA, lines)
         except ImageError as exc:
             lines.append(f"{name}: {exc}")
-            code = max(code, ExitCode.FAILED)
+            code = worst(code, ExitCode.FAILED)
     if pull:
         pull_code, pull_lines = _pull(container)
         lines += pull_lines
-        code = max(code, pull_code)
-    return code, lines
+        code = worst(code, pull_code)
+    return CommandResult(code, lines)
 
 
 def _pull(container: dict[str, Any]) -> tuple[ExitCode, list[str]]:
@@ -106,7 +105,7 @@ def _pull(container: dict[str, Any]) -> tuple[ExitCode, list[str]]:
 _FROM = re.compile(r"^(?P<lead>\s*FROM\s+(?:--\S+\s+)*)(?P<image>\S+)(?P<rest>.*)$", re.IGNORECASE)
 
 
-def dockerfile_pins(path: Path, write: bool, client: RegistryClient | None = None) -> tuple[ExitCode, list[str]]:
+def dockerfile_pins(path: Path, write: bool, client: RegistryClient | None = None) -> CommandResult:
     """Each FROM with the digest it resolves to; with write, pin literal references in place."""
     from reprogate.detect.dockerfile import from_lines
     from reprogate.core.fileio import atomic_write
@@ -120,7 +119,7 @@ def dockerfile_pins(path: Path, write: bool, client: RegistryClient | None = Non
         try:
             found = client.resolve(ref)
         except Unreachable as exc:
-            return ExitCode.INFRA, [*lines, f"{ref}: registry unreachable: {exc}"]
+            return CommandResult(ExitCode.INFRA, [*lines, f"{ref}: registry unreachable: {exc}"])
         except ImageError as exc:
             lines.append(f"{entry.key}: {ref}: {exc}")
             code = ExitCode.FAILED
@@ -140,4 +139,4 @@ def dockerfile_pins(path: Path, write: bool, client: RegistryClient | None = Non
             out.append(line)
         atomic_write(path, "".join(out))
         lines.append(f"rewrote {path}")
-    return code, lines
+    return CommandResult(code, lines)

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator
 
 from reprogate.core.diagnostics import Diagnostic, field_path
 from reprogate.core.documents import Document
-from reprogate.validate.schema_fastpath import Unsupported, compile_schema
+from reprogate.core.schema_fastpath import Unsupported, compile_schema
 from reprogate.core.redact import redact
 from reprogate.core.schemas import SCHEMA_FILES, load_schema, validator
 

@@ -46,18 +46,18 @@ def _uris(data: Any, path: str = "") -> Iterator[tuple[str, str]]:
 def audit_record(record: Path, today: datetime.date, timeout: float = 10.0, retries: int = 2) -> AuditResult:
     from reprogate.datasets.remote import Missing, Remote, Unreachable
     from reprogate.core.documents import load_document
-    from reprogate.image_commands import verify_record
-    from reprogate.images import RegistryClient
+    from reprogate.images.command import verify_record
+    from reprogate.images.registry import RegistryClient
     from reprogate.rules.addressed import repository_root
 
     result = AuditResult()
     data = load_document(record).data
     name = f"{record}"
-    code, lines = verify_record(record, False, RegistryClient(timeout=timeout, retries=retries))
-    result.lines += [f"{name}: image {line}" for line in lines]
-    if code == ExitCode.INFRA:
+    images = verify_record(record, False, RegistryClient(timeout=timeout, retries=retries))
+    result.lines += [f"{name}: image {line}" for line in images.stdout]
+    if images.code == ExitCode.INFRA:
         result.unreachable += 1
-    elif code == ExitCode.FAILED:
+    elif images.code == ExitCode.FAILED:
         result.missing += 1
     remote = Remote(timeout=timeout, retries=retries)
     for where, uri in _uris(data):

@@ -9,10 +9,11 @@
 - Authentication follows the registry's challenge: Bearer (token from the realm, anonymous or
   with credentials, cached per scope) or Basic; credentials come from REPROGATE_REGISTRY_USERNAME /
   REPROGATE_REGISTRY_PASSWORD or ~/.docker/config.json.
-- One requests.Session per client, so connections and tokens are reused across references.
-- 429 and 5xx are retried with backoff, honouring Retry-After; every request has timeouts;
-  401/403/404 become plain messages; a registry that cannot be reached raises Unreachable (exit 3).
-Sources: ../shared/reference/tech.md §4 (distribution spec, token auth, registry 2.8.2 behaviour).
+  Credentials (Basic, or for the token service) go only to their registry or token service, and
+  only over https or to a loopback address.
+- One HTTP client per registry client (core/http.py: retries, deadline, manifests read up to the
+  4 MiB the distribution spec lets registries refuse beyond), so connections and tokens are reused.
+- 401/403/404 become plain messages; a registry that cannot be reached raises Unreachable (exit 3).
 """
 
 from __future__ import annotations
@@ -22,24 +23,26 @@ import hashlib
 import json
 import os
 import re
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reprogate.core.errors import CheckFailed, InfrastructureError
+from reprogate.core.http import MiB, HttpClient, HttpPolicy, Reply, require_secure_transport
+
 INDEX_TYPES = ("application/vnd.oci.image.index.v1+json", "application/vnd.docker.distribution.manifest.list.v2+json")
 MANIFEST_TYPES = ("application/vnd.oci.image.manifest.v1+json", "application/vnd.docker.distribution.manifest.v2+json")
 ACCEPT = ", ".join(INDEX_TYPES + MANIFEST_TYPES)
-RETRY_STATUS = {429, 500, 502, 503, 504}
+MANIFEST_LIMIT = 4 * MiB
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
-class ImageError(Exception):
+class ImageError(CheckFailed):
     """A reference that does not resolve (no such repository, tag or manifest; no access)."""
 
 
-class Unreachable(ImageError):
-    """The registry could not be reached after the allowed retries."""
+class Unreachable(InfrastructureError):
+    """The registry could not be reached, or did not answer in time, after the allowed retries."""
 
 
 @dataclass(frozen=True)
@@ -112,11 +115,8 @@ def _docker_config_auth(registry: str) -> tuple[str, str] | None:
 
 class RegistryClient:
     def __init__(self, timeout: float = 10.0, retries: int = 3, backoff: float = 0.5, insecure: set[str] | None = None, credentials: tuple[str, str] | None = None) -> None:
-        import requests
-
-        self.session = requests.Session()
-        self.session.headers["User-Agent"] = "reprogate"
-        self.timeout, self.retries, self.backoff = timeout, retries, backoff
+        policy = HttpPolicy(connect_timeout=min(timeout, 5.0), read_timeout=timeout, deadline=max(30.0, timeout * (retries + 2)), retries=retries, backoff=backoff, max_body=MANIFEST_LIMIT)
+        self.http = HttpClient(policy)
         # plain http for loopback registries (and ones named in REPROGATE_INSECURE_REGISTRIES)
         self.insecure = insecure if insecure is not None else set(filter(None, os.environ.get("REPROGATE_INSECURE_REGISTRIES", "").split(",")))
         self.credentials = credentials
@@ -135,77 +135,68 @@ class RegistryClient:
         plain = host in self.insecure or host.split(":")[0] in ("127.0.0.1", "localhost", "::1")
         return f"{'http' if plain else 'https'}://{host}/v2/{ref.repository}"
 
-    def _send(self, method: str, url: str, headers: dict[str, str], auth: Any = None) -> Any:
-        import requests
+    def _send(self, method: str, url: str, headers: dict[str, str]) -> Reply:
+        try:
+            return self.http.request(method, url, headers=headers)
+        except InfrastructureError as exc:
+            raise Unreachable(exc.message) from None
 
-        last = ""
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(min(self.backoff * 2 ** (attempt - 1), 10.0))
-            try:
-                response = self.session.request(method, url, headers=headers, auth=auth, timeout=(min(self.timeout, 5.0), self.timeout))
-            except (requests.ConnectionError, requests.Timeout) as exc:
-                last = type(exc).__name__
-                continue
-            if response.status_code in RETRY_STATUS and attempt < self.retries:
-                last = f"HTTP {response.status_code}"
-                wait = response.headers.get("Retry-After", "")
-                if wait.isdigit():
-                    time.sleep(min(float(wait), 30.0))
-                continue
-            return response
-        raise Unreachable(f"{url.split('/v2/')[0]}: {last} after {self.retries + 1} attempt(s)")
-
-    def _request(self, method: str, ref: Reference, path: str, accept: str = ACCEPT) -> Any:
+    def _request(self, method: str, ref: Reference, path: str, accept: str = ACCEPT) -> Reply:
         url = f"{self._base(ref)}/{path}"
         scope = f"repository:{ref.repository}:pull"
         headers = {"Accept": accept}
         token = self.tokens.get((ref.registry, scope))
         if token:
             headers["Authorization"] = f"Bearer {token}"
-        response = self._send(method, url, headers)
-        if response.status_code == 401:
-            challenge = response.headers.get("WWW-Authenticate", "")
+        reply = self._send(method, url, headers)
+        if reply.status == 401:
+            challenge = reply.headers.get("WWW-Authenticate", "")
             creds = self._creds(ref.registry)
             if challenge.lower().startswith("bearer"):
                 self.tokens[(ref.registry, scope)] = token = self._token(challenge, scope, creds)
                 headers["Authorization"] = f"Bearer {token}"
-                response = self._send(method, url, headers)
+                reply = self._send(method, url, headers)
             elif challenge.lower().startswith("basic") and creds:
-                response = self._send(method, url, headers, auth=creds)
-        return response
+                require_secure_transport(url)
+                headers["Authorization"] = _basic(creds)
+                reply = self._send(method, url, headers)
+        return reply
 
     def _token(self, challenge: str, scope: str, creds: tuple[str, str] | None) -> str:
         params = dict(re.findall(r'(\w+)="([^"]*)"', challenge))
         realm = params.pop("realm", "")
-        if not realm:
-            raise ImageError(f"the registry asked for a token without a realm: {challenge}")
+        if not realm.lower().startswith(("https://", "http://")):
+            raise ImageError(f"the registry asked for a token without a usable realm: {challenge[:200]}")
         params.setdefault("scope", scope)
-        import requests
-
+        headers = {}
+        if creds:
+            require_secure_transport(realm)  # never Basic credentials in clear text to a token service
+            headers["Authorization"] = _basic(creds)
         try:
-            response = self.session.get(realm, params=params, auth=creds, timeout=(5.0, self.timeout))
-        except (requests.ConnectionError, requests.Timeout) as exc:
-            raise Unreachable(f"token service {realm}: {type(exc).__name__}") from None
-        if response.status_code in (401, 403):
+            reply = self.http.request("GET", realm, params=params, headers=headers, max_body=MiB)
+        except InfrastructureError as exc:
+            raise Unreachable(f"token service: {exc.message}") from None
+        if reply.status in (401, 403):
             raise ImageError("no access: the token service refused the credentials (check REPROGATE_REGISTRY_USERNAME/PASSWORD or docker login)")
-        body = response.json() if response.ok else {}
-        token = body.get("token") or body.get("access_token")
-        if not token:
-            raise ImageError(f"the token service {realm} gave no token (HTTP {response.status_code})")
-        return str(token)
+        body = reply.json() if reply.ok else {}
+        token = (body.get("token") or body.get("access_token")) if isinstance(body, dict) else None
+        if not isinstance(token, str) or not token:
+            raise ImageError(f"the token service gave no token (HTTP {reply.status})")
+        return token
 
-    def _explain(self, ref: Reference, response: Any, what: str) -> ImageError:
-        code = response.status_code
+    def _explain(self, ref: Reference, response: Reply, what: str) -> ImageError:
+        code = response.status
         try:
-            errors = [e.get("code", "") for e in response.json().get("errors", [])]
-        except ValueError:
-            errors = []
+            body = response.json()
+        except InfrastructureError:
+            body = None
+        listed = body.get("errors") if isinstance(body, dict) else None
+        errors = [e.get("code", "") for e in listed if isinstance(e, dict)] if isinstance(listed, list) else []
         if code in (401, 403):
             return ImageError(f"{ref}: no access (HTTP {code}); check the credentials for {ref.registry}")
         if code == 404 and "NAME_UNKNOWN" not in errors:
             listing = self._request("GET", ref, "tags/list", "application/json")
-            if listing.status_code == 404:  # registry 2.x says MANIFEST_UNKNOWN for both cases
+            if listing.status == 404:  # registry 2.x says MANIFEST_UNKNOWN for both cases
                 errors.append("NAME_UNKNOWN")
         if code == 404 and "NAME_UNKNOWN" in errors:
             return ImageError(f"{ref}: no such repository {ref.repository} on {ref.registry}")
@@ -216,28 +207,29 @@ class RegistryClient:
     def manifest(self, ref: Reference, reference: str) -> tuple[bytes, str, str]:
         """(raw bytes, media type, sha256 digest computed from the bytes)."""
         response = self._request("GET", ref, f"manifests/{reference}")
-        if response.status_code != 200:
+        if response.status != 200:
             raise self._explain(ref, response, "tag" if not reference.startswith("sha256:") else "manifest")
-        body = response.content
+        body = response.body
         digest = "sha256:" + hashlib.sha256(body).hexdigest()
         header = response.headers.get("Docker-Content-Digest")
         if reference.startswith("sha256:") and digest != reference:
             raise ImageError(f"{ref}: the registry returned bytes whose digest is {digest}, not {reference}")
         if header and header != digest:
             raise ImageError(f"{ref}: Docker-Content-Digest {header} does not match the bytes received ({digest})")
-        media = response.headers.get("Content-Type", "").split(";")[0] or json.loads(body).get("mediaType", "")
+        media = response.headers.get("Content-Type", "").split(";")[0] or str(_manifest_json(ref, body).get("mediaType", ""))
         return body, media, digest
 
     def resolve(self, ref: Reference | str, platform: str | None = None) -> Resolution:
         ref = parse_reference(ref) if isinstance(ref, str) else ref
         body, media, digest = self.manifest(ref, ref.digest or str(ref.tag))
         result = Resolution(ref, digest, media)
-        if media in INDEX_TYPES or json.loads(body).get("manifests"):
-            entries = json.loads(body).get("manifests", [])
+        document = _manifest_json(ref, body)
+        if media in INDEX_TYPES or document.get("manifests"):
+            entries = [e for e in document.get("manifests") or [] if isinstance(e, dict) and isinstance(e.get("platform", {}), dict)]
             result.platforms = [_platform(e.get("platform", {})) for e in entries if e.get("platform")]
             if platform:
                 chosen = next((e for e in entries if _platform(e.get("platform", {})) == platform or _platform(e.get("platform", {})).startswith(platform + "/")), None)
-                if chosen is None:
+                if chosen is None or not isinstance(chosen.get("digest"), str):
                     raise ImageError(f"{ref}: no manifest for platform {platform} (the index has {', '.join(result.platforms) or 'none'})")
                 _, _, platform_digest = self.manifest(ref, chosen["digest"])
                 result.platform, result.platform_digest = platform, platform_digest
@@ -245,11 +237,25 @@ class RegistryClient:
 
     def exists(self, ref: Reference, digest: str) -> bool:
         response = self._request("HEAD", ref, f"manifests/{digest}")
-        if response.status_code == 200:
+        if response.status == 200:
             return True
-        if response.status_code == 404:
+        if response.status == 404:
             return False
         raise self._explain(ref, response, "manifest")
+
+
+def _basic(creds: tuple[str, str]) -> str:
+    return "Basic " + base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode()
+
+
+def _manifest_json(ref: Reference, body: bytes) -> dict[str, Any]:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        raise Unreachable(f"{ref}: the registry answered with a manifest that is not JSON") from None
+    if not isinstance(data, dict):
+        raise Unreachable(f"{ref}: the registry answered with a manifest that is not a JSON object")
+    return data
 
 
 def _platform(p: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ import pytest
 
 from support import EXAMPLES
 from reprogate.core.documents import load_document
-from reprogate.validate.schema_fastpath import Unsupported, compile_schema
+from reprogate.core.schema_fastpath import Unsupported, compile_schema
 from reprogate.core.schemas import SCHEMA_FILES, load_schema, validator
 
 POOL: list[Any] = [None, True, False, 0, -1, 7, 1.5, 2.0, -0.5, "", "x", "sha256:" + "a" * 64, "sha256:XYZ", "2026-02-31", "2026-11-20", "2026-11-20T10:00:00Z", "GPU-1", [], [1], ["a"], {}, {"a": 1}]
