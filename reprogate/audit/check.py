@@ -48,7 +48,7 @@ def audit_record(record: Path, today: datetime.date, timeout: float = 10.0, retr
     from reprogate.core.documents import load_document
     from reprogate.images.command import verify_record
     from reprogate.images.registry import RegistryClient
-    from reprogate.rules.addressed import repository_root
+    from reprogate.core.config import repository_root
 
     result = AuditResult()
     data = load_document(record).data

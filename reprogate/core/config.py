@@ -34,6 +34,16 @@ class Config:
     rebuild_ref: str | None = None
 
 
+def repository_root(start: Path) -> Path:
+    """The folder repository paths are relative to: the nearest ancestor holding .reprogate.yaml
+    or .git, else `start` itself."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if (folder / CONFIG_NAME).is_file() or (folder / ".git").exists():
+            return folder
+    return start
+
+
 def find_config(start: Path) -> Path | None:
     """The nearest `.reprogate.yaml` in `start` or above it, stopping at a repository root."""
     start = start.resolve()

@@ -22,7 +22,7 @@ from reprogate.core.documents import display_path, load_document
 from reprogate.rebuild.compare import loss_curve
 from reprogate.rebuild.context import RebuildContext, RebuildOptions, StageResult
 from reprogate.rebuild.stages import STAGES
-from reprogate.rules.addressed import repository_root
+from reprogate.core.config import repository_root
 
 
 class RebuildUsageError(UsageError):

@@ -7,7 +7,7 @@ from typing import Any, Iterator
 from reprogate.datasets import manifest_digest
 from reprogate.datasets.names import UnsafeName, check_name
 from reprogate.core.diagnostics import Diagnostic
-from reprogate.rules import RuleContext, get, items, rule
+from reprogate.rules.base import RuleContext, get, items
 
 
 def manifest_findings(ctx: RuleContext, manifest: Any, at: tuple[Any, ...]) -> Iterator[Diagnostic]:
@@ -36,12 +36,10 @@ def manifest_findings(ctx: RuleContext, manifest: Any, at: tuple[Any, ...]) -> I
             yield ctx.finding(at + ("digest",), "the manifest's digest does not match its content", "manifest-digest-mismatch", f"the content's digest is {actual}")
 
 
-@rule("DatasetManifest")
 def manifest_consistent(ctx: RuleContext) -> Iterator[Diagnostic]:
     yield from manifest_findings(ctx, ctx.data, ())
 
 
-@rule("RunRecord")
 def inline_manifest_consistent(ctx: RuleContext) -> Iterator[Diagnostic]:
     inline = get(ctx.data, "dataset", "inline")
     if isinstance(inline, dict):

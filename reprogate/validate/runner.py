@@ -17,7 +17,7 @@ from reprogate.core.diagnostics import Diagnostic, ExitCode, Severity
 from reprogate.validate.discovery import discover
 from reprogate.core.documents import DEFAULT_MAX_BYTES, Document, DocumentError, display_path, load_document
 from reprogate.rules import RuleContext, rules_for
-from reprogate.rules.addressed import repository_root
+from reprogate.core.config import repository_root
 from reprogate.core.schema_check import schema_diagnostics
 from reprogate.core.schemas import API_VERSION, SCHEMA_FILES
 

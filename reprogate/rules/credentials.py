@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from reprogate.core.diagnostics import Diagnostic
-from reprogate.rules import RuleContext, rule
+from reprogate.rules.base import RuleContext
 from reprogate.core.redact import is_secret_name, looks_secret
 
 _HINT = "remove it, rotate the credential, and keep secrets in the runner's secret store"
@@ -33,6 +33,3 @@ def no_secrets(ctx: RuleContext) -> Iterator[Diagnostic]:
                 if is_secret_name(name):
                     yield ctx.finding(("execution", section, name), f"environment variable {name} is named like a credential; records keep behaviour-changing variables only", "secret-in-record", _HINT)
 
-
-for _kind in ("RunRecord", "DatasetManifest", "Config"):
-    rule(_kind)(no_secrets)

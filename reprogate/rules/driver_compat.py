@@ -6,10 +6,9 @@ from typing import Iterator
 
 from reprogate.capture.compat import FORWARD_ONLY, UNSUPPORTED, classify_record_sections
 from reprogate.core.diagnostics import Diagnostic, Severity
-from reprogate.rules import RuleContext, get, rule
+from reprogate.rules.base import RuleContext, get
 
 
-@rule("RunRecord")
 def driver_runs_framework_cuda(ctx: RuleContext) -> Iterator[Diagnostic]:
     verdict = classify_record_sections(get(ctx.data, "software"), get(ctx.data, "devices"))
     if verdict is None:
