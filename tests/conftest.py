@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 from click.testing import CliRunner, Result
 from support import EXAMPLES
 
 from reprogate.cli import main
+
+pytest_plugins = ("support.gate",)  # the GitHub stand-in's fixtures
 
 
 @pytest.fixture

@@ -17,8 +17,9 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import quote
 
 from reprogate.core.diagnostics import ExitCode
@@ -99,17 +100,21 @@ class GitHubClient:
             raise GitHubUnreachable(f"{method} {path}: rate limit exhausted until {reply.headers.get('x-ratelimit-reset', 'its reset')} (epoch seconds)")
         raise GitHubError(f"{method} {path}: HTTP {reply.status}: {_message(reply)}", reply.status)
 
-    def paginate(self, path: str, params: dict[str, Any] | None = None) -> Iterator[Any]:
+    def paginate(self, path: str, params: dict[str, Any] | None = None, key: str | None = None, max_pages: int = 100) -> Iterator[Any]:
+        """Items of a paginated list (inside the object's `key` for answers that wrap it), following
+        rel="next" links on the API's own origin for at most `max_pages` pages."""
         url: str | None = path
-        query = {"per_page": 100, **(params or {})}
-        while url:
+        query: dict[str, Any] | None = {"per_page": 100, **(params or {})}
+        for _ in range(max_pages):
+            if not url:
+                return
             reply = self.request("GET", url, params=query)
             query = None  # the next link carries its own query
             data = reply.json()
-            if isinstance(data, dict):
-                data = data.get("workflow_runs", [])
+            if key is not None and isinstance(data, dict):
+                data = data.get(key)
             if not isinstance(data, list):
-                raise GitHubUnreachable(f"GET {path}: the answer is not a list")
+                raise GitHubUnreachable(f"GET {path}: the answer is {type(data).__name__}, not a list")
             yield from (item for item in data if isinstance(item, dict))
             url = _next_link(reply.headers.get("Link", ""))
 
@@ -140,7 +145,7 @@ class GitHubClient:
     def find_run(self, repo: str, workflow: str, correlation: str, since: str) -> dict[str, Any] | None:
         """The dispatched run whose run-name carries the correlation id (for 204 answers)."""
         path = f"/repos/{repo}/actions/workflows/{quote(workflow, safe='')}/runs"
-        for run in self.paginate(path, {"event": "workflow_dispatch", "created": f">={since}"}):
+        for run in self.paginate(path, {"event": "workflow_dispatch", "created": f">={since}"}, key="workflow_runs"):
             if correlation in str(run.get("display_title", "")):
                 return run
         return None
@@ -155,6 +160,20 @@ class GitHubClient:
             raise
         permission = data.get("permission")  # admin, write, read or none (maintain -> write, triage -> read)
         return permission if isinstance(permission, str) else "none"
+
+    def statuses(self, repo: str, ref: str) -> list[dict[str, Any]]:
+        """Every status posted on a commit, newest first (the combined status keeps only the latest per context)."""
+        return list(self.paginate(f"/repos/{repo}/commits/{ref}/statuses"))
+
+    def pull_request(self, repo: str, number: int) -> dict[str, Any]:
+        return _object(self.request("GET", f"/repos/{repo}/pulls/{number}"))
+
+    def workflow_run(self, repo: str, run_id: int) -> dict[str, Any]:
+        return _object(self.request("GET", f"/repos/{repo}/actions/runs/{run_id}"))
+
+    def issue_events(self, repo: str, number: int) -> list[dict[str, Any]]:
+        """The issue's events (labeled, unlabeled, ...), oldest first, each with its actor and time."""
+        return list(self.paginate(f"/repos/{repo}/issues/{number}/events"))
 
     def remove_label(self, repo: str, number: int, label: str) -> None:
         try:

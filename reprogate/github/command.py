@@ -11,6 +11,10 @@ from reprogate.core.errors import UsageError
 from reprogate.github.client import GitHubClient
 from reprogate.output.result import CommandResult
 
+# Settings the composite action passes from its inputs. They come from the workflow file, which
+# on the privileged side (workflow_run, the rebuild) is always the default branch's.
+OVERRIDES = ("REPROGATE_REBUILD_WORKFLOW", "REPROGATE_STATUS_CONTEXT", "REPROGATE_REBUILD_LABEL", "REPROGATE_BASELINE_LABEL")
+
 
 def client_from_env() -> GitHubClient:
     token = os.environ.get("REPROGATE_GITHUB_TOKEN") or os.environ.get("GITHUB_TOKEN") or ""
@@ -26,58 +30,121 @@ def repository_from_env() -> str:
     return repo
 
 
+def server_url_from_env() -> str:
+    return os.environ.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
+
+
 def run_url_from_env() -> str | None:
-    server, repo, run = os.environ.get("GITHUB_SERVER_URL", "https://github.com"), os.environ.get("GITHUB_REPOSITORY"), os.environ.get("GITHUB_RUN_ID")
-    return f"{server}/{repo}/actions/runs/{run}" if repo and run else None
+    repo, run = os.environ.get("GITHUB_REPOSITORY"), os.environ.get("GITHUB_RUN_ID")
+    return f"{server_url_from_env()}/{repo}/actions/runs/{run}" if repo and run else None
 
 
-def gate_command(repo: Path, config_path: Path | None, fmt: str) -> CommandResult:
-    from reprogate.core.config import load_config, with_overrides
-    from reprogate.github.gate import Event, run_gate
+def gate_command(repo: Path, config_path: Path | None, fmt: str, mode: str = "full", result_file: Path | None = None) -> CommandResult:
+    from reprogate.github.events import load_event
+    from reprogate.github.gate import Settings, run_gate
 
-    config = with_overrides(load_config(config_path if config_path is not None else repo), dict(os.environ))
-    event = Event.from_env(dict(os.environ))
-    result = run_gate(event, config, repo, client_from_env(), os.environ.get("GITHUB_SERVER_URL", "https://github.com"))
+    event = load_event(os.environ.get("GITHUB_EVENT_NAME", ""), os.environ.get("GITHUB_EVENT_PATH"), os.environ.get("GITHUB_REPOSITORY", ""))
+    overrides = {name: os.environ[name] for name in OVERRIDES if os.environ.get(name)}
+    settings = Settings(repo, config_path, mode, result_file, server_url_from_env(), overrides)
+    client = client_from_env() if mode != "compute" else None
+    outcome = run_gate(event, settings, client)
     if fmt == "json":
-        return CommandResult(result.code, [json.dumps({"exit_code": int(result.code), "messages": result.messages, "outputs": result.outputs}, indent=2)])
-    done = CommandResult(result.code, list(result.messages))
+        return CommandResult(outcome.code, [json.dumps({"exit_code": int(outcome.code), "messages": outcome.messages, "outputs": outcome.outputs}, indent=2)])
+    done = CommandResult(outcome.code, list(outcome.messages))
     if fmt == "github":
-        done.outputs = dict(result.outputs)
-        done.summary = "### reprogate gate\n\n" + "\n".join(f"- {m}" for m in result.messages) + "\n"
+        done.stdout = [*outcome.annotations, *outcome.messages]
+        done.outputs = dict(outcome.outputs)
+        done.summary = "### reprogate gate\n\n" + "\n".join(f"- {m}" for m in outcome.messages) + "\n"
     return done
 
 
-def status_command(state: str | None, verdict_path: Path | None, description: str, context: str | None, sha: str | None, target_url: str | None, report: Path | None, pr: int | None) -> CommandResult:
+def status_command(
+    state: str | None,
+    verdict_paths: list[Path],
+    description: str,
+    context: str | None,
+    sha: str | None,
+    target_url: str | None,
+    reports: list[Path],
+    pr: int | None,
+    expect_records: str | None = None,
+    also_context: str | None = None,
+) -> CommandResult:
+    """Post a state, or the one terminal state of a rebuild's verdicts (error for any verdict that
+    is missing or cannot be read: a required check must never stay pending)."""
     from reprogate.core.config import load_config
-    from reprogate.github.gate import MARKER, post_verdict
+    from reprogate.github.gate import MARKER
 
-    if verdict_path is None and state is None:
+    if not verdict_paths and state is None:
         raise UsageError("give --state or --from-verdict")
-    if report is not None and pr is None:
+    if reports and pr is None:
         raise UsageError("--comment-report needs --pr")
+    expected = _expected_records(expect_records)
     client, repo = client_from_env(), repository_from_env()
     commit = sha or os.environ.get("GITHUB_SHA", "")
+    if not commit:
+        raise UsageError("no commit: give --sha (or set GITHUB_SHA)")
     ctx = context or os.environ.get("REPROGATE_STATUS_CONTEXT") or load_config(Path(".")).status_context
     url = target_url or run_url_from_env()
-    if verdict_path is not None:
-        from reprogate.rebuild.verdicts import read_verdict
-
-        try:
-            verdict = read_verdict(verdict_path)
-        except UsageError as exc:  # missing, empty, not JSON, another shape: never leave the check pending
-            why = "the rebuild produced no verdict (cancelled, timed out or crashed)" if not verdict_path.exists() else "the verdict cannot be read"
-            client.create_status(repo, commit, "error", ctx, f"{why}: inconclusive", url)
-            return CommandResult(ExitCode.OK, [f"{ctx} = error on {commit[:12]}: {exc.message}"])
-        posted = post_verdict(client, repo, commit, verdict, ctx, url)
+    lines: list[str] = []
+    if verdict_paths:
+        posted, text, lines = _post_verdicts(client, repo, commit, ctx, url, verdict_paths, expected)
     else:
         assert state is not None
-        client.create_status(repo, commit, state, ctx, description or state, url)
-        posted = state
-    lines = [f"{ctx} = {posted} on {commit[:12]}"]
-    if report is not None and report.exists() and pr is not None:
-        client.upsert_comment(repo, pr, MARKER, report.read_text(encoding="utf-8"))
-        lines.append(f"report posted on #{pr}")
+        posted, text = state, description or state
+        client.create_status(repo, commit, posted, ctx, text, url)
+    lines.insert(0, f"{ctx} = {posted} on {commit[:12]}: {text}")
+    if also_context:
+        client.create_status(repo, commit, posted, also_context, text, url)
+        lines.append(f"{also_context} = {posted}")
+    if reports and pr is not None:
+        body = "\n\n---\n\n".join(_read_report(path) for path in reports if path.exists())
+        if body:
+            client.upsert_comment(repo, pr, MARKER, body)
+            lines.append(f"report posted on #{pr}")
     return CommandResult(ExitCode.OK, lines)
+
+
+def _expected_records(raw: str | None) -> list[str] | None:
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise UsageError("--expect-records is a JSON list of record paths") from None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise UsageError("--expect-records is a JSON list of record paths")
+    return value
+
+
+def _post_verdicts(client: GitHubClient, repo: str, commit: str, ctx: str, url: str | None, paths: list[Path], expected: list[str] | None) -> tuple[str, str, list[str]]:
+    from reprogate.core.errors import ReprogateError
+    from reprogate.github.verdicts import terminal
+    from reprogate.rebuild.verdicts import read_verdict
+
+    verdicts, unreadable, notes = [], [], []
+    for path in paths:
+        try:
+            verdicts.append(read_verdict(path))
+        except ReprogateError as exc:  # missing, empty, not JSON, another shape: never leave the check pending
+            unreadable.append(str(path))
+            notes.append(exc.message)
+    rebuilt = {os.path.normpath(str((v.get("record") or {}).get("path", ""))) for v in verdicts}
+    missing = [r for r in expected or [] if os.path.normpath(r) not in rebuilt]
+    notes += [f"no verdict for {r}" for r in missing]
+    done = terminal(verdicts, unreadable, missing)
+    client.create_status(repo, commit, done.state, ctx, done.description, url)
+    return done.state, done.description, notes
+
+
+def _read_report(path: Path) -> str:
+    from reprogate.core.documents import DocumentError, read_text
+    from reprogate.core.redact import redact
+
+    try:
+        return redact(read_text(path, str(path), 1024 * 1024))
+    except DocumentError as exc:
+        return f"(report {path.name} unreadable: {exc.message})"
 
 
 def dispatch_command(workflow: str, ref: str, inputs: list[str]) -> CommandResult:
@@ -89,5 +156,9 @@ def dispatch_command(workflow: str, ref: str, inputs: list[str]) -> CommandResul
 
 
 def comment_command(pr: int, body_file: Path, marker: str) -> CommandResult:
-    comment = client_from_env().upsert_comment(repository_from_env(), pr, marker, body_file.read_text(encoding="utf-8"))
+    from reprogate.core.documents import read_text
+    from reprogate.core.redact import redact
+
+    body = redact(read_text(body_file, str(body_file), 1024 * 1024))
+    comment = client_from_env().upsert_comment(repository_from_env(), pr, marker, body)
     return CommandResult(ExitCode.OK, [str(comment.get("html_url", "comment updated"))])

@@ -1,220 +1,424 @@
 """`reprogate gate`: the pull-request flow that turns a rebuild into a required check.
 
-On pull_request (opened, synchronize, reopened, labeled, unlabeled) and merge_group: validate
-the records, detect what the diff changes, and either dispatch the reference rebuild (status
-`pending` with a link to the run, one sticky comment) or post `success` at once, so a required
-check never waits forever. The baseline label requires a passing verdict for every record the PR
-promotes (second status). On push to a release branch: require a green reproduction for the head.
+Three modes, one judgement:
+- `full` (private repositories, one workflow on pull_request / merge_group / push): judge the
+  pull request and post statuses, the comment and the rebuild dispatch.
+- `compute` (public repositories, unprivileged pull_request workflow with a read-only token):
+  judge and annotate for the contributor, write a small result file; no API call at all.
+- `publish` (public repositories, privileged workflow_run workflow running default-branch code):
+  take only the pull request number from that result file, check it through the API (its head
+  must be the commit the finished run tested), judge the head from git objects without running
+  or checking out anything of it, and post.
 
-Security (../shared/reference/github.md §2): the rebuild is dispatched on the default branch, so
-the workflow definition and reprogate version are the default branch's; a fork's PR dispatches
-only when the rebuild label was applied, for this head commit, by a user with write or admin
-permission (checked through the API: triage users can label too); pull_request_target is refused.
+Trust (README, "Security"): settings, label names, workflow, ref and the reference records come
+from the base revision; a pull request that edits `.reprogate.yaml` is a watched change. Labels
+count only when a writer applied them to this head. A terminal status is never replaced by
+`pending` for the same head, and events that change nothing that is built post nothing.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import fnmatch
 import json
 import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reprogate.core.config import Config
+from reprogate.core.config import Config, load_config, with_overrides
 from reprogate.core.diagnostics import ExitCode
-from reprogate.github.client import GitHubClient, GitHubError, GitHubUnreachable
+from reprogate.core.errors import UsageError
+from reprogate.github.client import GitHubClient
+from reprogate.github.events import (
+    Event,
+    MergeGroupEvent,
+    OtherEvent,
+    PullRequestEvent,
+    PushEvent,
+    WorkflowRunEvent,
+)
+from reprogate.github.judge import Assessment, assess
+from reprogate.github.trust import (
+    TERMINAL_STATES,
+    ApiApprovals,
+    Approvals,
+    EventApprovals,
+    first_seen,
+    latest,
+    reproduction_verdict,
+    short_digest,
+)
 
 MARKER = "<!-- reprogate:gate -->"
-WRITE_PERMISSIONS = {"admin", "write", "maintain"}
 RELEASE_BRANCHES = ("release/*", "releases/*")
+MODES = ("full", "compute", "publish")
+RESULT_KIND = "GateCompute"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How this gate run was invoked (command-line options and the job's environment)."""
+
+    repo: Path
+    config_path: Path | None = None
+    mode: str = "full"
+    result_file: Path | None = None
+    server_url: str = "https://github.com"
+    overrides: dict[str, str] = field(default_factory=dict)  # REPROGATE_* inputs of the (trusted) workflow
 
 
 @dataclass
-class GateResult:
+class GateOutcome:
     code: ExitCode = ExitCode.OK
     messages: list[str] = field(default_factory=list)
     outputs: dict[str, str] = field(default_factory=dict)
+    annotations: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Subject:
+    """The commit range being judged and what is known of its pull request."""
+
+    repository: str
+    default_branch: str
+    head: str
+    base: str
+    number: int | None = None
+    labels: frozenset[str] = frozenset()
+    fork: bool = False
+    new_head: bool = True  # no approval given earlier can cover this commit
+
+
+class NoApprovals:
+    """merge_group and push: nobody labels a merge queue entry."""
+
+    denied: tuple[str, ...] = ()
+
+    def applied_by_writer(self, label: str) -> bool:
+        return False
 
 
 @dataclass
-class Event:
-    name: str
-    repository: str
-    payload: dict[str, Any]
+class Plan:
+    """What the gate will post, decided before anything is posted."""
 
-    @classmethod
-    def from_env(cls, env: dict[str, str]) -> "Event":
-        path = env.get("GITHUB_EVENT_PATH")
-        if not path:
-            raise GitHubError("GITHUB_EVENT_PATH is not set: gate runs inside a GitHub Actions job")
-        payload = json.loads(Path(path).read_text(encoding="utf-8"))
-        repository = env.get("GITHUB_REPOSITORY") or payload.get("repository", {}).get("full_name", "")
-        return cls(env.get("GITHUB_EVENT_NAME", ""), repository, payload)
+    records: list[str] = field(default_factory=list)  # to rebuild
+    baseline_dispatch: bool = False
+    reproduction: tuple[str, str] | None = None  # (state, description) to post
+    reproduction_on_dispatch: bool = False  # post `pending` with the run's link once dispatched
+    baseline: tuple[str, str] | None = None
+    comment: list[str] = field(default_factory=list)
 
 
-def run_gate(event: Event, config: Config, repo_dir: Path, client: GitHubClient, server_url: str = "https://github.com") -> GateResult:
-    result = GateResult()
-    if event.name == "pull_request_target":
-        result.code = ExitCode.USAGE
-        result.messages.append("reprogate gate refuses pull_request_target (it would act on a fork's code with a write token); trigger the gate on pull_request")
-        return result
-    if event.name == "push":
-        return _release_push(event, config, client, result)
-    if event.name not in ("pull_request", "merge_group"):
-        result.messages.append(f"event {event.name!r}: nothing to gate (pull_request, merge_group and push to release branches are)")
-        return result
-    pr = event.payload.get("pull_request") or {}
-    if event.name == "merge_group":
-        group = event.payload["merge_group"]
-        head, base, number, labels, fork = group["head_sha"], group["base_sha"], None, [], False
+def run_gate(event: Event, settings: Settings, client: GitHubClient | None) -> GateOutcome:
+    outcome = GateOutcome()
+    if isinstance(event, OtherEvent) and event.name == "pull_request_target":
+        raise UsageError("reprogate gate refuses pull_request_target (it would act on a fork's code with a write token); trigger the gate on pull_request")
+    if settings.mode == "compute":
+        return _compute(event, settings, outcome)
+    if client is None:
+        raise UsageError(f"gate --mode {settings.mode} needs a token (GITHUB_TOKEN)")
+    gate = Gate(settings, client, outcome)
+    if settings.mode == "publish":
+        if not isinstance(event, WorkflowRunEvent):
+            raise UsageError(f"gate --mode publish runs on workflow_run (the compute workflow finished), not on {type(event).__name__}")
+        gate.publish(event)
+    elif isinstance(event, PullRequestEvent):
+        what = f" {event.label}" if event.label is not None else ""
+        outcome.messages.append(f"pull request #{event.number} {event.action}{what} by {event.sender or 'unknown'} at {event.head_sha[:12]}")
+        gate.judge(_subject_of(event), EventApprovals(client, event))
+    elif isinstance(event, MergeGroupEvent):
+        gate.judge(Subject(event.repository, event.default_branch, event.head_sha, event.base_sha), NoApprovals())
+    elif isinstance(event, PushEvent):
+        gate.release_push(event)
     else:
-        head, base, number = pr["head"]["sha"], pr["base"]["sha"], int(pr["number"])
-        labels = [label["name"] for label in pr.get("labels", [])]
-        head_repo = (pr["head"].get("repo") or {}).get("full_name")
-        fork = head_repo != event.repository
-    context = config.status_context
-
-    invalid = _invalid_records(config)
-    if invalid:
-        client.create_status(event.repository, head, "failure", context, f"{len(invalid)} invalid record(s): run reprogate validate")
-        result.code = ExitCode.FAILED
-        result.messages += [f"invalid record: {line}" for line in invalid]
-        return result
-
-    from reprogate.detect.run import detect
-
-    detection = detect(repo_dir, base, head, config)
-    result.outputs.update({"layers": ",".join(detection.layers), "rebuild-required": "true" if detection.rebuild_required else "false"})
-    asked = config.rebuild_label in labels
-    if detection.rebuild_required or asked:
-        _rebuild(event, config, client, result, detection, head, number, fork, asked, server_url)
-    else:
-        client.create_status(event.repository, head, "success", context, "no framework, driver, image or dataset change")
-        result.messages.append("no watched layer changed: status success")
-    if config.baseline_label in labels and number is not None:
-        _baseline(event, config, client, result, detection, head, repo_dir)
-    return result
+        name = event.name if isinstance(event, OtherEvent) else type(event).__name__
+        outcome.messages.append(f"event {name!r}: nothing to gate (pull_request, merge_group, workflow_run with --mode publish, and push to release branches are)")
+    return outcome
 
 
-def _invalid_records(config: Config) -> list[str]:
-    if not config.records:
-        return []
-    from reprogate.validate.runner import Options, validate
-
-    report = validate([str(config.folder / glob) for glob in config.records], Options())
-    return [f"{d.path}:{d.location.line} {d.field} {d.message}" for f in report.files for d in f.errors] + [d.message for d in report.problems if d.severity.value == "error"]
+def _subject_of(event: PullRequestEvent) -> Subject:
+    return Subject(event.repository, event.default_branch, event.head_sha, event.base_sha, event.number, frozenset(event.labels), event.fork, event.new_head)
 
 
-def _rebuild(event: Event, config: Config, client: GitHubClient, result: GateResult, detection: Any, head: str, number: int | None, fork: bool, asked: bool, server_url: str) -> None:
-    repo, payload = event.repository, event.payload
-    why = ", ".join(detection.layers) or "the rebuild label"
-    if fork:
-        action, label, sender = payload.get("action"), (payload.get("label") or {}).get("name"), (payload.get("sender") or {}).get("login", "")
-        if action == "synchronize" and asked and number is not None:
-            client.remove_label(repo, number, config.rebuild_label)  # the approval was for the previous commit
-        approved = action == "labeled" and label == config.rebuild_label and client.permission(repo, sender) in WRITE_PERMISSIONS
-        if not approved:
-            note = f"fork PR: waiting for a maintainer to apply {config.rebuild_label} to this commit"
-            client.create_status(repo, head, "pending", config.status_context, note)
-            if number is not None:
-                client.upsert_comment(repo, number, MARKER, _comment(detection, None, note))
-            result.messages.append(note + (f" ({sender} has no write permission)" if action == "labeled" and label == config.rebuild_label else ""))
+def _compute(event: Event, settings: Settings, outcome: GateOutcome) -> GateOutcome:
+    """The unprivileged half: judge, annotate, and leave the pull request number for the privileged half."""
+    if not isinstance(event, PullRequestEvent):
+        outcome.messages.append("gate --mode compute judges pull_request events; nothing to do")
+        return outcome
+    subject = _subject_of(event)
+    config = _base_config(settings, subject.base)
+    found = assess(settings.repo, settings.config_path, config, subject.base, subject.head, settings.repo)
+    _report_assessment(found, outcome)
+    if settings.result_file is not None:
+        from reprogate.core.fileio import atomic_write
+
+        # Only `pull_request` is read by the privileged half, and checked through the API there;
+        # the rest is for people reading the artifact.
+        result = {"apiVersion": "reprogate/v1", "kind": RESULT_KIND, "pull_request": subject.number, "head_sha": subject.head, "base_sha": subject.base,
+                  "layers": found.detection.layers, "rebuild_required": bool(found.reasons), "records": found.touched}
+        settings.result_file.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(settings.result_file, (json.dumps(result, indent=2) + "\n").encode())
+        outcome.messages.append(f"wrote {settings.result_file} for the privileged workflow (pull request #{subject.number})")
+    if found.invalid:
+        outcome.code = ExitCode.FAILED
+    return outcome
+
+
+def _base_config(settings: Settings, base: str, folder: Path | None = None) -> Config:
+    from reprogate.github.revision import config_at, config_location
+
+    top, rel = config_location(settings.repo, settings.config_path)
+    return with_overrides(config_at(top, base, rel, folder), settings.overrides)
+
+
+def _report_assessment(found: Assessment, outcome: GateOutcome) -> None:
+    from reprogate.output import workflow
+
+    outcome.outputs.update({"layers": ",".join(found.detection.layers), "rebuild-required": "true" if found.reasons else "false", "records": ",".join(found.touched), "drift": ",".join(found.drift)})
+    for line in found.invalid:
+        outcome.messages.append(f"invalid record: {line}")
+    for reason in found.reasons:
+        outcome.messages.append(f"rebuild required: {reason}")
+    if found.config_changed:
+        outcome.annotations.append(workflow.annotation("notice", f"this pull request changes {found.config_rel}; the gate uses the base branch's version, and the change itself needs a rebuild", found.config_rel, title="reprogate: configuration changed"))
+    for item in found.drift_findings:
+        outcome.annotations.append(workflow.annotation("notice", item.message, item.path, item.location.line, item.location.col, title="reprogate: environment drift"))
+
+
+@dataclass
+class Gate:
+    settings: Settings
+    client: GitHubClient
+    outcome: GateOutcome
+
+    # pull requests ---------------------------------------------------------------------------------
+
+    def judge(self, subject: Subject, approvals: Approvals, tree: Path | None = None) -> None:
+        config = _base_config(self.settings, subject.base)
+        statuses = self.client.statuses(subject.repository, subject.head)
+        current = latest(statuses, config.status_context)
+        asked_rebuild = subject.number is not None and approvals.applied_by_writer(config.rebuild_label)
+        asked_baseline = subject.number is not None and approvals.applied_by_writer(config.baseline_label)
+        self.outcome.messages += getattr(approvals, "denied", [])
+        if subject.new_head and subject.number is not None:
+            self._drop_stale_labels(subject, config, {config.rebuild_label: asked_rebuild, config.baseline_label: asked_baseline})
+        if current is not None and not (asked_rebuild or asked_baseline):
+            self.outcome.messages.append(
+                f"{config.status_context} is already {current.get('state')} on {subject.head[:12]}; this event changes nothing that is built, so nothing is posted"
+            )
             return
-    default_branch = config.rebuild_ref or payload.get("repository", {}).get("default_branch", "main")
-    correlation = f"reprogate-{head[:12]}-{os.urandom(3).hex()}"
-    since = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    inputs = {"record": config.reference or "", "sha": head, "pr": str(number or ""), "correlation": correlation}
-    run = client.dispatch(repo, config.rebuild_workflow, default_branch, inputs)
-    url = run.get("html_url")
-    if not url:
-        found = client.find_run(repo, config.rebuild_workflow, correlation, since)
-        url = (found or {}).get("html_url") or f"{server_url}/{repo}/actions/workflows/{config.rebuild_workflow}"
-    client.create_status(repo, head, "pending", config.status_context, f"rebuild of the reference dispatched ({why})", url)
-    if number is not None:
-        client.upsert_comment(repo, number, MARKER, _comment(detection, url, None))
-    result.outputs["run-url"] = url
-    result.messages.append(f"dispatched {config.rebuild_workflow} on {default_branch}: {url}")
+        found = assess(self.settings.repo, self.settings.config_path, config, subject.base, subject.head, tree or self.settings.repo)
+        _report_assessment(found, self.outcome)
+        plan = Plan()
+        current_state = str(current.get("state")) if current else None
+        if current is None or asked_rebuild:
+            self._plan_reproduction(plan, found, subject, config, asked_rebuild, current_state)
+        if asked_baseline and not found.invalid:
+            self._plan_baseline(plan, found, subject, config, statuses)
+        self._act(plan, found, subject, config, current_state)
+
+    def _drop_stale_labels(self, subject: Subject, config: Config, asked: dict[str, bool]) -> None:
+        for label in (config.rebuild_label, config.baseline_label):
+            if label in subject.labels and not asked[label]:
+                assert subject.number is not None
+                self.client.remove_label(subject.repository, subject.number, label)
+                self.outcome.messages.append(f"removed {label}: it approved an earlier commit; a writer applies it again for {subject.head[:12]}")
+
+    def _plan_reproduction(self, plan: Plan, found: Assessment, subject: Subject, config: Config, asked: bool, current: str | None) -> None:
+        if found.invalid:
+            plan.reproduction = ("failure", f"{len(found.invalid)} invalid record(s): run reprogate validate")
+            self.outcome.code = ExitCode.FAILED
+            return
+        if not found.reasons and not asked:
+            if current is None:
+                plan.reproduction = ("success", "no framework, driver, image, dataset, environment or configuration change")
+            self.outcome.messages.append("no watched change: nothing to rebuild")
+            return
+        # the records the diff reaches; else the configured reference; else every record named
+        records = found.touched or ([found.reference] if found.reference else found.references)
+        if not records:
+            plan.reproduction = ("failure", "a rebuild is required but .reprogate.yaml names no reference record")
+            self.outcome.code = ExitCode.FAILED
+            return
+        if subject.fork and not asked:
+            note = f"fork pull request: waiting for a maintainer to apply {config.rebuild_label} to this commit"
+            if current is None:
+                plan.reproduction = ("pending", note)
+            plan.comment.append(note + ".")
+            self.outcome.messages.append(note)
+            return
+        plan.records = records
+        plan.reproduction_on_dispatch = current not in TERMINAL_STATES
+        if current in TERMINAL_STATES:
+            plan.comment.append(f"A rebuild was asked for again; `{config.status_context}` keeps its {current} until the rebuild posts its verdict.")
+            self.outcome.messages.append(f"kept {config.status_context} = {current}: a terminal status is never replaced by pending; the rebuild posts the new one")
+
+    def _plan_baseline(self, plan: Plan, found: Assessment, subject: Subject, config: Config, statuses: list[dict[str, Any]]) -> None:
+        if not found.promoted:
+            plan.baseline = ("failure", f"the {config.baseline_label} label is on, but the pull request promotes no record")
+            self.outcome.code = ExitCode.FAILED
+            return
+        verdict = reproduction_verdict(self.client, subject.repository, subject.head, config, subject.default_branch, self.settings.server_url, statuses)
+        needed = {short_digest(digest) for digest in found.promoted.values()}
+        if verdict.trusted_run and needed <= verdict.digests:
+            plan.baseline = ("success", f"{len(needed)} promoted record(s) reproduced by {verdict.why}")
+            return
+        if verdict.trusted_run and verdict.state in ("failure", "error"):
+            plan.baseline = ("failure", f"the rebuild of this commit did not pass ({verdict.why})")
+            self.outcome.code = ExitCode.FAILED
+            return
+        self.outcome.messages.append(f"baseline: no trusted passing rebuild covers the promoted records yet ({verdict.why}); dispatching one")
+        plan.records = sorted({*plan.records, *found.promoted})
+        plan.baseline_dispatch = True
+        plan.baseline = ("pending", f"waiting for the rebuild of {len(found.promoted)} promoted record(s)")
+
+    def _act(self, plan: Plan, found: Assessment, subject: Subject, config: Config, current: str | None) -> None:
+        url = None
+        if plan.records:
+            url = self._dispatch(plan, subject, config, found)
+            if plan.reproduction_on_dispatch:
+                plan.reproduction = ("pending", f"rebuild of {len(plan.records)} record(s) dispatched ({', '.join(found.reasons) or 'asked for by label'})"[:140])
+        if plan.reproduction is not None:
+            state, text = plan.reproduction
+            if state == "pending" and current in TERMINAL_STATES:
+                self.outcome.messages.append(f"kept {config.status_context} = {current}: a terminal status is never replaced by pending")
+            else:
+                self.client.create_status(subject.repository, subject.head, state, config.status_context, text, url if state == "pending" else None)
+                self.outcome.messages.append(f"{config.status_context} = {state}: {text}")
+        if plan.baseline is not None:
+            state, text = plan.baseline
+            self.client.create_status(subject.repository, subject.head, state, config.baseline_context, text, url)
+            self.outcome.messages.append(f"{config.baseline_context} = {state}: {text}")
+        if subject.number is not None and (plan.records or plan.comment or found.config_changed):
+            self.client.upsert_comment(subject.repository, subject.number, MARKER, comment(found, plan, url))
+
+    def _dispatch(self, plan: Plan, subject: Subject, config: Config, found: Assessment) -> str:
+        """One dispatch for every record to rebuild: the rebuild workflow runs them as a matrix and
+        posts one reproduction status for all of them, so no record's failure can be hidden by
+        another record's later success on the same context."""
+        ref = config.rebuild_ref or subject.default_branch
+        correlation = f"reprogate-{subject.head[:12]}-{os.urandom(3).hex()}"
+        since = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        inputs = {"records": json.dumps(plan.records), "sha": subject.head, "pr": str(subject.number or ""), "correlation": correlation, "baseline": "true" if plan.baseline_dispatch else "false"}
+        run = self.client.dispatch(subject.repository, config.rebuild_workflow, ref, inputs)
+        url = run.get("html_url") if isinstance(run.get("html_url"), str) else None
+        if not url:
+            found_run = self.client.find_run(subject.repository, config.rebuild_workflow, correlation, since)
+            candidate = (found_run or {}).get("html_url")
+            url = candidate if isinstance(candidate, str) else f"{self.settings.server_url}/{subject.repository}/actions/workflows/{config.rebuild_workflow}"
+        self.outcome.outputs["run-url"] = url
+        self.outcome.outputs["records"] = ",".join(plan.records)
+        self.outcome.messages.append(f"dispatched {config.rebuild_workflow} on {ref} for {len(plan.records)} record(s): {url}")
+        return url
+
+    # the privileged half of the public-repository setup ------------------------------------------
+
+    def publish(self, event: WorkflowRunEvent) -> None:
+        from reprogate.github.revision import has_commit, materialize
+
+        if event.event != "pull_request":
+            self.outcome.messages.append(f"the finished run was started by {event.event!r}, not pull_request: nothing to publish")
+            return
+        number = read_result_number(self.settings.result_file)
+        pr = self.client.pull_request(event.repository, number)
+        subject = _subject_from_api(pr, event, number)
+        if isinstance(subject, str):
+            self.outcome.messages.append(subject)
+            return
+        top = self.settings.repo
+        for sha, what in ((subject.head, "head"), (subject.base, "base")):
+            if not has_commit(top, sha):
+                raise UsageError(f"the pull request's {what} commit {sha[:12]} is not in {top}", hint=f"fetch it first: git fetch origin refs/pull/{number}/head (and fetch-depth: 0)")
+        config = _base_config(self.settings, subject.base)
+        statuses = self.client.statuses(subject.repository, subject.head)
+        approvals = ApiApprovals(self.client, subject.repository, number, subject.labels, first_seen(statuses, config.status_context))
+        subject = dataclasses.replace(subject, new_head=approvals.first_seen is None)
+        with tempfile.TemporaryDirectory(prefix="reprogate-head-") as tmp:
+            tree = materialize(top, subject.head, Path(tmp))
+            self.judge(subject, approvals, tree)
+
+    # release branches ------------------------------------------------------------------------------
+
+    def release_push(self, event: PushEvent) -> None:
+        config = load_config(self.settings.config_path if self.settings.config_path is not None else self.settings.repo)  # the pushed commit: only writers push
+        config = with_overrides(config, self.settings.overrides)
+        branch = event.ref.removeprefix("refs/heads/")
+        if not any(fnmatch.fnmatch(branch, pattern) for pattern in RELEASE_BRANCHES):
+            self.outcome.messages.append(f"push to {branch}: not a release branch; nothing to require")
+            return
+        mine = latest(self.client.statuses(event.repository, event.after), config.status_context)
+        if mine and mine.get("state") == "success":
+            self.outcome.messages.append(f"{branch} @ {event.after[:12]}: reproduction is green")
+            return
+        self.outcome.code = ExitCode.FAILED
+        self.outcome.messages.append(f"{branch} @ {event.after[:12]}: no green {config.status_context} status ({mine.get('state') if mine else 'none'}); a release needs a passing reproduction")
 
 
-def _comment(detection: Any, url: str | None, waiting: str | None) -> str:
+def read_result_number(path: Path | None) -> int:
+    """The one value the privileged half takes from the unprivileged run: a pull request number."""
+    from reprogate.github.events import read_payload
+
+    if path is None:
+        raise UsageError("gate --mode publish needs --result-file (the compute workflow's artifact)")
+    data = read_payload(path)
+    number = data.get("pull_request")
+    if data.get("kind") != RESULT_KIND or isinstance(number, bool) or not isinstance(number, int) or not 0 < number < 2**31:
+        raise UsageError(f"{path}: not a gate result (kind: {RESULT_KIND}, pull_request: a positive integer)")
+    return number
+
+
+def _subject_from_api(pr: dict[str, Any], event: WorkflowRunEvent, number: int) -> Subject | str:
+    """The subject from GitHub's own record of the pull request, after checking it is the one the
+    finished run tested; a string says why there is nothing to publish."""
+    from reprogate.github.client import GitHubUnreachable
+
+    head, base = pr.get("head"), pr.get("base")
+    if not isinstance(head, dict) or not isinstance(base, dict) or not isinstance(head.get("sha"), str) or not isinstance(base.get("sha"), str):
+        raise GitHubUnreachable(f"GET pulls/{number}: the answer has no head and base sha")
+    base_repo = base["repo"].get("full_name") if isinstance(base.get("repo"), dict) else None
+    head_repo = head["repo"].get("full_name") if isinstance(head.get("repo"), dict) else None
+    if base_repo != event.repository:
+        raise UsageError(f"pull request #{number} belongs to {str(base_repo)[:100]}, not {event.repository}: the result file is not this repository's")
+    if head["sha"] != event.head_sha:
+        return f"pull request #{number} is now at {head['sha'][:12]}; the finished run tested {event.head_sha[:12]}: a newer run will publish"
+    if pr.get("state") != "open":
+        return f"pull request #{number} is {str(pr.get('state'))[:20]}: nothing to publish"
+    labels = frozenset(label["name"] for label in pr.get("labels") or [] if isinstance(label, dict) and isinstance(label.get("name"), str))
+    return Subject(event.repository, event.default_branch, head["sha"], base["sha"], number, labels, head_repo != event.repository)
+
+
+def _code(text: str) -> str:
+    """Inline Markdown code that text from a pull request cannot break out of."""
+    text = text.replace("\n", " ").replace("\r", " ")
+    longest = run = 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    return f"{fence} {text} {fence}"
+
+
+def comment(found: Assessment, plan: Plan, url: str | None) -> str:
+    """The one sticky comment: what was dispatched or is awaited, and why."""
     from reprogate.detect.output import markdown
 
     lines = ["## reprogate", ""]
-    if url:
-        lines.append(f"The reference rebuild was dispatched: [{url.rsplit('/', 1)[-1]}]({url}). The `reprogate/reproduction` status will report its verdict.")
-    if waiting:
-        lines.append(waiting + ".")
-    lines += ["", markdown(detection)]
+    if url and plan.records:
+        lines.append(f"The rebuild of {len(plan.records)} record(s) was dispatched: [run]({url}). The reproduction status will report its verdict.")
+        lines += [f"- {_code(path)}" for path in plan.records]
+        lines.append("")
+    lines += plan.comment
+    if found.config_changed:
+        lines += ["", f"**This pull request changes {_code(found.config_rel)}.** The gate used the base branch's version; the change takes effect once merged, and counts as a watched change."]
+    if found.drift_findings:
+        lines += ["", "Environment drift (the pull request changes what the reference ran in; the rebuild uses the pull request's environment):"]
+        lines += [f"- {_code(d.path)} {_code(d.field)}: {d.message.replace(chr(10), ' ')}" for d in found.drift_findings[:50]]
+    lines += ["", markdown(found.detection)]
     return "\n".join(lines)
 
 
-def _baseline(event: Event, config: Config, client: GitHubClient, result: GateResult, detection: Any, head: str, repo_dir: Path) -> None:
-    from reprogate.core.canonical import canonical_digest
-    from reprogate.core.documents import DocumentError, load_document
-
-    promoted = sorted({c.path for c in detection.changes if c.layer == "records" and c.kind == "promoted"})
-    problems = []
-    for path in promoted:
-        try:
-            record = load_document(repo_dir / path).data
-            verdict_path = ((record.get("baseline") or {}).get("verdict") or {}).get("path")
-            if not verdict_path:
-                problems.append(f"{path}: no baseline.verdict")
-                continue
-            root = _root_of(repo_dir / path)
-            verdict = json.loads((root / verdict_path).read_text())
-            expected = canonical_digest({k: v for k, v in record.items() if k != "baseline"})
-            if verdict.get("verdict") != "pass":
-                problems.append(f"{path}: its verdict is {verdict.get('verdict')}")
-            elif verdict.get("record", {}).get("digest") != expected:
-                problems.append(f"{path}: the verdict is for another version of the record")
-        except (DocumentError, OSError, ValueError, AttributeError) as exc:
-            problems.append(f"{path}: {exc}")
-    if not promoted:
-        problems.append(f"the {config.baseline_label} label is on, but the PR promotes no record")
-    state = "failure" if problems else "success"
-    description = "; ".join(problems) if problems else f"{len(promoted)} promoted record(s) with passing verdicts"
-    client.create_status(event.repository, head, state, config.baseline_context, description)
-    result.messages.append(f"baseline: {state}: {description}")
-    if problems:
-        result.code = ExitCode.FAILED
-
-
-def _root_of(record: Path) -> Path:
-    from reprogate.core.config import repository_root
-
-    return repository_root(record.parent)
-
-
-def _release_push(event: Event, config: Config, client: GitHubClient, result: GateResult) -> GateResult:
-    ref = str(event.payload.get("ref", ""))
-    branch = ref.removeprefix("refs/heads/")
-    if not any(fnmatch.fnmatch(branch, pattern) for pattern in RELEASE_BRANCHES):
-        result.messages.append(f"push to {branch}: not a release branch; nothing to require")
-        return result
-    sha = event.payload.get("after") or event.payload.get("head_commit", {}).get("id")
-    statuses = client.combined_status(event.repository, sha).get("statuses", [])
-    mine = next((s for s in statuses if s.get("context", "").lower() == config.status_context.lower()), None)
-    if mine and mine.get("state") == "success":
-        result.messages.append(f"{branch} @ {sha[:12]}: reproduction is green")
-        return result
-    result.code = ExitCode.FAILED
-    result.messages.append(f"{branch} @ {sha[:12]}: no green {config.status_context} status ({mine.get('state') if mine else 'none'}); a release needs a passing reproduction")
-    return result
-
-
-def post_verdict(client: GitHubClient, repo: str, sha: str, verdict: dict[str, Any], context: str, target_url: str | None) -> str:
-    """The terminal status after a rebuild: success, failure, or error for an inconclusive one."""
-    if verdict.get("verdict") == "pass":
-        state, text = "success", "reproduced: " + verdict.get("record", {}).get("level", "") + " contract held"
-    elif verdict.get("infrastructure"):
-        state, text = "error", f"rebuild could not run ({verdict.get('diagnosis')}): inconclusive"
-    else:
-        state, text = "failure", f"not reproduced: first difference at {verdict.get('diagnosis')}"
-    client.create_status(repo, sha, state, context, text, target_url)
-    return state
-
-
-__all__ = ["Event", "GateResult", "GitHubUnreachable", "MARKER", "post_verdict", "run_gate"]
+__all__ = ["MARKER", "MODES", "GateOutcome", "Settings", "Subject", "comment", "run_gate"]

@@ -33,6 +33,9 @@ def _summary(report: "Report") -> str:
     unreadable = sum(1 for f in report.files if f.kind is None and not f.skipped)
     skipped = sum(1 for f in report.files if f.skipped)
     parts = [f"{len(checked)} document(s) checked", f"{len(checked) - invalid} valid", f"{invalid} invalid"]
+    drift = len(report.drift)
+    if drift:
+        parts.append(f"{drift} environment drift")
     if unreadable:
         parts.append(f"{unreadable} unreadable")
     if skipped:
@@ -65,6 +68,7 @@ def render_json(report: "Report", verbose: bool = False) -> CommandResult:
         "exit_code": int(report.exit_code),
         "summary": _summary(report),
         "problems": [d.to_json() for d in report.problems],
+        "drift": [{"file": d.path, "field": d.field, "message": d.message} for d in report.drift],
         "files": [
             {
                 "file": f.path,
@@ -84,7 +88,7 @@ def render_github(report: "Report", verbose: bool = False) -> CommandResult:
     return CommandResult(
         report.exit_code,
         [*annotate(findings), _summary(report)],
-        outputs={"valid": "true" if report.exit_code == 0 else "false", "documents": str(len(report.checked))},
+        outputs={"valid": "true" if report.exit_code == 0 else "false", "documents": str(len(report.checked)), "drift": ",".join(f"{d.path}:{d.field}" for d in report.drift)},
         summary=summary_markdown("reprogate validate", report.exit_code == 0, _summary(report), findings),
     )
 

@@ -7,13 +7,14 @@ Adding a rule is one function in a module below and one line here.
 
 from __future__ import annotations
 
-from reprogate.rules import addressed, config, contract, credentials, driver_compat, envelope, manifest, ranks, retention
+from reprogate.rules import addressed, config, contract, credentials, driver_compat, environment, envelope, manifest, ranks, retention
 from reprogate.rules.base import Rule, RuleContext, RuleSpec, get, items
 
 RECORD, MANIFEST, CONFIG = "RunRecord", "DatasetManifest", "Config"
 
 RULES: dict[str, RuleSpec] = {
     "checksums-match": RuleSpec(addressed.checksums_match, (RECORD,), reads_files=True),
+    "environment-pins-match": RuleSpec(environment.environment_pins_match, (RECORD,), reads_files=True),
     "configuration-hash-matches": RuleSpec(addressed.configuration_hash_matches, (RECORD,), reads_files=True),
     "dataset-manifest-matches": RuleSpec(addressed.dataset_manifest_matches, (RECORD,), reads_files=True),
     "driver-runs-framework-cuda": RuleSpec(driver_compat.driver_runs_framework_cuda, (RECORD,)),

@@ -73,7 +73,13 @@ def _file_refs(data: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[An
 
 
 def checksums_match(ctx: RuleContext) -> Iterator[Diagnostic]:
+    """Reference artifacts by checksum; environment pins (lock files, recipe) are the
+    environment-pins-match rule's: a mismatch there is drift, not an invalid record."""
+    from reprogate.rules.environment import is_environment_pin
+
     for where, ref in _file_refs(ctx.data):
+        if is_environment_pin(where):
+            continue
         if not ref["checksum"].startswith("sha256:"):
             continue  # the schema reports a malformed checksum
         try:

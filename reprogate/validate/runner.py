@@ -17,6 +17,7 @@ from reprogate.core.diagnostics import Diagnostic, ExitCode, Severity
 from reprogate.validate.discovery import discover
 from reprogate.core.documents import DEFAULT_MAX_BYTES, Document, DocumentError, display_path, load_document
 from reprogate.rules import RuleContext, rules_for
+from reprogate.rules.environment import CODE as DRIFT_CODE
 from reprogate.core.config import repository_root
 from reprogate.core.schema_check import schema_diagnostics
 from reprogate.core.schemas import API_VERSION, SCHEMA_FILES
@@ -47,6 +48,11 @@ class FileResult:
     def warnings(self) -> list[Diagnostic]:
         return [d for d in self.diagnostics if d.severity is Severity.WARNING]
 
+    @property
+    def drift(self) -> list[Diagnostic]:
+        """Environment pins the working tree no longer matches (notices; --strict fails on them)."""
+        return [d for d in self.diagnostics if d.code == DRIFT_CODE]
+
 
 @dataclass
 class Report:
@@ -69,9 +75,13 @@ class Report:
             return ExitCode.USAGE
         if ExitCode.FAILED in codes:
             return ExitCode.FAILED
-        if self.strict and any(f.warnings for f in self.files):
+        if self.strict and any(f.warnings or f.drift for f in self.files):
             return ExitCode.FAILED
         return ExitCode.OK
+
+    @property
+    def drift(self) -> list[Diagnostic]:
+        return [d for f in self.files for d in f.drift]
 
 
 def classify(doc: Document, filename: str) -> tuple[str | None, list[Diagnostic]]:

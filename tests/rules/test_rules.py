@@ -38,8 +38,19 @@ def test_examples_pass_every_rule(project: Path) -> None:
 
 # addressed files ---------------------------------------------------------------------------------
 
-def test_lock_file_changed_since_record_is_caught(project: Path, drill: Path) -> None:
+def test_lock_file_changed_since_record_is_environment_drift_not_an_error(project: Path, drill: Path) -> None:
     (project / "requirements.txt").write_text((project / "requirements.txt").read_text().replace("torch==2.13.0", "torch==2.14.0"))
+    assert errors(drill) == []
+    assert ("environment-drift", "notice") in codes(drill)[drill.name]
+
+
+def test_recipe_removed_is_environment_drift(project: Path, drill: Path) -> None:
+    (project / "Dockerfile").unlink()
+    assert errors(drill) == [] and ("environment-drift", "notice") in codes(drill)[drill.name]
+
+
+def test_reference_artifact_changed_since_record_is_still_an_error(project: Path, drill: Path) -> None:
+    (project / "slurm-job.sh").write_text((project / "slurm-job.sh").read_text() + "# changed\n")
     assert errors(drill) == ["checksum-mismatch"]
 
 

@@ -113,11 +113,58 @@ class FakeGitHub:
     comments: list[dict[str, Any]] = field(default_factory=list)
     permissions: dict[str, str] = field(default_factory=dict)
     dispatch_status: int = 200
-    statuses: list[dict[str, Any]] = field(default_factory=list)
+    statuses: list[dict[str, Any]] = field(default_factory=list)  # every status posted, oldest first; "sha" is the commit
+    pulls: dict[int, dict[str, Any]] = field(default_factory=dict)  # number -> pulls/get answer (see add_pull)
+    runs: dict[int, dict[str, Any]] = field(default_factory=dict)  # run id -> actions/get-workflow-run answer (see add_run)
+    issue_events: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # number -> issues/list-events answer
+    link: str | None = None  # a Link header to send with list answers (pagination attacks)
     url: str = ""
+    _clock: int = 0
 
     def operations(self) -> list[str]:
         return [r[3] for r in self.requests]
+
+    def now(self) -> str:
+        """A server clock that moves one second per call, as GitHub's created_at values do."""
+        import datetime
+
+        self._clock += 1
+        return (datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(seconds=self._clock)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def post_status(self, sha: str, state: str, context: str, description: str = "", target_url: str | None = None, creator: str = "github-actions[bot]") -> dict[str, Any]:
+        """A status as GitHub stores it (also used by tests to stand for a status another workflow posted)."""
+        status = self.api.example("POST", f"/repos/{self.repo}/statuses/{sha}", 201)
+        status.update(id=len(self.statuses) + 1, state=state, context=context, description=description, target_url=target_url, created_at=self.now())
+        status["updated_at"] = status["created_at"]
+        status["creator"]["login"] = creator
+        self.statuses.append(dict(status, sha=sha))
+        return status
+
+    def statuses_on(self, sha: str) -> list[dict[str, Any]]:
+        return [{k: v for k, v in s.items() if k != "sha"} for s in self.statuses if s["sha"] == sha]
+
+    def add_pull(self, number: int, head: str, base: str, *, fork: bool = False, labels: tuple[str, ...] = (), state: str = "open", base_repo: str | None = None) -> None:
+        pr = self.api.example("GET", f"/repos/{self.repo}/pulls/{number}", 200)
+        pr.update(number=number, state=state)
+        pr["head"]["sha"], pr["base"]["sha"] = head, base
+        pr["base"]["repo"]["full_name"] = base_repo or self.repo
+        pr["head"]["repo"]["full_name"] = "someone/repro-fork" if fork else self.repo
+        template = pr["labels"][0] if pr["labels"] else {}
+        pr["labels"] = [dict(template, name=name) for name in labels]
+        self.pulls[number] = pr
+
+    def add_run(self, run_id: int, *, path: str, event: str = "workflow_dispatch", branch: str = "main") -> str:
+        run = self.api.example("GET", f"/repos/{self.repo}/actions/runs/{run_id}", 200)
+        run.update(id=run_id, path=path, event=event, head_branch=branch, html_url=f"https://github.com/{self.repo}/actions/runs/{run_id}")
+        self.runs[run_id] = run
+        return run["html_url"]
+
+    def label_event(self, number: int, label: str, actor: str, event: str = "labeled") -> None:
+        example = self.api.example("GET", f"/repos/{self.repo}/issues/{number}/events", 200)
+        item = next((e for e in example if e.get("event") == "labeled"), example[0])
+        item = dict(item, event=event, created_at=self.now(), label={"name": label, "color": "ededed"})
+        item["actor"] = dict(item["actor"], login=actor)
+        self.issue_events.setdefault(number, []).append(item)
 
     def answer(self, method: str, path: str, body: Any) -> tuple[int, dict[str, str], Any]:
         operation = self.api.check_request(method, path, body)
@@ -127,10 +174,22 @@ class FakeGitHub:
             return queued.pop(0)
         route = path.split("?")[0]
         if operation == "repos/create-commit-status":
-            status = self.api.example(method, path, 201)
-            status.update(state=body["state"], context=body["context"], description=body.get("description"), target_url=body.get("target_url"))
-            self.statuses.append(status)
-            return 201, {}, status
+            return 201, {}, self.post_status(route.rsplit("/", 1)[-1], body["state"], body["context"], body.get("description") or "", body.get("target_url"))
+        if operation == "repos/list-commit-statuses-for-ref":
+            sha = route.split("/")[-2]
+            return 200, ({"Link": self.link} if self.link else {}), list(reversed(self.statuses_on(sha)))
+        if operation == "pulls/get":
+            number = int(route.rsplit("/", 1)[-1])
+            if number not in self.pulls:
+                return 404, {}, {"message": "Not Found"}
+            return 200, {}, self.pulls[number]
+        if operation == "actions/get-workflow-run":
+            run_id = int(route.rsplit("/", 1)[-1])
+            if run_id not in self.runs:
+                return 404, {}, {"message": "Not Found"}
+            return 200, {}, self.runs[run_id]
+        if operation == "issues/list-events":
+            return 200, {}, self.issue_events.get(int(route.split("/")[-2]), [])
         if operation == "actions/create-workflow-dispatch":
             if self.dispatch_status == 204:
                 return 204, {}, None
@@ -164,8 +223,9 @@ class FakeGitHub:
             return 200, {}, []
         if operation == "repos/get-combined-status-for-ref":
             combined = self.api.example(method, path, 200)
-            combined["statuses"] = [dict(combined["statuses"][0], **{k: s[k] for k in ("state", "context", "description")}) for s in self.statuses] or []
-            combined["state"] = "success" if all(s["state"] == "success" for s in self.statuses) and self.statuses else "pending"
+            mine = self.statuses_on(route.split("/")[-2])
+            combined["statuses"] = [dict(combined["statuses"][0], **{k: s[k] for k in ("state", "context", "description")}) for s in mine]
+            combined["state"] = "success" if all(s["state"] == "success" for s in mine) and mine else "pending"
             return 200, {}, combined
         raise AssertionError(f"the fake GitHub has no answer for {operation}")
 

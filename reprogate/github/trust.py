@@ -1,0 +1,151 @@
+"""Who may steer the gate, and which verdicts it believes, decided through GitHub's API.
+
+Labels: anyone with triage permission can add a label, so a label counts only when GitHub says
+the user who applied it has write, maintain or admin permission on the repository, and only for
+the commit it was applied to (a new head needs a new approval).
+
+Verdicts: baseline promotion needs a passing rebuild of this head and of this version of each
+promoted record. A file in the pull request proves nothing (the contributor writes it). The
+proof is the reproduction status on the head commit, as GitHub stores it: it must be `success`,
+name the digest of every promoted record (the rebuild's status step writes them), and link to a
+run of the trusted rebuild workflow, dispatched on the default branch, which GET
+/actions/runs/{id} confirms. Statuses can be posted only with write access, so neither a fork nor
+a triage user can make one; the run check keeps the gate's own `success` ("nothing watched
+changed") from counting as a rebuild.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from reprogate.core.config import Config
+from reprogate.github.client import GitHubClient
+from reprogate.github.events import PullRequestEvent
+
+WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+TERMINAL_STATES = frozenset({"success", "failure", "error"})
+DIGEST_LENGTH = 12  # hex characters of a record digest a status names
+_DIGESTS = re.compile(rf"\brecords? ((?:[0-9a-f]{{{DIGEST_LENGTH}}})(?:,[0-9a-f]{{{DIGEST_LENGTH}}})*)")
+
+
+def short_digest(digest: str) -> str:
+    """The part of a canonical-v1 record digest a status description carries."""
+    return digest.rsplit(":", 1)[-1][:DIGEST_LENGTH]
+
+
+def digests_in(description: str) -> set[str]:
+    """Record digests a reproduction status names (`… record 1a2b3c4d5e6f` or `records a,b`)."""
+    match = _DIGESTS.search(description or "")
+    return set(match.group(1).split(",")) if match else set()
+
+
+class Approvals(Protocol):
+    """Whether a label was applied by a writer to the head being judged."""
+
+    def applied_by_writer(self, label: str) -> bool: ...
+
+
+@dataclass
+class EventApprovals:
+    """The one-workflow setup: the event itself says which label was applied, and by whom."""
+
+    client: GitHubClient
+    event: PullRequestEvent
+    denied: list[str] = field(default_factory=list)  # "who tried which label", for the log
+
+    def applied_by_writer(self, label: str) -> bool:
+        if self.event.action != "labeled" or self.event.label != label:
+            return False
+        if self.client.permission(self.event.repository, self.event.sender) in WRITE_PERMISSIONS:
+            return True
+        self.denied.append(f"{self.event.sender} applied {label} without write permission: ignored")
+        return False
+
+
+@dataclass
+class ApiApprovals:
+    """The workflow_run setup: the triggering event is not available (only the pull request
+    number, which the gate checks). The label must be on the pull request now, its latest
+    `labeled` event must come from a writer, and it must be newer than the first status the gate
+    posted on this head (the moment the gate first saw the commit): a label applied before a
+    push approved the commit before it."""
+
+    client: GitHubClient
+    repository: str
+    number: int
+    labels: frozenset[str]
+    first_seen: str | None  # created_at of the gate's first status on this head, None if never
+    denied: list[str] = field(default_factory=list)
+    _events: list[dict[str, object]] | None = None
+
+    def applied_by_writer(self, label: str) -> bool:
+        if label not in self.labels or self.first_seen is None:
+            return False
+        if self._events is None:
+            self._events = self.client.issue_events(self.repository, self.number)
+        applied = [e for e in self._events if e.get("event") == "labeled" and isinstance(e.get("label"), dict) and e["label"].get("name") == label]  # type: ignore[union-attr]
+        if not applied:
+            return False
+        last = applied[-1]
+        when, actor = str(last.get("created_at") or ""), last.get("actor")
+        login = actor.get("login") if isinstance(actor, dict) else None
+        if not isinstance(login, str) or not when or when <= self.first_seen:
+            return False  # ISO 8601 UTC times from the same server compare as strings
+        if self.client.permission(self.repository, login) in WRITE_PERMISSIONS:
+            return True
+        self.denied.append(f"{login} applied {label} without write permission: ignored")
+        return False
+
+
+@dataclass(frozen=True)
+class TrustedVerdict:
+    state: str  # success, failure, error, pending, or "none"
+    digests: frozenset[str]
+    target_url: str | None
+    trusted_run: bool
+    why: str
+
+
+def reproduction_verdict(client: GitHubClient, repository: str, head: str, config: Config, default_branch: str, server_url: str, statuses: list[dict[str, object]]) -> TrustedVerdict:
+    """The reproduction status on `head` and whether a run of the trusted rebuild workflow set it."""
+    mine = latest(statuses, config.status_context)
+    if mine is None:
+        return TrustedVerdict("none", frozenset(), None, False, f"no {config.status_context} status on this commit")
+    state, url = str(mine.get("state")), mine.get("target_url")
+    digests = frozenset(digests_in(str(mine.get("description") or "")))
+    if state != "success":
+        return TrustedVerdict(state, digests, url if isinstance(url, str) else None, False, f"{config.status_context} is {state}")
+    run_id = _run_id(url, server_url, repository)
+    if run_id is None:
+        return TrustedVerdict(state, digests, None, False, f"the {config.status_context} success does not link to a rebuild run")
+    run = client.workflow_run(repository, run_id)
+    branch = config.rebuild_ref or default_branch
+    workflow = config.rebuild_workflow
+    path_ok = str(run.get("path", "")).split("@")[0] == f".github/workflows/{workflow}" or str(run.get("workflow_id")) == workflow
+    if not path_ok or run.get("event") != "workflow_dispatch" or run.get("head_branch") != branch:
+        why = f"run {run_id} is not {workflow} dispatched on {branch} (it is {str(run.get('path'))[:80]} on {str(run.get('event'))[:40]})"
+        return TrustedVerdict(state, digests, str(url), False, why)
+    return TrustedVerdict(state, digests, str(url), True, f"run {run_id} of {workflow}")
+
+
+def latest(statuses: list[dict[str, object]], context: str) -> dict[str, object] | None:
+    """The status GitHub shows for a context: the newest one (contexts are case-insensitive)."""
+    mine = [s for s in statuses if isinstance(s, dict) and str(s.get("context", "")).lower() == context.lower()]
+    return max(mine, key=lambda s: (str(s.get("created_at") or ""), int(s["id"]) if isinstance(s.get("id"), int) else 0)) if mine else None
+
+
+def first_seen(statuses: list[dict[str, object]], context: str) -> str | None:
+    times = [str(s.get("created_at")) for s in statuses if isinstance(s, dict) and str(s.get("context", "")).lower() == context.lower() and s.get("created_at")]
+    return min(times) if times else None
+
+
+def _run_id(url: object, server_url: str, repository: str) -> int | None:
+    if not isinstance(url, str):
+        return None
+    match = re.match(re.escape(f"{server_url.rstrip('/')}/{repository}/actions/runs/") + r"(\d{1,20})(?:/|$|\?)", url)
+    return int(match.group(1)) if match else None
+
+
+__all__ = ["TERMINAL_STATES", "WRITE_PERMISSIONS", "ApiApprovals", "Approvals", "EventApprovals", "TrustedVerdict", "digests_in", "first_seen", "latest", "reproduction_verdict", "short_digest"]

@@ -1,0 +1,62 @@
+"""The terminal reproduction status of a rebuild: one state for every record it rebuilt.
+
+The gate dispatches one rebuild for all records a pull request reaches, and the rebuild posts one
+status for all of them, so a record that failed can never be hidden by another record's later
+success on the same context. The description names the digest of each record that reproduced;
+the gate checks those digests (and the run the status links to) before it promotes a baseline.
+Anything that is not a clean verdict for every expected record is `error`, never left pending.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from reprogate.github.client import DESCRIPTION_LIMIT
+from reprogate.github.trust import short_digest
+
+
+@dataclass(frozen=True)
+class Terminal:
+    state: str
+    description: str
+
+
+def _digest_list(prefix: str, digests: list[str]) -> str:
+    """`prefix` plus as many record digests as fit GitHub's 140 characters."""
+    shown: list[str] = []
+    for digest in digests:
+        candidate = f"{prefix}; record{'s' if len(digests) > 1 else ''} {','.join([*shown, digest])}"
+        if len(candidate) > DESCRIPTION_LIMIT:
+            break
+        shown.append(digest)
+    if not shown:
+        return prefix[:DESCRIPTION_LIMIT]
+    return f"{prefix}; record{'s' if len(digests) > 1 else ''} {','.join(shown)}"
+
+
+def terminal(verdicts: list[dict[str, Any]], unreadable: list[str], missing: list[str]) -> Terminal:
+    """success only when every expected record has a passing verdict; failure when one did not
+    reproduce; error when one could not run, could not be read, or never arrived."""
+    if unreadable or missing:
+        what = f"{len(unreadable)} unreadable" if unreadable else ""
+        what += (", " if what else "") + (f"{len(missing)} missing" if missing else "")
+        return Terminal("error", f"rebuild verdict(s) {what} (cancelled, timed out or crashed): inconclusive")
+    if not verdicts:
+        return Terminal("error", "the rebuild produced no verdict: inconclusive")
+    failed = [v for v in verdicts if v.get("verdict") != "pass" and not v.get("infrastructure")]
+    broken = [v for v in verdicts if v.get("verdict") != "pass" and v.get("infrastructure")]
+    if failed:
+        first = failed[0]
+        name = (first.get("record") or {}).get("name") or (first.get("record") or {}).get("path") or "record"
+        return Terminal("failure", f"not reproduced: {str(name)[:60]} first differs at {first.get('diagnosis')}"[:DESCRIPTION_LIMIT])
+    if broken:
+        return Terminal("error", f"rebuild could not run ({broken[0].get('diagnosis')}): inconclusive"[:DESCRIPTION_LIMIT])
+    digests = [short_digest(str((v.get("record") or {}).get("digest", ""))) for v in verdicts]
+    if len(verdicts) == 1:
+        level = str((verdicts[0].get("record") or {}).get("level", ""))
+        return Terminal("success", _digest_list(f"reproduced: {level} contract held", digests))
+    return Terminal("success", _digest_list(f"reproduced: {len(verdicts)} records", digests))
+
+
+__all__ = ["Terminal", "terminal"]

@@ -1,0 +1,58 @@
+"""Environment pins that no longer match the working tree: drift, not an invalid record.
+
+A record states facts about the reference run. Its lock files and build recipe say what the
+reference ran in; a pull request may change them, and that change is exactly what the gate
+rebuilds. So a lock file or Dockerfile that no longer matches its checksum is reported as
+*environment drift* (a notice; `validate --strict` fails on it), while reference artifacts (the
+project tree, configuration, dataset manifest, trace, checkpoints) must still match.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from reprogate.core.diagnostics import Diagnostic, Severity
+from reprogate.rules.addressed import AddressError, bytes_digest, resolve
+from reprogate.rules.base import RuleContext, get, items
+
+CODE = "environment-drift"
+HINT = "the rebuild realizes the environment the working tree declares; a new reference run records the new pins"
+
+
+def environment_pins(data: Any) -> Iterator[tuple[tuple[Any, ...], dict[str, Any]]]:
+    """(field path, pin) of every environment pin that names a repository file with a checksum."""
+    for i, pin in items(get(data, "source", "lock_files")):
+        if isinstance(pin, dict):
+            yield ("source", "lock_files", i), pin
+    recipe = get(data, "source", "build_recipe")
+    if isinstance(recipe, dict):
+        yield ("source", "build_recipe"), recipe
+
+
+def is_environment_pin(where: tuple[Any, ...]) -> bool:
+    return where[:2] in (("source", "lock_files"), ("source", "build_recipe"))
+
+
+def environment_pins_match(ctx: RuleContext) -> Iterator[Diagnostic]:
+    for where, pin in environment_pins(ctx.data):
+        rel, checksum = pin.get("path"), pin.get("checksum")
+        if not isinstance(rel, str) or not isinstance(checksum, str) or not checksum.startswith("sha256:"):
+            continue  # the schema reports a malformed pin; a recipe without a checksum pins nothing here
+        try:
+            real = resolve(ctx, rel)
+        except AddressError as exc:
+            if exc.code == "file-missing":
+                yield ctx.finding(where + ("path",), f"environment drift: {rel} is no longer in the working tree", CODE, HINT, Severity.NOTICE)
+            else:
+                yield ctx.finding(where + ("path",), exc.message, exc.code, exc.hint)
+            continue
+        actual = bytes_digest(ctx, real)
+        if actual != checksum:
+            yield ctx.finding(
+                where + ("checksum",),
+                f"environment drift: {rel} changed since the reference run (pinned {checksum[:19]}..., now {actual[:19]}...)",
+                CODE,
+                HINT,
+                Severity.NOTICE,
+            )
