@@ -1,37 +1,69 @@
 #!/usr/bin/env bash
 # The action's single step: map the inputs (passed as environment variables, never interpolated
-# into this script) onto one reprogate command.
+# into this script) onto one reprogate command. Only the commands that talk to GitHub keep the
+# token: validate, detect, rebuild, audit and `gate --mode compute` run without it, so nothing a
+# pull request controls (records, training code) runs next to a credential.
 set -euo pipefail
 reprogate="$VENV/bin/reprogate"
 base="${INPUT_BASE:-}"
 if [ -z "$base" ] && [ -n "${GITHUB_BASE_REF:-}" ]; then
   base="origin/$GITHUB_BASE_REF"
 fi
+without_token() {
+  unset GITHUB_TOKEN REPROGATE_GITHUB_TOKEN
+}
 case "${INPUT_COMMAND:-gate}" in
   gate)
-    exec "$reprogate" gate --format github ;;
+    mode="${INPUT_MODE:-full}"
+    case "$mode" in
+      full) exec "$reprogate" gate --format github ;;
+      compute)
+        without_token
+        exec "$reprogate" gate --format github --mode compute --result-file "${INPUT_RESULT_FILE:-reprogate-gate/result.json}" ;;
+      publish) exec "$reprogate" gate --format github --mode publish --result-file "${INPUT_RESULT_FILE:-reprogate-gate/result.json}" ;;
+      *) echo "::error title=reprogate::unknown gate mode (full, compute, publish)"; exit 2 ;;
+    esac ;;
   validate)
+    without_token
     strict=()
     [ "${INPUT_FAIL_ON:-error}" = "warning" ] && strict=(--strict)
     # shellcheck disable=SC2086  # records is a space-separated list of paths and globs
     exec "$reprogate" validate --format github "${strict[@]}" ${INPUT_RECORDS:-} ;;
   detect)
+    without_token
     [ -n "$base" ] || { echo "::error title=reprogate::detect needs the base input (or a pull_request event)"; exit 2; }
     exec "$reprogate" detect --base "$base" --head "${INPUT_HEAD:-HEAD}" --format github ;;
   rebuild)
+    without_token
     [ -n "${INPUT_RECORD:-}" ] || { echo "::error title=reprogate::rebuild needs the record input"; exit 2; }
     exec "$reprogate" rebuild "$INPUT_RECORD" --format github ;;
   audit)
+    without_token
     # shellcheck disable=SC2086  # records is a space-separated list of paths and globs
     exec "$reprogate" audit ${INPUT_RECORDS:-} ;;
   status)
-    args=(github status --from-verdict "${INPUT_VERDICT:-reprogate-rebuild/verdict.json}")
-    [ -n "${INPUT_SHA:-}" ] && args+=(--sha "$INPUT_SHA")
-    if [ -n "${INPUT_PULL_REQUEST:-}" ]; then
-      args+=(--pr "$INPUT_PULL_REQUEST" --comment-report "$(dirname "${INPUT_VERDICT:-reprogate-rebuild/verdict.json}")/report.md")
+    verdict="${INPUT_VERDICT:-reprogate-rebuild/verdict.json}"
+    args=(github status)
+    if [ -d "$verdict" ]; then
+      # one verdict.json per rebuilt record (artifacts downloaded into sub-folders)
+      found=0
+      while IFS= read -r -d '' file; do
+        args+=(--from-verdict "$file")
+        [ -z "${INPUT_PULL_REQUEST:-}" ] || args+=(--comment-report "$(dirname "$file")/report.md")
+        found=1
+      done < <(find "$verdict" -name verdict.json -type f -print0 | sort -z)
+      # no verdict at all: name the missing file, so the status says error rather than nothing
+      [ "$found" = 1 ] || args+=(--from-verdict "$verdict/verdict.json")
+    else
+      args+=(--from-verdict "$verdict")
+      [ -z "${INPUT_PULL_REQUEST:-}" ] || args+=(--comment-report "$(dirname "$verdict")/report.md")
     fi
+    [ -z "${INPUT_EXPECT_RECORDS:-}" ] || args+=(--expect-records "$INPUT_EXPECT_RECORDS")
+    [ -z "${INPUT_ALSO_CONTEXT:-}" ] || args+=(--also-context "$INPUT_ALSO_CONTEXT")
+    [ -z "${INPUT_SHA:-}" ] || args+=(--sha "$INPUT_SHA")
+    [ -z "${INPUT_PULL_REQUEST:-}" ] || args+=(--pr "$INPUT_PULL_REQUEST")
     exec "$reprogate" "${args[@]}" ;;
   *)
-    echo "::error title=reprogate::unknown command '${INPUT_COMMAND}' (gate, validate, detect, rebuild, status, audit)"
+    echo "::error title=reprogate::unknown command (gate, validate, detect, rebuild, status, audit)"
     exit 2 ;;
 esac

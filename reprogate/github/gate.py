@@ -160,8 +160,7 @@ def _compute(event: Event, settings: Settings, outcome: GateOutcome) -> GateOutc
         # the rest is for people reading the artifact.
         result = {"apiVersion": "reprogate/v1", "kind": RESULT_KIND, "pull_request": subject.number, "head_sha": subject.head, "base_sha": subject.base,
                   "layers": found.detection.layers, "rebuild_required": bool(found.reasons), "records": found.touched}
-        settings.result_file.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(settings.result_file, (json.dumps(result, indent=2) + "\n").encode())
+        atomic_write(settings.result_file, json.dumps(result, indent=2) + "\n")
         outcome.messages.append(f"wrote {settings.result_file} for the privileged workflow (pull request #{subject.number})")
     if found.invalid:
         outcome.code = ExitCode.FAILED

@@ -145,7 +145,7 @@ class FakeGitHub:
 
     def add_pull(self, number: int, head: str, base: str, *, fork: bool = False, labels: tuple[str, ...] = (), state: str = "open", base_repo: str | None = None) -> None:
         pr = self.api.example("GET", f"/repos/{self.repo}/pulls/{number}", 200)
-        pr.update(number=number, state=state)
+        pr.update(number=number, state=state, requested_teams=[])  # GitHub's own example team lacks a field its schema requires
         pr["head"]["sha"], pr["base"]["sha"] = head, base
         pr["base"]["repo"]["full_name"] = base_repo or self.repo
         pr["head"]["repo"]["full_name"] = "someone/repro-fork" if fork else self.repo

@@ -1,0 +1,107 @@
+"""The composite action as GitHub runs it: its outputs are exactly the step outputs reprogate
+writes, its script gives the token only to the commands that post, and its cache cannot be
+written by pull-request code."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from reprogate.core.documents import load_document
+from reprogate.output.workflow import STEP_OUTPUTS
+from support import REPO, require_tool
+
+ACTION = load_document(REPO / "action.yml").data
+
+
+def test_action_outputs_are_exactly_the_declared_step_outputs() -> None:
+    assert set(ACTION["outputs"]) == set(STEP_OUTPUTS)
+    for name, output in ACTION["outputs"].items():
+        assert output["value"] == f"${{{{ steps.run.outputs.{name} }}}}"
+
+
+def test_every_input_reaches_the_script() -> None:
+    run_step = next(step for step in ACTION["runs"]["steps"] if step.get("id") == "run")
+    passed = " ".join(str(v) for v in run_step["env"].values())
+    for name in ACTION["inputs"]:
+        assert f"inputs.{name} }}}}" in passed, name
+
+
+def test_the_cache_is_deleted_first_and_saved_before_anything_runs_and_never_from_a_pull_request() -> None:
+    steps = ACTION["runs"]["steps"]
+    names = [step.get("uses", "").split("@")[0] or step.get("id", step.get("name")) for step in steps]
+    assert names.index("actions/cache/restore") < names.index("actions/cache/save") < names.index("run")
+    assert 'rm -rf "$venv"' in steps[0]["run"]
+    save = next(step for step in steps if step.get("uses", "").startswith("actions/cache/save@"))
+    assert "github.event_name != 'pull_request'" in save["if"] and "github.event_name != 'pull_request_target'" in save["if"]
+    assert not any(step.get("uses", "").startswith("actions/cache@") for step in steps), "actions/cache saves at job end, after pull-request code ran"
+
+
+@pytest.fixture
+def fake_venv(tmp_path: Path) -> Path:
+    """$VENV/bin/reprogate that records its arguments and whether it saw a token."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    script = venv / "bin" / "reprogate"
+    script.write_text('#!/usr/bin/env bash\nprintf \'%s\\n\' "token=${GITHUB_TOKEN:-}" "$@"\n')
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return venv
+
+
+def run_script(venv: Path, cwd: Path, **inputs: str) -> list[str]:
+    require_tool("bash")
+    env = {"PATH": os.environ["PATH"], "VENV": str(venv), "GITHUB_TOKEN": "ghs_secret", **{f"INPUT_{k.upper()}": v for k, v in inputs.items()}}
+    done = subprocess.run(["bash", str(REPO / "action" / "run.sh")], env=env, cwd=cwd, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+@pytest.mark.parametrize(
+    "inputs, token, args",
+    [
+        ({"command": "gate"}, True, ["gate", "--format", "github"]),
+        ({"command": "gate", "mode": "publish", "result_file": "r.json"}, True, ["gate", "--format", "github", "--mode", "publish", "--result-file", "r.json"]),
+        ({"command": "gate", "mode": "compute"}, False, ["gate", "--format", "github", "--mode", "compute", "--result-file", "reprogate-gate/result.json"]),
+        ({"command": "validate", "fail_on": "warning"}, False, ["validate", "--format", "github", "--strict"]),
+        ({"command": "detect", "base": "origin/main"}, False, ["detect", "--base", "origin/main", "--head", "HEAD", "--format", "github"]),
+        ({"command": "rebuild", "record": "r.yaml"}, False, ["rebuild", "r.yaml", "--format", "github"]),
+        ({"command": "audit"}, False, ["audit"]),
+    ],
+)
+def test_only_the_posting_commands_get_the_token(fake_venv: Path, tmp_path: Path, inputs: dict[str, str], token: bool, args: list[str]) -> None:
+    out = run_script(fake_venv, tmp_path, **inputs)
+    assert out[0] == ("token=ghs_secret" if token else "token=")
+    assert out[1:] == args
+
+
+def test_status_posts_every_verdict_in_a_folder(fake_venv: Path, tmp_path: Path) -> None:
+    for i in (1, 0):
+        folder = tmp_path / "verdicts" / f"reprogate-verdict-{i}"
+        folder.mkdir(parents=True)
+        (folder / "verdict.json").write_text("{}")
+    records = json.dumps(["a.yaml", "b.yaml"])
+    out = run_script(fake_venv, tmp_path, command="status", verdict="verdicts", expect_records=records, also_context="reprogate/baseline", sha="a" * 40, pull_request="5")
+    assert out[0] == "token=ghs_secret"
+    assert out[1:] == [
+        "github", "status",
+        "--from-verdict", "verdicts/reprogate-verdict-0/verdict.json", "--comment-report", "verdicts/reprogate-verdict-0/report.md",
+        "--from-verdict", "verdicts/reprogate-verdict-1/verdict.json", "--comment-report", "verdicts/reprogate-verdict-1/report.md",
+        "--expect-records", records, "--also-context", "reprogate/baseline", "--sha", "a" * 40, "--pr", "5",
+    ]
+
+
+def test_status_with_no_verdict_at_all_still_names_one(fake_venv: Path, tmp_path: Path) -> None:
+    (tmp_path / "verdicts").mkdir()
+    out = run_script(fake_venv, tmp_path, command="status", verdict="verdicts")
+    assert out[1:] == ["github", "status", "--from-verdict", "verdicts/verdict.json"]
+
+
+def test_unknown_command_is_refused_without_echoing_it(fake_venv: Path, tmp_path: Path) -> None:
+    env = {"PATH": os.environ["PATH"], "VENV": str(fake_venv), "INPUT_COMMAND": "x\n::set-output name=a::b"}
+    done = subprocess.run(["bash", str(REPO / "action" / "run.sh")], env=env, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and "set-output" not in done.stdout
