@@ -245,13 +245,29 @@ class HttpClient:
             return _within(perform, budget)
         except TimeoutError:
             cancelled.set()
-            response = holder.get("response")
-            if response is not None:
-                try:
-                    response.close()
-                except Exception:  # noqa: BLE001 - closing a half-read response may fail; we are leaving anyway
-                    pass
+            _abort(holder.get("response"))
             raise Unreachable(f"{method} {origin(url)}: no complete answer within {budget:g} s") from None
+
+
+def _abort(response: Any) -> None:
+    """End a response another thread is still reading. Closing the file is not enough: a read
+    blocked in recv() keeps the socket open (a drip-feeding server never notices), so the socket
+    is shut down first, which wakes the reader and tells the server the answer was abandoned."""
+    if response is None:
+        return
+    import socket
+
+    connection = getattr(getattr(response, "raw", None), "_connection", None)
+    sock = getattr(connection, "sock", None)
+    try:
+        if sock is not None:
+            sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # already closed by the other side
+    try:
+        response.close()
+    except Exception:  # noqa: BLE001 - closing a half-read response may fail; we are leaving anyway
+        pass
 
 
 def _within(work: Callable[[], Reply], seconds: float) -> Reply:
