@@ -11,10 +11,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support import REPO, require_tool
 
 from reprogate.core.documents import load_document
 from reprogate.output.workflow import STEP_OUTPUTS
-from support import REPO, require_tool
 
 ACTION = load_document(REPO / "action.yml").data
 

@@ -20,7 +20,7 @@ from reprogate.core.errors import ReprogateError
 from reprogate.output.result import CommandResult
 
 FORMATS = click.Choice(["text", "json", "github"])
-MACHINE_ERRNOS = {errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EROFS, errno.ENOMEM}
+MACHINE_ERRNOS = {errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EROFS, errno.ENOMEM, errno.EFBIG}
 
 
 def format_option(default: str = "text") -> Callable[[Callable[..., None]], Callable[..., None]]:
@@ -44,5 +44,10 @@ def finish(work: Callable[[], CommandResult], fmt: str = "text", command: str = 
     except KeyboardInterrupt:
         click.echo(f"{prefix}interrupted", err=True)
         sys.exit(130)
-    emit(result, fmt, click.echo, lambda line: click.echo(line, err=True))
+    try:
+        emit(result, fmt, click.echo, lambda line: click.echo(line, err=True))
+    except OSError as exc:  # $GITHUB_OUTPUT or the step summary on a full disk
+        where = f"{exc.filename}: " if exc.filename else ""
+        sys.stderr.write(f"{prefix}could not write the results: {where}{exc.strerror or exc}\n")
+        sys.exit(int(ExitCode.INFRA if exc.errno in MACHINE_ERRNOS else ExitCode.USAGE))
     sys.exit(int(result.code))

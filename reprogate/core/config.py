@@ -59,7 +59,7 @@ def find_config(start: Path) -> Path | None:
 def load_config(start: Path) -> Config:
     """The configuration that governs `start` (a folder: found from there upward; a file: that
     file), always checked against its schema. No file means every default."""
-    path = start if start.is_file() else find_config(start)
+    path = start if start.exists() and not start.is_dir() else find_config(start)  # a FIFO given as --config is read (and refused), not searched above
     if path is None:
         return Config(folder=start.resolve())
     doc = load_document(path, display_path(path))

@@ -28,6 +28,7 @@ import yaml
 
 from reprogate.core.diagnostics import Diagnostic, ExitCode, Location, field_path
 from reprogate.core.errors import ReprogateError
+from reprogate.core.fileio import read_input
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 # Aliases may add at most this many nodes beyond those written out in the file.
@@ -86,10 +87,14 @@ class Document:
     syntax: str
     root: Any = field(default=None, repr=False)
     text: str | None = field(default=None, repr=False)  # JSON: composed only if a position is asked
+    _keys: dict[int, dict[str, tuple[Any, Any]]] = field(default_factory=dict, repr=False)  # mapping node -> its keys
 
     def locate(self, path: JsonPath) -> Location:
         """Where to point for a finding about `path`: its key if it has one, else its value, else
-        the nearest ancestor found (a missing field points at its parent's key)."""
+        the nearest ancestor found (a missing field points at its parent's key).
+
+        Each mapping's keys are indexed the first time a finding reaches it, so a document with
+        20,000 findings costs one pass over each mapping, not one pass per finding."""
         if self.root is None and self.text is not None:
             self.root, self.text = _compose_json_positions(self.text), None
         node = self.root
@@ -97,7 +102,7 @@ class Document:
             return Location(1, 1)
         best = _mark(node.start_mark)
         for part in path:
-            found = _child(node, part)
+            found = _child(node, part, self._keys)
             if found is None:
                 break
             key_node, node = found
@@ -109,23 +114,34 @@ def _is_merge(key_node: Any) -> bool:
     return isinstance(key_node, yaml.ScalarNode) and key_node.value == "<<" and not key_node.style
 
 
-def _child(node: Any, part: Any) -> tuple[Any, Any] | None:
-    """(key node or None, value node) of `part` inside `node`, following merge keys."""
+_MERGES = "\0merges"  # index entry holding a mapping's merge sources (no YAML key can be this)
+
+
+def _child(node: Any, part: Any, index: dict[int, dict[str, tuple[Any, Any]]]) -> tuple[Any, Any] | None:
+    """(key node or None, value node) of `part` inside `node`, following merge keys; `index`
+    caches each mapping's keys by node identity."""
     if isinstance(node, yaml.SequenceNode):
         if isinstance(part, int) and 0 <= part < len(node.value):
             return None, node.value[part]
         return None
     if not isinstance(node, yaml.MappingNode) or not isinstance(part, str):
         return None
-    merges = []
-    for key_node, value_node in node.value:
-        if _is_merge(key_node):
-            merges.append(value_node)
-        elif isinstance(key_node, yaml.ScalarNode) and key_node.value == part:
-            return key_node, value_node
-    for source in merges:
+    keys = index.get(id(node))
+    if keys is None:
+        keys, merges = {}, []
+        for key_node, value_node in node.value:
+            if _is_merge(key_node):
+                merges.append(value_node)
+            elif isinstance(key_node, yaml.ScalarNode):
+                keys.setdefault(key_node.value, (key_node, value_node))
+        keys[_MERGES] = (None, merges)
+        index[id(node)] = keys
+    found = keys.get(part)
+    if found is not None and part != _MERGES:
+        return found
+    for source in keys[_MERGES][1]:
         for mapping in source.value if isinstance(source, yaml.SequenceNode) else [source]:
-            found = _child(mapping, part)
+            found = _child(mapping, part, index)
             if found is not None:
                 return found
     return None
@@ -143,8 +159,8 @@ def read_text(path: Path, display: str, max_bytes: int = DEFAULT_MAX_BYTES) -> s
     """Read a file as UTF-8 with a size cap, turning every failure into a located error."""
     try:
         size = path.stat().st_size
-    except OSError as exc:
-        raise _error(display, "unreadable", f"cannot read file: {exc.strerror or exc}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        raise _error(display, "unreadable", f"cannot read file: {getattr(exc, 'strerror', None) or exc}") from None
     if size > max_bytes:
         raise _error(
             display,
@@ -153,7 +169,7 @@ def read_text(path: Path, display: str, max_bytes: int = DEFAULT_MAX_BYTES) -> s
             hint="raise the limit with --max-bytes if this file is meant to be this large",
         )
     try:
-        raw = _read_capped(path, max_bytes)
+        raw = read_input(path, max_bytes)
     except OSError as exc:
         raise _error(display, "unreadable", f"cannot read file: {exc.strerror or exc}") from None
     if raw is None:  # grew while we read, or a pipe whose size stat cannot tell
@@ -174,21 +190,8 @@ def read_text(path: Path, display: str, max_bytes: int = DEFAULT_MAX_BYTES) -> s
             hint="records must be UTF-8; re-save the file as UTF-8 (iconv -t UTF-8)",
         ) from None
     if not text.strip():
-        raise _error(display, "empty", "file is empty", hint="a record needs at least apiVersion and kind")
+        raise _error(display, "empty", "file is empty (or a pipe nobody writes to)", hint="a record needs at least apiVersion and kind")
     return text
-
-
-def _read_capped(path: Path, max_bytes: int) -> bytes | None:
-    """The file's bytes, or None past `max_bytes`. Reads in chunks: `read(n)` would allocate n
-    bytes up front, 16 MiB per small record."""
-    chunks, total = [], 0
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            total += len(chunk)
-            if total > max_bytes:
-                return None
-            chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def load_document(path: Path, display: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
@@ -254,15 +257,7 @@ def _load_json(text: str, display: str) -> Document:
             out[key] = value
         return out
 
-    def no_constant(name: str) -> Any:
-        raise ValueError(f"{name} is not valid JSON")
-
-    try:
-        data = json.loads(text, object_pairs_hook=pairs, parse_constant=no_constant)
-    except json.JSONDecodeError as exc:
-        raise _error(display, "json-syntax", f"JSON syntax error: {exc.msg}", Location(exc.lineno, exc.colno)) from None
-    except (ValueError, RecursionError) as exc:
-        raise _error(display, "json-syntax", f"JSON error: {exc}") from None
+    data = parse_json(text, display, pairs)
     if duplicates:  # compose now, only to say on which lines
         builder = _Builder(display)
         node = _compose_json_positions(text)
@@ -272,6 +267,61 @@ def _load_json(text: str, display: str) -> Document:
             raise DocumentError(builder.duplicates, ExitCode.FAILED)
         raise _error(display, "duplicate-key", f"duplicate key {duplicates[0]!r}: JSON readers keep only one of them", exit_code=ExitCode.FAILED)
     return Document(display, data, "json", text=text)
+
+
+MAX_INT_DIGITS = 4300  # Python's own limit on converting digit strings (sys.get_int_max_str_digits)
+
+
+def parse_json(text: str, display: str, pairs: Any = None) -> Any:
+    """JSON text as data, refusing what would break later: NaN and Infinity, integers too long to
+    convert, and strings holding an unpaired UTF-16 surrogate (`"\\ud800"` decodes, but can never
+    be written as UTF-8, hashed or printed). Every refusal is a located DocumentError (exit 2)."""
+
+    def no_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not valid JSON")
+
+    def integer(digits: str) -> int:
+        if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+            raise ValueError(f"an integer of {len(digits.lstrip('-')):,} digits is longer than the {MAX_INT_DIGITS:,} digits reprogate reads")
+        return int(digits)
+
+    try:
+        data = json.loads(text, object_pairs_hook=pairs, parse_constant=no_constant, parse_int=integer)
+    except json.JSONDecodeError as exc:
+        raise _error(display, "json-syntax", f"JSON syntax error: {exc.msg}", Location(exc.lineno, exc.colno)) from None
+    except (ValueError, RecursionError) as exc:
+        raise _error(display, "json-syntax", f"JSON error: {exc}") from None
+    if _SURROGATE_ESCAPE.search(text):
+        where = _surrogate_path(data, ())
+        if where is not None:
+            raise _error(display, "not-unicode", f"{field_path(where) or 'a value'} holds an unpaired UTF-16 surrogate escape: not valid Unicode", hint="write the character itself, or a complete surrogate pair")
+    return data
+
+
+def _surrogate_path(data: Any, path: JsonPath) -> JsonPath | None:
+    """The field path of the first key or string holding a lone surrogate, or None."""
+    stack: list[tuple[Any, JsonPath]] = [(data, path)]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, str):
+            if _has_surrogate(node):
+                return where
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                if _has_surrogate(key):
+                    return (*where, key)
+                stack.append((value, (*where, key)))
+        elif isinstance(node, list):
+            stack.extend((value, (*where, i)) for i, value in enumerate(node))
+    return None
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _compose_json_positions(text: str) -> Any:
@@ -390,6 +440,12 @@ class _Builder:
             raise _error(self.display, "unsupported-tag", f"tag {node.tag!r} is not supported; records use plain YAML", _mark(node.start_mark))
 
     def _scalar(self, node: Any) -> Any:
+        try:
+            return self._convert(node)
+        except ValueError:  # Python refuses to convert integers of more than 4,300 digits
+            raise _error(self.display, "bad-scalar", f"an integer of {len(node.value):,} digits is longer than the {MAX_INT_DIGITS:,} digits reprogate reads", _mark(node.start_mark)) from None
+
+    def _convert(self, node: Any) -> Any:
         tag, value = node.tag, node.value
         if tag == _PLAIN:
             return _resolve_plain(value)

@@ -21,7 +21,9 @@ def manifest_command(root: Path, output: Path, include: list[str], exclude: list
             raise UsageError(f"--file {item!r}: write ROLE=PATH")
         pairs.append((role, name))
     base_data: Any = load_document(base).data if base else {}
-    options = BuildOptions(root, output, include, exclude, algorithm, jobs, quiet, manifest_id, version, namespace, pairs, base_data if isinstance(base_data, dict) else {})
+    if base is not None and (not isinstance(base_data, dict) or base_data.get("kind") != "DatasetManifest"):
+        raise UsageError(f"--base {base}: not a dataset manifest (kind: DatasetManifest)")
+    options = BuildOptions(root, output, include, exclude, algorithm, jobs, quiet, manifest_id, version, namespace, pairs, base_data)
     try:
         manifest = build_manifest(options)
     except BuildError as exc:

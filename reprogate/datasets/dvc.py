@@ -17,7 +17,7 @@ from typing import Any
 from reprogate.datasets import manifest_digest
 from reprogate.core.documents import load_document
 from reprogate.core.yamlout import FlowMap
-from reprogate.core.errors import CheckFailed
+from reprogate.core.errors import CheckFailed, UsageError
 
 
 class DvcError(CheckFailed):
@@ -33,12 +33,21 @@ class DvcImport:
 def _outs(data: Any, name: str) -> list[tuple[str, dict[str, Any]]]:
     """(stage, out) pairs from a dvc.lock (stages) or a .dvc file (outs)."""
     if not isinstance(data, dict):
-        raise DvcError(f"{name} is not a DVC file (expected a mapping)")
+        raise UsageError(f"{name} is not a DVC file (expected a mapping)")
     if isinstance(data.get("stages"), dict):
-        return [(stage, out) for stage, body in data["stages"].items() if isinstance(body, dict) for out in body.get("outs") or []]
-    if isinstance(data.get("outs"), list):
-        return [("", out) for out in data["outs"]]
-    raise DvcError(f"{name} has neither `outs` (a .dvc file) nor `stages` (dvc.lock)")
+        pairs = [(stage, out) for stage, body in data["stages"].items() if isinstance(body, dict) for out in _list(body.get("outs"))]
+    elif isinstance(data.get("outs"), list):
+        pairs = [("", out) for out in data["outs"]]
+    else:
+        raise UsageError(f"{name} has neither `outs` (a .dvc file) nor `stages` (dvc.lock) as DVC writes them")
+    bad = [out for _, out in pairs if not isinstance(out, dict)]
+    if bad:
+        raise UsageError(f"{name}: an output is a {type(bad[0]).__name__}, not a mapping; not a file DVC wrote")
+    return pairs
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def from_dvc(dvc_file: Path, output: Path, manifest_id: str | None = None) -> DvcImport:
@@ -53,11 +62,14 @@ def from_dvc(dvc_file: Path, output: Path, manifest_id: str | None = None) -> Dv
             continue
         if out.get("hash") != "md5":
             result.warnings.append(f"{label}: recorded by DVC 2 (no `hash: md5`); text files were hashed after CRLF->LF conversion and may verify as corrupt")
-        shard = FlowMap(name=PurePosixPath(path).as_posix(), bytes=int(out.get("size", 0)))
+        size = out.get("size", 0)
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise UsageError(f"{dvc_file.name}: {label}: size {str(size)[:40]!r} is not a byte count")
+        shard = FlowMap(name=PurePosixPath(path).as_posix(), bytes=size)
         if md5.endswith(".dir"):
             shard.update(checksum="md5:" + md5[: -len(".dir")], kind="dvc-directory")
-            if "nfiles" in out:
-                shard["files"] = int(out["nfiles"])
+            if isinstance(out.get("nfiles"), int) and not isinstance(out["nfiles"], bool):
+                shard["files"] = out["nfiles"]
         else:
             shard["checksum"] = "md5:" + md5
         shards.append(shard)

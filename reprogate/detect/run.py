@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fnmatch
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,10 +115,12 @@ def _judge(v: Versions, config: Config, ctx: DetectContext) -> list[Change]:
 def detect_files(listing: Path, config: Config) -> DetectResult:
     """From a pull request's file list (GitHub's pulls/{n}/files JSON), without a clone: paths
     only, so every watched file counts as changed, and detail needs contents."""
-    try:
-        entries = json.loads(listing.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise DetectError(f"cannot read {listing}: {exc}") from None
+    from reprogate.core.documents import DocumentError, parse_json, read_text
+
+    try:  # bounded, UTF-8, never waits on a FIFO; big integers and lone surrogates refused
+        entries = parse_json(read_text(listing, str(listing)), str(listing))
+    except DocumentError as exc:
+        raise DetectError(f"cannot read {listing}: {exc.diagnostics[0].message if exc.diagnostics else exc.message}") from None
     if not isinstance(entries, list):
         raise DetectError(f"{listing}: expected a JSON list of files (GitHub's pulls/{{n}}/files)")
     result = DetectResult("(pull request)", "(pull request)", len(entries))

@@ -12,7 +12,6 @@ base revision.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,17 +138,21 @@ def read_payload(path: Path) -> dict[str, Any]:
         raise UsageError(f"{path}: cannot read the event file: {exc.strerror or exc}") from None
     if not stat.S_ISREG(info.st_mode):
         raise UsageError(f"{path}: the event file is not a regular file")
+    from reprogate.core.documents import DocumentError, parse_json
+    from reprogate.core.fileio import read_input
+
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_EVENT_BYTES + 1)
+        raw = read_input(path, MAX_EVENT_BYTES)
     except OSError as exc:
         raise UsageError(f"{path}: cannot read the event file: {exc.strerror or exc}") from None
-    if len(raw) > MAX_EVENT_BYTES:
+    if raw is None:
         raise UsageError(f"{path}: larger than {MAX_EVENT_BYTES:,} bytes; not a GitHub event")
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise UsageError(f"{path}: the event file is not JSON ({str(exc)[:200]})") from None
+        data = parse_json(raw.decode("utf-8"), str(path))
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: the event file is not UTF-8 ({exc.reason})") from None
+    except DocumentError as exc:
+        raise UsageError(f"{path}: the event file is not JSON GitHub sends ({exc.diagnostics[0].message if exc.diagnostics else exc.message})") from None
     if not isinstance(data, dict):
         raise UsageError(f"{path}: the event file holds a {type(data).__name__}, not a JSON object")
     return data

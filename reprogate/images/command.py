@@ -23,8 +23,8 @@ def resolve_command(refs: list[str], platform: str | None, fmt: str, client: Reg
             code = worst(code, ExitCode.INFRA)
             continue
         except ImageError as exc:
-            lines.append(f"{ref}: {exc}")
-            code = worst(code, ExitCode.FAILED)
+            lines.append(f"{ref[:200]}: {exc}")
+            code = worst(code, exc.exit_code)
             continue
         results.append(found.as_dict())
         text = f"{found.reference.registry}/{found.reference.repository}@{found.digest}"
@@ -42,8 +42,12 @@ def verify_record(record: Path, pull: bool, client: RegistryClient | None = None
     """The record's image and base images still exist; a recorded tag that moved is reported."""
     from reprogate.core.documents import load_document
 
+    from reprogate.core.errors import UsageError
+
     data = load_document(record).data
-    container = data.get("container") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or data.get("kind") != "RunRecord":
+        raise UsageError(f"{record} is not a run record (kind: RunRecord)")
+    container = data.get("container")
     if not isinstance(container, dict) or container.get("used") is False:
         reason = container.get("reason", "no container section") if isinstance(container, dict) else "no container section"
         return CommandResult(ExitCode.OK, [f"{record}: the record declares no container ({reason}); nothing to verify"])
@@ -110,7 +114,9 @@ def dockerfile_pins(path: Path, write: bool, client: RegistryClient | None = Non
     from reprogate.detect.dockerfile import from_lines
     from reprogate.core.fileio import atomic_write
 
-    text = path.read_text(encoding="utf-8")
+    from reprogate.core.documents import read_text
+
+    text = read_text(path, str(path))  # bounded, UTF-8, never waits on a FIFO; errors name the file
     client = client or RegistryClient()
     resolved: dict[str, str] = {}
     lines, code = [], ExitCode.OK
@@ -121,8 +127,8 @@ def dockerfile_pins(path: Path, write: bool, client: RegistryClient | None = Non
         except Unreachable as exc:
             return CommandResult(ExitCode.INFRA, [*lines, f"{ref}: registry unreachable: {exc}"])
         except ImageError as exc:
-            lines.append(f"{entry.key}: {ref}: {exc}")
-            code = ExitCode.FAILED
+            lines.append(f"{path}: {entry.key}: {exc}")
+            code = worst(code, exc.exit_code)
             continue
         pinned = f"{entry.image.name}:{entry.image.tag or 'latest'}@{found.digest}"
         resolved[ref] = pinned

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reprogate.core.diagnostics import ExitCode
 from reprogate.core.errors import CheckFailed, InfrastructureError
 from reprogate.core.http import MiB, HttpClient, HttpPolicy, Reply, require_secure_transport
 
@@ -43,6 +44,17 @@ class ImageError(CheckFailed):
 
 class Unreachable(InfrastructureError):
     """The registry could not be reached, or did not answer in time, after the allowed retries."""
+
+
+class InvalidReference(ImageError):
+    """Text that is no image reference at all: bad input (exit 2), not an image that is missing."""
+
+    exit_code = ExitCode.USAGE
+
+
+_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+_HOST = re.compile(r"^[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:]+\](:[0-9]{1,5})?$")
+MAX_NAME = 255  # the distribution spec's limit on a repository name, registry included
 
 
 @dataclass(frozen=True)
@@ -65,9 +77,12 @@ def parse_reference(ref: str) -> Reference:
     text = ref.strip()
     if text.startswith("docker://"):
         text = text[len("docker://") :]
+    shown = repr(text[:80] + ("..." if len(text) > 80 else ""))
     name, _, digest = text.partition("@")
+    if len(name) > MAX_NAME + 129:
+        raise InvalidReference(f"{shown}: longer than an image reference can be ({MAX_NAME} characters of name, 128 of tag)")
     if digest and not _DIGEST.match(digest):
-        raise ImageError(f"{ref!r}: digest must be sha256:<64 hex>")
+        raise InvalidReference(f"{shown}: digest must be sha256:<64 hex>")
     tag = None
     last = name.rsplit("/", 1)[-1]
     if ":" in last:
@@ -79,8 +94,12 @@ def parse_reference(ref: str) -> Reference:
         registry, repository = "docker.io", name
     if registry == "docker.io" and "/" not in repository:
         repository = f"library/{repository}"
-    if not re.match(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$", repository):
-        raise ImageError(f"{ref!r}: {repository!r} is not a valid repository name")
+    if not re.match(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$", repository) or len(f"{registry}/{repository}") > MAX_NAME:
+        raise InvalidReference(f"{shown}: {repository[:80]!r} is not a valid repository name")
+    if tag is not None and not _TAG.match(tag):
+        raise InvalidReference(f"{shown}: {tag[:40]!r} is not a valid tag")
+    if not _HOST.match(registry):
+        raise InvalidReference(f"{shown}: {registry[:80]!r} is not a registry host")
     if not tag and not digest:
         tag = "latest"
     return Reference(registry, repository, tag, digest or None)

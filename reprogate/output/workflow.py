@@ -132,9 +132,17 @@ def append_summary(markdown: str) -> bool:
     if len(data) > SUMMARY_LIMIT - 1024:
         note = "\n\n_(summary cut to fit GitHub's 1 MiB step-summary limit)_\n".encode()
         data = data[: SUMMARY_LIMIT - 1024 - len(note)].decode("utf-8", "ignore").encode() + note
-    with open(target, "ab") as fh:
-        fh.write(data)
+    _append(target, data)
     return True
+
+
+def _append(target: str, data: bytes) -> None:
+    """Append to a file the runner reads; a failure (a full disk) names the file."""
+    try:
+        with open(target, "ab") as fh:
+            fh.write(data)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, target) from None
 
 
 def set_outputs(values: dict[str, str]) -> bool:
@@ -145,11 +153,12 @@ def set_outputs(values: dict[str, str]) -> bool:
     target = os.environ.get("GITHUB_OUTPUT")
     if not target or not values:
         return False
-    with open(target, "a", encoding="utf-8") as fh:
-        for name, value in values.items():
-            if "\n" in value or "\r" in value:
-                delimiter = f"ghadelimiter_{secrets.token_hex(8)}"
-                fh.write(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
-            else:
-                fh.write(f"{name}={value}\n")
+    lines = []
+    for name, value in values.items():
+        if "\n" in value or "\r" in value:
+            delimiter = f"ghadelimiter_{secrets.token_hex(8)}"
+            lines.append(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+        else:
+            lines.append(f"{name}={value}\n")
+    _append(target, "".join(lines).encode("utf-8"))
     return True

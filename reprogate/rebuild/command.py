@@ -67,13 +67,47 @@ def interval_command(record: Path, alpha: float | None) -> CommandResult:
     return CommandResult(ExitCode.OK, [line])
 
 
+MAX_TRACE_BYTES = 1024 * 1024 * 1024
+
+
+def _read_traces(paths: list[Path]) -> list[dict[str, Any]]:
+    """Events of trace files given on the command line, read as untrusted input: a FIFO is not
+    waited on, and a line that is not UTF-8, not JSON or not an object is named by file and line."""
+    from reprogate.core.documents import DocumentError, parse_json
+    from reprogate.core.fileio import read_input
+
+    events: list[dict[str, Any]] = []
+    for path in paths:
+        try:
+            raw = read_input(path, MAX_TRACE_BYTES)
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot read the trace: {exc.strerror or exc}") from None
+        if raw is None:
+            raise UsageError(f"{path}: larger than {MAX_TRACE_BYTES:,} bytes; not a trace")
+        if not raw.strip():
+            raise UsageError(f"{path}: the trace is empty (or a pipe nobody writes to)")
+        for number, line in enumerate(raw.split(b"\n"), 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{number}"
+            try:
+                event = parse_json(line.decode("utf-8"), where)
+            except UnicodeDecodeError:
+                raise UsageError(f"{where}: not UTF-8") from None
+            except DocumentError as exc:
+                raise UsageError(f"{where}: {exc.diagnostics[0].message if exc.diagnostics else exc.message}") from None
+            if not isinstance(event, dict):
+                raise UsageError(f"{where}: a trace line is a JSON object, not a {type(event).__name__}")
+            events.append(event)
+    return sorted(events, key=lambda e: (str(e.get("type", "")), e.get("step", -1) if isinstance(e.get("step"), int) else -1, e.get("rank", 0) if isinstance(e.get("rank"), int) else 0, str(e.get("name", ""))))
+
+
 def compare_command(reference: Path, rebuilt: list[Path], tolerance: tuple[float, float] | None, tensors: list[str], first: int, last: int | None) -> CommandResult:
     from reprogate.rebuild import compare
-    from reprogate.runtime.trace import read_trace
 
     try:
-        ref = compare.step_events(read_trace([reference]), first, last)
-        new = compare.step_events(read_trace(rebuilt), first, last)
+        ref = compare.step_events(_read_traces([reference]), first, last)
+        new = compare.step_events(_read_traces(rebuilt), first, last)
     except (ValueError, KeyError, TypeError) as exc:
         raise UsageError(f"cannot read a trace: {exc}") from None
     outcomes = [("batches", compare.compare_batches(ref, new))]

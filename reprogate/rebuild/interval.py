@@ -14,7 +14,7 @@ from typing import Any
 
 from reprogate import __version__
 from reprogate.core.documents import load_document
-from reprogate.core.errors import CheckFailed
+from reprogate.core.errors import CheckFailed, UsageError
 from reprogate.core.fileio import atomic_write
 from reprogate.rebuild.stats import prediction_interval
 
@@ -49,7 +49,7 @@ def store(record: Path, alpha: float | None = None) -> dict[str, Any]:
 
     doc = load_document(record)
     if not isinstance(doc.data, dict) or doc.data.get("kind") != "RunRecord":
-        raise IntervalError(f"{record} is not a run record")
+        raise UsageError(f"{record} is not a run record (kind: RunRecord)")
     interval = compute(doc.data, alpha)
     if doc.syntax == "json":
         doc.data["contract"]["metric"]["interval"] = interval

@@ -77,7 +77,8 @@ def markdown(verdict: dict[str, Any]) -> str:
             shown = {k: v for k, v in test.items() if k not in ("test", "passed", "values")}
             lines.append(f"| {test['test']} | {'pass' if test['passed'] else 'fail'} | {_cell(', '.join(f'{k}={_short(v)}' for k, v in shown.items()))} |")
         lines.append("")
-    chart = mermaid_chart(verdict["curves"]["reference"], verdict["curves"]["rebuilt"])
+    curves = verdict.get("curves") or {}  # optional in the verdict schema
+    chart = mermaid_chart(curves.get("reference") or [], curves.get("rebuilt") or [])
     if chart:
         lines += ["### Loss", "", chart, ""]
     tail = next((s.get("log_tail") for s in verdict["stages"] if s.get("log_tail")), None)

@@ -8,7 +8,6 @@ the status poster turns exactly that into an `error` state rather than leaving a
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -21,17 +20,21 @@ MAX_VERDICT_BYTES = 16 * 1024 * 1024
 def read_verdict(path: Path) -> dict[str, Any]:
     from reprogate.core.schemas import validator
 
+    from reprogate.core.documents import DocumentError, parse_json
+    from reprogate.core.fileio import read_input
+
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_VERDICT_BYTES + 1)
+        raw = read_input(path, MAX_VERDICT_BYTES)  # a FIFO without a writer reads as empty, never waits
     except OSError as exc:
         raise UsageError(f"{path}: cannot read the verdict: {exc.strerror or exc}") from None
-    if len(raw) > MAX_VERDICT_BYTES:
+    if raw is None:
         raise UsageError(f"{path}: larger than {MAX_VERDICT_BYTES:,} bytes; not a reprogate verdict")
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        data = parse_json(raw.decode("utf-8"), str(path))
+    except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: not a JSON verdict ({exc})") from None
+    except DocumentError as exc:
+        raise UsageError(f"{path}: not a JSON verdict ({exc.diagnostics[0].message if exc.diagnostics else exc.message})") from None
     if not isinstance(data, dict) or data.get("kind") != "Verdict":
         raise UsageError(f"{path}: not a reprogate verdict (kind: Verdict)")
     errors = sorted(validator("Verdict").iter_errors(data), key=lambda e: list(e.absolute_path))

@@ -25,14 +25,17 @@ class AddressError(Exception):
 
 def resolve(ctx: RuleContext, rel: str) -> Path:
     """The file a repository path names, refusing anything that leaves the repository."""
-    candidate = ctx.root / rel
-    real, root = candidate.resolve(), ctx.root.resolve()
-    if real != root and root not in real.parents:
-        raise AddressError("path-outside-root", f"{rel!r} resolves outside the repository root {display_path(root)}")
-    if not candidate.exists():
-        raise AddressError("file-missing", f"addressed file {rel!r} does not exist (looked in {display_path(root)})", "commit the file, or fix the path (paths are relative to the repository root)")
-    if not real.is_file():
-        raise AddressError("not-a-file", f"addressed path {rel!r} is not a regular file")
+    try:
+        candidate = ctx.root / rel
+        real, root = candidate.resolve(), ctx.root.resolve()
+        if real != root and root not in real.parents:
+            raise AddressError("path-outside-root", f"{rel[:200]!r} resolves outside the repository root {display_path(root)}")
+        if not candidate.exists():
+            raise AddressError("file-missing", f"addressed file {rel[:200]!r} does not exist (looked in {display_path(root)})", "commit the file, or fix the path (paths are relative to the repository root)")
+        if not real.is_file():
+            raise AddressError("not-a-file", f"addressed path {rel[:200]!r} is not a regular file")
+    except (OSError, ValueError) as exc:  # a NUL in the path, a name too long for the file system
+        raise AddressError("path-unusable", f"addressed path {rel[:200]!r} cannot be opened: {getattr(exc, 'strerror', None) or exc}") from None
     return real
 
 

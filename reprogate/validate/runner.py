@@ -93,7 +93,8 @@ def classify(doc: Document, filename: str) -> tuple[str | None, list[Diagnostic]
             return "Config", [Diagnostic(doc.path, "configuration must be a mapping", "not-a-mapping")]
         return None, []
     api, kind = data.get("apiVersion"), data.get("kind")
-    claims = (isinstance(api, str) and api.startswith("reprogate")) or kind in SCHEMA_FILES or filename == CONFIG_NAME
+    known_kind = isinstance(kind, str) and kind in SCHEMA_FILES
+    claims = (isinstance(api, str) and api.startswith("reprogate")) or known_kind or filename == CONFIG_NAME
     if not claims:
         return None, []
     if isinstance(api, str) and api.startswith("reprogate") and api != API_VERSION:
@@ -109,9 +110,9 @@ def classify(doc: Document, filename: str) -> tuple[str | None, list[Diagnostic]
         ]
     if filename == CONFIG_NAME and kind in (None, "Config"):
         return "Config", []
-    if kind not in SCHEMA_FILES:
+    if not known_kind:
         return "?", [
-            Diagnostic(doc.path, f"unknown kind {kind!r}; expected one of {', '.join(SCHEMA_FILES)}", "unknown-kind", location=doc.locate(("kind",)), field="kind")
+            Diagnostic(doc.path, f"unknown kind {str(kind)[:100]!r}; expected one of {', '.join(SCHEMA_FILES)}", "unknown-kind", location=doc.locate(("kind",)), field="kind")
         ]
     return kind, []
 
@@ -179,4 +180,10 @@ def validate(args: list[str], options: Options) -> Report:
     cache: dict[Any, Any] = {}
     for target in found.targets:
         report.files.append(validate_file(target.path, target.explicit, options, cache))
+    if not report.checked and not report.problems and not any(t.explicit for t in found.targets):
+        # a folder or glob that holds no record is a mistake, not a pass; a file named explicitly
+        # and skipped (pre-commit passes every YAML file) is fine
+        where = ", ".join(args)[:300]
+        report.problems.append(Diagnostic(where, f"no reprogate document found in {where}", "no-documents", hint="name the folder that holds the records, or add `records:` globs to .reprogate.yaml"))
+        report.problems_code = ExitCode.USAGE
     return report

@@ -10,10 +10,26 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
+from support.gate import (
+    REPOSITORY,
+    TOKEN,
+    FakeGitHub,
+    bump_lock,
+    pr_event,
+    require_octokit,
+    statuses,
+)
+from support.hostile_http import (
+    Hostile,
+    bearer_challenge,
+    drip,
+    hostile,
+    huge,
+    json_answer,
+    redirect_loop,
+)
 
 from reprogate.core.errors import InfrastructureError, UsageError
-from support.gate import REPOSITORY, TOKEN, FakeGitHub, bump_lock, pr_event, require_octokit, statuses
-from support.hostile_http import Hostile, bearer_challenge, drip, hostile, huge, json_answer, redirect_loop
 
 Cli = Callable[..., Result]
 DEADLINE = 2.0  # seconds: the tests shorten the policy's deadline so a hang shows up quickly

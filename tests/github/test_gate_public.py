@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 from click.testing import Result
-
 from support import git
 from support.gate import (
     LOCKS,

@@ -18,7 +18,7 @@ Behaviour = Callable[[http.server.BaseHTTPRequestHandler, "Hostile"], None]
 
 
 @dataclass
-class Hostile:  # noqa: D101 - described by the module
+class Hostile:
     behaviour: Behaviour
     seen: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
     sent: int = 0  # body bytes written before the client went away
