@@ -63,4 +63,19 @@ def capture_all(ctx: CaptureContext) -> dict[str, Any]:
     verdict = classify_record_sections(document.get("software"), document.get("devices"))
     if verdict is not None:
         document["compatibility"] = verdict.as_dict()
-    return document
+    return without_credentials(document)
+
+
+def without_credentials(node: Any) -> Any:
+    """Every string of the capture with URL userinfo and credential query parameters taken out
+    (core/redact.strip_credentials): one pass over what the layers found, so no layer can write a
+    credential into a record, whatever it read (a git remote, a mirror URL, MASTER_ADDR)."""
+    from reprogate.core.redact import strip_credentials
+
+    if isinstance(node, str):
+        return strip_credentials(node)
+    if isinstance(node, dict):
+        return {key: without_credentials(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [without_credentials(value) for value in node]
+    return node

@@ -112,3 +112,31 @@ def redact(text: str) -> str:
         text = text[:start] + MARK + text[end:]
     text = _BARE_USERINFO.sub(f"{MARK}@", text)
     return _QUERY.sub(lambda m: f"{m.group('lead')}{MARK}", text)
+
+
+_QUERY_STRING = re.compile(r"\?(?P<query>[^#\s\"'<>]*)")
+_CREDENTIAL_PARAM = re.compile(rf"(?:{_QUERY_KEYS})=", re.IGNORECASE)
+
+
+def _without_credential_params(match: re.Match[str]) -> str:
+    """A query string without its credential parameters; untouched when it has none."""
+    params = [p for p in re.split(r"[&;]", match.group("query")) if p]
+    kept = [p for p in params if not _CREDENTIAL_PARAM.match(p)]
+    if len(kept) == len(params):
+        return match.group(0)
+    return "?" + "&".join(kept) if kept else ""
+
+
+def strip_credentials(text: str) -> str:
+    """`text` with credentials taken out rather than marked, for values that are written into
+    records: URL userinfo goes with its `@` (`https://user:pa/ss@host` -> `https://host`,
+    `admin:pw@host` -> `host`), credential query parameters are dropped (`?token=x&a=1` ->
+    `?a=1`), and token shapes or registered secrets become the marker. A record keeps the
+    address it needs and nothing `validate` would refuse."""
+    if not text:
+        return text
+    for start, end in reversed(_userinfo_spans(text)):
+        text = text[:start] + text[end + 1 :]
+    text = _BARE_USERINFO.sub("", text)
+    text = _QUERY_STRING.sub(_without_credential_params, text)
+    return redact(text)
