@@ -21,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-from github_api import FakeGitHub, OpenAPI, serve, webhook  # noqa: E402
+from support.github_api import FakeGitHub, OpenAPI, serve, webhook  # noqa: E402
 
 ENV = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.invalid", "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.invalid"}
 
@@ -64,7 +64,7 @@ def main() -> None:
             if done.returncode != 0:
                 raise SystemExit(done.stdout + done.stderr)
             calls = len(fake.requests)
-    print(f"reprogate gate, lock-file PR: {min(times):.2f} s (best of {args.repeat}), {calls} API calls: dispatch, status, list comments, create comment")
+    print(f"reprogate gate, lock-file PR: {min(times):.2f} s (best of {args.repeat}), {calls} API calls: {', '.join(dict.fromkeys(r[3] for r in fake.requests))}")
     print("(default client settings: writes beyond the first 5 of a run are spaced 1 s apart; a gate makes 3)")
 
 

@@ -32,5 +32,20 @@ def markdown(result: DetectResult) -> str:
     if result.changes:
         lines += ["| layer | file | change |", "|---|---|---|"]
         for c in result.changes:
-            lines.append(f"| {c.layer} | `{c.path}` | {c.describe().replace('|', '/')} |")
+            lines.append(f"| {c.layer} | {_code(c.path)} | {_cell(c.describe())} |")
     return "\n".join(lines) + "\n"
+
+
+def _code(text: str) -> str:
+    """A path from a pull request as inline code it cannot break out of (the table ends up in a
+    PR comment: a backtick in a file name must not turn the rest into links or mentions)."""
+    longest = run = 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    return f"{fence} {_cell(text)} {fence}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "/").replace("\n", " ").replace("\r", " ").replace("<", "&lt;")  # no HTML tags from a pull request
