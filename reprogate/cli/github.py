@@ -44,9 +44,10 @@ def github() -> None:
 def github_status(state: str | None, verdicts: tuple[Path, ...], expect_records: str | None, description: str, context: str | None, also_context: str | None,
                   sha: str | None, target_url: str | None, reports: tuple[Path, ...], pr: int | None) -> None:
     """Set a commit status (and optionally the report comment)."""
-    from reprogate.github.command import status_command
+    from reprogate.github.command import StatusRequest, status_command
 
-    finish(lambda: status_command(state, list(verdicts), description, context, sha, target_url, list(reports), pr, expect_records, also_context), "text", "github status")
+    request = StatusRequest(state, verdicts, description, context, sha, target_url, reports, pr, expect_records, also_context)
+    finish(lambda: status_command(request), "text", "github status")
 
 
 @github.command("dispatch")

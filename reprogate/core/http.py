@@ -255,19 +255,16 @@ def _abort(response: Any) -> None:
     is shut down first, which wakes the reader and tells the server the answer was abandoned."""
     if response is None:
         return
+    import contextlib
     import socket
 
     connection = getattr(getattr(response, "raw", None), "_connection", None)
     sock = getattr(connection, "sock", None)
-    try:
-        if sock is not None:
+    if sock is not None:
+        with contextlib.suppress(OSError):  # already closed by the other side
             sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass  # already closed by the other side
-    try:
+    with contextlib.suppress(Exception):  # closing a half-read response may fail; we are leaving anyway
         response.close()
-    except Exception:  # noqa: BLE001 - closing a half-read response may fail; we are leaving anyway
-        pass
 
 
 def _within(work: Callable[[], Reply], seconds: float) -> Reply:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from reprogate.core.diagnostics import ExitCode
@@ -58,51 +59,64 @@ def gate_command(repo: Path, config_path: Path | None, fmt: str, mode: str = "fu
     return done
 
 
-def status_command(
-    state: str | None,
-    verdict_paths: list[Path],
-    description: str,
-    context: str | None,
-    sha: str | None,
-    target_url: str | None,
-    reports: list[Path],
-    pr: int | None,
-    expect_records: str | None = None,
-    also_context: str | None = None,
-) -> CommandResult:
+@dataclass(frozen=True)
+class StatusRequest:
+    """What `reprogate github status` was asked to post (its command-line options)."""
+
+    state: str | None = None
+    verdicts: tuple[Path, ...] = ()
+    description: str = ""
+    context: str | None = None
+    sha: str | None = None
+    target_url: str | None = None
+    reports: tuple[Path, ...] = ()
+    pr: int | None = None
+    expect_records: str | None = None  # JSON list of the records the rebuild was dispatched for
+    also_context: str | None = None
+
+
+def status_command(request: StatusRequest) -> CommandResult:
     """Post a state, or the one terminal state of a rebuild's verdicts (error for any verdict that
     is missing or cannot be read: a required check must never stay pending)."""
     from reprogate.core.config import load_config
     from reprogate.github.gate import MARKER
 
-    if not verdict_paths and state is None:
+    if not request.verdicts and request.state is None:
         raise UsageError("give --state or --from-verdict")
-    if reports and pr is None:
+    if request.reports and request.pr is None:
         raise UsageError("--comment-report needs --pr")
-    expected = _expected_records(expect_records)
+    expected = _expected_records(request.expect_records)
     client, repo = client_from_env(), repository_from_env()
-    commit = sha or os.environ.get("GITHUB_SHA", "")
+    commit = request.sha or os.environ.get("GITHUB_SHA", "")
     if not commit:
         raise UsageError("no commit: give --sha (or set GITHUB_SHA)")
-    ctx = context or os.environ.get("REPROGATE_STATUS_CONTEXT") or load_config(Path(".")).status_context
-    url = target_url or run_url_from_env()
+    ctx = request.context or os.environ.get("REPROGATE_STATUS_CONTEXT") or load_config(Path(".")).status_context
+    url = request.target_url or run_url_from_env()
     lines: list[str] = []
-    if verdict_paths:
-        posted, text, lines = _post_verdicts(client, repo, commit, ctx, url, verdict_paths, expected)
+    if request.verdicts:
+        posted, text, lines = _post_verdicts(client, PostTarget(repo, commit, ctx, url), list(request.verdicts), expected)
     else:
-        assert state is not None
-        posted, text = state, description or state
+        assert request.state is not None
+        posted, text = request.state, request.description or request.state
         client.create_status(repo, commit, posted, ctx, text, url)
     lines.insert(0, f"{ctx} = {posted} on {commit[:12]}: {text}")
-    if also_context:
-        client.create_status(repo, commit, posted, also_context, text, url)
-        lines.append(f"{also_context} = {posted}")
-    if reports and pr is not None:
-        body = "\n\n---\n\n".join(_read_report(path) for path in reports if path.exists())
+    if request.also_context:
+        client.create_status(repo, commit, posted, request.also_context, text, url)
+        lines.append(f"{request.also_context} = {posted}")
+    if request.reports and request.pr is not None:
+        body = "\n\n---\n\n".join(_read_report(path) for path in request.reports if path.exists())
         if body:
-            client.upsert_comment(repo, pr, MARKER, body)
-            lines.append(f"report posted on #{pr}")
+            client.upsert_comment(repo, request.pr, MARKER, body)
+            lines.append(f"report posted on #{request.pr}")
     return CommandResult(ExitCode.OK, lines)
+
+
+@dataclass(frozen=True)
+class PostTarget:
+    repository: str
+    sha: str
+    context: str
+    target_url: str | None
 
 
 def _expected_records(raw: str | None) -> list[str] | None:
@@ -117,7 +131,7 @@ def _expected_records(raw: str | None) -> list[str] | None:
     return value
 
 
-def _post_verdicts(client: GitHubClient, repo: str, commit: str, ctx: str, url: str | None, paths: list[Path], expected: list[str] | None) -> tuple[str, str, list[str]]:
+def _post_verdicts(client: GitHubClient, target: PostTarget, paths: list[Path], expected: list[str] | None) -> tuple[str, str, list[str]]:
     from reprogate.core.errors import ReprogateError
     from reprogate.github.verdicts import terminal
     from reprogate.rebuild.verdicts import read_verdict
@@ -133,7 +147,7 @@ def _post_verdicts(client: GitHubClient, repo: str, commit: str, ctx: str, url: 
     missing = [r for r in expected or [] if os.path.normpath(r) not in rebuilt]
     notes += [f"no verdict for {r}" for r in missing]
     done = terminal(verdicts, unreadable, missing)
-    client.create_status(repo, commit, done.state, ctx, done.description, url)
+    client.create_status(target.repository, target.sha, done.state, target.context, done.description, target.target_url)
     return done.state, done.description, notes
 
 

@@ -46,6 +46,7 @@ from reprogate.github.trust import (
     ApiApprovals,
     Approvals,
     EventApprovals,
+    RebuildSource,
     first_seen,
     latest,
     reproduction_verdict,
@@ -184,7 +185,7 @@ def _report_assessment(found: Assessment, outcome: GateOutcome) -> None:
         outcome.messages.append(f"rebuild required: {reason}")
     if found.config_changed:
         outcome.annotations.append(workflow.annotation("notice", f"this pull request changes {found.config_rel}; the gate uses the base branch's version, and the change itself needs a rebuild", found.config_rel, title="reprogate: configuration changed"))
-    for item in found.drift_findings:
+    for item in found.drift_findings[: workflow.ANNOTATIONS_PER_LEVEL]:  # the rest are in the comment and the outputs
         outcome.annotations.append(workflow.annotation("notice", item.message, item.path, item.location.line, item.location.col, title="reprogate: environment drift"))
 
 
@@ -261,7 +262,8 @@ class Gate:
             plan.baseline = ("failure", f"the {config.baseline_label} label is on, but the pull request promotes no record")
             self.outcome.code = ExitCode.FAILED
             return
-        verdict = reproduction_verdict(self.client, subject.repository, subject.head, config, subject.default_branch, self.settings.server_url, statuses)
+        source = RebuildSource(subject.repository, self.settings.server_url, config.rebuild_workflow, config.rebuild_ref or subject.default_branch, config.status_context)
+        verdict = reproduction_verdict(self.client, source, statuses)
         needed = {short_digest(digest) for digest in found.promoted.values()}
         if verdict.trusted_run and needed <= verdict.digests:
             plan.baseline = ("success", f"{len(needed)} promoted record(s) reproduced by {verdict.why}")

@@ -20,7 +20,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from reprogate.core.config import Config
 from reprogate.github.client import GitHubClient
 from reprogate.github.events import PullRequestEvent
 
@@ -100,6 +99,18 @@ class ApiApprovals:
 
 
 @dataclass(frozen=True)
+class RebuildSource:
+    """Where a trusted rebuild comes from: this repository's rebuild workflow, dispatched on its
+    ref (the default branch unless .reprogate.yaml at the base names another)."""
+
+    repository: str
+    server_url: str
+    workflow: str
+    branch: str
+    context: str  # the reproduction status context the rebuild posts
+
+
+@dataclass(frozen=True)
 class TrustedVerdict:
     state: str  # success, failure, error, pending, or "none"
     digests: frozenset[str]
@@ -108,26 +119,25 @@ class TrustedVerdict:
     why: str
 
 
-def reproduction_verdict(client: GitHubClient, repository: str, head: str, config: Config, default_branch: str, server_url: str, statuses: list[dict[str, object]]) -> TrustedVerdict:
-    """The reproduction status on `head` and whether a run of the trusted rebuild workflow set it."""
-    mine = latest(statuses, config.status_context)
+def reproduction_verdict(client: GitHubClient, source: RebuildSource, statuses: list[dict[str, object]]) -> TrustedVerdict:
+    """The reproduction status among a commit's `statuses`, and whether a run of the trusted
+    rebuild workflow set it."""
+    mine = latest(statuses, source.context)
     if mine is None:
-        return TrustedVerdict("none", frozenset(), None, False, f"no {config.status_context} status on this commit")
+        return TrustedVerdict("none", frozenset(), None, False, f"no {source.context} status on this commit")
     state, url = str(mine.get("state")), mine.get("target_url")
     digests = frozenset(digests_in(str(mine.get("description") or "")))
     if state != "success":
-        return TrustedVerdict(state, digests, url if isinstance(url, str) else None, False, f"{config.status_context} is {state}")
-    run_id = _run_id(url, server_url, repository)
+        return TrustedVerdict(state, digests, url if isinstance(url, str) else None, False, f"{source.context} is {state}")
+    run_id = _run_id(url, source.server_url, source.repository)
     if run_id is None:
-        return TrustedVerdict(state, digests, None, False, f"the {config.status_context} success does not link to a rebuild run")
-    run = client.workflow_run(repository, run_id)
-    branch = config.rebuild_ref or default_branch
-    workflow = config.rebuild_workflow
-    path_ok = str(run.get("path", "")).split("@")[0] == f".github/workflows/{workflow}" or str(run.get("workflow_id")) == workflow
-    if not path_ok or run.get("event") != "workflow_dispatch" or run.get("head_branch") != branch:
-        why = f"run {run_id} is not {workflow} dispatched on {branch} (it is {str(run.get('path'))[:80]} on {str(run.get('event'))[:40]})"
+        return TrustedVerdict(state, digests, None, False, f"the {source.context} success does not link to a rebuild run")
+    run = client.workflow_run(source.repository, run_id)
+    path_ok = str(run.get("path", "")).split("@")[0] == f".github/workflows/{source.workflow}" or str(run.get("workflow_id")) == source.workflow
+    if not path_ok or run.get("event") != "workflow_dispatch" or run.get("head_branch") != source.branch:
+        why = f"run {run_id} is not {source.workflow} dispatched on {source.branch} (it is {str(run.get('path'))[:80]} on {str(run.get('event'))[:40]})"
         return TrustedVerdict(state, digests, str(url), False, why)
-    return TrustedVerdict(state, digests, str(url), True, f"run {run_id} of {workflow}")
+    return TrustedVerdict(state, digests, str(url), True, f"run {run_id} of {source.workflow}")
 
 
 def latest(statuses: list[dict[str, object]], context: str) -> dict[str, object] | None:
@@ -148,4 +158,7 @@ def _run_id(url: object, server_url: str, repository: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-__all__ = ["TERMINAL_STATES", "WRITE_PERMISSIONS", "ApiApprovals", "Approvals", "EventApprovals", "TrustedVerdict", "digests_in", "first_seen", "latest", "reproduction_verdict", "short_digest"]
+__all__ = [
+    "TERMINAL_STATES", "WRITE_PERMISSIONS", "ApiApprovals", "Approvals", "EventApprovals", "RebuildSource", "TrustedVerdict",
+    "digests_in", "first_seen", "latest", "reproduction_verdict", "short_digest",
+]
