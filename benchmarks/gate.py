@@ -64,7 +64,8 @@ def main() -> None:
             if done.returncode != 0:
                 raise SystemExit(done.stdout + done.stderr)
             calls = len(fake.requests)
-    print(f"reprogate gate, lock-file PR: {min(times):.2f} s (best of {args.repeat}), {calls} API calls: {', '.join(dict.fromkeys(r[3] for r in fake.requests))}")
+    operations = ", ".join(dict.fromkeys(r[3] for r in fake.requests))
+    print(f"reprogate gate, lock-file PR: {min(times):.2f} s (best of {args.repeat}), {calls} API calls: {operations}")
     print("(default client settings: writes beyond the first 5 of a run are spaced 1 s apart; a gate makes 3)")
 
 

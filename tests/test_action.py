@@ -85,13 +85,29 @@ def test_status_posts_every_verdict_in_a_folder(fake_venv: Path, tmp_path: Path)
         folder.mkdir(parents=True)
         (folder / "verdict.json").write_text("{}")
     records = json.dumps(["a.yaml", "b.yaml"])
-    out = run_script(fake_venv, tmp_path, command="status", verdict="verdicts", expect_records=records, also_context="reprogate/baseline", sha="a" * 40, pull_request="5")
+    out = run_script(
+        fake_venv, tmp_path, command="status", verdict="verdicts", expect_records=records, also_context="reprogate/baseline", sha="a" * 40, pull_request="5"
+    )
     assert out[0] == "token=ghs_secret"
     assert out[1:] == [
-        "github", "status",
-        "--from-verdict", "verdicts/reprogate-verdict-0/verdict.json", "--comment-report", "verdicts/reprogate-verdict-0/report.md",
-        "--from-verdict", "verdicts/reprogate-verdict-1/verdict.json", "--comment-report", "verdicts/reprogate-verdict-1/report.md",
-        "--expect-records", records, "--also-context", "reprogate/baseline", "--sha", "a" * 40, "--pr", "5",
+        "github",
+        "status",
+        "--from-verdict",
+        "verdicts/reprogate-verdict-0/verdict.json",
+        "--comment-report",
+        "verdicts/reprogate-verdict-0/report.md",
+        "--from-verdict",
+        "verdicts/reprogate-verdict-1/verdict.json",
+        "--comment-report",
+        "verdicts/reprogate-verdict-1/report.md",
+        "--expect-records",
+        records,
+        "--also-context",
+        "reprogate/baseline",
+        "--sha",
+        "a" * 40,
+        "--pr",
+        "5",
     ]
 
 

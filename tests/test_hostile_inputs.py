@@ -105,8 +105,19 @@ def variants() -> dict[str, dict[str, Content]]:
         "manifest": {
             "big-int": (manifest.replace("bytes: 268435456", f"bytes: {BIG}"), ".yaml"),
             "kind-list": (manifest.replace("kind: DatasetManifest", "kind: [DatasetManifest]"), ".yaml"),
-            "nul-name": (json.dumps({"apiVersion": "reprogate/v1", "kind": "DatasetManifest", "id": "x", "version": "1", "algorithm": "sha256",
-                                     "shards": [{"name": "a\u0000b", "bytes": 1, "checksum": "sha256:" + "0" * 64}]}), ".json"),
+            "nul-name": (
+                json.dumps(
+                    {
+                        "apiVersion": "reprogate/v1",
+                        "kind": "DatasetManifest",
+                        "id": "x",
+                        "version": "1",
+                        "algorithm": "sha256",
+                        "shards": [{"name": "a\u0000b", "bytes": 1, "checksum": "sha256:" + "0" * 64}],
+                    }
+                ),
+                ".json",
+            ),
             "fifo": (None, ".yaml"),
             "wrong-type": ("- 1\n- 2\n", ".yaml"),
         },
@@ -167,7 +178,10 @@ def _verdict() -> dict:
 
 def _event() -> dict:
     return {
-        "action": "opened", "number": 2, "sender": {"login": "octocat"}, "repository": {"full_name": "octo/repro", "default_branch": "main"},
+        "action": "opened",
+        "number": 2,
+        "sender": {"login": "octocat"},
+        "repository": {"full_name": "octo/repro", "default_branch": "main"},
         "pull_request": {"number": 2, "labels": [], "head": {"sha": "a" * 40, "repo": {"full_name": "octo/repro"}}, "base": {"sha": "b" * 40, "ref": "main"}},
     }
 
@@ -193,18 +207,38 @@ def cases() -> list[Case]:
     found = [Case(command, args, "record", v, overrides.get(v, 2)) for command, (args, overrides) in RECORD_COMMANDS.items() for v in RECORD_VARIANTS]
     found += [Case("report", ("report", "{input}"), "verdict", v, 2) for v in ("big-int", "surrogate", "fifo", "wrong-type", "empty")]
     found += [Case("compare", ("compare", "{input}", "{input}"), "trace", v, 2) for v in ("big-int", "surrogate", "wrong-type", "fifo", "not-utf8")]
-    found += [Case("dataset verify", ("dataset", "verify", "{input}"), "manifest", v, {"nul-name": 1}.get(v, 2)) for v in ("big-int", "kind-list", "nul-name", "fifo", "wrong-type")]
-    found += [Case("dataset manifest --base", ("dataset", "manifest", "{project}/tiny/data", "-o", "{case}/out.yaml", "--base", "{input}"), "manifest", v, 2) for v in ("big-int", "fifo", "wrong-type")]
-    found += [Case("dataset manifest", ("dataset", "manifest", "{input}", "-o", "{case}/out.yaml"), "folder", "with-fifo", 0)]  # the FIFO is skipped, not waited on
-    found += [Case("dataset from-dvc", ("dataset", "from-dvc", "{input}", "-o", "{case}/dvc.yaml"), "dvc", v, 2) for v in ("big-int", "wrong-type", "fifo", "not-utf8")]
+    found += [
+        Case("dataset verify", ("dataset", "verify", "{input}"), "manifest", v, {"nul-name": 1}.get(v, 2))
+        for v in ("big-int", "kind-list", "nul-name", "fifo", "wrong-type")
+    ]
+    found += [
+        Case("dataset manifest --base", ("dataset", "manifest", "{project}/tiny/data", "-o", "{case}/out.yaml", "--base", "{input}"), "manifest", v, 2)
+        for v in ("big-int", "fifo", "wrong-type")
+    ]
+    found += [
+        Case("dataset manifest", ("dataset", "manifest", "{input}", "-o", "{case}/out.yaml"), "folder", "with-fifo", 0)
+    ]  # the FIFO is skipped, not waited on
+    found += [
+        Case("dataset from-dvc", ("dataset", "from-dvc", "{input}", "-o", "{case}/dvc.yaml"), "dvc", v, 2)
+        for v in ("big-int", "wrong-type", "fifo", "not-utf8")
+    ]
     found += [Case("detect --files-from", ("detect", "--files-from", "{input}"), "files", v, 2) for v in ("wrong-type", "surrogate", "fifo", "big-int")]
-    found += [Case("detect --config", ("detect", "--base", "HEAD", "--config", "{input}"), "config", v, {"kind-list": 1}.get(v, 2)) for v in ("kind-list", "big-int", "fifo")]
+    found += [
+        Case("detect --config", ("detect", "--base", "HEAD", "--config", "{input}"), "config", v, {"kind-list": 1}.get(v, 2))
+        for v in ("kind-list", "big-int", "fifo")
+    ]
     found += [Case("dockerfile pins", ("dockerfile", "pins", "{input}"), "dockerfile", v, 2) for v in ("fifo", "not-utf8", "nul", "long-line")]
     found += [Case("gate", ("gate", "--repo", "{project}"), "event", v, 2) for v in ("big-int", "surrogate", "wrong-type", "fifo", "empty")]
-    found += [Case("github status", ("github", "status", "--from-verdict", "{input}", "--sha", "c" * 40), "verdict", v, 0) for v in ("big-int", "surrogate", "fifo", "wrong-type", "empty")]
+    found += [
+        Case("github status", ("github", "status", "--from-verdict", "{input}", "--sha", "c" * 40), "verdict", v, 0)
+        for v in ("big-int", "surrogate", "fifo", "wrong-type", "empty")
+    ]
     found += [Case("github comment", ("github", "comment", "--pr", "2", "--body-file", "{input}"), "body", v, 2) for v in ("fifo", "not-utf8")]
     found += [Case("validate", ("validate", "{input}"), "folder", "empty", 2)]
-    found += [Case("validate", ("validate", "{input}"), "manifest", v, {"kind-list": 1, "nul-name": 1, "wrong-type": 0}.get(v, 2)) for v in ("big-int", "kind-list", "nul-name", "fifo", "wrong-type")]
+    found += [
+        Case("validate", ("validate", "{input}"), "manifest", v, {"kind-list": 1, "nul-name": 1, "wrong-type": 0}.get(v, 2))
+        for v in ("big-int", "kind-list", "nul-name", "fifo", "wrong-type")
+    ]
     return found
 
 
@@ -222,8 +256,11 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory, github: object) -> dict[C
     git(project, "commit", "-q", "-m", "base")
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "REPROGATE_"))},
-        "GITHUB_REPOSITORY": "octo/repro", "GITHUB_TOKEN": "ghs_" + "HostileInputToken0123456789abcdef", "GITHUB_API_URL": github.url,  # type: ignore[attr-defined]
-        "GITHUB_EVENT_NAME": "pull_request", "REPROGATE_GITHUB_WRITE_INTERVAL": "0",
+        "GITHUB_REPOSITORY": "octo/repro",
+        "GITHUB_TOKEN": "ghs_" + "HostileInputToken0123456789abcdef",
+        "GITHUB_API_URL": github.url,  # type: ignore[attr-defined]
+        "GITHUB_EVENT_NAME": "pull_request",
+        "REPROGATE_GITHUB_WRITE_INTERVAL": "0",
     }
 
     def run(numbered: tuple[int, Case]) -> tuple[Case, tuple[Outcome, Path]]:
@@ -233,7 +270,9 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory, github: object) -> dict[C
         args = [a.replace("{input}", str(target)).replace("{case}", str(folder)).replace("{project}", str(project)) for a in case.args]
         case_env = dict(env, GITHUB_EVENT_PATH=str(target)) if case.command == "gate" else env
         try:
-            done = subprocess.run([sys.executable, "-m", "reprogate", *args], cwd=project, env=case_env, capture_output=True, text=True, timeout=HANG_SECONDS, check=False)
+            done = subprocess.run(
+                [sys.executable, "-m", "reprogate", *args], cwd=project, env=case_env, capture_output=True, text=True, timeout=HANG_SECONDS, check=False
+            )
             return case, (Outcome(done.returncode, done.stdout + done.stderr), target)
         except subprocess.TimeoutExpired as exc:
             return case, (Outcome(None, str(exc.stdout or "") + str(exc.stderr or "")), target)
@@ -271,7 +310,10 @@ def test_tally(outcomes: dict[Case, tuple[Outcome, Path]], capsys: pytest.Captur
     tracebacks = [c for c, (o, _) in outcomes.items() if "Traceback" in o.output]
     wrong = [c for c, (o, _) in outcomes.items() if o.code is not None and o.code != c.expected]
     with capsys.disabled():
-        print(f"\nhostile inputs: {len(outcomes)} cases over {len({c.command for c in outcomes})} commands; hangs {len(hangs)}, tracebacks {len(tracebacks)}, wrong exit codes {len(wrong)}")
+        print(
+            f"\nhostile inputs: {len(outcomes)} cases over {len({c.command for c in outcomes})} commands; "
+            f"hangs {len(hangs)}, tracebacks {len(tracebacks)}, wrong exit codes {len(wrong)}"
+        )
     assert (hangs, tracebacks, wrong) == ([], [], [])
 
 
@@ -288,12 +330,33 @@ def _full_disk_runs(tmp_path: Path) -> list[tuple[str, subprocess.CompletedProce
     out = tmp_path / "written.yaml"
     runs = []
     for name, args, env, limit, target in (
-        ("validate to a full $GITHUB_OUTPUT", ("validate", "--format", "github", str(EXAMPLES / "records")), dict(base, GITHUB_OUTPUT="/dev/full"), None, Path("/dev/full")),
-        ("validate to a full step summary", ("validate", "--format", "github", str(EXAMPLES / "records")), dict(base, GITHUB_STEP_SUMMARY="/dev/full"), None, Path("/dev/full")),
+        (
+            "validate to a full $GITHUB_OUTPUT",
+            ("validate", "--format", "github", str(EXAMPLES / "records")),
+            dict(base, GITHUB_OUTPUT="/dev/full"),
+            None,
+            Path("/dev/full"),
+        ),
+        (
+            "validate to a full step summary",
+            ("validate", "--format", "github", str(EXAMPLES / "records")),
+            dict(base, GITHUB_STEP_SUMMARY="/dev/full"),
+            None,
+            Path("/dev/full"),
+        ),
         ("dataset manifest to a full disk", ("dataset", "manifest", str(EXAMPLES / "tiny" / "data"), "-o", str(out)), base, small_files, out),
         ("capture to a full disk", ("capture", "--no-framework", "-o", str(out)), base, small_files, out),
     ):
-        done = subprocess.run([sys.executable, "-m", "reprogate", *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=HANG_SECONDS, preexec_fn=limit, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "reprogate", *args],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=HANG_SECONDS,
+            preexec_fn=limit,
+            check=False,
+        )
         runs.append((name, done, target))
     return runs
 

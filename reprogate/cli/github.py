@@ -11,11 +11,19 @@ from reprogate.cli.common import finish, format_option
 
 @click.command()
 @click.option("--repo", type=click.Path(file_okay=False, exists=True, path_type=Path), default=Path("."), show_default=True, help="The checked-out repository (fetch-depth: 0).")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Where .reprogate.yaml lives (default: in --repo); it is always read as the base revision has it.")
-@click.option("--mode", type=click.Choice(["full", "compute", "publish"]), default="full", show_default=True,
-              help="full: judge and post (one workflow, private repositories); compute: judge and annotate only, write --result-file (unprivileged pull_request "
-              "workflow); publish: read the pull request number from --result-file and post (privileged workflow_run workflow).")
-@click.option("--result-file", type=click.Path(dir_okay=False, path_type=Path), default=None, help="compute: where to write the result for the privileged workflow; publish: the result to read.")
+@click.option(
+    "--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="Where .reprogate.yaml lives (default: in --repo); it is always read as the base revision has it.",
+)
+@click.option(
+    "--mode", type=click.Choice(["full", "compute", "publish"]), default="full", show_default=True,
+    help="full: judge and post (one workflow, private repositories); compute: judge and annotate only, write --result-file "
+    "(unprivileged pull_request workflow); publish: read the pull request number from --result-file and post (privileged workflow_run workflow).",
+)
+@click.option(
+    "--result-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="compute: where to write the result for the privileged workflow; publish: the result to read.",
+)
 @format_option("github")
 def gate(repo: Path, config_path: Path | None, mode: str, result_file: Path | None, fmt: str) -> None:
     """Pull-request flow: validate, detect, dispatch, pending status."""
@@ -31,15 +39,23 @@ def github() -> None:
 
 @github.command("status")
 @click.option("--state", type=click.Choice(["pending", "success", "failure", "error"]), default=None, help="The state to post (or derive it with --from-verdict).")
-@click.option("--from-verdict", "verdicts", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="Post the one terminal state of the rebuild's verdicts (repeatable; error if any is missing or unreadable: the rebuild never finished).")
-@click.option("--expect-records", default=None, metavar="JSON", help="The records the rebuild was dispatched for (a JSON list); a record without a verdict makes the state error.")
+@click.option(
+    "--from-verdict", "verdicts", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+    help="Post the one terminal state of the rebuild's verdicts (repeatable; error if any is missing or unreadable: the rebuild never finished).",
+)
+@click.option(
+    "--expect-records", default=None, metavar="JSON",
+    help="The records the rebuild was dispatched for (a JSON list); a record without a verdict makes the state error.",
+)
 @click.option("--description", default="", help="Status text (cut to GitHub's 140 characters).")
 @click.option("--context", default=None, help="Status context (default from .reprogate.yaml: reprogate/reproduction).")
 @click.option("--also-context", default=None, help="Post the same state on this context too (the baseline status of a promotion rebuild).")
 @click.option("--sha", default=None, help="Commit (default GITHUB_SHA).")
 @click.option("--target-url", default=None, help="Link from the status (default: this workflow run).")
-@click.option("--comment-report", "reports", multiple=True, type=click.Path(dir_okay=False, path_type=Path), help="Also upsert these Markdown reports as the PR comment (needs --pr).")
+@click.option(
+    "--comment-report", "reports", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+    help="Also upsert these Markdown reports as the PR comment (needs --pr).",
+)
 @click.option("--pr", type=click.IntRange(min=1), default=None, help="Pull request number for --comment-report.")
 def github_status(state: str | None, verdicts: tuple[Path, ...], expect_records: str | None, description: str, context: str | None, also_context: str | None,
                   sha: str | None, target_url: str | None, reports: tuple[Path, ...], pr: int | None) -> None:

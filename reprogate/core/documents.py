@@ -294,7 +294,8 @@ def parse_json(text: str, display: str, pairs: Any = None) -> Any:
     if _SURROGATE_ESCAPE.search(text):
         where = _surrogate_path(data, ())
         if where is not None:
-            raise _error(display, "not-unicode", f"{field_path(where) or 'a value'} holds an unpaired UTF-16 surrogate escape: not valid Unicode", hint="write the character itself, or a complete surrogate pair")
+            message = f"{field_path(where) or 'a value'} holds an unpaired UTF-16 surrogate escape: not valid Unicode"
+            raise _error(display, "not-unicode", message, hint="write the character itself, or a complete surrogate pair")
     return data
 
 
@@ -443,7 +444,8 @@ class _Builder:
         try:
             return self._convert(node)
         except ValueError:  # Python refuses to convert integers of more than 4,300 digits
-            raise _error(self.display, "bad-scalar", f"an integer of {len(node.value):,} digits is longer than the {MAX_INT_DIGITS:,} digits reprogate reads", _mark(node.start_mark)) from None
+            message = f"an integer of {len(node.value):,} digits is longer than the {MAX_INT_DIGITS:,} digits reprogate reads"
+            raise _error(self.display, "bad-scalar", message, _mark(node.start_mark)) from None
 
     def _convert(self, node: Any) -> Any:
         tag, value = node.tag, node.value

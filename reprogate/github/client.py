@@ -95,7 +95,9 @@ class GitHubClient:
         if reply.status in expect:
             return reply
         if reply.status in self.policy.retry_statuses:
-            raise GitHubUnreachable(f"{method} {path}: still HTTP {reply.status} after {self.policy.retries + 1} attempts", )
+            raise GitHubUnreachable(
+                f"{method} {path}: still HTTP {reply.status} after {self.policy.retries + 1} attempts",
+            )
         if reply.status in (403, 429) and reply.headers.get("x-ratelimit-remaining") == "0":
             raise GitHubUnreachable(f"{method} {path}: rate limit exhausted until {reply.headers.get('x-ratelimit-reset', 'its reset')} (epoch seconds)")
         raise GitHubError(f"{method} {path}: HTTP {reply.status}: {_message(reply)}", reply.status)

@@ -97,7 +97,9 @@ class _Reader:
 
     def fail(self, where: str, expected: str, value: Any) -> UsageError:
         got = "missing" if value is None else f"a {type(value).__name__}"
-        return UsageError(f"{self.source}: {where}: expected {expected}, found {got}", hint="the event file is not the GitHub event this workflow was triggered by")
+        return UsageError(
+            f"{self.source}: {where}: expected {expected}, found {got}", hint="the event file is not the GitHub event this workflow was triggered by"
+        )
 
     def obj(self, data: Any, key: str, where: str, optional: bool = False) -> dict[str, Any]:
         value = data.get(key) if isinstance(data, dict) else None
@@ -196,7 +198,9 @@ def _pull_request(r: _Reader, payload: dict[str, Any], repository: str, default_
     labels_raw = pr.get("labels", [])
     if not isinstance(labels_raw, list):
         raise r.fail("pull_request.labels", "a list", labels_raw)
-    labels = tuple(r.text(label, "name", f"pull_request.labels[{i}]") if isinstance(label, dict) else _bad_label(r, i, label) for i, label in enumerate(labels_raw))
+    labels = tuple(
+        r.text(label, "name", f"pull_request.labels[{i}]") if isinstance(label, dict) else _bad_label(r, i, label) for i, label in enumerate(labels_raw)
+    )
     label_obj = r.obj(payload, "label", "", optional=True)
     number = payload.get("number", pr.get("number"))
     return PullRequestEvent(

@@ -137,7 +137,9 @@ def run_gate(event: Event, settings: Settings, client: GitHubClient | None) -> G
         gate.release_push(event)
     else:
         name = event.name if isinstance(event, OtherEvent) else type(event).__name__
-        outcome.messages.append(f"event {name!r}: nothing to gate (pull_request, merge_group, workflow_run with --mode publish, and push to release branches are)")
+        outcome.messages.append(
+            f"event {name!r}: nothing to gate (pull_request, merge_group, workflow_run with --mode publish, and push to release branches are)"
+        )
     return outcome
 
 
@@ -159,8 +161,16 @@ def _compute(event: Event, settings: Settings, outcome: GateOutcome) -> GateOutc
 
         # Only `pull_request` is read by the privileged half, and checked through the API there;
         # the rest is for people reading the artifact.
-        result = {"apiVersion": "reprogate/v1", "kind": RESULT_KIND, "pull_request": subject.number, "head_sha": subject.head, "base_sha": subject.base,
-                  "layers": found.detection.layers, "rebuild_required": bool(found.reasons), "records": found.touched}
+        result = {
+            "apiVersion": "reprogate/v1",
+            "kind": RESULT_KIND,
+            "pull_request": subject.number,
+            "head_sha": subject.head,
+            "base_sha": subject.base,
+            "layers": found.detection.layers,
+            "rebuild_required": bool(found.reasons),
+            "records": found.touched,
+        }
         atomic_write(settings.result_file, json.dumps(result, indent=2) + "\n")
         outcome.messages.append(f"wrote {settings.result_file} for the privileged workflow (pull request #{subject.number})")
     if found.invalid:
@@ -178,15 +188,31 @@ def _base_config(settings: Settings, base: str, folder: Path | None = None) -> C
 def _report_assessment(found: Assessment, outcome: GateOutcome) -> None:
     from reprogate.output import workflow
 
-    outcome.outputs.update({"layers": ",".join(found.detection.layers), "rebuild-required": "true" if found.reasons else "false", "records": ",".join(found.touched), "drift": ",".join(found.drift)})
+    outcome.outputs.update(
+        {
+            "layers": ",".join(found.detection.layers),
+            "rebuild-required": "true" if found.reasons else "false",
+            "records": ",".join(found.touched),
+            "drift": ",".join(found.drift),
+        }
+    )
     for line in found.invalid:
         outcome.messages.append(f"invalid record: {line}")
     for reason in found.reasons:
         outcome.messages.append(f"rebuild required: {reason}")
     if found.config_changed:
-        outcome.annotations.append(workflow.annotation("notice", f"this pull request changes {found.config_rel}; the gate uses the base branch's version, and the change itself needs a rebuild", found.config_rel, title="reprogate: configuration changed"))
+        outcome.annotations.append(
+            workflow.annotation(
+                "notice",
+                f"this pull request changes {found.config_rel}; the gate uses the base branch's version, and the change itself needs a rebuild",
+                found.config_rel,
+                title="reprogate: configuration changed",
+            )
+        )
     for item in found.drift_findings[: workflow.ANNOTATIONS_PER_LEVEL]:  # the rest are in the comment and the outputs
-        outcome.annotations.append(workflow.annotation("notice", item.message, item.path, item.location.line, item.location.col, title="reprogate: environment drift"))
+        outcome.annotations.append(
+            workflow.annotation("notice", item.message, item.path, item.location.line, item.location.col, title="reprogate: environment drift")
+        )
 
 
 @dataclass
@@ -208,7 +234,8 @@ class Gate:
             self._drop_stale_labels(subject, config, {config.rebuild_label: asked_rebuild, config.baseline_label: asked_baseline})
         if current is not None and not (asked_rebuild or asked_baseline):
             self.outcome.messages.append(
-                f"{config.status_context} is already {current.get('state')} on {subject.head[:12]}; this event changes nothing that is built, so nothing is posted"
+                f"{config.status_context} is already {current.get('state')} on {subject.head[:12]}; "
+                "this event changes nothing that is built, so nothing is posted"
             )
             return
         found = assess(self.settings.repo, self.settings.config_path, config, subject.base, subject.head, tree or self.settings.repo)
@@ -255,14 +282,18 @@ class Gate:
         plan.reproduction_on_dispatch = current not in TERMINAL_STATES
         if current in TERMINAL_STATES:
             plan.comment.append(f"A rebuild was asked for again; `{config.status_context}` keeps its {current} until the rebuild posts its verdict.")
-            self.outcome.messages.append(f"kept {config.status_context} = {current}: a terminal status is never replaced by pending; the rebuild posts the new one")
+            self.outcome.messages.append(
+                f"kept {config.status_context} = {current}: a terminal status is never replaced by pending; the rebuild posts the new one"
+            )
 
     def _plan_baseline(self, plan: Plan, found: Assessment, subject: Subject, config: Config, statuses: list[dict[str, Any]]) -> None:
         if not found.promoted:
             plan.baseline = ("failure", f"the {config.baseline_label} label is on, but the pull request promotes no record")
             self.outcome.code = ExitCode.FAILED
             return
-        source = RebuildSource(subject.repository, self.settings.server_url, config.rebuild_workflow, config.rebuild_ref or subject.default_branch, config.status_context)
+        source = RebuildSource(
+            subject.repository, self.settings.server_url, config.rebuild_workflow, config.rebuild_ref or subject.default_branch, config.status_context
+        )
         verdict = reproduction_verdict(self.client, source, statuses)
         needed = {short_digest(digest) for digest in found.promoted.values()}
         if verdict.trusted_run and needed <= verdict.digests:
@@ -282,7 +313,10 @@ class Gate:
         if plan.records:
             url = self._dispatch(plan, subject, config, found)
             if plan.reproduction_on_dispatch:
-                plan.reproduction = ("pending", f"rebuild of {len(plan.records)} record(s) dispatched ({', '.join(found.reasons) or 'asked for by label'})"[:140])
+                plan.reproduction = (
+                    "pending",
+                    f"rebuild of {len(plan.records)} record(s) dispatched ({', '.join(found.reasons) or 'asked for by label'})"[:140],
+                )
         if plan.reproduction is not None:
             state, text = plan.reproduction
             if state == "pending" and current in TERMINAL_STATES:
@@ -304,7 +338,13 @@ class Gate:
         ref = config.rebuild_ref or subject.default_branch
         correlation = f"reprogate-{subject.head[:12]}-{os.urandom(3).hex()}"
         since = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        inputs = {"records": json.dumps(plan.records), "sha": subject.head, "pr": str(subject.number or ""), "correlation": correlation, "baseline": "true" if plan.baseline_dispatch else "false"}
+        inputs = {
+            "records": json.dumps(plan.records),
+            "sha": subject.head,
+            "pr": str(subject.number or ""),
+            "correlation": correlation,
+            "baseline": "true" if plan.baseline_dispatch else "false",
+        }
         run = self.client.dispatch(subject.repository, config.rebuild_workflow, ref, inputs)
         url = run.get("html_url") if isinstance(run.get("html_url"), str) else None
         if not url:
@@ -333,7 +373,10 @@ class Gate:
         top = self.settings.repo
         for sha, what in ((subject.head, "head"), (subject.base, "base")):
             if not has_commit(top, sha):
-                raise UsageError(f"the pull request's {what} commit {sha[:12]} is not in {top}", hint=f"fetch it first: git fetch origin refs/pull/{number}/head (and fetch-depth: 0)")
+                raise UsageError(
+                    f"the pull request's {what} commit {sha[:12]} is not in {top}",
+                    hint=f"fetch it first: git fetch origin refs/pull/{number}/head (and fetch-depth: 0)",
+                )
         config = _base_config(self.settings, subject.base)
         statuses = self.client.statuses(subject.repository, subject.head)
         approvals = ApiApprovals(self.client, subject.repository, number, subject.labels, first_seen(statuses, config.status_context))
@@ -356,7 +399,10 @@ class Gate:
             self.outcome.messages.append(f"{branch} @ {event.after[:12]}: reproduction is green")
             return
         self.outcome.code = ExitCode.FAILED
-        self.outcome.messages.append(f"{branch} @ {event.after[:12]}: no green {config.status_context} status ({mine.get('state') if mine else 'none'}); a release needs a passing reproduction")
+        self.outcome.messages.append(
+            f"{branch} @ {event.after[:12]}: no green {config.status_context} status ({mine.get('state') if mine else 'none'}); "
+            "a release needs a passing reproduction"
+        )
 
 
 def read_result_number(path: Path | None) -> int:
@@ -414,7 +460,13 @@ def comment(found: Assessment, plan: Plan, url: str | None) -> str:
         lines.append("")
     lines += plan.comment
     if found.config_changed:
-        lines += ["", f"**This pull request changes {_code(found.config_rel)}.** The gate used the base branch's version; the change takes effect once merged, and counts as a watched change."]
+        lines += [
+            "",
+            (
+                f"**This pull request changes {_code(found.config_rel)}.** The gate used the base branch's version; "
+                "the change takes effect once merged, and counts as a watched change."
+            ),
+        ]
     if found.drift_findings:
         lines += ["", "Environment drift (the pull request changes what the reference ran in; the rebuild uses the pull request's environment):"]
         lines += [f"- {_code(d.path)} {_code(d.field)}: {d.message.replace(chr(10), ' ')}" for d in found.drift_findings[:50]]

@@ -84,7 +84,7 @@ class ApiApprovals:
             return False
         if self._events is None:
             self._events = self.client.issue_events(self.repository, self.number)
-        applied = [e for e in self._events if e.get("event") == "labeled" and isinstance(e.get("label"), dict) and e["label"].get("name") == label]  # type: ignore[union-attr]
+        applied = [e for e in self._events if e.get("event") == "labeled" and _label_name(e) == label]
         if not applied:
             return False
         last = applied[-1]
@@ -96,6 +96,11 @@ class ApiApprovals:
             return True
         self.denied.append(f"{login} applied {label} without write permission: ignored")
         return False
+
+
+def _label_name(event: dict[str, object]) -> object:
+    label = event.get("label")
+    return label.get("name") if isinstance(label, dict) else None
 
 
 @dataclass(frozen=True)
@@ -159,6 +164,16 @@ def _run_id(url: object, server_url: str, repository: str) -> int | None:
 
 
 __all__ = [
-    "TERMINAL_STATES", "WRITE_PERMISSIONS", "ApiApprovals", "Approvals", "EventApprovals", "RebuildSource", "TrustedVerdict",
-    "digests_in", "first_seen", "latest", "reproduction_verdict", "short_digest",
+    "TERMINAL_STATES",
+    "WRITE_PERMISSIONS",
+    "ApiApprovals",
+    "Approvals",
+    "EventApprovals",
+    "RebuildSource",
+    "TrustedVerdict",
+    "digests_in",
+    "first_seen",
+    "latest",
+    "reproduction_verdict",
+    "short_digest",
 ]

@@ -94,7 +94,8 @@ def parse_reference(ref: str) -> Reference:
         registry, repository = "docker.io", name
     if registry == "docker.io" and "/" not in repository:
         repository = f"library/{repository}"
-    if not re.match(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$", repository) or len(f"{registry}/{repository}") > MAX_NAME:
+    component = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+    if not re.match(rf"^{component}(?:/{component})*$", repository) or len(f"{registry}/{repository}") > MAX_NAME:
         raise InvalidReference(f"{shown}: {repository[:80]!r} is not a valid repository name")
     if tag is not None and not _TAG.match(tag):
         raise InvalidReference(f"{shown}: {tag[:40]!r} is not a valid tag")

@@ -88,7 +88,11 @@ def render_github(report: "Report", verbose: bool = False) -> CommandResult:
     return CommandResult(
         report.exit_code,
         [*annotate(findings), _summary(report)],
-        outputs={"valid": "true" if report.exit_code == 0 else "false", "documents": str(len(report.checked)), "drift": ",".join(f"{d.path}:{d.field}" for d in report.drift)},
+        outputs={
+            "valid": "true" if report.exit_code == 0 else "false",
+            "documents": str(len(report.checked)),
+            "drift": ",".join(f"{d.path}:{d.field}" for d in report.drift),
+        },
         summary=summary_markdown("reprogate validate", report.exit_code == 0, _summary(report), findings),
     )
 

@@ -99,7 +99,11 @@ def _read_traces(paths: list[Path]) -> list[dict[str, Any]]:
             if not isinstance(event, dict):
                 raise UsageError(f"{where}: a trace line is a JSON object, not a {type(event).__name__}")
             events.append(event)
-    return sorted(events, key=lambda e: (str(e.get("type", "")), e.get("step", -1) if isinstance(e.get("step"), int) else -1, e.get("rank", 0) if isinstance(e.get("rank"), int) else 0, str(e.get("name", ""))))
+    def order(e: dict[str, Any]) -> tuple[str, int, int, str]:
+        step, rank = e.get("step", -1), e.get("rank", 0)
+        return str(e.get("type", "")), step if isinstance(step, int) else -1, rank if isinstance(rank, int) else 0, str(e.get("name", ""))
+
+    return sorted(events, key=order)
 
 
 def compare_command(reference: Path, rebuilt: list[Path], tolerance: tuple[float, float] | None, tensors: list[str], first: int, last: int | None) -> CommandResult:

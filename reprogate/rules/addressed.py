@@ -31,7 +31,8 @@ def resolve(ctx: RuleContext, rel: str) -> Path:
         if real != root and root not in real.parents:
             raise AddressError("path-outside-root", f"{rel[:200]!r} resolves outside the repository root {display_path(root)}")
         if not candidate.exists():
-            raise AddressError("file-missing", f"addressed file {rel[:200]!r} does not exist (looked in {display_path(root)})", "commit the file, or fix the path (paths are relative to the repository root)")
+            hint = "commit the file, or fix the path (paths are relative to the repository root)"
+            raise AddressError("file-missing", f"addressed file {rel[:200]!r} does not exist (looked in {display_path(root)})", hint)
         if not real.is_file():
             raise AddressError("not-a-file", f"addressed path {rel[:200]!r} is not a regular file")
     except (OSError, ValueError) as exc:  # a NUL in the path, a name too long for the file system

@@ -112,7 +112,13 @@ def classify(doc: Document, filename: str) -> tuple[str | None, list[Diagnostic]
         return "Config", []
     if not known_kind:
         return "?", [
-            Diagnostic(doc.path, f"unknown kind {str(kind)[:100]!r}; expected one of {', '.join(SCHEMA_FILES)}", "unknown-kind", location=doc.locate(("kind",)), field="kind")
+            Diagnostic(
+                doc.path,
+                f"unknown kind {str(kind)[:100]!r}; expected one of {', '.join(SCHEMA_FILES)}",
+                "unknown-kind",
+                location=doc.locate(("kind",)),
+                field="kind",
+            )
         ]
     return kind, []
 
@@ -184,6 +190,7 @@ def validate(args: list[str], options: Options) -> Report:
         # a folder or glob that holds no record is a mistake, not a pass; a file named explicitly
         # and skipped (pre-commit passes every YAML file) is fine
         where = ", ".join(args)[:300]
-        report.problems.append(Diagnostic(where, f"no reprogate document found in {where}", "no-documents", hint="name the folder that holds the records, or add `records:` globs to .reprogate.yaml"))
+        hint = "name the folder that holds the records, or add `records:` globs to .reprogate.yaml"
+        report.problems.append(Diagnostic(where, f"no reprogate document found in {where}", "no-documents", hint=hint))
         report.problems_code = ExitCode.USAGE
     return report

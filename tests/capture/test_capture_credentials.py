@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
+from support import EXAMPLES, edit_record, git
 
 from reprogate.capture import without_credentials
 from reprogate.core.redact import looks_secret, strip_credentials
-from support import EXAMPLES, edit_record, git
 
 Cli = Callable[..., Result]
 PASSWORD = "pa/ss-w0rd-with-slash"
@@ -65,8 +65,13 @@ def test_capture_writes_no_url_credential_and_the_record_still_validates(repo: P
     }
     record = repo / "records" / "startup.yaml"
     out = tmp_path / "capture.yaml"
-    done = subprocess.run([sys.executable, "-m", "reprogate", "capture", "--no-framework", "-o", str(out), "--into", str(record), "--root", str(repo)],
-                          capture_output=True, env=env, cwd=repo, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "reprogate", "capture", "--no-framework", "-o", str(out), "--into", str(record), "--root", str(repo)],
+        capture_output=True,
+        env=env,
+        cwd=repo,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr.decode()
     written = out.read_bytes() + record.read_bytes() + done.stdout + done.stderr
     for secret in (PASSWORD, "pa/ss", "hunter2", "t0k3n", "deploy:"):

@@ -131,7 +131,9 @@ def test_a_redirect_loop_is_exit_3_for_the_api(cli: Cli, monkeypatch: pytest.Mon
         (("github", "status", "--state", "success"), "a string"),
     ],
 )
-def test_api_answers_of_the_wrong_json_type_are_exit_3(cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, args: tuple[str, ...], answer: object) -> None:
+def test_api_answers_of_the_wrong_json_type_are_exit_3(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, args: tuple[str, ...], answer: object
+) -> None:
     body = tmp_path / "body.md"
     body.write_text("hello\n")
     status = 201 if args[1] == "status" else 200

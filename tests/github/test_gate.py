@@ -153,3 +153,27 @@ def test_writes_beyond_a_burst_are_spaced(github: FakeGitHub, monkeypatch: pytes
         gh.create_status(REPOSITORY, "a" * 40, "pending", f"ctx-{i}", "x")
     assert len(waits) == 2 and all(0 < w <= 1.0 for w in waits)  # the 6th and 7th writes waited
     assert gh.calls == 7
+
+
+def test_a_configuration_in_a_subfolder_dispatches_repository_paths(cli: Cli, github: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    from support import EXAMPLES
+    from support.gate import dispatches, gate_env
+
+    top = tmp_path / "mono"
+    shutil.copytree(EXAMPLES, top / "ml")
+    (top / "README.md").write_text("a repository holding an ML project in ml/\n")
+    git(top, "init", "-q", "-b", "main")
+    git(top, "add", "-A")
+    git(top, "commit", "-q", "-m", "base")
+    base, head = commit(top, lambda r: (r / "ml" / "Dockerfile").write_text((r / "ml" / "Dockerfile").read_text() + "\nENV EXTRA=1\n"))
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps(pr_event("opened", base, head)))
+    for key, value in gate_env(github, tmp_path, "pull_request", event).items():
+        monkeypatch.setenv(key, value)
+    result = cli("gate", "--repo", str(top), "--config", str(top / "ml" / ".reprogate.yaml"))
+    assert result.exit_code == 0, result.output
+    (sent,) = dispatches(github)
+    assert json.loads(sent["inputs"]["records"]) == ["ml/records/behavioral.yaml", "ml/records/drill.yaml"]
+    assert statuses(github) == [("reprogate/reproduction", "pending")]

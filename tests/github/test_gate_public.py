@@ -62,7 +62,9 @@ def publish(cli: Cli, github: FakeGitHub, repo: Path, tmp_path: Path, monkeypatc
         event_path.write_text(json.dumps(workflow_run(head, event)))
         result_file = tmp_path / "artifact" / "result.json"
         result_file.parent.mkdir(exist_ok=True)
-        result_file.write_text(result_text if result_text is not None else json.dumps({"apiVersion": "reprogate/v1", "kind": "GateCompute", "pull_request": number}))
+        result_file.write_text(
+            result_text if result_text is not None else json.dumps({"apiVersion": "reprogate/v1", "kind": "GateCompute", "pull_request": number})
+        )
         for key, value in gate_env(github, tmp_path, "workflow_run", event_path).items():
             monkeypatch.setenv(key, value)
         before = git(repo, "rev-parse", "HEAD"), git(repo, "status", "--porcelain")
@@ -167,7 +169,17 @@ def test_publish_refuses_a_pull_request_of_another_repository(publish: Callable[
     assert publish(head).exit_code == 2 and github.statuses == []
 
 
-@pytest.mark.parametrize("text", ["", "[]", '{"kind": "GateCompute", "pull_request": "2; rm -rf /"}', '{"kind": "GateCompute", "pull_request": true}', '{"kind": "GateCompute", "pull_request": -1}', "{"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "[]",
+        '{"kind": "GateCompute", "pull_request": "2; rm -rf /"}',
+        '{"kind": "GateCompute", "pull_request": true}',
+        '{"kind": "GateCompute", "pull_request": -1}',
+        "{",
+    ],
+)
 def test_publish_refuses_a_malformed_result(publish: Callable[..., Result], github: FakeGitHub, repo: Path, text: str) -> None:
     base, head = pr_commit(repo, bump)
     github.add_pull(2, head, base)

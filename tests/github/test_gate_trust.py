@@ -124,7 +124,7 @@ def test_a_success_from_another_workflow_does_not_promote_a_baseline(run_gate: R
     base, head = commit(repo, promote)
     github.permissions["maintainer"] = "write"
     elsewhere = github.add_run(555, path=".github/workflows/anything.yml")
-    digest = startup_digest(repo, head)[len("canonical-v1:sha256:"):][:12]
+    digest = startup_digest(repo, head)[len("canonical-v1:sha256:") :][:12]
     github.post_status(head, "success", "reprogate/reproduction", f"reproduced: startup contract held; record {digest}", elsewhere)
     run_gate(pr_event("labeled", base, head, labels=("reprogate/baseline",), label="reprogate/baseline", sender="maintainer"))
     assert ("reprogate/baseline", "success") not in statuses(github)
@@ -134,7 +134,7 @@ def test_a_success_from_another_workflow_does_not_promote_a_baseline(run_gate: R
 def test_a_passing_rebuild_of_this_head_and_record_promotes_the_baseline(run_gate: Run, github: FakeGitHub, repo: Path) -> None:
     base, head = commit(repo, lambda r: promote(r, forged=False))
     github.permissions["maintainer"] = "write"
-    digest = startup_digest(repo, head)[len("canonical-v1:sha256:"):][:12]
+    digest = startup_digest(repo, head)[len("canonical-v1:sha256:") :][:12]
     github.post_status(head, "success", "reprogate/reproduction", f"reproduced: startup contract held; record {digest}", trusted_run(github))
     result = run_gate(pr_event("labeled", base, head, labels=("reprogate/baseline",), label="reprogate/baseline", sender="maintainer"))
     assert result.exit_code == 0, result.output
@@ -266,7 +266,13 @@ def test_malformed_event_files_are_usage_errors(cli: Callable[..., Result], gith
 def test_status_posts_error_for_every_unreadable_verdict(cli: Callable[..., Result], github: FakeGitHub, tmp_path: Path, monkeypatch) -> None:
     from support.gate import REPOSITORY, TOKEN
 
-    for key, value in {"GITHUB_REPOSITORY": REPOSITORY, "GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": github.url, "GITHUB_SHA": "b" * 40, "REPROGATE_GITHUB_WRITE_INTERVAL": "0"}.items():
+    for key, value in {
+        "GITHUB_REPOSITORY": REPOSITORY,
+        "GITHUB_TOKEN": TOKEN,
+        "GITHUB_API_URL": github.url,
+        "GITHUB_SHA": "b" * 40,
+        "REPROGATE_GITHUB_WRITE_INTERVAL": "0",
+    }.items():
         monkeypatch.setenv(key, value)
     mistyped = make_verdict("pass")
     mistyped["stages"] = "all good"
@@ -285,7 +291,13 @@ def test_status_posts_error_for_every_unreadable_verdict(cli: Callable[..., Resu
 def test_status_of_several_records_is_one_terminal_state(cli: Callable[..., Result], github: FakeGitHub, tmp_path: Path, monkeypatch) -> None:
     from support.gate import REPOSITORY, TOKEN
 
-    for key, value in {"GITHUB_REPOSITORY": REPOSITORY, "GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": github.url, "GITHUB_SHA": "c" * 40, "REPROGATE_GITHUB_WRITE_INTERVAL": "0"}.items():
+    for key, value in {
+        "GITHUB_REPOSITORY": REPOSITORY,
+        "GITHUB_TOKEN": TOKEN,
+        "GITHUB_API_URL": github.url,
+        "GITHUB_SHA": "c" * 40,
+        "REPROGATE_GITHUB_WRITE_INTERVAL": "0",
+    }.items():
         monkeypatch.setenv(key, value)
     paths = []
     for i, (verdict, digest) in enumerate([("pass", "a" * 64), ("pass", "b" * 64)]):

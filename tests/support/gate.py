@@ -90,7 +90,9 @@ def docs_only(repo: Path) -> tuple[str, str]:
     return commit(repo, lambda r: (r / "NOTES.md").write_text("docs\n"))
 
 
-def pr_event(action: str, base: str, head: str, *, fork: bool = False, labels: tuple[str, ...] = (), label: str | None = None, sender: str = "octocat", number: int = 2) -> dict[str, Any]:
+def pr_event(
+    action: str, base: str, head: str, *, fork: bool = False, labels: tuple[str, ...] = (), label: str | None = None, sender: str = "octocat", number: int = 2
+) -> dict[str, Any]:
     try:
         event = webhook("pull_request", action)
     except IndexError:  # GitHub's examples have no `edited`: the opened payload with that action and GitHub's `changes` field
@@ -113,9 +115,15 @@ def pr_event(action: str, base: str, head: str, *, fork: bool = False, labels: t
 
 def gate_env(github: FakeGitHub, tmp_path: Path, name: str, event_path: Path) -> dict[str, str]:
     return {
-        "GITHUB_EVENT_NAME": name, "GITHUB_EVENT_PATH": str(event_path), "GITHUB_REPOSITORY": REPOSITORY, "GITHUB_TOKEN": TOKEN,
-        "GITHUB_API_URL": github.url, "GITHUB_ACTIONS": "true", "REPROGATE_GITHUB_WRITE_INTERVAL": "0",
-        "GITHUB_OUTPUT": str(tmp_path / "outputs"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "GITHUB_EVENT_NAME": name,
+        "GITHUB_EVENT_PATH": str(event_path),
+        "GITHUB_REPOSITORY": REPOSITORY,
+        "GITHUB_TOKEN": TOKEN,
+        "GITHUB_API_URL": github.url,
+        "GITHUB_ACTIONS": "true",
+        "REPROGATE_GITHUB_WRITE_INTERVAL": "0",
+        "GITHUB_OUTPUT": str(tmp_path / "outputs"),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
     }
 
 

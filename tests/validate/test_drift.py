@@ -23,7 +23,9 @@ def test_text_lists_drift_and_passes(cli: Cli, project: Path) -> None:
     bump(project)
     result = cli("validate", "records/", cwd=project)
     assert result.exit_code == 0, result.output
-    assert "records/bitwise.yaml:28:7  source.lock_files[0].checksum  notice: environment drift: requirements.txt changed since the reference run" in result.output
+    assert (
+        "records/bitwise.yaml:28:7  source.lock_files[0].checksum  notice: environment drift: requirements.txt changed since the reference run" in result.output
+    )
     assert "3 environment drift" in result.output
 
 
