@@ -1,0 +1,78 @@
+"""artifacts: fetch only what the record addresses into the empty work folder, and check the
+source tree. Shards are not fetched here: the dataset stage fetches them after the preflight has
+proved the workers (the runbook's order: prove the machine before the big download)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from reprogate.core.canonical import file_digest
+from reprogate.rebuild.context import RebuildContext, StageResult, failed, passed
+
+
+def copy_in(ctx: RebuildContext, rel: str) -> Path:
+    """Copy a repository path (file or folder) into the work folder at the same relative place."""
+    source = (ctx.root / rel).resolve()
+    if ctx.root.resolve() not in (source, *source.parents):
+        raise FileNotFoundError(f"{rel} resolves outside the repository root")
+    if not source.exists():
+        raise FileNotFoundError(f"{rel} does not exist under {ctx.root}")
+    target = ctx.workdir / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if source.is_dir():
+        shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", ".git"))
+    else:
+        shutil.copy2(source, target)
+    return target
+
+
+def artifacts(ctx: RebuildContext) -> StageResult:
+    from reprogate.rebuild.inject import runtime_folder
+
+    fetched: list[str] = []
+    tree = ctx.section("source", "tree")
+    try:
+        source_path = ctx.section("source", "path")
+        if isinstance(source_path, str):
+            if isinstance(tree, str):
+                from reprogate.core.gittree import tree_id
+
+                found = tree_id(ctx.root / source_path)
+                if found != tree:
+                    return failed(f"source folder {source_path} has git tree {found}, the record pins {tree}: the code changed", expected=tree, found=found)
+            copy_in(ctx, source_path)
+            fetched.append(source_path)
+        elif isinstance(ctx.section("source", "commit"), str):
+            return failed("the record pins a commit but no project folder (source.path + source.tree); this version rebuilds folders pinned by tree id", exit_code=2)
+        for rel in (ctx.section("job", "config", "path"), ctx.section("dataset", "manifest", "path"), ctx.section("source", "build_recipe", "path")):
+            if isinstance(rel, str) and rel not in fetched:
+                copy_in(ctx, rel)
+                fetched.append(rel)
+        for item in ctx.section("source", "lock_files") or []:
+            if isinstance(item, dict) and isinstance(item.get("path"), str):
+                copy_in(ctx, item["path"])
+                fetched.append(item["path"])
+        trace = ctx.section("reference", "trace")
+        if isinstance(trace, dict):
+            if "path" not in trace:
+                return failed(f"the reference trace is only at {trace.get('uri')}; this version reads reference traces from the repository", exit_code=2)
+            path = ctx.root / trace["path"]
+            if file_digest(path) != trace["checksum"]:
+                return failed(f"reference trace {trace['path']} is {file_digest(path)}, the record pins {trace['checksum']}")
+            from reprogate.runtime.trace import read_trace
+
+            ctx.reference_events = read_trace([path])
+        checkpoint = ctx.section("state", "checkpoint")
+        if isinstance(checkpoint, dict):
+            if "path" not in checkpoint:
+                return failed(f"checkpoint {checkpoint.get('id', '')} is only at {checkpoint.get('uri')}; fetching remote checkpoints is not implemented in this version", exit_code=2)
+            copy_in(ctx, checkpoint["path"])
+            fetched.append(checkpoint["path"])
+    except OSError as exc:
+        return failed(f"cannot fetch an addressed artifact: {exc}")
+    except ValueError as exc:  # an unreadable reference trace
+        return failed(f"cannot read the reference trace: {exc}")
+    ctx.fetched = fetched
+    ctx.runtime = runtime_folder(ctx.workdir / ".reprogate" / "runtime")
+    return passed(f"fetched {len(fetched)} addressed artifact(s) into an empty work folder" + (f"; source tree {tree[:12]} matches" if isinstance(tree, str) else ""), fetched=fetched)
