@@ -10,18 +10,21 @@
 checksum); `candidate` installs the tree's lock file as it is: the pull request's change.
 
 Venvs are cached by the digest of the lock file, the Python version and uv's version, so a second
-rebuild of the same lock takes seconds; a cached venv is made read-only after it is built, so a
-training script cannot change what the next rebuild gets, and bytecode is compiled up front so a
-read-only venv imports as fast as a writable one.
+rebuild of the same lock takes seconds. Training code is untrusted (a pull request's), so a cached
+venv is made read-only after it is built, fingerprinted (fingerprint() below), and reused only if
+the fingerprint still matches — a venv a rank managed to change is thrown away and rebuilt.
+Bytecode is compiled up front so a read-only venv imports as fast as a writable one.
 
 Indexes: UV_* settings win; otherwise the index URL, extra index URLs and find-links pip is
-configured with (`pip config list`, PIP_* variables) are passed on, so a machine set up for pip
-resolves the same wheels (uv does not read pip's configuration itself).
+configured with (`pip config list`, PIP_* variables) are passed on, with pip's way of weighing
+every index alike, so a machine set up for pip resolves the same wheels (uv does not read pip's
+configuration itself). With a hashed lock, only the pinned artifacts can install either way.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -97,6 +100,8 @@ def pip_index_settings(env: Mapping[str, str]) -> list[str]:
         args += ["--extra-index-url", url]
     for url in dict.fromkeys(values["find-links"]):
         args += ["--find-links", url]
+    if values["extra-index-url"]:  # pip weighs every index alike; uv takes the first that has a name
+        args += ["--index-strategy", "unsafe-best-match"]
     return args
 
 
@@ -106,6 +111,40 @@ def _python_for(data: dict[str, Any]) -> str:
     if isinstance(recorded, str) and recorded.count(".") >= 1:
         return ".".join(recorded.split(".")[:2])
     return f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+COMPLETE = ".reprogate-complete"
+
+
+def fingerprint(folder: Path) -> str:
+    """What every file in a venv is, cheaply: path, size, inode and both times in nanoseconds.
+    The change time cannot be set back by a process, so a file a training script rewrote (even as
+    root, even with its modification time restored) changes the fingerprint."""
+    h = hashlib.sha256()
+    for base, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files):
+            if name == COMPLETE:
+                continue
+            path = os.path.join(base, name)
+            info = os.lstat(path)
+            h.update(f"{os.path.relpath(path, folder)}\0{info.st_size}\0{info.st_ino}\0{info.st_mtime_ns}\0{info.st_ctime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def _intact(target: Path) -> bool:
+    try:
+        stamp = json.loads((target / COMPLETE).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(stamp, dict) and stamp.get("fingerprint") == fingerprint(target)
+
+
+def _discard(folder: Path) -> None:
+    for path in [folder, *folder.rglob("*")]:
+        if path.is_dir() and not path.is_symlink():
+            path.chmod(0o755)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 class VenvEnvironment:
@@ -151,10 +190,12 @@ class VenvRealizer:
         target = request.cache / "venvs" / key
         facts: dict[str, Any] = {"realizer": NAME, "lock_file": entry["path"], "lock_digest": digest, "lock_format": _lock_format(entry), "python_requested": python, "uv": uv_version, "cache_key": key}
         started = time.monotonic()
-        if (target / ".reprogate-complete").exists():
+        if _intact(target):
             facts["cache"] = "hit"
         else:
-            facts["cache"] = "miss"
+            facts["cache"] = "modified: rebuilt" if target.exists() else "miss"
+            if target.exists():  # something changed a cached venv: never reuse it
+                _discard(target)
             self._build(uv, python, lock_path, _lock_format(entry), target, request)
         facts["seconds"] = round(time.monotonic() - started, 3)
         return VenvEnvironment(target, facts)
@@ -175,14 +216,14 @@ class VenvRealizer:
             cmd = [uv, "sync", "--frozen", "--no-install-project", "--compile-bytecode", "--project", str(lock.parent), *indexes]
             env = {**env, "UV_PROJECT_ENVIRONMENT": str(building)}
         self._uv(cmd, env, log, f"uv could not install {lock.name}")
-        (building / ".reprogate-complete").write_text(f"{lock.name}\n")
         for path in building.rglob("*"):  # read-only: nothing a rank does changes the cached venv
             if path.is_file() and not path.is_symlink():
                 path.chmod(path.stat().st_mode & ~0o222)
+        (building / COMPLETE).write_text(json.dumps({"lock": lock.name, "fingerprint": fingerprint(building)}) + "\n")
         try:
             building.rename(target)
         except OSError:  # another rebuild finished the same venv first
-            shutil.rmtree(building, ignore_errors=True)
+            _discard(building)
 
     @staticmethod
     def _uv(cmd: list[str], env: Mapping[str, str], log: Path, what: str) -> None:
