@@ -8,8 +8,8 @@ from reprogate.core.errors import UsageError
 from reprogate.output.result import CommandResult
 
 
-def audit_command(paths: list[str], timeout: float, retries: int) -> CommandResult:
-    from reprogate.audit.check import audit
+def audit_command(paths: list[str], timeout: float, retries: int, size: int | None = None, seed: int = 0) -> CommandResult:
+    from reprogate.audit.check import audit, sample
     from reprogate.validate.runner import Options, validate
 
     found = validate(paths, Options())
@@ -17,5 +17,8 @@ def audit_command(paths: list[str], timeout: float, retries: int) -> CommandResu
     notes = [f"{problem.path}: {problem.message}" for problem in found.problems]
     if not records:
         raise UsageError("no run records to audit" + (f" ({notes[0]})" if notes else ""))
-    result = audit(records, timeout=timeout, retries=retries)
+    chosen = sample(records, size, seed)
+    if size is not None:
+        notes.append(f"sampled {len(chosen)} of {len(records)} record(s) with seed {seed}: {', '.join(p.as_posix() for p in chosen)}")
+    result = audit(chosen, timeout=timeout, retries=retries)
     return CommandResult(result.code, result.lines, notes)

@@ -133,11 +133,21 @@ def test_a_numpy_bump_is_installed_by_the_candidate_rebuild_and_its_first_diverg
     assert detail.startswith("step 5,"), detail  # the first step the trace digests the model state
 
 
-def test_the_reference_environment_is_refused_when_the_tree_no_longer_holds_its_lock(cli: Cli, locked: Path, venv_cache: Path) -> None:
+def test_the_reference_lock_comes_from_history_when_the_pr_changed_it(cli: Cli, locked: Path, venv_cache: Path) -> None:
+    shutil.copyfile(locked / "requirements-numpy2.txt", locked / "requirements.txt")
+    git(locked, "commit", "-qam", "bump numpy to 2.4.6")
+    result, verdict, record = rebuild(cli, locked, venv_cache, "--environment", "reference")
+    assert result.exit_code == 0, result.output
+    assert verdict["environment"]["lock_from"].startswith("commit ") and record["software"]["packages"]["numpy"] == "1.26.4"
+
+
+def test_the_reference_environment_is_refused_when_no_history_holds_its_lock(cli: Cli, locked: Path, venv_cache: Path) -> None:
+    shutil.rmtree(locked / ".git")
+    (locked / ".reprogate.yaml").write_text("records: [records/*.yaml]\n")  # marks the repository root without git
     shutil.copyfile(locked / "requirements-numpy2.txt", locked / "requirements.txt")
     result, verdict, _ = rebuild(cli, locked, venv_cache, "--environment", "reference")
     assert result.exit_code == 2 and verdict["diagnosis"] == "digest"
-    assert "not the" in next(s["detail"] for s in verdict["stages"] if s["name"] == "digest")
+    assert "no commit in this repository's history" in next(s["detail"] for s in verdict["stages"] if s["name"] == "digest")
 
 
 def test_a_lock_uv_cannot_install_is_exit_2_with_uvs_message(cli: Cli, locked: Path, venv_cache: Path) -> None:

@@ -178,17 +178,19 @@ class VenvRealizer:
         except OSError as exc:
             raise UsageError(f"{entry['path']}: cannot read the lock file ({exc.strerror})") from None
         digest = "sha256:" + hashlib.sha256(content).hexdigest()
+        origin = "the checkout"
         if request.environment == "reference" and digest != entry.get("checksum"):
-            raise UsageError(
-                f"{entry['path']} in this checkout is {digest[:19]}..., not the {str(entry.get('checksum'))[:19]}... the record pins: the reference environment's lock file is not here",
-                hint="rebuild with --environment candidate (what this tree declares), or check out the revision the record was made from",
-            )
+            content, origin = self._pinned_lock(request, entry, digest)
+            digest = str(entry.get("checksum"))
+            lock_path = request.workdir / ".reprogate" / "reference-lock" / Path(str(entry["path"])).name
+            lock_path.parent.mkdir(parents=True, exist_ok=True)
+            lock_path.write_bytes(content)
         uv = uv_binary()
         python = _python_for(request.data)
         uv_version = subprocess.run([uv, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
         key = hashlib.sha256(b"\0".join([content, python.encode(), uv_version.encode(), sys.platform.encode()])).hexdigest()[:24]
         target = request.cache / "venvs" / key
-        facts: dict[str, Any] = {"realizer": NAME, "lock_file": entry["path"], "lock_digest": digest, "lock_format": _lock_format(entry), "python_requested": python, "uv": uv_version, "cache_key": key}
+        facts: dict[str, Any] = {"realizer": NAME, "lock_file": entry["path"], "lock_digest": digest, "lock_from": origin, "lock_format": _lock_format(entry), "python_requested": python, "uv": uv_version, "cache_key": key}
         started = time.monotonic()
         if _intact(target):
             facts["cache"] = "hit"
@@ -199,6 +201,22 @@ class VenvRealizer:
             self._build(uv, python, lock_path, _lock_format(entry), target, request)
         facts["seconds"] = round(time.monotonic() - started, 3)
         return VenvEnvironment(target, facts)
+
+    @staticmethod
+    def _pinned_lock(request: RealizeRequest, entry: dict[str, Any], found: str) -> tuple[bytes, str]:
+        """The lock file the record pins, from the repository's history when the checkout has
+        another version (the pull request changed it)."""
+        from reprogate.rebuild.history import find_version
+
+        pinned = str(entry.get("checksum"))
+        version = find_version(request.root, str(entry["path"]), lambda data: "sha256:" + hashlib.sha256(data).hexdigest() == pinned)
+        if version is None:
+            raise UsageError(
+                f"{entry['path']} in this checkout is {found}, not the {pinned} the record pins, and no commit in this repository's history has the pinned version",
+                hint="rebuild with --environment candidate (what this tree declares), or fetch the history (fetch-depth: 0)",
+            )
+        commit, content = version
+        return content, f"commit {commit[:12]} (the checkout has another version)"
 
     def _build(self, uv: str, python: str, lock: Path, fmt: str, target: Path, request: RealizeRequest) -> None:
         building = target.with_name(f"{target.name}.building-{os.getpid()}")

@@ -40,7 +40,9 @@ def artifacts(ctx: RebuildContext) -> StageResult:
 
                 found = tree_id(ctx.root / source_path)
                 if found != tree:
-                    return failed(f"source folder {source_path} has git tree {found}, the record pins {tree}: the code changed", expected=tree, found=found)
+                    problem = _source_changes(ctx, source_path, tree, found)
+                    if problem is not None:
+                        return problem
             copy_in(ctx, source_path)
             fetched.append(source_path)
         elif isinstance(ctx.section("source", "commit"), str):
@@ -75,4 +77,59 @@ def artifacts(ctx: RebuildContext) -> StageResult:
         return failed(f"cannot read the reference trace: {exc}")
     ctx.fetched = fetched
     ctx.runtime = runtime_folder(ctx.workdir / ".reprogate" / "runtime")
-    return passed(f"fetched {len(fetched)} addressed artifact(s) into an empty work folder" + (f"; source tree {tree[:12]} matches" if isinstance(tree, str) else ""), fetched=fetched)
+    deferred = ctx.facts.get("source_changes_deferred") or {}
+    if deferred:
+        tree_note = "; the source tree differs only in files checked elsewhere: " + ", ".join(f"{path} ({owner})" for path, owner in sorted(deferred.items()))
+    else:
+        tree_note = f"; source tree {tree[:12]} matches" if isinstance(tree, str) else ""
+    return passed(f"fetched {len(fetched)} addressed artifact(s) into an empty work folder{tree_note}", fetched=fetched)
+
+
+def _source_changes(ctx: RebuildContext, folder: str, pinned: str, found: str) -> StageResult | None:
+    """Why the project folder's tree differs: the code (fail here, naming the paths), or only
+    files later stages judge — data (dataset), the configuration (config) — or environment pins
+    a pull request may change (lock files, the build recipe): then None, and the rebuild goes on."""
+    from reprogate.core.gittree import changed_paths, folder_files, recorded_files
+
+    before = recorded_files(ctx.root, pinned)
+    if before is None:
+        return failed(f"source folder {folder} has git tree {found}, the record pins {pinned}; this repository does not hold the pinned tree, so the changed paths cannot be named (fetch the full history: actions/checkout with fetch-depth: 0)", expected=pinned, found=found)
+    diff = changed_paths(before, folder_files(ctx.root / folder))
+    owners = _owners(ctx, folder)
+    code = {kind: [p for p in paths if p not in owners] for kind, paths in diff.items()}
+    if any(code.values()):
+        listed = "; ".join(f"{kind}: {', '.join(paths[:6])}{' ...' if len(paths) > 6 else ''}" for kind, paths in code.items() if paths)
+        return failed(f"the code in {folder} changed since the reference ({listed}); tree {found}, the record pins {pinned}", expected=pinned, found=found, paths=code)
+    ctx.facts["source_changes_deferred"] = {p: owners[p] for paths in diff.values() for p in paths}
+    return None
+
+
+def _owners(ctx: RebuildContext, folder: str) -> dict[str, str]:
+    """Paths inside the project folder (relative to it) that another stage or the environment
+    judges, with who: config, dataset, environment."""
+    prefix = folder.rstrip("/") + "/"
+    owners: dict[str, str] = {}
+
+    def claim(rel: object, owner: str) -> None:
+        if isinstance(rel, str) and rel.startswith(prefix):
+            owners[rel[len(prefix):]] = owner
+
+    claim(ctx.section("job", "config", "path"), "config")
+    claim(ctx.section("dataset", "manifest", "path"), "dataset")
+    claim(ctx.section("source", "build_recipe", "path"), "environment")
+    for item in ctx.section("source", "lock_files") or []:
+        if isinstance(item, dict):
+            claim(item.get("path"), "environment")
+    manifest = ctx.section("dataset", "manifest", "path")
+    if isinstance(manifest, str) and manifest.startswith(prefix):
+        from reprogate.core.documents import DocumentError, load_document
+
+        try:
+            data = load_document(ctx.root / manifest).data
+        except (DocumentError, OSError):
+            data = {}
+        base = Path(manifest).parent / str((data or {}).get("namespace") or ".") if isinstance(data, dict) else Path(manifest).parent
+        for entry in [*(data.get("shards") or []), *(data.get("files") or [])] if isinstance(data, dict) else []:
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+                claim((base / entry["name"]).as_posix(), "dataset")
+    return owners

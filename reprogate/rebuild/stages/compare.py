@@ -29,7 +29,12 @@ def model_state(ctx: RebuildContext) -> StageResult:
     if ctx.level != "bitwise":
         return skipped(f"a {ctx.level} contract does not compare tensors bitwise")
     names = list(ctx.section("contract", "tensors") or [])
-    return _result(compare.compare_tensors(*_ranges(ctx), names))
+    reference, rebuilt = _ranges(ctx)
+    result = _result(compare.compare_tensors(reference, rebuilt, names))
+    if result.status == "fail":
+        loss = compare.first_loss_difference(reference, rebuilt)
+        result.detail += f"; {loss}" if loss else "; the loss is equal at every step up to there (a silent numerical change in the weights)"
+    return result
 
 
 def steps(ctx: RebuildContext) -> StageResult:
