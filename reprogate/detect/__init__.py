@@ -26,16 +26,18 @@ class Change:
     old: str | None = None
     new: str | None = None
     detail: str = ""
+    group: str = ""  # where in the file: a dependency group or extra, build-system, a Dockerfile stage, a workflow job
 
     def describe(self) -> str:
-        if self.kind == "version":
-            return f"{self.subject} {self.old} -> {self.new}"
-        if self.kind in ("added", "removed") and self.subject:
+        subject = f"{self.subject} [{self.group}]" if self.group else self.subject
+        if self.kind in ("version", "requirement"):
+            return f"{subject} {self.old} -> {self.new}"
+        if self.kind in ("added", "removed") and subject:
             value = self.new if self.kind == "added" else self.old
-            return f"{self.subject} {self.kind}" + (f" ({value})" if value else "")
+            return f"{subject} {self.kind}" + (f" ({value})" if value else "")
         if self.old is not None or self.new is not None:
-            return f"{self.subject + ': ' if self.subject else ''}{self.old} -> {self.new}" + (f" ({self.detail})" if self.detail else "")
-        return f"{self.subject + ': ' if self.subject else ''}{self.detail or self.kind}"
+            return f"{subject + ': ' if subject else ''}{self.old} -> {self.new}" + (f" ({self.detail})" if self.detail else "")
+        return f"{subject + ': ' if subject else ''}{self.detail or self.kind}"
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v not in (None, "")}

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 _UNSET = object()
 
@@ -15,10 +17,23 @@ class Versions:
     old: bytes | None  # None: the file does not exist at base
     new: bytes | None  # None: the file does not exist at head
     _data: dict[str, Any] = field(default_factory=dict)
+    name: str = field(init=False)  # the file name, computed once: detectors ask for it many times per file
 
-    @property
-    def name(self) -> str:
-        return PurePosixPath(self.path).name
+    def __post_init__(self) -> None:
+        self.name = self.path.rsplit("/", 1)[-1]
+
+    def memo(self, key: str, compute: Callable[[], T]) -> T:
+        """A value computed from this file once however many detectors ask (a parse, say);
+        an exception is remembered and raised again."""
+        if key not in self._data:
+            try:
+                self._data[key] = (True, compute())
+            except Exception as exc:  # noqa: BLE001 - remembered, not swallowed: raised again to every caller
+                self._data[key] = (False, exc)
+        ok, value = self._data[key]
+        if not ok:
+            raise value
+        return value
 
     def text(self, which: str) -> str | None:
         raw = self.old if which == "old" else self.new

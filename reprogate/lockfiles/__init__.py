@@ -1,7 +1,8 @@
 """Lock and requirement files: one parser module per format, one registry.
 
-Each module exposes PATTERNS (file-name globs it recognises), FORMAT (the name written in records)
-and parse(text) -> list[Locked]. Adding a format is one module and one line in FORMATS. capture
+Each module exposes PATTERNS (file-name globs it recognises; a glob with a "/" is matched against
+the whole path, so `requirements/*.txt` claims a folder of requirement files), FORMAT (the name
+written in records) and parse(text) -> list[Locked]. Adding a format is one module and one line in FORMATS. capture
 uses the parsed pins to find what was installed at job start that no lock file pins; detect uses
 them to report per-package changes between two revisions.
 """
@@ -9,6 +10,7 @@ them to report per-package changes between two revisions.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +26,7 @@ class Locked:
     hashes: frozenset[str] = field(default_factory=frozenset)
     group: str = ""  # dependency group or section (dev, docs, pip-in-conda ...); "" for main
     manager: str = "pip"  # pip or conda
+    requirement: str = ""  # the whole requirement where the file states one (specifier, extras, marker, URL), normalised
 
 
 class LockFileError(ValueError):
@@ -36,16 +39,36 @@ def normalize(name: str) -> str:
 
 
 def _formats() -> list[ModuleType]:
-    from reprogate.lockfiles import conda_env, conda_lock, pipfile, poetry, requirements, uv
+    from reprogate.lockfiles import (
+        conda_env,
+        conda_lock,
+        pipfile,
+        poetry,
+        requirements,
+        uv,
+    )
 
     return [requirements, uv, poetry, pipfile, conda_env, conda_lock]
 
 
+@functools.lru_cache(maxsize=1)
+def _matchers() -> list[tuple[ModuleType, re.Pattern[str] | None, re.Pattern[str] | None]]:
+    """Per format, one compiled expression for its name globs and one for its path globs: detect
+    asks about every changed file, so 50,000 paths must not mean 50,000 x globs fnmatch calls."""
+
+    def compiled(globs: list[str]) -> re.Pattern[str] | None:
+        return re.compile("|".join(fnmatch.translate(g.lower()) for g in globs)) if globs else None
+
+    return [(m, compiled([p for p in m.PATTERNS if "/" not in p]), compiled([p for p in m.PATTERNS if "/" in p])) for m in _formats()]
+
+
 def format_for(path: str | Path) -> ModuleType | None:
-    """The parser module for a file name, or None if no format claims it."""
-    name = Path(path).name
-    for module in _formats():
-        if any(fnmatch.fnmatch(name, pattern) for pattern in module.PATTERNS):
+    """The parser module for a file (matched case-insensitively on its name, or on its path for
+    globs that name a folder), or None if no format claims it."""
+    text = str(path).replace("\\", "/").lower()
+    name = text.rsplit("/", 1)[-1]
+    for module, by_name, by_path in _matchers():
+        if (by_name is not None and by_name.match(name)) or (by_path is not None and by_path.match(text)):
             return module
     return None
 

@@ -110,7 +110,9 @@ def test_arg_default_change_moves_the_cuda_base_image(cli: Cli, repo: Path) -> N
     change(repo, lambda r: (r / "Dockerfile").write_text((r / "Dockerfile").read_text().replace("TAG=12.4.1", "TAG=12.8.0")))
     report = detect(cli, repo)
     assert [c[1] for c in found(report, "base-image")] == ["tag"]
-    assert ("Dockerfile", "changed", "CUDA base image (stage build)", "nvcr.io/nvidia/cuda:12.4.1-runtime-ubuntu22.04", "nvcr.io/nvidia/cuda:12.8.0-runtime-ubuntu22.04") in found(report, "driver")
+    driver = report["changes"]["driver"]
+    assert [(c["kind"], c["subject"], c["old"], c["new"]) for c in driver] == [("cuda", "CUDA (stage build)", "12.4.1", "12.8.0")]
+    assert driver[0]["detail"] == "minimum driver >= 550.54.14 (R550) -> >= 570.26 (R570)"
 
 
 def test_pip_lines_in_dockerfiles_and_cuda_compat_pins(cli: Cli, repo: Path) -> None:
