@@ -43,6 +43,12 @@ class Unresolved:
 Ref = ImageRef | Unresolved
 
 
+def _is_image_key(key: object) -> bool:
+    """`image`, and keys that name a base image in build matrices: `BASE_IMAGE`, `base-image`, `cuda_image`."""
+    lowered = str(key).lower()
+    return lowered in ("image", "baseimage", "base_image") or lowered.endswith(("_image", "-image"))
+
+
 def _yaml_refs(data: Any, path: str = "") -> Iterator[tuple[str, str]]:
     if isinstance(data, dict):
         if data.get("kind") == "RunRecord" and str(data.get("apiVersion", "")).startswith("reprogate"):
@@ -50,8 +56,8 @@ def _yaml_refs(data: Any, path: str = "") -> Iterator[tuple[str, str]]:
             return
         for key, value in data.items():
             where = f"{path}.{key}" if path else str(key)
-            if key == "image" and isinstance(value, str) or key == "container" and isinstance(value, str):
-                yield where, value
+            if isinstance(value, str) and (_is_image_key(key) or key == "container") and value.strip() and " " not in value.strip():
+                yield where, value  # `container:` is a GitHub Actions job container
             elif key == "uses" and isinstance(value, str) and value.startswith("docker://"):
                 yield where, value[len("docker://") :]
             else:

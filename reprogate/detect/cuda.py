@@ -44,7 +44,7 @@ NGC_PYTORCH = {
     "25.10": ("13.0.2", "580"),
 }  # fmt: skip
 
-_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?")
+VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?")
 _NGC_RELEASE = re.compile(r"^(\d{2})\.(\d{2})(?![\d.])")
 _CUDA_IN_TAG = re.compile(r"(?:^|[-_.+])cuda-?(\d{2})\.?(\d)(?:\.(\d+))?(?=$|[-_.+a-z])", re.IGNORECASE)
 _CU_IN_TAG = re.compile(r"(?:^|[-_.+/])cu(\d{2})(\d)(?=$|[-_.+/a-z])", re.IGNORECASE)
@@ -66,7 +66,7 @@ class Cuda:
 
 
 def minimum_driver(version: str) -> str | None:
-    match = _VERSION.match(version)
+    match = VERSION.match(version)
     return TOOLKIT_DRIVER.get(f"{match.group(1)}.{match.group(2)}") if match else None
 
 
@@ -83,7 +83,7 @@ def of_image(name: str, tag: str | None) -> Cuda | None:
     """The CUDA an image reference says it carries, or None (no CUDA, or nothing in the ref says)."""
     repository = name.lower().rsplit("/", 1)[-1]
     tag = tag or ""
-    if repository in ("cuda", "cuda-dl-base") and (match := _VERSION.match(tag)):
+    if repository in ("cuda", "cuda-dl-base") and (match := VERSION.match(tag)):
         return _from_digits(match.group(1), match.group(2), match.group(3), "nvidia/cuda tag")
     if name.lower().startswith("nvcr.io/nvidia/") and (release := _NGC_RELEASE.match(tag)):
         key = f"{release.group(1)}.{release.group(2)}"
@@ -112,6 +112,17 @@ def of_wheel_version(version: str | None) -> Cuda | None:
     return _from_digits(match.group(1), match.group(2), None, "+cu wheel") if match else None
 
 
+def of_wheel_file(url: str) -> Cuda | None:
+    """`.../flash_attn-2.8.3+cu128torch2.9-cp311-cp311-linux_x86_64.whl` -> CUDA 12.8."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    try:
+        version = parse_wheel_filename(url.rsplit("/", 1)[-1])[1]
+    except InvalidWheelFilename:
+        return None
+    return of_wheel_version(str(version))
+
+
 def of_index(url: str) -> Cuda | None:
     """`https://download.pytorch.org/whl/cu124` (or `.../nightly/cu121`) -> CUDA 12.4."""
     from urllib.parse import urlsplit
@@ -128,8 +139,10 @@ def of_arg(name: str, value: str) -> Cuda | None:
     """A build argument named for CUDA (`CUDA_VERSION=12.4.1`, `CUDA=cu124`) -> its CUDA."""
     if "cuda" not in name.lower() or not value:
         return None
-    if match := _VERSION.match(value):
+    if match := VERSION.match(value):
         return _from_digits(match.group(1), match.group(2), match.group(3), f"ARG {name}")
+    if value.isdigit() and len(value) == 3:  # CUDA="128", the spelling of wheel indexes without "cu"
+        return _from_digits(value[:2], value[2], None, f"ARG {name}")
     if match := _CU_IN_TAG.fullmatch(value) or _CU_IN_TAG.fullmatch("-" + value):
         return _from_digits(match.group(1), match.group(2), None, f"ARG {name}")
     return None

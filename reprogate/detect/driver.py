@@ -24,6 +24,7 @@ from reprogate.lockfiles import format_for
 LAYER = "driver"
 _APT_CUDA = re.compile(r"^(cuda-(?:compat|toolkit|runtime|libraries|cudart)-\d+-\d+)(?:=(\S+))?$")
 _DRIVERISH = re.compile(r"(gpu|cuda|driver|nvidia|r\d{3}|h100|h200|b200|a100|a10g|l4|l40|t4|v100)", re.IGNORECASE)
+_CUDA_RUNTIME = re.compile(r"^nvidia-cuda-runtime(-cu\d+)?$")
 _INDEX_LABELS = ("--index-url", "--extra-index-url", "--find-links")
 _INDEX_GROUPS = ("uv index", "poetry source", "uv source")
 
@@ -53,6 +54,10 @@ def _wheel_cudas(pins: dict[tuple[str, str], Any]) -> dict[str, set[str]]:
                     continue
                 for spec in requirement.specifier:
                     hit = hit or cuda.of_wheel_version(spec.version)
+                    if _CUDA_RUNTIME.match(name) and (match := cuda.VERSION.match(spec.version)):
+                        hit = hit or cuda.Cuda(f"{match.group(1)}.{match.group(2)}", name)  # the CUDA runtime as a wheel
+                if requirement.url and requirement.url.endswith(".whl"):
+                    hit = hit or cuda.of_wheel_file(requirement.url)
             if hit is not None:
                 found.setdefault(group, set()).add(hit.version)
     return found
@@ -93,7 +98,8 @@ def _yaml_facts(v: Versions, which: str) -> dict[str, Any]:
     for where, refs in base_image.refs(v, which).items():
         for ref in refs:
             if isinstance(ref, ImageRef) and (found := cuda.of_image(ref.name, ref.tag)) is not None:
-                facts[f"CUDA ({where}: {ref.name})"] = found
+                key = f"CUDA ({where}: {ref.name})"  # several references at one place: the set of their CUDAs
+                facts[key] = ", ".join(sorted({*filter(None, str(facts.get(key, "")).split(", ")), _shown(found) or ""}))
     data = v.data(which)
     if not isinstance(data, dict):
         return facts

@@ -17,7 +17,7 @@ from reprogate.lockfiles import normalize
 from reprogate.lockfiles.requirements import requirement_text
 
 _SEPARATORS = {"&&", "||", ";", "|", "&", "(", ")", ";;", "|&", "\n"}
-_WRAPPERS = {"sudo", "env", "time", "nice", "nohup", "exec", "command", "eval"}
+_WRAPPERS = {"sudo", "env", "time", "nice", "nohup", "exec", "command", "eval", "then", "do", "else", "{", "!"}  # and shell keywords before a command
 # pip/uv install options that take a value, and which of them change what gets installed.
 _WITH_VALUE = {
     "-r", "--requirement", "-c", "--constraint", "-e", "--editable", "-i", "--index-url", "--extra-index-url", "-f",
@@ -88,7 +88,7 @@ def _install_arguments(command: list[str]) -> list[str] | None:
     if program == "uv" and len(words) > 2 and words[1] == "pip":
         words = words[1:]
         program = "pip"
-    if program.startswith("pip") and len(words) > 1 and words[1] == "install":
+    if program.startswith("pip") and len(words) > 1 and words[1] == "install":  # pip, pip3, pip3.11, pipx
         return words[2:]
     return None
 
@@ -113,6 +113,11 @@ def parse_install(arguments: list[str]) -> list[Installed]:
             if option in _TRACKED:
                 found.append(Installed("", value, label=_TRACKED[option]))
             continue
+        if word.endswith(".whl"):  # a wheel file: its name and version are in the file name
+            wheel = _wheel(word)
+            if wheel is not None:
+                found.append(wheel)
+                continue
         try:
             requirement = Requirement(word)
         except InvalidRequirement:
@@ -126,6 +131,17 @@ def parse_install(arguments: list[str]) -> list[Installed]:
         version = specs[0].version if len(specs) == 1 and specs[0].operator in ("==", "===") else None
         found.append(Installed(name, requirement_text(name, requirement.extras, requirement.specifier, requirement.url, requirement.marker), version))
     return found
+
+
+def _wheel(word: str) -> Installed | None:
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    try:
+        name, version, _, _ = parse_wheel_filename(word.rsplit("/", 1)[-1])
+    except InvalidWheelFilename:
+        return None
+    text = f"{name}=={version}" if "://" not in word else f"{name} @ {word}"
+    return Installed(str(name), text, str(version))
 
 
 def installs(command: str, heredocs: tuple[str, ...], scope: dict[str, str | None]) -> list[Installed]:
