@@ -158,7 +158,11 @@ def diff(v: Versions, ctx: DetectContext) -> list[Change]:
             return [Change(LAYER, v.path, "unparseable", detail=f"cannot be parsed ({exc}); counted as changed")]
         return []  # an unparseable YAML file that is not ours: other layers judge it
     changes = []
+    everywhere_old = [ref for refs in old.values() for ref in refs]
+    everywhere_new = [ref for refs in new.values() for ref in refs]
     for where in sorted(set(old) | set(new)):
         for before, after in pair(old.get(where, []), new.get(where, [])):
+            if is_dockerfile(v.name) and (before is None and after in everywhere_old or after is None and before in everywhere_new):
+                continue  # a stage added on (or removed from) an image the build still uses elsewhere: the images did not change
             changes.append(_change(v, where, before, after))
     return changes

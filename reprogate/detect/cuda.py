@@ -48,6 +48,7 @@ VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?")
 _NGC_RELEASE = re.compile(r"^(\d{2})\.(\d{2})(?![\d.])")
 _CUDA_IN_TAG = re.compile(r"(?:^|[-_.+])cuda-?(\d{2})\.?(\d)(?:\.(\d+))?(?=$|[-_.+a-z])", re.IGNORECASE)
 _CU_IN_TAG = re.compile(r"(?:^|[-_.+/])cu(\d{2})(\d)(?=$|[-_.+/a-z])", re.IGNORECASE)
+_CU_IN_LOCAL = re.compile(r"(?:^|[^a-z])cu(\d{2})(\d)(?!\d)")  # local labels run words together: pt270cu128cxx11abitrue
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ def of_wheel_version(version: str | None) -> Cuda | None:
         local = Version(version.lstrip("=")).local
     except InvalidVersion:
         return None
-    match = _CU_IN_TAG.search(local or "")
+    match = _CU_IN_LOCAL.search(local or "")
     return _from_digits(match.group(1), match.group(2), None, "+cu wheel") if match else None
 
 

@@ -199,6 +199,15 @@ class _Expander:
             return literal if self.keep_unknown else ""
         return value
 
+    def placeholders(self, word: str) -> str:
+        """The word with known variables expanded and unknown ones written `${NAME}`, whatever
+        their spelling: `$BASE` and `${BASE}` are one reference."""
+        self.keep_unknown = True
+        text = self.expand(word)
+        for name in self.unresolved:
+            text = re.sub(rf"\$(?:{name}\b|\{{{name}\}})", "${" + name + "}", text)
+        return text
+
 
 def expand(word: str, scope: dict[str, str | None]) -> tuple[str, set[str]]:
     """A word with its variables expanded and quotes removed, and the variables it needed that have no value."""
@@ -278,6 +287,7 @@ def stages(text: str) -> tuple[dict[str, str | None], list[Stage]]:
                 stage.env = dict(parent.env)
             elif missing or not resolved:
                 stage.unresolved = tuple(sorted(missing)) or ("(empty)",)
+                stage.written = _Expander(global_args).placeholders(written)
             elif resolved.lower() != "scratch":
                 stage.image = ImageRef.parse(resolved)
             found.append(stage)

@@ -56,7 +56,7 @@ def requirement_text(name: str, extras: Any, specifier: Any, url: str | None, ma
     """One requirement in a canonical spelling: sorted extras, packaging's specifier order."""
     text = name + (f"[{','.join(sorted(extras))}]" if extras else "")
     text += f" @ {url}" if url else str(specifier)
-    return text + (f"; {marker}" if marker else "")
+    return text + ((" ; " if url else "; ") + str(marker) if marker else "")  # PEP 508: a URL ends at whitespace
 
 
 @functools.lru_cache(maxsize=1)
