@@ -76,11 +76,14 @@ def _lock_pins(entries: list[Locked], ignore: set[str]) -> Pins:
         if groups and groups <= ignore:
             continue
         name = entry.name if entry.manager == "pip" else f"{entry.name} [{entry.manager}]"
+        # A lock file resolves one environment: its entries are keyed by name, the groups that
+        # reach a package only decide whether it is ignored (a package that moves from a dev group
+        # to the main dependencies is the same package).
         if entry.requirement:
-            _add(pins, (entry.group, name), _requirement_pin(entry.name, entry.requirement, entry.version, entry.hashes))
+            _add(pins, ("", name), _requirement_pin(entry.name, entry.requirement, entry.version, entry.hashes))
         else:
             version = entry.version or "*"
-            _add(pins, (entry.group, name), Pin(version, version, "", entry.hashes))
+            _add(pins, ("", name), Pin(version, version, "", entry.hashes))
     return pins
 
 

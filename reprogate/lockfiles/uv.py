@@ -22,8 +22,9 @@ def _edges(entries: list[dict[str, Any]]) -> list[tuple[str, tuple[str, ...]]]:
 
 
 def reach(packages: list[dict[str, Any]]) -> dict[str, set[str]]:
-    """Package name -> the ways the project reaches it: "" for its main dependencies (and every
-    extra of the project, which users install), the group name for a dependency group. Walked
+    """Package name -> the ways the project reaches it: "" for its main dependencies, the extra's
+    or the dependency group's name for those (so `ignore_dependency_groups` treats an extra and a
+    group named alike the same way, as it does in pyproject.toml). Walked
     transitively, through the extras a dependency asks for, so a package that a dev group names
     directly but the main dependencies also pull in is main, not dev-only."""
     by_name: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -32,7 +33,7 @@ def reach(packages: list[dict[str, Any]]) -> dict[str, set[str]]:
     reached: dict[str, set[str]] = defaultdict(set)
     for project in (p for p in packages if _is_project(p)):
         roots: list[tuple[str, list[tuple[str, tuple[str, ...]]]]] = [("", _edges(project.get("dependencies", [])))]
-        roots += [("", _edges(deps)) for deps in project.get("optional-dependencies", {}).values()]
+        roots += [(extra, _edges(deps)) for extra, deps in project.get("optional-dependencies", {}).items()]
         roots += [(group, _edges(deps)) for group, deps in project.get("dev-dependencies", {}).items()]
         for label, edges in roots:
             stack, seen = list(edges), set()
