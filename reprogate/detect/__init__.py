@@ -9,6 +9,7 @@ parsed at either revision counts as changed, with the reason, never as unchanged
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass, field
 from types import ModuleType
 from typing import Any
@@ -49,7 +50,8 @@ class DetectContext:
     reference_record: str | None = None
 
 
-def detectors() -> list[ModuleType]:
+@functools.lru_cache(maxsize=1)
+def detectors() -> tuple[ModuleType, ...]:
     from reprogate.detect import base_image, dataset, driver, framework, records
 
-    return [framework, base_image, driver, dataset, records]
+    return (framework, base_image, driver, dataset, records)

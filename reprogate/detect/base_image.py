@@ -102,6 +102,8 @@ def refs(v: Versions, which: str) -> dict[str, list[Ref]]:
         if is_dockerfile(v.name):
             return dockerfile_refs(text)
         found: dict[str, list[Ref]] = defaultdict(list)
+        if not v.mentions(b"image", b"container", b"docker://"):
+            return found  # no key that names an image: not parsed
         for where, ref in _yaml_refs(v.data(which)):
             if "${{" not in ref:  # a workflow expression is decided at run time, by the matrix it names
                 found[_INDEX.sub("[]", where)].append(ImageRef.parse(ref.strip()))

@@ -39,6 +39,8 @@ def _wheel_cudas(pins: dict[tuple[str, str], Any]) -> dict[str, set[str]]:
 
     found: dict[str, set[str]] = {}
     for (group, name), pin in pins.items():
+        if "cu" not in pin.identity.lower() and not _CUDA_RUNTIME.match(name):
+            continue  # no +cuXYZ, /cuXYZ or CUDA runtime wheel here: not parsed
         for value in pin.identity.split(" | "):
             hit = None
             if name in _INDEX_LABELS or group in _INDEX_GROUPS:
@@ -95,6 +97,8 @@ def _yaml_facts(v: Versions, which: str) -> dict[str, Any]:
     from reprogate.detect.dockerfile import ImageRef
 
     facts: dict[str, Any] = {}
+    if not v.mentions(b"image", b"container", b"docker://", b"runs-on", b"runrecord"):
+        return facts  # no image, runner or record in the file: not parsed
     for where, refs in base_image.refs(v, which).items():
         for ref in refs:
             if isinstance(ref, ImageRef) and (found := cuda.of_image(ref.name, ref.tag)) is not None:

@@ -41,8 +41,8 @@ class Pin:
 
     shown: str  # "2.4.0", "==2.4.0", "[cuda]>=1; python_version < '3.12'"
     identity: str  # the whole requirement (or version) that is compared
-    rest: str  # the identity without its specifier: equal rests mean only the version range moved
     hashes: frozenset[str] = frozenset()
+    requirement: bool = False  # identity is a PEP 508 requirement (else a version or a table entry)
 
 
 Pins = dict[tuple[str, str], Pin]
@@ -55,18 +55,33 @@ def _add(pins: Pins, key: tuple[str, str], pin: Pin) -> None:
     if before is None:
         pins[key] = pin
         return
-    join = lambda a, b: " | ".join(sorted({*a.split(" | "), *b.split(" | ")}))
-    pins[key] = Pin(join(before.shown, pin.shown), join(before.identity, pin.identity), join(before.rest, pin.rest), before.hashes | pin.hashes)
+    join = lambda a, b: " | ".join(sorted({*a.split(" | "), *b.split(" | ")}))  # noqa: E731
+    pins[key] = Pin(join(before.shown, pin.shown), join(before.identity, pin.identity), before.hashes | pin.hashes, before.requirement and pin.requirement)
 
 
 def _requirement_pin(name: str, text: str, exact_shown: str | None = None, hashes: frozenset[str] = frozenset()) -> Pin:
-    from packaging.requirements import Requirement
-
-    requirement = Requirement(text.removeprefix("-e ")) if text else None
-    spec = str(requirement.specifier) if requirement is not None else ""
-    rest = text.replace(spec, "", 1) if spec else text
     shown = exact_shown or (text[len(name) :].strip() if text.startswith(name) else text)
-    return Pin(shown or "*", text, rest, hashes)
+    return Pin(shown or "*", text, hashes, requirement=True)
+
+
+def _without_specifier(pin: Pin) -> str:
+    """The requirement(s) with their version ranges taken out: equal for two pins whose only
+    difference is the range (a "version" change), different when extras, markers or URLs moved.
+    Parsed only for entries that changed."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    if not pin.requirement:
+        return ""
+    if not any(c in pin.identity for c in "[;@|"):  # `name<spec>`: the name is all that is left
+        return pin.identity.split("=")[0].split("<")[0].split(">")[0].split("!")[0].split("~")[0].strip()
+    rests = []
+    for text in pin.identity.split(" | "):
+        try:
+            spec = str(Requirement(text.removeprefix("-e ")).specifier)
+        except InvalidRequirement:
+            spec = ""
+        rests.append(text.replace(spec, "", 1) if spec else text)
+    return " | ".join(rests)
 
 
 def _lock_pins(entries: list[Locked], ignore: set[str]) -> Pins:
@@ -83,7 +98,7 @@ def _lock_pins(entries: list[Locked], ignore: set[str]) -> Pins:
             _add(pins, ("", name), _requirement_pin(entry.name, entry.requirement, entry.version, entry.hashes))
         else:
             version = entry.version or "*"
-            _add(pins, ("", name), Pin(version, version, "", entry.hashes))
+            _add(pins, ("", name), Pin(version, version, entry.hashes))
     return pins
 
 
@@ -93,7 +108,7 @@ def _requirements_pins(text: str, ignore: set[str]) -> Pins:
     parsed = requirements.read(text)
     pins = _lock_pins(parsed.packages, ignore)
     for option in parsed.options:
-        _add(pins, ("", option.label), Pin(option.value, option.value, option.value))
+        _add(pins, ("", option.label), Pin(option.value, option.value))
     return pins
 
 
@@ -145,10 +160,10 @@ def _pyproject_pins(text: str, ignore: set[str]) -> Pins:
     table(uv.get("constraint-dependencies"), "uv constraint", "tool.uv.constraint-dependencies")
     for name, source in (uv.get("sources") or {}).items():
         value = _canonical(source)
-        _add(pins, ("uv source", normalize(name)), Pin(value, value, value))
+        _add(pins, ("uv source", normalize(name)), Pin(value, value))
     for index in uv.get("index") or []:
         if isinstance(index, dict):
-            _add(pins, ("uv index", str(index.get("name", index.get("url")))), Pin(str(index.get("url")), _canonical(index), _canonical(index)))
+            _add(pins, ("uv index", str(index.get("name", index.get("url")))), Pin(str(index.get("url")), _canonical(index)))
     poetry = tool.get("poetry") or {}
     tables = [("", poetry.get("dependencies") or {}), ("dev", poetry.get("dev-dependencies") or {})]
     tables += [(g, (body or {}).get("dependencies") or {}) for g, body in (poetry.get("group") or {}).items()]
@@ -158,10 +173,10 @@ def _pyproject_pins(text: str, ignore: set[str]) -> Pins:
         for name, spec in entries.items():
             if name != "python":
                 value = _canonical(spec)
-                _add(pins, (group, normalize(name)), Pin(value, value, ""))
+                _add(pins, (group, normalize(name)), Pin(value, value))
     for source in poetry.get("source") or []:
         if isinstance(source, dict):
-            _add(pins, ("poetry source", str(source.get("name"))), Pin(str(source.get("url")), _canonical(source), _canonical(source)))
+            _add(pins, ("poetry source", str(source.get("name"))), Pin(str(source.get("url")), _canonical(source)))
     return pins
 
 
@@ -176,7 +191,7 @@ def _dockerfile_pins(text: str) -> Pins:
                 if item.name:
                     _add(pins, (stage.key, item.name), _requirement_pin(item.name, item.text))
                 else:
-                    _add(pins, (stage.key, item.label), Pin(item.text, item.text, item.text))
+                    _add(pins, (stage.key, item.label), Pin(item.text, item.text))
     return pins
 
 
@@ -215,7 +230,10 @@ def diff(v: Versions, ctx: DetectContext) -> list[Change]:
         elif after is None and before is not None:
             changes.append(Change(LAYER, v.path, "removed", name, before.shown, None, group=group))
         elif before is not None and after is not None and before.identity != after.identity:
-            kind = "version" if before.rest == after.rest else "requirement"
+            if name.startswith("-") or name in ("path or URL", "argument") or group in ("uv index", "uv source", "poetry source"):
+                kind = "changed"  # an index, include, path or source: compared as a whole
+            else:
+                kind = "version" if _without_specifier(before) == _without_specifier(after) else "requirement"
             changes.append(Change(LAYER, v.path, kind, name, before.shown, after.shown, group=group))
         elif before is not None and after is not None and before.hashes != after.hashes:
             changes.append(Change(LAYER, v.path, "artifacts", name, before.shown, after.shown, "same version, different artifact hashes", group=group))

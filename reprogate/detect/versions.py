@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -9,6 +11,11 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 _UNSET = object()
+
+
+@functools.lru_cache(maxsize=64)
+def _pattern(words: tuple[bytes, ...]) -> re.Pattern[bytes]:
+    return re.compile(b"|".join(re.escape(w) for w in words), re.IGNORECASE)
 
 
 @dataclass
@@ -35,6 +42,12 @@ class Versions:
             raise value
         return value
 
+    def mentions(self, *words: bytes) -> bool:
+        """Whether either side contains one of these words, case-insensitively: a YAML file that
+        never says `image` holds no image reference, and is not parsed to find out."""
+        pattern = _pattern(words)
+        return any(side is not None and pattern.search(side) is not None for side in (self.old, self.new))
+
     def text(self, which: str) -> str | None:
         raw = self.old if which == "old" else self.new
         return None if raw is None else raw.decode("utf-8", "replace")
@@ -59,6 +72,8 @@ class Versions:
 
     def kind(self) -> str | None:
         """The reprogate kind of the file at head (or base if deleted), when it parses as one."""
+        if not self.mentions(b"reprogate"):
+            return None
         for which in ("new", "old"):
             try:
                 data = self.data(which)

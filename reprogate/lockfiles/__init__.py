@@ -52,25 +52,31 @@ def _formats() -> list[ModuleType]:
 
 
 @functools.lru_cache(maxsize=1)
-def _matchers() -> list[tuple[ModuleType, re.Pattern[str] | None, re.Pattern[str] | None]]:
-    """Per format, one compiled expression for its name globs and one for its path globs: detect
-    asks about every changed file, so 50,000 paths must not mean 50,000 x globs fnmatch calls."""
+def _matchers() -> tuple[list[ModuleType], re.Pattern[str], re.Pattern[str]]:
+    """Every format's name globs in one expression and its path globs in another, one named
+    group per format: detect asks about every changed file, so 50,000 paths must not mean
+    50,000 x globs fnmatch calls."""
+    modules = _formats()
 
-    def compiled(globs: list[str]) -> re.Pattern[str] | None:
-        return re.compile("|".join(fnmatch.translate(g.lower()) for g in globs)) if globs else None
+    def compiled(by_path: bool) -> re.Pattern[str]:
+        groups = []
+        for i, module in enumerate(modules):
+            globs = [g.lower() for g in module.PATTERNS if ("/" in g) == by_path]
+            if globs:
+                groups.append(f"(?P<m{i}>" + "|".join(fnmatch.translate(g) for g in globs) + ")")
+        return re.compile("|".join(groups) or "(?!)")
 
-    return [(m, compiled([p for p in m.PATTERNS if "/" not in p]), compiled([p for p in m.PATTERNS if "/" in p])) for m in _formats()]
+    return modules, compiled(False), compiled(True)
 
 
+@functools.lru_cache(maxsize=65536)
 def format_for(path: str | Path) -> ModuleType | None:
     """The parser module for a file (matched case-insensitively on its name, or on its path for
     globs that name a folder), or None if no format claims it."""
     text = str(path).replace("\\", "/").lower()
-    name = text.rsplit("/", 1)[-1]
-    for module, by_name, by_path in _matchers():
-        if (by_name is not None and by_name.match(name)) or (by_path is not None and by_path.match(text)):
-            return module
-    return None
+    modules, by_name, by_path = _matchers()
+    match = by_name.match(text.rsplit("/", 1)[-1]) or by_path.match(text)
+    return modules[int(match.lastgroup[1:])] if match and match.lastgroup else None
 
 
 def all_patterns() -> list[str]:

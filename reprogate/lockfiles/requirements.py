@@ -73,8 +73,11 @@ def _line(line: str) -> tuple[str, Any]:
     line; one parser with fresh defaults per line reads the same grammar far faster."""
     import pip_requirements_parser as prp
 
-    parser = _option_parser()
     args, options = prp.break_args_options(line)
+    plain = _plain(args, options)
+    if plain is not None:
+        return plain
+    parser = _option_parser()
     try:
         words = options.split() if not any(c in options for c in "'\"\\") else shlex.split(options)
         defaults = {k: list(v) if isinstance(v, list) else v for k, v in parser.defaults.items()}  # append options must not share lists
@@ -89,6 +92,27 @@ def _line(line: str) -> tuple[str, Any]:
         elif isinstance(item, prp.ParsedRequirement):
             found = _requirement(item)
     return found
+
+
+def _plain(args: str, options: str) -> tuple[str, Any] | None:
+    """The common line of a pip-compile file, `name[extras]<spec> ; marker --hash=... --hash=...`,
+    read with packaging alone; None for anything else (URLs, paths, editables, other options),
+    which goes through pip's grammar. --hash is the one per-requirement option here, with one
+    value each, as pip defines it."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    words = options.split()
+    if not args or args[0] in "-./" or "://" in args or "/" in args or any(not w.startswith("--hash=") for w in words):
+        return None
+    try:
+        requirement = Requirement(args)
+    except InvalidRequirement:
+        return None
+    name = normalize(requirement.name)
+    text = requirement_text(name, requirement.extras, requirement.specifier, None, requirement.marker)
+    specs = list(requirement.specifier)
+    version = specs[0].version if len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version else None
+    return "requirement", (name, text, version, frozenset(w[len("--hash=") :] for w in words))
 
 
 def _requirement(parsed: Any) -> tuple[str, Any]:
