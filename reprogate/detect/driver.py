@@ -83,6 +83,8 @@ def _dockerfile_facts(v: Versions, which: str, ctx: DetectContext) -> dict[str, 
                 found = found or cuda.of_arg(name, value or "")
         if found is not None:
             facts[f"CUDA ({stage.key})"] = found
+        elif stage.unresolved:
+            facts[f"CUDA ({stage.key})"] = f"unresolved (the image is set by --build-arg {', '.join(stage.unresolved)})"
         for command, _, scope in stage.runs:
             for words in _commands(_words(command)):
                 for word in words:
@@ -173,10 +175,14 @@ def diff(v: Versions, ctx: DetectContext) -> list[Change]:
     except (ValueError, TypeError):
         return []  # the framework, base-image or records detector reports the unparseable file
     changes = []
+    stage_cudas = {side: {_shown(f) for k, f in facts.items() if k.startswith("CUDA (stage ")} for side, facts in (("old", old), ("new", new))}
     for key in sorted(set(old) | set(new)):
         before, after = old.get(key), new.get(key)
         if _shown(before) == _shown(after):
             continue
+        moved = (before is None and _shown(after) in stage_cudas["old"]) or (after is None and _shown(before) in stage_cudas["new"])
+        if key.startswith("CUDA (stage ") and moved:
+            continue  # a stage added on (or removed from) a CUDA the build still uses elsewhere: the CUDAs did not change
         is_cuda = key.startswith("CUDA")
         if before is not None and after is not None:
             kind = "cuda" if is_cuda else "changed"

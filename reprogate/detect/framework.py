@@ -55,7 +55,7 @@ def _add(pins: Pins, key: tuple[str, str], pin: Pin) -> None:
     if before is None:
         pins[key] = pin
         return
-    join = lambda a, b: " | ".join(sorted({*a.split(" | "), *b.split(" | ")}))  # noqa: E731
+    join = lambda a, b: " | ".join(sorted({*a.split(" | "), *b.split(" | ")}))
     pins[key] = Pin(join(before.shown, pin.shown), join(before.identity, pin.identity), before.hashes | pin.hashes, before.requirement and pin.requirement)
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 import subprocess
-from typing import NamedTuple
 from pathlib import Path
+from typing import NamedTuple
 
 
 class DetectError(Exception):
@@ -22,7 +22,7 @@ class FileChange(NamedTuple):  # a tuple: 50,000 of them are made in a large dif
 
 def _git(repo: Path, *args: str, stdin: bytes | None = None) -> bytes:
     try:
-        done = subprocess.run(["git", "-C", str(repo), *args], input=stdin, capture_output=True, timeout=120)
+        done = subprocess.run(["git", "-C", str(repo), *args], input=stdin, capture_output=True, timeout=120, check=False)
     except FileNotFoundError:
         raise DetectError("git is not installed") from None
     if done.returncode != 0:

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from support import FIXTURES, git
 
 CORPUS = FIXTURES / "detect-corpus"

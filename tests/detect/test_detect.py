@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from click.testing import Result
-
 from support import EXAMPLES, REPO, git
 
 Cli = Callable[..., Result]
@@ -240,3 +240,22 @@ def test_json_output_matches_its_schema(cli: Cli, repo: Path, tmp_path: Path) ->
     out = tmp_path / "detect.json"
     out.write_text(cli("detect", "--base", "HEAD~1", "--repo", str(repo), "--format", "json").output)
     assert cli("validate", str(out)).exit_code == 0
+
+
+def test_build_system_requires_is_compared_in_its_own_group(cli: Cli, repo: Path) -> None:
+    pyproject = repo / "pyproject.toml"
+    change(repo, lambda r: pyproject.write_text(pyproject.read_text() + '\n[build-system]\nrequires = ["hatchling>=1.21", "six==1.16.0"]\n'))
+    change(repo, lambda r: pyproject.write_text(pyproject.read_text().replace("hatchling>=1.21", "hatchling>=1.26")))
+    changes = detect(cli, repo)["changes"]["framework"]
+    assert [(c["subject"], c.get("group"), c["kind"], c["old"], c["new"]) for c in changes] == [("hatchling", "build-system", "version", ">=1.21", ">=1.26")]
+
+
+def test_an_image_chosen_by_a_build_argument_without_default_is_reported_unresolved(cli: Cli, repo: Path) -> None:
+    dockerfile = repo / "Dockerfile"
+    change(repo, lambda r: dockerfile.write_text(dockerfile.read_text().replace("ARG BASE=nvcr.io/nvidia/cuda\n", "ARG BASE\n")))
+    changes = detect(cli, repo)["changes"]
+    assert [(c["kind"], c["subject"]) for c in changes["base-image"]] == [("unresolved", "FROM (stage build) --platform=linux/amd64")]
+    assert "has no default" in changes["base-image"][0]["new"]
+    assert [(c["kind"], c["subject"], c["old"], c["new"]) for c in changes["driver"]] == [
+        ("cuda", "CUDA (stage build)", "12.4.1", "unresolved (the image is set by --build-arg BASE)")
+    ]
