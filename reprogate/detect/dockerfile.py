@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 HEREDOC_INSTRUCTIONS = ("RUN", "COPY", "ADD")
 _HEREDOC = re.compile(r"^<<(-?)(['\"]?)([A-Za-z0-9_.-]+)\2$")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TEMPLATE = re.compile(r"\{\{.*?\}\}")
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,8 @@ def instructions(text: str) -> list[Instruction]:
 
     # An empty line inside a continuation is skipped by BuildKit, but ends the instruction in
     # dockerfile-parse; as a comment line (which both skip) the line numbers stay the same.
+    if "{{" in text:  # a Jinja/Go template of a Dockerfile: its expressions are values decided when it is rendered
+        text = _TEMPLATE.sub("${TEMPLATE_VALUE}", text)
     lines = ["#\n" if not line.strip() else line if line.endswith("\n") else line + "\n" for line in text.splitlines()]
     bodies: dict[int, tuple[str, ...]] = {}
     while True:

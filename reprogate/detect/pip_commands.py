@@ -62,7 +62,7 @@ def _commands(words: list[str]) -> list[list[str]]:
         if skip_next:
             skip_next = False
             continue
-        if word in _SEPARATORS:
+        if word in _SEPARATORS or (word and set(word) <= set(";&|()")):  # shlex joins `);` into one token
             commands.append(current)
             current = []
         elif set(word) <= set("<>&") and word:  # a redirection: drop a file-descriptor number before it and its target
