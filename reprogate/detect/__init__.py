@@ -9,6 +9,7 @@ parsed at either revision counts as changed, with the reason, never as unchanged
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass, field
 from types import ModuleType
 from typing import Any
@@ -26,16 +27,18 @@ class Change:
     old: str | None = None
     new: str | None = None
     detail: str = ""
+    group: str = ""  # where in the file: a dependency group or extra, build-system, a Dockerfile stage, a workflow job
 
     def describe(self) -> str:
-        if self.kind == "version":
-            return f"{self.subject} {self.old} -> {self.new}"
-        if self.kind in ("added", "removed") and self.subject:
+        subject = f"{self.subject} [{self.group}]" if self.group else self.subject
+        if self.kind in ("version", "requirement"):
+            return f"{subject} {self.old} -> {self.new}"
+        if self.kind in ("added", "removed") and subject:
             value = self.new if self.kind == "added" else self.old
-            return f"{self.subject} {self.kind}" + (f" ({value})" if value else "")
+            return f"{subject} {self.kind}" + (f" ({value})" if value else "")
         if self.old is not None or self.new is not None:
-            return f"{self.subject + ': ' if self.subject else ''}{self.old} -> {self.new}" + (f" ({self.detail})" if self.detail else "")
-        return f"{self.subject + ': ' if self.subject else ''}{self.detail or self.kind}"
+            return f"{subject + ': ' if subject else ''}{self.old} -> {self.new}" + (f" ({self.detail})" if self.detail else "")
+        return f"{subject + ': ' if subject else ''}{self.detail or self.kind}"
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v not in (None, "")}
@@ -47,7 +50,8 @@ class DetectContext:
     reference_record: str | None = None
 
 
-def detectors() -> list[ModuleType]:
+@functools.lru_cache(maxsize=1)
+def detectors() -> tuple[ModuleType, ...]:
     from reprogate.detect import base_image, dataset, driver, framework, records
 
-    return [framework, base_image, driver, dataset, records]
+    return (framework, base_image, driver, dataset, records)

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import re
 
-from reprogate.lockfiles import Locked, LockFileError, load_yaml, normalize
-from reprogate.lockfiles import requirements
+from reprogate.lockfiles import (
+    Locked,
+    LockFileError,
+    load_yaml,
+    normalize,
+    requirements,
+)
 
 FORMAT = "conda-environment"
 PATTERNS = ["environment.yml", "environment.yaml", "environment-*.yml"]
