@@ -62,3 +62,15 @@ def test_every_realizer_and_launcher_module_is_registered() -> None:
             name = getattr(module, "NAME", None)
             assert name in mapping, f"{module.__name__} declares NAME {name!r} but is not registered"
             assert type(mapping[name]).__module__ == module.__name__
+
+
+def test_every_detector_and_lock_format_module_is_registered() -> None:
+    import reprogate.detect as detect
+    import reprogate.lockfiles as lockfiles
+
+    helpers = {"command", "output", "run", "git", "versions", "cuda", "dockerfile", "pip_commands"}
+    for module in _modules(detect):
+        if module.__name__.rsplit(".", 1)[-1] not in helpers:
+            assert detect.DETECTORS.get(getattr(module, "LAYER", None)) is module, f"{module.__name__} is not in DETECTORS"
+    for module in _modules(lockfiles):
+        assert lockfiles.FORMATS.get(getattr(module, "FORMAT", None)) is module, f"{module.__name__} is not in FORMATS"

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from reprogate.detect import Change, DetectContext
+from reprogate.detect.base import Change, DetectContext
 from reprogate.detect.dockerfile import ImageRef, stages
 from reprogate.detect.framework import is_dockerfile
 from reprogate.detect.versions import Versions

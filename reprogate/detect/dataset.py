@@ -7,7 +7,7 @@ import fnmatch
 import re
 from typing import Any
 
-from reprogate.detect import Change, DetectContext
+from reprogate.detect.base import Change, DetectContext
 from reprogate.detect.versions import Versions
 
 LAYER = "dataset"

@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from reprogate.detect import Change, DetectContext, cuda
+from reprogate.detect import cuda
+from reprogate.detect.base import Change, DetectContext
 from reprogate.detect.framework import is_dockerfile
 from reprogate.detect.versions import Versions
 from reprogate.lockfiles import format_for

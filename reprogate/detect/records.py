@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reprogate.detect import Change, DetectContext
+from reprogate.detect.base import Change, DetectContext
 from reprogate.detect.versions import Versions
 
 LAYER = "records"

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from reprogate.core.config import Config
-from reprogate.detect import LAYERS, REBUILD_LAYERS, Change, DetectContext, detectors
+from reprogate.detect import detectors
+from reprogate.detect.base import LAYERS, REBUILD_LAYERS, Change, DetectContext
 from reprogate.detect.dataset import is_side_file
 from reprogate.detect.git import (
     DetectError,

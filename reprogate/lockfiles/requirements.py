@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from optparse import Values
 from typing import Any
 
-from reprogate.lockfiles import Locked, LockFileError, normalize
+from reprogate.lockfiles.base import Locked, LockFileError, normalize
 
 FORMAT = "pip-requirements"
 PATTERNS = ["*requirements*.txt", "*requirements*.in", "*constraints*.txt", "*constraints*.in", "*requirements/*.txt", "*requirements/*.in"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from reprogate.lockfiles import Locked, normalize
+from reprogate.lockfiles.base import Locked, normalize
 from reprogate.lockfiles._toml import load
 
 FORMAT = "uv"

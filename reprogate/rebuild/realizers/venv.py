@@ -222,7 +222,9 @@ class VenvRealizer:
         building = target.with_name(f"{target.name}.building-{os.getpid()}")
         shutil.rmtree(building, ignore_errors=True)
         building.parent.mkdir(parents=True, exist_ok=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "ACTIONS_"))}
+        # Copies, not uv's default hard links into its cache: a venv must own its files, or linking
+        # the same wheel into another venv (or a chmod here) would change the files under both.
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "ACTIONS_"))}, "UV_LINK_MODE": "copy"}
         indexes = pip_index_settings(env)
         log = request.workdir / "logs" / "realize-venv.log"
         log.parent.mkdir(parents=True, exist_ok=True)
