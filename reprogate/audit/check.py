@@ -1,9 +1,10 @@
 """`reprogate audit`: do the artifacts a record addresses still resolve, and have its dates passed?
 
-A record is only as good as what it points to. For every record this checks, without fetching
-content: the pinned image and base images still exist in their registry; http(s) artifacts
-(checkpoint, trace, preflight output, generator states) still answer a HEAD; the dataset's
-retention and the contract's lifetime have not expired. Schemes reprogate cannot reach (s3://,
+A record is only as good as what it points to. For every record (or a reproducible sample of
+them: the runbook's monthly sample) this checks: the pinned image and base images still exist in
+their registry; in-repository artifacts (trace, checkpoint, lock files, preflight output) exist
+and match their checksums; http(s) artifacts still answer a HEAD; the dataset's retention and the
+contract's lifetime have not expired. Schemes reprogate cannot reach (s3://,
 gs://, hf://) are listed as not checked, never counted as present.
 """
 
@@ -30,6 +31,29 @@ class AuditResult:
         if self.missing or self.expired:
             return ExitCode.FAILED
         return ExitCode.INFRA if self.unreachable else ExitCode.OK
+
+
+def _file_refs(data: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every object pairing an in-repository path with a checksum: traces, checkpoints, lock
+    files, preflight output, generator states."""
+    if isinstance(data, dict):
+        if isinstance(data.get("path"), str) and isinstance(data.get("checksum"), str):
+            yield path, data
+        for key, value in data.items():
+            yield from _file_refs(value, f"{path}.{key}" if path else key)
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            yield from _file_refs(value, f"{path}[{i}]")
+
+
+def sample(records: list[Path], size: int | None, seed: int) -> list[Path]:
+    """A reproducible sample: the same records, seed and size always pick the same records."""
+    import random
+
+    ordered = sorted(records, key=lambda p: p.as_posix())
+    if size is None or size >= len(ordered):
+        return ordered
+    return sorted(random.Random(seed).sample(ordered, size), key=lambda p: p.as_posix())
 
 
 def _uris(data: Any, path: str = "") -> Iterator[tuple[str, str]]:
@@ -74,7 +98,23 @@ def audit_record(record: Path, today: datetime.date, timeout: float = 10.0, retr
         except Unreachable as exc:
             result.unreachable += 1
             result.lines.append(f"{name}: {where} {uri}: unreachable ({exc})")
-    retention = _retention(data, repository_root(record.parent))
+    root = repository_root(record.parent)
+    for where, ref in _file_refs(data):
+        if not isinstance(ref.get("path"), str) or not isinstance(ref.get("checksum"), str):
+            continue
+        target = (root / ref["path"]).resolve()
+        if root.resolve() not in target.parents or not target.is_file():
+            result.missing += 1
+            result.lines.append(f"{name}: {where} {ref['path']}: MISSING from the repository")
+            continue
+        from reprogate.core.canonical import file_digest
+
+        if file_digest(target) != ref["checksum"]:
+            result.missing += 1
+            result.lines.append(f"{name}: {where} {ref['path']}: present, but it no longer matches its checksum")
+        else:
+            result.lines.append(f"{name}: {where} {ref['path']}: present, checksum matches")
+    retention = _retention(data, root)
     for label, value in (("dataset retention", retention), ("contract lifetime", ((data.get("contract") or {}).get("lifetime") or {}).get("expires"))):
         if isinstance(value, str):
             try:

@@ -8,8 +8,8 @@ from reprogate.core.errors import UsageError
 from reprogate.output.result import CommandResult
 
 
-def audit_command(paths: list[str], timeout: float, retries: int) -> CommandResult:
-    from reprogate.audit.check import audit
+def audit_command(paths: list[str], timeout: float, retries: int, size: int | None = None, seed: int = 0) -> CommandResult:
+    from reprogate.audit.check import audit, sample
     from reprogate.core.diagnostics import ExitCode
     from reprogate.validate.runner import Options, validate
 
@@ -24,6 +24,9 @@ def audit_command(paths: list[str], timeout: float, retries: int) -> CommandResu
         notes.append(f"{f.path}:{first.location.line}: {first.message} (not audited)" if first else f"{f.path}: not a run record (not audited)")
     if not records:
         raise UsageError("no run records to audit" + (f": {'; '.join(notes[:3])}" if notes else ""))
-    result = audit(records, timeout=timeout, retries=retries)
+    chosen = sample(records, size, seed)
+    if size is not None:
+        notes.append(f"sampled {len(chosen)} of {len(records)} record(s) with seed {seed}: {', '.join(p.as_posix() for p in chosen)}")
+    result = audit(chosen, timeout=timeout, retries=retries)
     done = CommandResult(result.code, result.lines, notes)
     return done.worst(ExitCode.USAGE) if refused else done

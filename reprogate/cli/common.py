@@ -10,6 +10,7 @@ end here too, as exit 2 (the input) or 3 (the machine), never as a traceback.
 from __future__ import annotations
 
 import errno
+import os
 import sys
 from typing import Callable, NoReturn
 
@@ -29,8 +30,10 @@ def format_option(default: str = "text") -> Callable[[Callable[..., None]], Call
 
 def finish(work: Callable[[], CommandResult], fmt: str = "text", command: str = "") -> NoReturn:
     """Run a command function, print its result (or its refusal) and exit with its code."""
+    from reprogate.core.redact import register_environment
     from reprogate.output.emit import emit
 
+    register_environment(os.environ)  # the runner's own secrets are redacted from every output
     prefix = f"reprogate {command}: " if command else "reprogate: "
     try:
         result = work()

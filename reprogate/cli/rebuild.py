@@ -31,15 +31,19 @@ def preflight(world_size: int | None, backend: str | None, timeout: float, recor
 @click.option("--steps", type=click.IntRange(min=1), default=None, help="Compare at most this many steps (the entrypoint sees REPROGATE_MAX_STEPS).")
 @click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True, help="Rebuild seeds: 1 uses the predeclared interval, 2+ a Welch TOST against the reference seeds.")
 @click.option("--world-size", type=click.IntRange(min=1), default=None, help="Ranks to run (default the record's); must be inside the envelope.")
-@click.option("--image", default=None, help="The image this rebuild runs in, REF@sha256:... (else REPROGATE_IMAGE).")
+@click.option("--environment", type=click.Choice(["reference", "candidate"]), default="reference", show_default=True, help="Realize what the record pins (reference) or what the checked-out tree declares (candidate: the pull request's lock file or Dockerfile).")
+@click.option("--realizer", type=click.Choice(["container", "venv", "current"]), default=None, help="How to get the environment (default from the record: job.environment.realizer, else container, else venv).")
+@click.option("--launcher", type=click.Choice(["local", "slurm", "kubernetes"]), default=None, help="Where ranks start (default from the record's execution.scheduler_name, else local).")
+@click.option("--image", default=None, help="Run this image instead of the record's (container realizer; verified by the engine).")
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where realized venvs are cached (default ~/.cache/reprogate).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True, help="Seconds each seed's run may take.")
 @format_option()
-def rebuild(record: Path, workdir: Path | None, output_dir: Path, steps: int | None, seeds: int, world_size: int | None, image: str | None, timeout: float, fmt: str) -> None:
-    """Run the rebuild drill: stages in order, verdict and report."""
+def rebuild(record: Path, workdir: Path | None, output_dir: Path, steps: int | None, seeds: int, world_size: int | None, environment: str, realizer: str | None, launcher: str | None, image: str | None, cache: Path | None, timeout: float, fmt: str) -> None:
+    """Run the rebuild drill: stages in order, verdict, report and rebuild record."""
     from reprogate.rebuild.command import rebuild_command
     from reprogate.rebuild.context import RebuildOptions
 
-    options = RebuildOptions(workdir=workdir, steps=steps, seeds=seeds, world_size=world_size, image=image, timeout=timeout)
+    options = RebuildOptions(workdir=workdir, steps=steps, seeds=seeds, world_size=world_size, image=image, timeout=timeout, environment=environment, realizer=realizer, launcher=launcher, cache=cache)
     finish(lambda: rebuild_command(record, options, output_dir, fmt), fmt, "rebuild")
 
 

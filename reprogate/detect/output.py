@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from reprogate.detect import LAYERS
+from reprogate.detect.base import LAYERS
 from reprogate.detect.run import DetectResult
 
 

@@ -38,14 +38,21 @@ def preflight_command(options: Any, output: Path | None, fmt: str) -> CommandRes
 
 
 def rebuild_command(record: Path, options: Any, output_dir: Path, fmt: str) -> CommandResult:
+    import hashlib
+
+    from reprogate.core.yamlout import dump_yaml
     from reprogate.rebuild import exit_code, run_rebuild
     from reprogate.rebuild.report import markdown
 
-    verdict = run_rebuild(record, options)
+    options.output = output_dir
+    verdict, ctx = run_rebuild(record, options)
+    record_text = dump_yaml(ctx.rebuild_record, f"Run record of a rebuild of {verdict['record']['path']} (reprogate rebuild); its verdict is verdict.json beside it")
+    atomic_write(output_dir / "rebuild-record.yaml", record_text)
+    verdict["rebuild_record"] = {"path": str(output_dir / "rebuild-record.yaml"), "checksum": "sha256:" + hashlib.sha256(record_text.encode()).hexdigest()}
     report = markdown(verdict)
     atomic_write(output_dir / "verdict.json", json.dumps(verdict, indent=2) + "\n")
     atomic_write(output_dir / "report.md", report)
-    result = CommandResult(exit_code(verdict), stderr=[f"wrote {output_dir / 'verdict.json'} and {output_dir / 'report.md'}"])
+    result = CommandResult(exit_code(verdict), stderr=[f"wrote {output_dir / 'verdict.json'}, {output_dir / 'report.md'} and {output_dir / 'rebuild-record.yaml'}"])
     if fmt == "json":
         result.stdout = [json.dumps(verdict, indent=2)]
         return result

@@ -83,6 +83,17 @@ def compare_tensors(reference: dict[Key, dict[str, Any]], rebuilt: dict[Key, dic
     return Outcome("pass", f"{compared} tensor digest(s) equal ({', '.join(names)})", {"compared": compared})
 
 
+def first_loss_difference(reference: dict[Key, dict[str, Any]], rebuilt: dict[Key, dict[str, Any]]) -> str | None:
+    """Where the loss first differs at all, in words: shown beside a digest difference, which
+    the trace records only every few steps, so the first numeric divergence is not hidden."""
+    for key in sorted(reference):
+        a, b = reference[key].get("loss"), rebuilt.get(key, {}).get("loss")
+        if a is not None and b is not None and float(a) != float(b):
+            step, rank = key
+            return f"the loss first differs at step {step}, rank {rank} ({float(b)!r} vs {float(a)!r} in the reference, |Δ| {abs(float(a) - float(b)):.3g})"
+    return None
+
+
 def compare_values(reference: dict[Key, dict[str, Any]], rebuilt: dict[Key, dict[str, Any]], quantities: list[str], abs_tol: float, rel_tol: float) -> tuple[Outcome, StepComparison]:
     ref = {k: {q: float(e[q]) for q in quantities if q in e} for k, e in reference.items()}
     new = {k: {q: float(e[q]) for q in quantities if q in e} for k, e in rebuilt.items()}
