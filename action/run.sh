@@ -36,7 +36,7 @@ case "${INPUT_COMMAND:-gate}" in
   rebuild)
     without_token
     [ -n "${INPUT_RECORD:-}" ] || { echo "::error title=reprogate::rebuild needs the record input"; exit 2; }
-    exec "$reprogate" rebuild "$INPUT_RECORD" --format github ;;
+    exec "$reprogate" rebuild "$INPUT_RECORD" --environment "${INPUT_ENVIRONMENT:-reference}" --format github ;;
   audit)
     without_token
     # shellcheck disable=SC2086  # records is a space-separated list of paths and globs

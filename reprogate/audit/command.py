@@ -11,16 +11,20 @@ from reprogate.output.result import CommandResult
 def audit_command(paths: list[str], timeout: float, retries: int, size: int | None = None, seed: int = 0) -> CommandResult:
     from reprogate.audit.check import audit, sample
     from reprogate.core.diagnostics import ExitCode
-    from reprogate.validate.runner import Options, validate
+    from reprogate.validate.runner import FileResult, Options, validate
 
     found = validate(paths, Options())
-    records = [Path(f.path) for f in found.files if f.kind == "RunRecord" and not f.errors]
+
+    def shaped(f: FileResult) -> bool:  # a record whose schema holds: the audit reports its artifacts itself
+        return not any(d.code.startswith("schema") for d in f.errors)
+
+    records = [Path(f.path) for f in found.files if f.kind == "RunRecord" and shaped(f)]
     notes = [f"{problem.path}: {problem.message}" for problem in found.problems if problem.code != "no-documents"]
     # a file that cannot be read, or is no valid run record, is named, never silently dropped
-    refused = [f for f in found.files if not f.skipped and f.kind not in ("Config", "DatasetManifest") and (f.kind != "RunRecord" or f.errors)]
+    refused = [f for f in found.files if not f.skipped and f.kind not in ("Config", "DatasetManifest") and (f.kind != "RunRecord" or not shaped(f))]
     notes += [f"{f.path}: {f.skipped}" for f in found.files if f.skipped.startswith("not a reprogate document (")]  # named explicitly
     for f in refused:
-        first = f.diagnostics[0] if f.diagnostics else None
+        first = next((d for d in f.errors if d.code.startswith("schema")), f.diagnostics[0] if f.diagnostics else None)
         notes.append(f"{f.path}:{first.location.line}: {first.message} (not audited)" if first else f"{f.path}: not a run record (not audited)")
     if not records:
         raise UsageError("no run records to audit" + (f": {'; '.join(notes[:3])}" if notes else ""))
