@@ -316,3 +316,14 @@ def test_status_of_several_records_is_one_terminal_state(cli: Callable[..., Resu
     paths[-1].write_text(json.dumps(failing))
     cli("github", "status", *[a for p in paths for a in ("--from-verdict", str(p))], "--also-context", "reprogate/baseline")
     assert [s["state"] for s in github.statuses[-2:]] == ["failure", "failure"] and github.statuses[-1]["context"] == "reprogate/baseline"
+
+
+def test_the_gate_and_the_rebuild_bind_verdicts_to_the_same_record_digest() -> None:
+    from reprogate.core.documents import load_document
+    from reprogate.github.touched import rebuild_digest
+    from reprogate.rebuild import record_digest
+    from support import EXAMPLES
+
+    data = load_document(EXAMPLES / "tiny" / "records" / "tiny.yaml").data
+    promoted = dict(data, baseline={"promoted": True, "by": "maintainer"})
+    assert rebuild_digest(data) == rebuild_digest(promoted) == record_digest(promoted)
