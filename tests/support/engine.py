@@ -43,6 +43,20 @@ A container gets only the image's environment (PATH, VIRTUAL_ENV, LANG), what ``
 passes and Podman's HOSTNAME/HOME/TERM/container: nothing from the host's environment. The
 default network gives each container its own loopback (gloo on 127.0.0.1 works);
 ``network_mode="host"`` shares the host's.
+
+Also:
+    - Code under test that calls ``docker.from_env()`` in-process: ``monkeypatch.setenv("DOCKER_HOST",
+      podman_engine.docker_host)``; a CLI subprocess: ``env={**os.environ, **podman_engine.env}``.
+    - A test that breaks its registry (stops it, deletes a manifest) starts its own with
+      ``support.registry.start_registry(tmp_path / "reg")`` and puts an image there with
+      ``provide_image(podman_engine, registry, "tiny")``; the session's ``image_registry`` is shared.
+    - Images a test builds or pulls live in the session's engine storage only; remove them if a
+      later test must not see them. ``podman_engine`` makes sure both test images are built (or
+      cached) before it starts, because their stores are part of the engine's storage settings:
+      the first session on a fresh checkout therefore waits for the build (``.ci/run`` builds them
+      in the background beforehand).
+    - Slurm jobs that start containers: ProctrackType=proctrack/linuxproc does not track processes
+      under Podman's conmon, so ``scancel`` does not stop a container; remove it through the API.
 """
 
 from __future__ import annotations
