@@ -15,8 +15,8 @@ The result is cached under ``.ci/cache/test-images/<variant>-<key>/`` (``key`` h
 this script, the interpreter, the requirement pins): ``oci/``, an OCI image layout with gzip layers
 that skopeo pushes as they are, ``store/``, the image already extracted into a containers-storage
 folder that test engines mount read-only, and ``image.json``, what the tests need to know. A second
-call with the same inputs returns the cached image in milliseconds; `.ci/run` builds both once per
-CI run so pytest never waits for it. Files get a fixed mtime and owner and bytecode is compiled
+call with the same inputs returns the cached image in milliseconds; `.ci/run` builds both in the
+background while the project installs, and the test fixtures wait for that build (file lock). Files get a fixed mtime and owner and bytecode is compiled
 with ``unchecked-hash`` so the layers do not carry the build's clock (and a container never
 recompiles the standard library or torch at startup).
 

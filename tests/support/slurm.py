@@ -25,18 +25,27 @@ Fixture (registered in tests/conftest.py; skips outside CI when a tool is missin
       ``stop_controller()`` / ``start_controller()``.
 
 Behaviour measured on this cluster (what launcher code and its tests can rely on):
-    - ``sbatch --wait`` returns the batch script's exit code; ``srun`` inside an ``sbatch -N2``
-      allocation runs one task per node (``SLURMD_NODENAME`` n1, n2; ``hostname`` is the same).
+    - a batch job starts ~0.6 s after submission (``batch_sched_delay=0,sched_min_interval=0``;
+      Slurm's defaults add ~2 s); ``srun`` alone ~0.2 s for a trivial step on both nodes.
+    - ``sbatch --wait`` returns the batch script's exit code, but it polls 2 s after submission,
+      then 8 s later (a 3 s job returns after 10 s; the sleep grows ×4 while under MinJobAge/2):
+      a launcher should poll ``scontrol show job`` itself. ``srun`` inside an ``sbatch -N2`` allocation runs one task per node
+      (``SLURMD_NODENAME`` n1, n2; ``hostname`` is the same machine for both).
     - ``scancel``: the job is ``CANCELLED`` (ExitCode 0:15) and its tasks gone within ~0.2 s.
-    - a slurmd killed mid-job: the job becomes ``NODE_FAIL`` (Reason ``NodeDown``) and the node
-      ``down*`` about 6-12 s later (``SlurmdTimeout=5``); pass ``sbatch --no-requeue``, else the
-      batch job is requeued (PENDING) instead. The dead node's tasks keep running until its slurmd
-      comes back (``restart_node`` cleans them up) — or the fixture's teardown kills them.
-    - slurmctld down: sbatch, squeue, sinfo, srun exit 1 after ~2 s (MessageTimeout=3 less a second
-      of connect retries; the default 10 gives ~9 s) with "Unable to contact slurm
-      controller (connect failure)"; ``scontrol ping`` says ``DOWN`` at once.
-    - ``ProctrackType=proctrack/linuxproc`` tracks processes by parentage: a container started by a
-      daemon (Podman's conmon) escapes the job and ``scancel``.
+    - a slurmd killed mid-job (tasks running on both nodes): the node goes ``down*`` ~12-15 s later
+      (``SlurmdTimeout=5``; not responding after ~7 s) and the job ends either ``NODE_FAIL``
+      (Reason ``NodeDown``) or, when srun hears of the node failure first and aborts the step,
+      ``FAILED`` (``NonZeroExitCode``); either way the job's output has "srun: error: Node failure
+      on n2". Killed before the step reached that node, srun reports "Task launch for StepId=...
+      failed on node n2". Pass ``sbatch --no-requeue``: by default a batch job hit by a node failure
+      is requeued (PENDING) instead. The dead node's tasks keep running until its slurmd comes back
+      (``restart_node`` cleans them up when it registers) or the fixture's teardown kills them.
+    - slurmctld down: sbatch, squeue, sinfo, srun exit 1 with "Unable to contact slurm controller
+      (connect failure)" after about MessageTimeout - 1 s of connect retries (2 s here with
+      MessageTimeout=3; 4 s measured with 5; the default is 10); ``scontrol ping`` says ``DOWN`` at once.
+    - ``ProctrackType=proctrack/linuxproc`` tracks processes by parentage: a container that a job
+      starts with ``podman run`` keeps running after ``scancel`` (checked: its processes belong to
+      Podman's conmon, not to the job); remove it through the engine.
 """
 
 from __future__ import annotations
@@ -208,8 +217,10 @@ class SlurmCluster:
             except (RuntimeError, subprocess.TimeoutExpired):
                 pass
             self.run("scontrol", "shutdown", timeout=30)
+        # A slurmd restarted after a node failure ignores shutdown and SIGTERM while the old step's
+        # orphaned slurmstepd still retries its completion message: SIGKILL after a short grace.
         for name in [n for n in self.processes if n != "munged"]:
-            daemons.stop(self.processes.pop(name))
+            daemons.stop(self.processes.pop(name), grace=3)
         daemons.kill_strays(f"SLURM_CONF={self.conf}", self.folder)
         if "munged" in self.processes:
             daemons.stop(self.processes.pop("munged"))
