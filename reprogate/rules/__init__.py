@@ -75,6 +75,6 @@ def items(data: Any) -> list[tuple[int, Any]]:
 
 def rules_for(kind: str, addressed_files: bool = True) -> list[RuleFn]:
     # Importing the modules registers their rules; done here so the registry fills on first use.
-    from reprogate.rules import addressed, compat, config, contract, envelope, manifest, ranks, retention, secrets  # noqa: F401
+    from reprogate.rules import addressed, compat, config, contract, envelope, manifest, ranks, retention, secrets, trace_meta  # noqa: F401
 
     return [fn for fn in RULES.get(kind, []) if addressed_files or fn not in READS_FILES]
