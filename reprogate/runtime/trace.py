@@ -34,6 +34,7 @@ import platform
 import random
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -44,8 +45,10 @@ SEED_ENV = "REPROGATE_SEED"
 DIGEST_ALGORITHMS = ("sha256", "blake3")
 # Settings every x86-64 CPU supports, so a bitwise CPU contract holds across machines: torch's
 # baseline vector kernels instead of AVX2/AVX-512 ones, MKL's code path that is the same on every
-# CPU (Intel or not), and oneDNN (convolutions) capped at SSE4.1. They must be in place before
-# torch runs its first CPU kernel, MKL its first call and oneDNN its first primitive.
+# CPU (Intel or not), and oneDNN capped at SSE4.1. They must be in place before torch runs its
+# first CPU kernel, MKL its first call and oneDNN its first primitive. Portable mode also turns
+# oneDNN off in torch (convolutions then run as torch's own kernels over MKL): its blocking
+# follows the CPU's cache sizes, so even capped it promises no equal bits across CPUs.
 PORTABLE_CPU_ENV = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "SSE41"}
 CPU_ENV_NAMES = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -65,8 +68,8 @@ def seed_everything(seed: int, rank: int = 0, deterministic: bool = True, allow_
     DistributedSampler, so all ranks agree on the data order.
 
     `portable_cpu=True` pins torch's CPU kernels, MKL and oneDNN to code paths every x86-64 CPU
-    runs (PORTABLE_CPU_ENV), so a bitwise CPU contract holds on machines with other instruction
-    sets. Call it before any tensor operation: torch fixes its kernels at the first one and MKL
+    runs (PORTABLE_CPU_ENV) and turns torch's use of oneDNN off, so a bitwise CPU contract holds
+    on machines with other instruction sets. Call it before any tensor operation: torch fixes its kernels at the first one and MKL
     its code path at its first call. If either already happened, this raises rather than trace a
     run that is not portable; the alternative is to set the same variables in the job's
     environment (a record's execution.env). Keep the thread count fixed as well (OMP_NUM_THREADS
@@ -78,6 +81,7 @@ def seed_everything(seed: int, rank: int = 0, deterministic: bool = True, allow_
 
     if portable_cpu:
         _check_portable(torch)
+        torch.backends.mkldnn.enabled = False
     os.environ.setdefault("PYTHONHASHSEED", str(seed))  # for subprocesses (DataLoader workers)
     if deterministic:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # before any CUDA context
@@ -425,6 +429,7 @@ class Tracer:
         self._live: list[Any] = []  # tasks that read parameters in place
         self._hooks: list[Any] = []
         self._lock = threading.Lock()
+        self.waited = 0.0  # seconds the training thread spent waiting for the worker (optimizer hooks, flush)
         if background:
             from concurrent.futures import ThreadPoolExecutor
 
@@ -473,9 +478,12 @@ class Tracer:
 
     def _before_optimizer_step(self, *_: Any) -> None:
         """The optimizer is about to write its parameters: let the worker finish reading them."""
-        for future in list(self._live):
-            future.result()
-        self._live.clear()
+        if self._live:
+            start = time.perf_counter()
+            for future in list(self._live):
+                future.result()
+            self._live.clear()
+            self.waited += time.perf_counter() - start
 
     def _write(self, event: Mapping[str, Any]) -> None:
         if not self._meta_written:
@@ -570,10 +578,12 @@ class Tracer:
     def flush(self) -> None:
         """Wait for every digest handed to the worker, and write the file out."""
         if self._worker is not None:
+            start = time.perf_counter()
             for future in list(self._pending):
                 future.result()
             self._pending.clear()
             self._live.clear()
+            self.waited += time.perf_counter() - start
         with self._lock:
             self._fh.flush()
 
