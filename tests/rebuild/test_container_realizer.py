@@ -156,11 +156,14 @@ def test_a_digest_the_registry_no_longer_has_fails_the_digest_stage(cli: Cli, co
 
 
 def test_an_unreachable_registry_is_exit_3(cli: Cli, contained: Path) -> None:
+    """An image the engine does not hold, from a registry that does not answer: whether the digest
+    still exists cannot be told, so the rebuild is inconclusive (exit 3), not a failure."""
     from support.daemons import free_port
 
     record_path = contained / "records" / "contained.yaml"
     record = yaml.safe_load(record_path.read_text())
     record["container"]["registry"] = f"127.0.0.1:{free_port()}"
+    record["container"]["digest"] = "sha256:" + "1" * 64
     record_path.write_text(yaml.safe_dump(record, sort_keys=False))
     result, verdict, _ = rebuild(cli, contained)
     assert result.exit_code == 3 and verdict["diagnosis"] == "digest" and verdict["infrastructure"] is True, result.output

@@ -75,22 +75,22 @@ def test_world_size_outside_the_envelope_is_rejected_before_the_run(cli: Cli, pr
     assert stages(verdict)["run"] == "not-run"
 
 
-def test_bitwise_cpu_record_rebuilt_with_other_kernels_is_rejected_at_envelope(cli: Cli, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The record pins the baseline kernels in its envelope, but no longer in execution.env: the
-    capability forced through this environment reaches the ranks, and the envelope says so first."""
-    edit_record(project / RECORD, lambda r: r["execution"]["env"].pop("ATEN_CPU_CAPABILITY"))
-    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
+def test_bitwise_cpu_record_rebuilt_with_other_kernels_is_rejected_at_envelope(cli: Cli, project: Path) -> None:
+    """The envelope asks for AVX2 kernels while execution.env pins the baseline ones (what every
+    x86-64 CPU runs, so the outcome does not depend on this machine): the envelope says so first,
+    naming both capabilities and the way out."""
+    edit_record(project / RECORD, lambda r: r["contract"]["envelope"]["cpu"].update(capability=["avx2"]))
     result, verdict = rebuild(cli, project)
     assert result.exit_code == 1 and verdict["diagnosis"] == "envelope" and stages(verdict)["run"] == "not-run"
     detail = next(s["detail"] for s in verdict["stages"] if s["name"] == "envelope")
-    assert "needs torch's default CPU kernels" in detail and "would use avx2" in detail
+    assert "needs torch's avx2 CPU kernels" in detail and "would use default" in detail
     assert "ATEN_CPU_CAPABILITY=default" in detail and "behavioral contract" in detail
-    assert verdict["environment"]["cpu_capability"] == "avx2"
+    assert verdict["environment"]["cpu_capability"] == "default"
 
 
-def test_the_example_rebuilds_whatever_kernels_the_machine_would_choose(cli: Cli, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """AVX-512 and MKL's AVX2 path, forced through the environment, stand in for another CPU: the
-    record's execution.env pins the portable kernels for its ranks, so the digests still match."""
+def test_the_example_rebuilds_whatever_kernels_the_runner_asks_for(cli: Cli, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """AVX-512 and MKL's AVX2 path set on the runner do not reach the ranks (they get the rank
+    allowlist and the record's execution.env, which pins the portable kernels), so the digests match."""
     monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx512")
     monkeypatch.setenv("MKL_CBWR", "AVX2")
     result, verdict = rebuild(cli, project)
