@@ -48,6 +48,19 @@ def loss_curve(events: Iterable[dict[str, Any]]) -> list[tuple[int, float]]:
     return [(step, sum(v) / len(v)) for step, v in sorted(sums.items())]
 
 
+def digest_algorithm(value: Any) -> str | None:
+    """The algorithm a digest was made with, from its prefix (sha256:..., blake3:...)."""
+    return value.split(":", 1)[0] if isinstance(value, str) and ":" in value else None
+
+
+def other_algorithms(expected: Any, got: Any) -> str | None:
+    """Why two digests cannot be compared at all, or None when they can."""
+    a, b = digest_algorithm(expected), digest_algorithm(got)
+    if a and b and a != b:
+        return f"different digest algorithms (the reference used {a}, the rebuild {b}): not comparable; trace both with the same Tracer(digest=...)"
+    return None
+
+
 def compare_batches(reference: dict[Key, dict[str, Any]], rebuilt: dict[Key, dict[str, Any]]) -> Outcome:
     keyed = {k: e["batch"] for k, e in reference.items() if "batch" in e}
     if not keyed:
@@ -56,6 +69,8 @@ def compare_batches(reference: dict[Key, dict[str, Any]], rebuilt: dict[Key, dic
         got = rebuilt.get(key, {}).get("batch")
         if got != keyed[key]:
             step, rank = key
+            if other_algorithms(keyed[key], got):
+                return Outcome("fail", f"step {step}, rank {rank}: {other_algorithms(keyed[key], got)}", {"first_step": step, "rank": rank})
             what = "is missing from the rebuild" if got is None else "differs (data order or content changed)"
             return Outcome("fail", f"step {step}, rank {rank}: the input batch {what}", {"first_step": step, "rank": rank})
     steps = sorted({k[0] for k in keyed})
@@ -76,8 +91,11 @@ def compare_tensors(reference: dict[Key, dict[str, Any]], rebuilt: dict[Key, dic
             compared += 1
             if got != expected:
                 step, rank = key
+                if other_algorithms(expected, got):
+                    why = other_algorithms(expected, got)
+                    return Outcome("fail", f"step {step}, rank {rank}: {name}: {why}", {"first_step": step, "rank": rank, "tensor": name})
                 what = "is missing from the rebuild" if got is None else "differs"
-                return Outcome("fail", f"step {step}, rank {rank}: {name} {what} (sha256 over dtype, shape, bytes)", {"first_step": step, "rank": rank, "tensor": name})
+                return Outcome("fail", f"step {step}, rank {rank}: {name} {what} ({digest_algorithm(expected)} over dtype, shape, bytes)", {"first_step": step, "rank": rank, "tensor": name})
     if not compared:
         return Outcome("fail", f"the reference trace has no digest of {', '.join(names)}: a bitwise contract cannot be checked")
     return Outcome("pass", f"{compared} tensor digest(s) equal ({', '.join(names)})", {"compared": compared})

@@ -75,6 +75,37 @@ def test_world_size_outside_the_envelope_is_rejected_before_the_run(cli: Cli, pr
     assert stages(verdict)["run"] == "not-run"
 
 
+def test_bitwise_cpu_record_rebuilt_with_other_kernels_is_rejected_at_envelope(cli: Cli, project: Path) -> None:
+    """The envelope asks for AVX2 kernels while execution.env pins the baseline ones (what every
+    x86-64 CPU runs, so the outcome does not depend on this machine): the envelope says so first,
+    naming both capabilities and the way out."""
+    edit_record(project / RECORD, lambda r: r["contract"]["envelope"]["cpu"].update(capability=["avx2"]))
+    result, verdict = rebuild(cli, project)
+    assert result.exit_code == 1 and verdict["diagnosis"] == "envelope" and stages(verdict)["run"] == "not-run"
+    detail = next(s["detail"] for s in verdict["stages"] if s["name"] == "envelope")
+    assert "needs torch's avx2 CPU kernels" in detail and "would use default" in detail
+    assert "ATEN_CPU_CAPABILITY=default" in detail and "behavioral contract" in detail
+    assert verdict["environment"]["cpu_capability"] == "default"
+
+
+def test_the_example_rebuilds_whatever_kernels_the_runner_asks_for(cli: Cli, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """AVX-512 and MKL's AVX2 path set on the runner do not reach the ranks (they get the rank
+    allowlist and the record's execution.env, which pins the portable kernels), so the digests match."""
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx512")
+    monkeypatch.setenv("MKL_CBWR", "AVX2")
+    result, verdict = rebuild(cli, project)
+    assert result.exit_code == 0, result.output
+    assert stages(verdict)["model-state"] == "pass" and verdict["environment"]["cpu_capability"] == "default"
+    assert "torch CPU kernels default, MKL_CBWR COMPATIBLE" in verdict["claim"]["text"]
+
+
+def test_record_whose_seed_disagrees_with_its_reference_is_rejected_before_the_run(cli: Cli, project: Path) -> None:
+    edit_record(project / RECORD, lambda r: r["seeds"].update({"global": 2}))
+    result, verdict = rebuild(cli, project)
+    assert result.exit_code == 1 and verdict["diagnosis"] == "envelope" and stages(verdict)["batches"] == "not-run"
+    assert "made with seed 1 (its meta, rank 0); the record says 2" in next(s["detail"] for s in verdict["stages"] if s["name"] == "envelope")
+
+
 def test_perturbation_is_caught_bitwise_at_model_state_at_that_step(cli: Cli, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     drill(project, EXAMPLE_PERTURB_STEP="7")
     _, verdict = rebuild(cli, project)

@@ -198,20 +198,23 @@ class ContainerRealizer:
         name, _, digest = reference.partition("@")
         repository, tag = (name, digest) if digest else (name.rsplit(":", 1)[0], name.rsplit(":", 1)[1] if ":" in name.rsplit("/", 1)[-1] else "latest")
         messages: list[str] = []
+        errors: list[str] = []
         try:
             for event in client.api.pull(repository, tag=tag, stream=True, decode=True):
                 if isinstance(event, dict):
-                    messages.append(str(event.get("error") or event.get("status") or ""))
-                    if event.get("error"):
+                    detail = event.get("errorDetail") if isinstance(event.get("errorDetail"), dict) else {}
+                    error = event.get("error") or detail.get("message")
+                    if error:
+                        errors.append(str(error))
                         break
+                    messages.append(str(event.get("status") or ""))
         except docker.errors.NotFound as exc:
             raise RealizeFailed(f"{reference}: the registry does not have it (deleted or garbage-collected): {redact(str(exc.explanation or exc))[:300]}") from None
         except docker.errors.APIError as exc:
             raise _pull_error(reference, str(exc.explanation or exc)) from None
         except Exception as exc:  # noqa: BLE001 - connection to the engine broke
             raise InfrastructureError(f"pulling {reference}: {type(exc).__name__}: {redact(str(exc))[:200]}") from None
-        log.write_text("\n".join(redact(m) for m in messages if m) + "\n", encoding="utf-8")
-        errors = [m for m in messages if m and ("error" in m.lower() or "manifest unknown" in m.lower())]
+        log.write_text("\n".join(redact(m) for m in messages + errors if m) + "\n", encoding="utf-8")
         if errors:
             raise _pull_error(reference, errors[-1])
         try:
@@ -269,6 +272,8 @@ class ContainerRealizer:
 def _pull_error(reference: str, message: str) -> Exception:
     text = redact(message)[:300]
     lowered = text.lower()
+    if any(word in lowered for word in ("connection refused", "no such host", "i/o timeout", "tls handshake", "dial tcp", "timeout")):
+        return InfrastructureError(f"pulling {reference}: the registry does not answer ({text})")
     if any(word in lowered for word in ("manifest unknown", "not found", "does not exist", "name unknown", "manifest_unknown")):
         return RealizeFailed(f"{reference}: the registry no longer has this image ({text})", hint="the pinned digest was deleted or garbage-collected: exact reproduction is no longer possible; promote a new baseline")
     return InfrastructureError(f"pulling {reference}: {text}")

@@ -61,6 +61,13 @@ def envelope(ctx: RebuildContext) -> StageResult:
     systems = env.get("os") or []
     if systems and facts.get("os") not in systems and str(facts.get("os", "")).split("-")[0] not in systems:
         problems.append(f"operating system {facts.get('os')} is outside {systems}")
+    from reprogate.rebuild.cpu import cpu_envelope
+    from reprogate.rules.trace_meta import reference_disagreements
+
+    problems += [d.message for d in reference_disagreements(ctx.data, ctx.reference_events)]
+    cpu_problems, cpu_facts = cpu_envelope(ctx)
+    facts.update(cpu_facts)
+    problems += cpu_problems
     if problems:
         return failed("rejected before the run, never widened: " + "; ".join(problems), facts=facts)
     where = ", ".join(facts["gpu_models"]) or "CPU"
