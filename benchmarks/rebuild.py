@@ -1,98 +1,94 @@
-"""Benchmark: the tiny example's full rebuild, and the Tracer's overhead per training step.
+"""Benchmark: the tiny example's rebuild against the same two ranks started by hand.
 
-  rebuild    wall time of `reprogate rebuild examples/tiny/records/tiny.yaml` (aim: under 60 s)
-  tracer     the example's model and data in one process, N steps each of: the bare loop, the
-             loop with a Tracer digesting tensors and model state every step, and every 10 steps
-             (batch digest, loss and lr every step in both); overhead = traced / bare - 1
-             (aim: under 1% at every 10 steps)
+  rebuild   wall time of `reprogate rebuild examples/tiny/records/tiny.yaml`, a whole process,
+            every stage included (preflight too)
+  bare      the same entrypoint as two ranks started directly with torchrun's variables and the
+            record's execution.env, writing the same trace: what a user would otherwise run
+  ratio     rebuild / bare (aim: <= 1.2)
 
-    .venv/bin/python benchmarks/rebuild.py [--steps 400] [--repeat 3]
+Run alternately, best of --repeat each, so both see the same machine:
+
+    .venv/bin/python benchmarks/rebuild.py [--repeat 3]
+
+The Tracer's own cost per step is benchmarks/tracer.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
+import os
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 REPO = Path(__file__).resolve().parent.parent
 TINY = REPO / "examples" / "tiny"
+RECORD = TINY / "records" / "tiny.yaml"
 
 
-def rebuild_time(repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        with tempfile.TemporaryDirectory() as out:
-            start = time.perf_counter()
-            done = subprocess.run([sys.executable, "-m", "reprogate", "rebuild", str(TINY / "records" / "tiny.yaml"), "--out", out], capture_output=True, text=True, cwd=REPO)
-            elapsed = time.perf_counter() - start
-            if done.returncode != 0:
-                raise SystemExit(done.stdout + done.stderr)
-            best = min(best, elapsed)
-    return best
+def _port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
-def tracer_overhead(steps: int, repeat: int) -> dict[str, float]:
-    import torch
-    import yaml
-    from torch import nn
+def rebuild_once() -> tuple[float, dict[str, float]]:
+    with tempfile.TemporaryDirectory() as out:
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "reprogate", "rebuild", str(RECORD), "--out", out], capture_output=True, text=True, cwd=REPO)
+        elapsed = time.perf_counter() - start
+        if done.returncode != 0:
+            raise SystemExit(done.stdout + done.stderr)
+        verdict = json.loads((Path(out) / "verdict.json").read_text())
+    return elapsed, {s["name"]: s["seconds"] for s in verdict["stages"]}
 
-    from reprogate.trace import Tracer, seed_everything
 
-    spec = importlib.util.spec_from_file_location("tiny_train", TINY / "project" / "train.py")
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    config = yaml.safe_load((TINY / "config" / "tiny.yaml").read_text())
-    vocab = json.loads((TINY / "data" / "vocab.json").read_text())
-    ids = torch.cat([module.encode(TINY / "data" / name, vocab) for name in config["data"]["shards"]])
-    m, t = config["model"], config["train"]
-    torch.set_num_threads(1)
-
-    def loop(every: int | None) -> float:
-        generator = seed_everything(1)
-        data = module.Windows(ids, m["context"])
-        loader = torch.utils.data.DataLoader(data, batch_size=t["batch_per_rank"], shuffle=True, generator=generator, drop_last=True)
-        model = module.Model(len(vocab), m["context"], m["embed"], m["hidden"])
-        optimizer = torch.optim.AdamW(model.parameters(), lr=t["lr"])
-        batches = [next(iter(loader)) for _ in range(8)]  # data loading is not what is measured
-        with tempfile.TemporaryDirectory() as folder:
-            tracer = Tracer(folder, rank=0, every=every, tensors=config["trace"]["tensors"], model=model) if every else None
-            start = time.perf_counter()
-            for step in range(1, steps + 1):
-                x, y = batches[step % len(batches)]
-                loss = nn.functional.cross_entropy(model(x), y)
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
-                if tracer:
-                    tracer.step(step, batch=(x, y), loss=loss, lr=optimizer.param_groups[0]["lr"])
-            elapsed = time.perf_counter() - start
-            if tracer:
-                tracer.close()
-        return elapsed / steps
-
-    results = {}
-    for label, every in (("bare", None), ("every step", 1), ("every 10 steps", 10)):
-        results[label] = min(loop(every) for _ in range(repeat))
-    return results
+def bare_once() -> float:
+    record = yaml.safe_load(RECORD.read_text())
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
+    env.update({str(k): str(v) for k, v in record["execution"]["env"].items()})
+    port = _port()
+    with tempfile.TemporaryDirectory() as trace:
+        start = time.perf_counter()
+        procs = [
+            subprocess.Popen(
+                [sys.executable, *record["job"]["entrypoint"][1:]],
+                cwd=TINY / "project",
+                env={**env, "RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "REPROGATE_TRACE_DIR": trace},
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for r in range(2)
+        ]
+        codes = [p.wait() for p in procs]
+        elapsed = time.perf_counter() - start
+    if codes != [0, 0]:
+        raise SystemExit(f"the bare run failed: {codes}")
+    return elapsed
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=400)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    print(f"full rebuild of the tiny example: {rebuild_time(args.repeat):.1f} s (best of {args.repeat})")
-    per_step = tracer_overhead(args.steps, args.repeat)
-    bare = per_step["bare"]
-    for label, seconds in per_step.items():
-        extra = "" if label == "bare" else f"  overhead {100 * (seconds / bare - 1):+.1f}%"
-        print(f"  {label:<16} {seconds * 1e6:8.1f} us/step{extra}")
+    rebuilds, bares, stages = [], [], []
+    for _ in range(args.repeat):
+        elapsed, per_stage = rebuild_once()
+        rebuilds.append(elapsed)
+        stages.append(per_stage)
+        bares.append(bare_once())
+    best = min(range(len(rebuilds)), key=rebuilds.__getitem__)
+    print(f"rebuild (whole process, best of {args.repeat}): {rebuilds[best]:.2f} s")
+    print("  stages: " + ", ".join(f"{name} {seconds:.2f}" for name, seconds in stages[best].items() if seconds >= 0.01))
+    print(f"bare 2-rank run (best of {args.repeat}):       {min(bares):.2f} s")
+    print(f"ratio rebuild / bare: {rebuilds[best] / min(bares):.2f}  (aim <= 1.2)")
+    print(f"load average now: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -35,6 +35,9 @@ def claim(ctx: RebuildContext, verdict: dict[str, Any]) -> dict[str, Any]:
     machine = f"{', '.join(facts.get('gpu_models') or []) or 'CPU'} ({facts.get('machine', '?')}{kernels}), {facts.get('os', 'unknown OS')}, torch {facts.get('torch', '?')}, {facts.get('world_size', ctx.world_size)} rank(s) over {facts.get('backend', '?')}"
     replayed = verdict["verdict"] == "pass"
     limits = []
+    environment = _environment(ctx)
+    if ctx.choice is not None and ctx.choice.name == "current":
+        limits.append("the environment was not rebuilt: the record asks to run in the Python environment reprogate is installed in (job.environment.realizer: current), so a lock-file or image change is not exercised")
     container = ctx.section("container")
     if isinstance(container, dict) and container.get("used") is False:
         limits.append(f"no container: {container.get('reason', 'none declared')}")
@@ -49,10 +52,26 @@ def claim(ctx: RebuildContext, verdict: dict[str, Any]) -> dict[str, Any]:
     envelope = ctx.section("contract", "envelope") or {}
     limits.append(f"hardware and software outside the envelope (GPUs {envelope.get('gpu_models') or 'none: CPU only'}, framework {envelope.get('framework', {}).get('name', '?')} {envelope.get('framework', {}).get('release', '')}, world sizes {envelope.get('world_sizes') or [ctx.section('execution', 'world_size')]})")
     if replayed:
-        text = f"{name} was replayed from an empty worker on {machine}, inside its contract's envelope. Seeds rebuilt: {verdict['seeds']['rebuilt']}. Compared: {'; '.join(compared) or 'the run started and reached its steps'}."
+        text = f"{name} was replayed from an empty worker in {environment}, on {machine}, inside its contract's envelope. Seeds rebuilt: {verdict['seeds']['rebuilt']}. Compared: {'; '.join(compared) or 'the run started and reached its steps'}."
     else:
-        text = f"{name} was NOT reproduced: the first difference is at the {verdict['diagnosis']} stage ({_detail(verdict)}). Rebuilt on {machine}."
+        text = f"{name} was NOT reproduced: the first difference is at the {verdict['diagnosis']} stage ({_detail(verdict)}). Rebuilt in {environment}, on {machine}."
     return {"replayed": replayed, "text": text, "compared": compared, "not_covered": limits}
+
+
+def _environment(ctx: RebuildContext) -> str:
+    """Which environment ran, in words: what the claim is about."""
+    facts = ctx.realized.facts if ctx.realized is not None else {}
+    which = ctx.options.environment
+    kind = ctx.choice.name if ctx.choice is not None else "no realized environment"
+    if kind == "container":
+        image = str(facts.get("image_id", "?"))[:19]
+        source = f"built from {facts['built_from']}" if facts.get("built_from") else (f"pinned digest {facts['digest_verified_by_engine']} confirmed by the engine" if facts.get("digest_verified_by_engine") else str(facts.get("image_source", "")))
+        return f"the {which} environment: image {image} ({source})"
+    if kind == "venv":
+        return f"the {which} environment: a venv from {facts.get('lock_file')} ({facts.get('lock_digest', '?')})"
+    if kind == "current":
+        return "reprogate's own Python environment"
+    return kind
 
 
 def _detail(verdict: dict[str, Any]) -> str:

@@ -47,7 +47,7 @@ def test_ranks_see_only_the_allowlist_and_nothing_planted_leaves(cli: Cli, proje
 
     def change(record: dict[str, Any]) -> None:
         record["job"]["entrypoint"] = ["python", "dump.py"]
-        record["execution"]["env"] = {"OMP_NUM_THREADS": "1", "LEAK_FILE": str(leak)}
+        record["execution"]["env"].update(LEAK_FILE=str(leak))
         from reprogate.core.gittree import tree_id
 
         record["source"]["tree"] = tree_id(project / "tiny" / "project")
