@@ -14,8 +14,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from click.testing import Result
@@ -102,7 +103,7 @@ def test_a_node_killed_mid_run_fails_the_run_naming_the_node_and_cancels_the_all
 def test_the_controller_down_is_an_infrastructure_failure(slurm_cluster: SlurmCluster, cli: Cli, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     slurm_cluster.use(monkeypatch)
     slurm_cluster.stop_controller()
-    result, verdict = rebuild(cli, project, "--workdir", str(tmp_path / "work"))
+    result, _ = rebuild(cli, project, "--workdir", str(tmp_path / "work"))
     assert result.exit_code == 3, result.output
     assert "Unable to contact slurm controller" in result.output
     assert not (tmp_path / "work").exists()  # refused before the first stage

@@ -148,7 +148,7 @@ def _context_namespace() -> str | None:
     except ImportError:
         return None
     try:
-        _, current = config.list_kube_config_contexts()
+        _, current = config.list_kube_config_contexts(config_file=os.environ.get("KUBECONFIG"))
     except Exception:  # noqa: BLE001 - no kubeconfig: in-cluster or none
         return None
     return (current or {}).get("context", {}).get("namespace")
@@ -164,7 +164,7 @@ def api() -> Any:
         if os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG"):
             config.load_incluster_config()
         else:
-            config.load_kube_config()
+            config.load_kube_config(config_file=os.environ.get("KUBECONFIG"))  # read now: the package reads KUBECONFIG once, at import
     except Exception as exc:  # noqa: BLE001 - the loaders raise several kinds for an absent or broken config
         raise UsageError(f"no Kubernetes cluster is configured ({type(exc).__name__}: {redact(str(exc))[:200]})",
                          hint="set KUBECONFIG, or write the manifests with `reprogate rebuild --launcher kubernetes --dry-run`") from None
