@@ -26,6 +26,7 @@ import os
 import re
 import shlex
 import time
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -330,7 +331,7 @@ class KubernetesLauncher:
         assert claim is not None  # admit checked
         image = str(getattr(realized, "reference", "") or realized.facts.get("image_id"))
         work = _work_root(logs)
-        name = job_name(f"{logs.parent.name}-{int(time.time())}")
+        name = job_name(f"{logs.parent.name}-{uuid.uuid4().hex[:8]}")  # unique: concurrent rebuilds share a namespace
         service, job = manifests(name, namespace, image, shape, argv, env, cwd, logs, work, claim)
         logs.mkdir(parents=True, exist_ok=True)
         (logs / "kubernetes.json").write_text(json.dumps([service, job], indent=2) + "\n")

@@ -49,6 +49,7 @@ CLIENT_TIMEOUT = 60.0  # a Slurm client command that takes longer is a controlle
 QUEUE_TIMEOUT = 3600.0  # default wait for the allocation (REPROGATE_SLURM_QUEUE_TIMEOUT)
 FILE_GRACE = 5.0  # a shared file system may show a rank's exit file a little after the job ends
 RELEASE_TIMEOUT = 60.0  # how long `stop` waits for Slurm to release the allocation
+CONTROLLER_GRACE = 120.0  # a controller that stops answering mid-run (a failover) is waited for this long
 PER_TASK = ("RANK", "LOCAL_RANK", "GROUP_RANK", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT")
 VISIBILITY = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
 ENDED = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "REVOKED", "SPECIAL_EXIT"}
@@ -194,6 +195,7 @@ class SlurmGroup:
         self.sick: dict[str, str] = {}  # node -> its state, when the job ended early
         self.ended_at: float | None = None
         self._checked = 0.0
+        self._unreachable_since: float | None = None
         self._lost: dict[int, str] = {}
         self._stopped = False
         self._previous_sigterm: Any = None
@@ -210,10 +212,14 @@ class SlurmGroup:
         try:
             text = client("scontrol", "show", "job", "-o", self.job_id, env=self.env)
             self.job = fields(text.splitlines()[0]) if text.strip() else self.job
+            self._unreachable_since = None
         except SlurmUnreachable as exc:
-            if "Invalid job id" not in exc.message:
+            if "Invalid job id" in exc.message:
+                self.job = self._from_accounting() or {"JobState": "COMPLETED" if self._all_exit_files() else "UNKNOWN"}
+            elif force or now - (self._unreachable_since or now) > CONTROLLER_GRACE:
                 raise
-            self.job = self._from_accounting() or {"JobState": "COMPLETED" if self._all_exit_files() else "UNKNOWN"}
+            else:  # the ranks' own files still tell how they end; the job's state can wait for the controller
+                self._unreachable_since = self._unreachable_since or now
         if not self.node_list and self.job.get("NodeList") not in (None, "", "(null)"):
             self.node_list = hostnames(self.job["NodeList"], env=self.env)
         return self.job

@@ -52,7 +52,10 @@ def preflight(ctx: RebuildContext) -> StageResult:
         ctx.hosts.start()
     except ReprogateError as exc:
         return failed(exc.message + (f" ({exc.hint})" if exc.hint else ""), exit_code=int(exc.exit_code))
-    ready = ctx.hosts.wait_ready()
+    try:
+        ready = ctx.hosts.wait_ready()
+    except ReprogateError as exc:  # the scheduler stopped answering while the ranks started
+        return failed(exc.message, exit_code=int(exc.exit_code))
     group = ctx.hosts.group
     ctx.facts.update(backend=backend, launcher=ctx.launcher.name, nodes_used=group.nodes if group else [], placement=group.placement() if group else {})
     (ctx.workdir / "preflight.json").write_text(json.dumps({"stages": [s.__dict__ for s in ready.stages], "failed": ready.failed, "detail": ready.detail, "seconds": round(ready.seconds, 3)}, indent=2) + "\n")
