@@ -1,6 +1,7 @@
 """Shared fixtures: a writable copy of the example project, a CLI runner, and the real parts that
 container and Slurm tests share for the whole session (a Podman engine, a registry with the test
-images, a two-node Slurm cluster; see tests/support/engine.py and tests/support/slurm.py)."""
+images, a two-node Slurm cluster; see tests/support/engine.py and tests/support/slurm.py), and an
+OpenAPI-checked stand-in Kubernetes API (tests/support/kubernetes_api.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 from support import EXAMPLES
 from support.engine import image_registry, podman_engine, tiny_image, torch_image  # noqa: F401 - session fixtures, documented there
+from support.kubernetes_api import kubernetes_api  # noqa: F401 - a fixture, documented there
 from support.slurm import slurm_cluster, slurm_cluster_session  # noqa: F401 - fixtures, documented there
 
 from reprogate.cli import main

@@ -37,13 +37,14 @@ def preflight(world_size: int | None, backend: str | None, timeout: float, recor
 @click.option("--image", default=None, help="Run this image instead of the record's (container realizer; verified by the engine).")
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where realized venvs are cached (default ~/.cache/reprogate).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True, help="Seconds each seed's run may take.")
+@click.option("--dry-run", is_flag=True, help="Write what the launcher would submit (--launcher kubernetes: the manifests, into --out) and run nothing.")
 @format_option()
-def rebuild(record: Path, workdir: Path | None, output_dir: Path, steps: int | None, seeds: int, world_size: int | None, environment: str, realizer: str | None, launcher: str | None, image: str | None, cache: Path | None, timeout: float, fmt: str) -> None:
+def rebuild(record: Path, workdir: Path | None, output_dir: Path, steps: int | None, seeds: int, world_size: int | None, environment: str, realizer: str | None, launcher: str | None, image: str | None, cache: Path | None, timeout: float, dry_run: bool, fmt: str) -> None:
     """Run the rebuild drill: stages in order, verdict, report and rebuild record."""
     from reprogate.rebuild.command import rebuild_command
     from reprogate.rebuild.context import RebuildOptions
 
-    options = RebuildOptions(workdir=workdir, steps=steps, seeds=seeds, world_size=world_size, image=image, timeout=timeout, environment=environment, realizer=realizer, launcher=launcher, cache=cache)
+    options = RebuildOptions(workdir=workdir, steps=steps, seeds=seeds, world_size=world_size, image=image, timeout=timeout, environment=environment, realizer=realizer, launcher=launcher, cache=cache, dry_run=dry_run)
     finish(lambda: rebuild_command(record, options, output_dir, fmt), fmt, "rebuild")
 
 

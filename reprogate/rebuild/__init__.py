@@ -65,7 +65,9 @@ def check_before_running(doc: Document, record: Path, options: RebuildOptions) -
     from reprogate.rebuild import launchers, realizers
 
     realizers.choose(data, options.realizer)
-    launchers.choose(data, options.launcher)
+    launcher = launchers.choose(data, options.launcher)
+    if not options.dry_run:  # a partition too small for the record, a scheduler that does not answer: before anything runs
+        launcher.admit(launchers.record_shape(data, options.world_size))
 
 
 def run_rebuild(record: Path, options: RebuildOptions) -> tuple[dict[str, Any], RebuildContext]:

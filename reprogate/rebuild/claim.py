@@ -38,6 +38,11 @@ def claim(ctx: RebuildContext, verdict: dict[str, Any]) -> dict[str, Any]:
     environment = _environment(ctx)
     if ctx.choice is not None and ctx.choice.name == "current":
         limits.append("the environment was not rebuilt: the record asks to run in the Python environment reprogate is installed in (job.environment.realizer: current), so a lock-file or image change is not exercised")
+    topo = _topology(ctx)
+    if topo is not None:
+        machine += f"; ranks on {topo.words()}, started by {facts.get('launcher', '?')}"
+        if topo.changes:
+            limits.append(f"topology changed against the reference: {', '.join(topo.changes)}" + (f" ({'; '.join(topo.remapped[:3])})" if topo.remapped else ""))
     container = ctx.section("container")
     if isinstance(container, dict) and container.get("used") is False:
         limits.append(f"no container: {container.get('reason', 'none declared')}")
@@ -55,7 +60,18 @@ def claim(ctx: RebuildContext, verdict: dict[str, Any]) -> dict[str, Any]:
         text = f"{name} was replayed from an empty worker in {environment}, on {machine}, inside its contract's envelope. Seeds rebuilt: {verdict['seeds']['rebuilt']}. Compared: {'; '.join(compared) or 'the run started and reached its steps'}."
     else:
         text = f"{name} was NOT reproduced: the first difference is at the {verdict['diagnosis']} stage ({_detail(verdict)}). Rebuilt in {environment}, on {machine}."
-    return {"replayed": replayed, "text": text, "compared": compared, "not_covered": limits}
+    found = {"replayed": replayed, "text": text, "compared": compared, "not_covered": limits}
+    if topo is not None:
+        found["placement"] = topo.as_dict()
+    return found
+
+
+def _topology(ctx: RebuildContext) -> Any:
+    """Where the ranks ran (rank <-> node) and what changed against the record, when known."""
+    from reprogate.rebuild.topology import topology
+
+    placement = ctx.facts.get("placement") or {}
+    return topology(ctx.data, placement) if placement else None
 
 
 def _environment(ctx: RebuildContext) -> str:

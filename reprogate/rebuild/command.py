@@ -45,6 +45,8 @@ def rebuild_command(record: Path, options: Any, output_dir: Path, fmt: str) -> C
     from reprogate.rebuild.report import markdown
 
     options.output = output_dir
+    if options.dry_run:
+        return dry_run_command(record, options, output_dir)
     verdict, ctx = run_rebuild(record, options)
     record_text = dump_yaml(ctx.rebuild_record, f"Run record of a rebuild of {verdict['record']['path']} (reprogate rebuild); its verdict is verdict.json beside it")
     atomic_write(output_dir / "rebuild-record.yaml", record_text)
@@ -64,6 +66,29 @@ def rebuild_command(record: Path, options: Any, output_dir: Path, fmt: str) -> C
         result.summary = report
         result.outputs = {"verdict": verdict["verdict"], "diagnosis": verdict["diagnosis"] or "", "report-path": str(output_dir / "report.md")}
     return result
+
+
+def dry_run_command(record: Path, options: Any, output_dir: Path) -> CommandResult:
+    """What the launcher would submit, written and not submitted: Kubernetes manifests."""
+    import yaml
+
+    from reprogate.core.documents import load_document
+    from reprogate.rebuild import check_before_running, launchers
+    from reprogate.rebuild.launchers import kubernetes
+    from reprogate.rebuild.stages.preflight import time_limit
+
+    doc = load_document(record)
+    check_before_running(doc, record, options)
+    if launchers.choose(doc.data, options.launcher).name != kubernetes.NAME:
+        raise UsageError("--dry-run writes the Kubernetes manifests of a rebuild (--launcher kubernetes)",
+                         hint="the slurm launcher leaves the job.sh and rank.sh it submits in the work folder's runs/*/logs (keep them with --workdir)")
+    workdir = (options.workdir or Path("/reprogate/work")).absolute()
+    documents = kubernetes.rendered(doc.data, options.image, workdir, options.world_size, time_limit(options), options.preflight_timeout)
+    target = output_dir / "kubernetes.yaml"
+    atomic_write(target, "# reprogate rebuild --dry-run: a headless Service and an indexed Job; the work folder is the claim mounted at " + str(workdir) + "\n"
+                 + yaml.safe_dump_all(documents, sort_keys=False))
+    kinds = ", ".join(f"{d['kind']} {d['metadata']['name']}" for d in documents)
+    return CommandResult(ExitCode.OK, [f"wrote {target}: {kinds} (not submitted)"])
 
 
 def interval_command(record: Path, alpha: float | None) -> CommandResult:

@@ -35,6 +35,7 @@ class RebuildOptions:
     launcher: str | None = None  # default chosen from the record
     cache: Path | None = None  # realizers' cache (venvs); default ~/.cache/reprogate
     output: Path = Path("reprogate-rebuild")  # verdict, report, rebuild record and its trace
+    dry_run: bool = False  # write what the launcher would submit (Kubernetes manifests) and run nothing
 
 
 @dataclass

@@ -34,14 +34,17 @@ POLL = 0.05
 
 def rank_environment(record_env: Mapping[str, Any], workdir: Path, runtime: Path, host: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment every rank starts with (the launcher adds the per-rank variables)."""
+    (workdir / "home").mkdir(parents=True, exist_ok=True)
+    (workdir / "tmp").mkdir(parents=True, exist_ok=True)
+    return rank_variables(record_env, workdir, runtime, host)
+
+
+def rank_variables(record_env: Mapping[str, Any], workdir: Path, runtime: Path, host: Mapping[str, str] | None = None) -> dict[str, str]:
+    """rank_environment without creating its folders (for manifests rendered, not run)."""
     host = os.environ if host is None else host
     env = {k: host[k] for k in PASSED_THROUGH if k in host}
     env.update({k: v for k, v in host.items() if k.startswith("LC_")})
-    home = workdir / "home"
-    tmp = workdir / "tmp"
-    home.mkdir(parents=True, exist_ok=True)
-    tmp.mkdir(parents=True, exist_ok=True)
-    env.update({"HOME": str(home), "TMPDIR": str(tmp), "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"})
+    env.update({"HOME": str(workdir / "home"), "TMPDIR": str(workdir / "tmp"), "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"})
     env.update({str(k): str(v) for k, v in record_env.items()})
     extra = env.get("PYTHONPATH")
     env["PYTHONPATH"] = str(runtime) + (os.pathsep + extra if extra else "")
@@ -69,6 +72,7 @@ class Readiness:
     log_tail: str = ""
     seconds: float = 0.0
     spare_port: int | None = None
+    gpu_models: list[str] = field(default_factory=list)  # as the ranks named their GPUs
 
     def stage(self, name: str) -> StageReport:
         return next(s for s in self.stages if s.name == name)
@@ -176,7 +180,7 @@ class RankHosts:
                 else:
                     result.failed = self._current_stage(rank) or "framework-op"
                     result.infrastructure = not self._events[rank]
-                    result.detail = f"rank {rank} on {self.where(rank)} exited with code {codes[rank]} before it was ready"
+                    result.detail = f"rank {rank} on {self.where(rank)} {self.group.describe(rank, codes[rank])} before it was ready"
                 result.log_tail = self.log_tail(rank)
                 self._fold_stages(result)
                 result.stage(result.failed).status = "fail"
@@ -184,6 +188,7 @@ class RankHosts:
             if all(s == "ready" for s in states.values()):
                 port = next((e.get("spare_port") for e in self._events.get(0, []) if e.get("spare_port")), None)
                 result.spare_port = int(port) if isinstance(port, int) else None
+                result.gpu_models = sorted({str(e["gpu"]) for events in self._events.values() for e in events if e.get("gpu")})
                 break
             if time.monotonic() > deadline:
                 late = next(r for r, s in states.items() if s != "ready")
@@ -225,7 +230,7 @@ class RankHosts:
             failed = [r for r, c in codes.items() if c not in (None, 0)]
             if failed:
                 rank = failed[0]
-                return Finished(False, time.monotonic() - began, codes, f"rank {rank} on {self.where(rank)} exited with code {codes[rank]}", rank, self.log_tail(rank))
+                return Finished(False, time.monotonic() - began, codes, f"rank {rank} on {self.where(rank)} {self.group.describe(rank, codes[rank])}", rank, self.log_tail(rank))
             if all(c == 0 for c in codes.values()):
                 return Finished(True, time.monotonic() - began, codes)
             if time.monotonic() - began > timeout:

@@ -100,6 +100,9 @@ def main() -> int:
             events.close()
             return exc.code
     ready: dict[str, Any] = {}
+    torch = sys.modules.get("torch")  # imported by the preflight: name this rank's GPU (the envelope judges the nodes' models)
+    if torch is not None and torch.cuda.is_available():
+        ready["gpu"] = str(torch.cuda.get_device_name(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count()))
     if rank == 0:  # a port for the training rendezvous, free on the node rank 0 runs on
         import socket
 

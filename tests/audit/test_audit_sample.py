@@ -13,7 +13,7 @@ Cli = Callable[..., Result]
 
 def _offline(project: Path) -> Path:
     """The example project without the records whose images live on an outside registry (the
-    tests reach loopback only); what is left: startup.yaml and tiny.yaml, plus copies of them."""
+    tests reach loopback only); what is left: startup.yaml, tiny.yaml and tiny-2node.yaml, plus copies of startup.yaml."""
     for name in ("behavioral", "bitwise", "drill", "statistical"):
         (project / "records" / f"{name}.yaml").unlink()
     for i in range(4):
@@ -30,7 +30,7 @@ def test_the_same_seed_picks_the_same_records_and_another_seed_others(cli: Cli, 
     first = cli("audit", "--sample", "2", "--seed", "202611", str(project), cwd=project)
     again = cli("audit", "--sample", "2", "--seed", "202611", str(project), cwd=project)
     assert first.exit_code == 0, first.output
-    assert _sampled(first) == _sampled(again) and _sampled(first).startswith("sampled 2 of 6 record(s) with seed 202611")
+    assert _sampled(first) == _sampled(again) and _sampled(first).startswith("sampled 2 of 7 record(s) with seed 202611")
     picks = {_sampled(cli("audit", "--sample", "2", "--seed", str(seed), str(project), cwd=project)).split(": ", 1)[1] for seed in range(8)}
     assert len(picks) > 1
 

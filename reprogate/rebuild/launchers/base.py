@@ -3,16 +3,24 @@
 A launcher gets a realized environment, the command every rank runs (the rank host) and the
 environment shared by all ranks; it adds torchrun's variables per rank (RANK, LOCAL_RANK,
 WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT) and returns a group the
-rebuild can poll and stop. `where(rank)` names the node a rank ran on, for failure messages.
+rebuild can poll and stop. `where(rank)` names the node a rank ran on and `describe(rank, code)`
+says how it ended, for failure messages ("rank 1 on node n2 was lost with its node ...").
+
+`admit(shape)` runs before the first stage: whatever a launcher can refuse without starting
+anything (a partition smaller than the record's node count, a scheduler that does not answer)
+is refused there, before an environment is realized or data fetched.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Protocol
+from typing import Protocol
 
 from reprogate.rebuild.realizers.base import Realized
+
+TORCHRUN_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT")
 
 
 @dataclass(frozen=True)
@@ -21,6 +29,8 @@ class Shape:
 
     world_size: int
     nodes: int = 1
+    gpus_per_node: int = 0  # asked of a scheduler (Slurm GRES, nvidia.com/gpu per pod)
+    time_limit: float | None = None  # seconds the ranks may live at most: a scheduler's limit, so nothing outlives a killed rebuild for long
 
     @property
     def ranks_per_node(self) -> int:
@@ -36,9 +46,17 @@ class RankGroup(Protocol):
         """Where the rank runs, in words (`this machine`, `node n2`)."""
         ...
 
+    def describe(self, rank: int, code: int | None) -> str:
+        """How the rank ended, in words (`exited with code 1`, `was lost with its node ...`)."""
+        ...
+
     @property
     def nodes(self) -> list[str]:
         """The nodes the group runs on, in rank order of their first rank."""
+        ...
+
+    def placement(self) -> dict[int, str]:
+        """The node each rank really ran on (rank -> node name), as far as known."""
         ...
 
     def stop(self) -> None:
@@ -48,5 +66,11 @@ class RankGroup(Protocol):
 
 class Launcher(Protocol):
     name: str
+    ranks_run_here: bool  # False: ranks run on other machines, whose devices this one cannot see
+
+    def admit(self, shape: Shape) -> None:
+        """Refuse, before anything starts, a shape this launcher cannot run (UsageError, exit 2)
+        or a scheduler that does not answer (InfrastructureError, exit 3)."""
+        ...
 
     def start(self, realized: Realized, argv: list[str], env: Mapping[str, str], shape: Shape, cwd: Path, logs: Path) -> RankGroup: ...

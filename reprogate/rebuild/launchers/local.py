@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from reprogate.core.errors import UsageError
 from reprogate.rebuild.launchers.base import Shape
@@ -44,9 +44,15 @@ class LocalGroup:
     def where(self, rank: int) -> str:
         return "this machine"
 
+    def describe(self, rank: int, code: int | None) -> str:
+        return f"exited with code {code}"
+
     @property
     def nodes(self) -> list[str]:
         return [socket.gethostname()]
+
+    def placement(self) -> dict[int, str]:
+        return {rank: socket.gethostname() for rank in self.processes}
 
     def stop(self) -> None:
         for process in self.processes.values():
@@ -55,10 +61,14 @@ class LocalGroup:
 
 class LocalLauncher:
     name = NAME
+    ranks_run_here = True
+
+    def admit(self, shape: Shape) -> None:
+        if shape.nodes != 1:
+            raise UsageError(f"the record's shape is {shape.nodes} nodes; the local launcher runs one", hint="rebuild with --launcher slurm (or kubernetes): a multi-node record is rebuilt only with its recorded shape")
 
     def start(self, realized: Realized, argv: list[str], env: Mapping[str, str], shape: Shape, cwd: Path, logs: Path) -> LocalGroup:
-        if shape.nodes != 1:
-            raise UsageError(f"the record's shape is {shape.nodes} nodes; the local launcher runs one", hint="rebuild with --launcher slurm (or kubernetes), or the envelope rejects the run")
+        self.admit(shape)
         port = free_port()
         processes: dict[int, RankProcess] = {}
         group = LocalGroup(processes)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Protocol
+from typing import Any, Mapping, Protocol, Sequence
 
 from reprogate.core.errors import CheckFailed
 
@@ -53,13 +53,18 @@ class Realized(Protocol):
     kind: str  # container, venv or current
     python: str  # the interpreter inside, as a path valid there
     facts: dict[str, Any]  # identity: image id and digests, lock digest, python, engine ...
+    command_environment: tuple[str, ...]  # host variables `command`'s line needs where it starts (an engine CLI's socket and config)
 
     def spawn(self, argv: list[str], env: Mapping[str, str], cwd: Path, log: Path) -> RankProcess:
         """Start argv inside the environment with exactly `env`, output to `log`."""
         ...
 
-    def command(self, argv: list[str], env: Mapping[str, str], cwd: Path) -> list[str]:
-        """argv as a command line another launcher (a scheduler) can run on a node."""
+    def command(self, argv: list[str], env: Mapping[str, str], cwd: Path, inherit: Sequence[str] = ()) -> list[str]:
+        """argv as a command line a scheduler can run on a node that shares the work folder.
+
+        The scheduler starts the line in `cwd` with `env` plus the variables named in `inherit`,
+        which the node sets per task (RANK from SLURM_PROCID...); what the environment adds on
+        top of that (a venv's PATH, a container's -e/-w/mounts) the line carries itself."""
         ...
 
     def close(self) -> None: ...

@@ -22,7 +22,7 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from reprogate.core.errors import InfrastructureError, UsageError
 from reprogate.core.redact import redact
@@ -109,10 +109,15 @@ class ContainerProcess:
 
 class ContainerEnvironment:
     kind = NAME
+    # What the engine CLI of `command` needs on a node: its socket, its config (registry
+    # credentials stay in the CLI's own files, never in the container) and its runtime folder.
+    command_environment = ("HOME", "XDG_RUNTIME_DIR", "DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY", "CONTAINER_HOST",
+                           "CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF", "REPROGATE_CONTAINER_CLI")
 
-    def __init__(self, client: Any, image_id: str, request: RealizeRequest, facts: dict[str, Any], mounts: dict[str, str], gpus: bool) -> None:
+    def __init__(self, client: Any, image_id: str, request: RealizeRequest, facts: dict[str, Any], mounts: dict[str, str], gpus: bool, reference: str | None = None) -> None:
         self.client = client
         self.image_id = image_id
+        self.reference = reference or image_id  # what another node's engine can pull: name@digest; an image built here only by ID
         self.python = "python"  # the image's own, found on its PATH
         self.facts = facts
         self.mounts = mounts  # host path -> mode; mounted at the same path inside
@@ -143,18 +148,23 @@ class ContainerEnvironment:
         self.started.append(process)
         return process
 
-    def command(self, argv: list[str], env: Mapping[str, str], cwd: Path) -> list[str]:
-        """The same container as an engine command line, for a scheduler running it on a node."""
+    def command(self, argv: list[str], env: Mapping[str, str], cwd: Path, inherit: Sequence[str] = ()) -> list[str]:
+        """The same container as an engine command line, for a scheduler running it on a node:
+        the image by its pinned digest (another node's engine pulls it; an image built here is
+        named by ID and must be on that engine already), labelled so `close` finds it, the
+        per-task variables passed through (`-e NAME` takes the CLI's value)."""
         cli = os.environ.get("REPROGATE_CONTAINER_CLI", "docker")
-        line = [cli, "run", "--rm", "--network", "host", "-w", str(cwd)]
+        line = [cli, "run", "--rm", "--network", "host", "-w", str(cwd), "--label", f"{LABEL}={self.run_label}"]
         for host, mode in self.mounts.items():
             line += ["-v", f"{host}:{host}:{mode}"]
         for key, value in env.items():
-            if key not in ("PATH", "HOME", "VIRTUAL_ENV"):
+            if key not in ("PATH", "HOME", "VIRTUAL_ENV") and key not in inherit:
                 line += ["-e", f"{key}={value}"]
+        for key in inherit:
+            line += ["-e", key]
         if self.gpus:
             line += ["--gpus", "all"]
-        return [*line, self.image_id, *argv]
+        return [*line, self.reference, *argv]
 
     def close(self) -> None:
         for process in self.started:
@@ -163,6 +173,11 @@ class ContainerEnvironment:
                 process.container.remove(force=True)
             except Exception:  # noqa: BLE001 - best effort: the label finds leftovers
                 pass
+        try:  # containers a scheduler started from `command` on this engine: a job's end does not stop them
+            for container in self.client.containers.list(all=True, filters={"label": f"{LABEL}={self.run_label}"}):
+                container.remove(force=True)
+        except Exception:  # noqa: BLE001 - best effort
+            pass
 
 
 class ContainerRealizer:
@@ -175,21 +190,24 @@ class ContainerRealizer:
         facts: dict[str, Any] = {"realizer": NAME, "engine": _engine_name(client), "docker_host": os.environ.get("DOCKER_HOST", "default socket")}
         log = request.workdir / "logs" / "realize-container.log"
         log.parent.mkdir(parents=True, exist_ok=True)
+        reference = None
         if request.image:
             image_id = self._pull(client, request.image, None, facts, log)
             facts["image_source"] = f"--image {request.image}"
+            reference = request.image if "@sha256:" in request.image else None
         elif request.environment == "candidate" and isinstance(recipe, dict) and recipe.get("path"):
             image_id = self._build(client, request, str(recipe["path"]), facts, log)
         else:
             if not container.get("digest"):
                 raise UsageError("the record declares a container without a digest to pull")
             name = f"{container['registry']}/{container['repository']}"
-            image_id = self._pull(client, f"{name}@{container['digest']}", container["digest"], facts, log)
+            reference = f"{name}@{container['digest']}"
+            image_id = self._pull(client, reference, container["digest"], facts, log)
             facts["image_source"] = "the record's pinned digest"
         facts["image_id"] = image_id
         gpus = bool((request.data.get("devices") or {}).get("gpus")) if isinstance(request.data.get("devices"), dict) else False
         mounts = {str(request.workdir.resolve()): "rw", str(request.runtime.resolve()): "ro"}
-        return ContainerEnvironment(client, image_id, request, facts, mounts, gpus)
+        return ContainerEnvironment(client, image_id, request, facts, mounts, gpus, reference)
 
     @staticmethod
     def _pull(client: Any, reference: str, pinned: str | None, facts: dict[str, Any], log: Path) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from reprogate.rebuild.realizers.base import RealizeRequest
 from reprogate.rebuild.realizers.local import LocalProcess
@@ -19,6 +19,7 @@ NAME = "current"
 
 class CurrentEnvironment:
     kind = NAME
+    command_environment: tuple[str, ...] = ()
 
     def __init__(self) -> None:
         self.python = sys.executable
@@ -27,7 +28,7 @@ class CurrentEnvironment:
     def spawn(self, argv: list[str], env: Mapping[str, str], cwd: Path, log: Path) -> LocalProcess:
         return LocalProcess(argv, env, cwd, log)
 
-    def command(self, argv: list[str], env: Mapping[str, str], cwd: Path) -> list[str]:
+    def command(self, argv: list[str], env: Mapping[str, str], cwd: Path, inherit: Sequence[str] = ()) -> list[str]:
         return list(argv)
 
     def close(self) -> None:

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from reprogate.core.errors import InfrastructureError, UsageError
 from reprogate.core.redact import redact
@@ -155,13 +155,22 @@ class VenvEnvironment:
         self.python = str(path / "bin" / "python")
         self.facts = facts
 
-    def spawn(self, argv: list[str], env: Mapping[str, str], cwd: Path, log: Path) -> LocalProcess:
-        return LocalProcess(self.command(argv, env, cwd), {**env, "VIRTUAL_ENV": str(self.path), "PATH": f"{self.path / 'bin'}:{env.get('PATH', '')}"}, cwd, log)
+    command_environment: tuple[str, ...] = ()
 
-    def command(self, argv: list[str], env: Mapping[str, str], cwd: Path) -> list[str]:
+    def spawn(self, argv: list[str], env: Mapping[str, str], cwd: Path, log: Path) -> LocalProcess:
+        return LocalProcess(self._argv(argv), {**env, **self._activation(env)}, cwd, log)
+
+    def command(self, argv: list[str], env: Mapping[str, str], cwd: Path, inherit: Sequence[str] = ()) -> list[str]:
+        """The venv's interpreter by its path, activated as spawn does (VIRTUAL_ENV, PATH first)."""
+        return ["env", *(f"{k}={v}" for k, v in self._activation(env).items()), *self._argv(argv)]
+
+    def _argv(self, argv: list[str]) -> list[str]:
         if argv and Path(argv[0]).name in ("python", "python3"):
             return [self.python, *argv[1:]]
         return list(argv)
+
+    def _activation(self, env: Mapping[str, str]) -> dict[str, str]:
+        return {"VIRTUAL_ENV": str(self.path), "PATH": f"{self.path / 'bin'}:{env.get('PATH', '')}"}
 
     def close(self) -> None:
         pass

@@ -15,9 +15,13 @@ def machine_facts(ctx: RebuildContext) -> dict[str, Any]:
     """The rebuild as the envelope sees it, without importing torch here."""
     probe = ctx.probe
     packages = probe.get("packages") or {}
-    facts: dict[str, Any] = {"nodes": ctx.shape.nodes if ctx.shape else 1, "machine": probe.get("machine") or platform.machine(), "python": probe.get("python"), "os": probe.get("os")}
+    used = ctx.facts.get("nodes_used") or []
+    facts: dict[str, Any] = {"nodes": len(used) or (ctx.shape.nodes if ctx.shape else 1), "machine": probe.get("machine") or platform.machine(), "python": probe.get("python"), "os": probe.get("os")}
     if "torch" in packages:
         facts["torch"] = packages["torch"]
+    if ctx.launcher is not None and not ctx.launcher.ranks_run_here:  # the nodes' GPUs, as their rank hosts named them; not this machine's
+        facts["gpu_models"] = sorted(set(ctx.facts.get("rank_gpu_models") or []))
+        return facts
     try:
         import pynvml
 
@@ -49,6 +53,7 @@ def envelope(ctx: RebuildContext) -> StageResult:
     nodes = env.get("nodes") or {}
     if not (nodes.get("min", 1) <= facts["nodes"] <= nodes.get("max", facts["nodes"])):
         problems.append(f"{facts['nodes']} node(s) is outside {nodes.get('min', 1)}..{nodes.get('max')}")
+    problems += _shape_problems(ctx, facts, env)
     branches = env.get("driver_branch") or []
     if branches and facts.get("driver") and f"R{facts['driver'].split('.')[0]}" not in branches:
         problems.append(f"driver {facts['driver']} is outside the branches {branches}")
@@ -72,3 +77,26 @@ def envelope(ctx: RebuildContext) -> StageResult:
         return failed("rejected before the run, never widened: " + "; ".join(problems), facts=facts)
     where = ", ".join(facts["gpu_models"]) or "CPU"
     return passed(f"{ctx.world_size} rank(s) on {where}, torch {facts.get('torch', '-')}, {facts.get('os') or 'unknown OS'}: inside the envelope", facts=facts)
+
+
+def _shape_problems(ctx: RebuildContext, facts: dict[str, Any], env: dict[str, Any]) -> list[str]:
+    """A multi-node rebuild replays the recorded shape: the nodes the launcher really got, the
+    ranks on each, and the record's rank mapping unless the envelope tolerates a remap."""
+    from reprogate.rebuild.topology import topology
+
+    placement = ctx.facts.get("placement") or {}
+    if not placement:
+        return []
+    found = topology(ctx.data, placement)
+    facts["topology"] = found.as_dict()
+    problems = []
+    recorded = ctx.nodes
+    if len(found.nodes) != recorded:
+        problems.append(f"the ranks ran on {len(found.nodes)} node(s) ({', '.join(found.nodes)}); the record's run used {recorded}: a rebuild replays the recorded shape")
+    per_node = int(ctx.section("execution", "ranks_per_node") or max(1, ctx.world_size // max(1, recorded)))
+    uneven = {n: c for n, c in found.per_node.items() if c != per_node}
+    if uneven and len(found.nodes) == recorded:
+        problems.append(f"ranks per node {uneven} differ from the record's {per_node}")
+    if found.remapped and "rank-remap" not in (env.get("topology_changes") or []):
+        problems.append("rank mapping differs from the record's (" + "; ".join(found.remapped[:3]) + ") and the envelope does not tolerate rank-remap")
+    return problems

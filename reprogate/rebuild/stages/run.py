@@ -8,6 +8,7 @@ README documents — and a fresh rendezvous port.
 
 from __future__ import annotations
 
+from reprogate.core.errors import ReprogateError
 from reprogate.rebuild.context import RebuildContext, SeedRun, StageResult, failed, passed
 
 
@@ -43,8 +44,11 @@ def run(ctx: RebuildContext) -> StageResult:
             hosts.stop()
             hosts = RankHosts(ctx.launcher, ctx.realized, ctx.shape, hosts.env, folder, cwd, False, hosts.env.get("REPROGATE_PREFLIGHT_BACKEND", "gloo"), ctx.options.preflight_timeout)
             ctx.hosts = hosts
-            hosts.start()
-            ready = hosts.wait_ready()
+            try:
+                hosts.start()
+                ready = hosts.wait_ready()
+            except ReprogateError as exc:  # a scheduler that refuses or stops answering
+                return failed(f"seed {seed}: {exc.message}", exit_code=int(exc.exit_code), seed=seed)
             if ready.failed:
                 return failed(f"seed {seed}: the ranks did not start: {ready.detail}", log_tail=ready.log_tail, exit_code=3 if ready.infrastructure else 1, seed=seed)
             port = ready.spare_port
@@ -54,7 +58,10 @@ def run(ctx: RebuildContext) -> StageResult:
         if ctx.options.steps is not None and last is not None:
             orders["REPROGATE_MAX_STEPS"] = str(last)
         hosts.go(entry, cwd, orders)
-        done = hosts.wait_done(ctx.options.timeout)
+        try:
+            done = hosts.wait_done(ctx.options.timeout)
+        except ReprogateError as exc:  # the scheduler stopped answering during the run
+            return failed(f"seed {seed}: {exc.message}", exit_code=int(exc.exit_code), seed=seed)
         traces = sorted(trace_dir.glob("trace-rank*.jsonl"))
         try:
             events = read_trace(traces) if traces else []
