@@ -365,9 +365,12 @@ def dataset() -> None:
     """Build, verify or import dataset manifests (shards by size and checksum)."""
 
 
+LARGE_MANIFEST = 100_000  # shards beyond which a YAML or JSON manifest is slow to read back
+
+
 @dataset.command("manifest")
 @click.argument("root", type=click.Path(file_okay=False, exists=True, path_type=Path))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Manifest file to write (atomically).")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Manifest file to write (atomically): .jsonl (JSON Lines, for large datasets), .json or .yaml.")
 @click.option("--include", multiple=True, help="Glob of files to take (repeatable; default all). Without / it matches names at any depth.")
 @click.option("--exclude", multiple=True, help="Glob of files to leave out (repeatable).")
 @click.option("--algorithm", type=click.Choice(["sha256", "blake3"]), default="sha256", show_default=True, help="blake3 needs the blake3 extra.")
@@ -380,9 +383,10 @@ def dataset() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def dataset_manifest(root: Path, output: Path, include: tuple[str, ...], exclude: tuple[str, ...], algorithm: str, jobs: int | None, manifest_id: str | None, manifest_version: str | None, namespace: str | None, side_files: tuple[str, ...], base: Path | None, quiet: bool) -> None:
     """Hash every shard under ROOT and write a manifest."""
-    from reprogate.datasets.build import BuildError, BuildOptions, build_manifest, write_manifest
+    from reprogate.datasets.build import BuildError, BuildOptions, build_manifest
     from reprogate.datasets.hashing import AlgorithmUnavailable
-    from reprogate.core.documents import DocumentError, load_document
+    from reprogate.datasets.manifests import load_manifest
+    from reprogate.core.documents import DocumentError
 
     pairs = []
     for item in side_files:
@@ -391,9 +395,9 @@ def dataset_manifest(root: Path, output: Path, include: tuple[str, ...], exclude
             raise click.BadParameter(f"{item!r}: write ROLE=PATH", param_hint="--file")
         pairs.append((role, name))
     try:
-        base_data = load_document(base).data if base else {}
+        base_data = load_manifest(base).data if base else {}
         options = BuildOptions(root, output, list(include), list(exclude), algorithm, jobs, quiet, manifest_id, manifest_version, namespace, pairs, base_data if isinstance(base_data, dict) else {})
-        manifest = build_manifest(options)
+        built = build_manifest(options)
     except DocumentError as exc:
         _unreadable(exc)
     except AlgorithmUnavailable as exc:
@@ -402,9 +406,9 @@ def dataset_manifest(root: Path, output: Path, include: tuple[str, ...], exclude
     except BuildError as exc:
         click.echo(f"reprogate dataset manifest: {exc}; nothing written", err=True)
         sys.exit(int(ExitCode.FAILED))
-    write_manifest(manifest, output)
-    total = sum(s["bytes"] for s in manifest["shards"])
-    click.echo(f"wrote {output}: {len(manifest['shards']):,} shard(s), {total:,} bytes, digest {manifest['digest']}")
+    click.echo(f"wrote {output}: {built.shards:,} shard(s), {built.bytes:,} bytes, digest {built.digest}")
+    if built.form != "jsonl" and built.shards > LARGE_MANIFEST:
+        click.echo(f"hint: for {built.shards:,} shards write a .jsonl manifest (JSON Lines): verify and validate then read it in constant memory", err=True)
 
 
 @dataset.command("verify")

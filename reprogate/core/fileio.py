@@ -7,9 +7,11 @@ sees the old file or the new one, never a truncated mix.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
+from typing import BinaryIO, Iterator
 
 
 def atomic_write(path: str | Path, text: str) -> None:
@@ -35,3 +37,29 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str | Path, buffering: int = 1024 * 1024) -> Iterator[BinaryIO]:
+    """A binary file to write `path` through, for output too large to hold as one string.
+
+    Same promise as atomic_write: the content appears at `path` only when the block ends without
+    an exception; an interrupted or failed write leaves the old file (or none) and no temporary.
+    The file is seekable, so a writer may go back and fill in a field it learns at the end.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w+b", buffering=buffering) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        if target.exists():
+            os.chmod(tmp, target.stat().st_mode & 0o777)
+        else:
+            os.chmod(tmp, 0o644 & ~_umask())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

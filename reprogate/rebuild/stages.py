@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from reprogate.core.canonical import CanonicalError, canonical_digest, file_digest
 from reprogate.datasets import manifest_digest
+from reprogate.datasets.manifests import load_manifest
 from reprogate.core.documents import DocumentError, load_document
 from reprogate.rebuild import compare
 from reprogate.rebuild.context import RebuildContext, SeedRun, StageResult
@@ -95,7 +96,7 @@ def artifacts(ctx: RebuildContext) -> StageResult:
 def _fetch_dataset(ctx: RebuildContext, manifest_rel: str) -> list[str]:
     """Copy the manifest and, when its shards live beside it in the repository, the shards."""
     target = _copy_in(ctx, manifest_rel)
-    data = load_document(target).data
+    data = load_manifest(target).data  # a JSON Lines manifest's shards are read as iterated
     namespace = data.get("namespace") if isinstance(data, dict) else None
     if namespace and "://" in str(namespace):
         return [manifest_rel]  # remote shards: the dataset stage verifies them where they are
@@ -154,7 +155,7 @@ def dataset(ctx: RebuildContext) -> StageResult:
     from reprogate.datasets.verify import VerifyOptions, verify
 
     manifest = ctx.workdir / manifest_rel
-    data = load_document(manifest).data
+    data = load_manifest(manifest).data
     if manifest_digest(data) != ctx.section("dataset", "manifest", "digest"):
         return _result("dataset", "fail", "the dataset manifest does not match the digest the record pins")
     report = verify(manifest, VerifyOptions(quiet=True))

@@ -13,7 +13,8 @@ from typing import Any, Iterator
 from reprogate.core.canonical import CanonicalError, canonical_digest, file_digest
 from reprogate.datasets import manifest_digest
 from reprogate.core.diagnostics import Diagnostic
-from reprogate.core.documents import Document, DocumentError, display_path, load_document
+from reprogate.core.documents import Document, DocumentError, display_path
+from reprogate.datasets.manifests import load_manifest
 from reprogate.rules import RuleContext, get, rule
 
 
@@ -50,7 +51,7 @@ def load_addressed(ctx: RuleContext, real: Path) -> Document:
     key = ("doc", str(real), st.st_size, st.st_mtime_ns)
     if key not in ctx.cache:
         try:
-            ctx.cache[key] = load_document(real, display_path(real), ctx.max_bytes)
+            ctx.cache[key] = load_manifest(real, display_path(real), ctx.max_bytes)  # any YAML/JSON; .jsonl manifests stream
         except DocumentError as exc:
             ctx.cache[key] = exc
     value = ctx.cache[key]
@@ -147,7 +148,11 @@ def dataset_manifest_matches(ctx: RuleContext) -> Iterator[Diagnostic]:
 def _manifest_digest_of(data: Any) -> str:
     if not isinstance(data, dict):
         raise CanonicalError("a dataset manifest is a mapping")
-    return manifest_digest(data)
+    try:
+        return manifest_digest(data)
+    except DocumentError as exc:  # a damaged line of a JSON Lines manifest
+        first = exc.diagnostics[0]
+        raise AddressError("addressed-unreadable", f"cannot read {first.path}:{first.location.line}: {first.message}") from None
 
 
 def addressed_manifest(ctx: RuleContext) -> dict[str, Any] | None:

@@ -15,7 +15,8 @@ from typing import Any
 from reprogate.core.config import CONFIG_NAME, load_config
 from reprogate.core.diagnostics import Diagnostic, ExitCode, Severity
 from reprogate.validate.discovery import discover
-from reprogate.core.documents import DEFAULT_MAX_BYTES, Document, DocumentError, display_path, load_document
+from reprogate.core.documents import DEFAULT_MAX_BYTES, Document, DocumentError, display_path
+from reprogate.datasets.manifests import is_stream, load_manifest
 from reprogate.rules import RuleContext, rules_for
 from reprogate.rules.addressed import repository_root
 from reprogate.validate.schema_check import schema_diagnostics
@@ -108,7 +109,14 @@ def classify(doc: Document, filename: str) -> tuple[str | None, list[Diagnostic]
 
 def validate_document(doc: Document, kind: str, options: Options, cache: dict[Any, Any], source: Path | None = None) -> list[Diagnostic]:
     """Schema findings and semantic findings of one loaded document."""
-    found = schema_diagnostics(doc, kind)
+    if doc.syntax == "jsonl":  # a JSON Lines manifest: the header here, its shard lines in its rule
+        from reprogate.rules.manifest import stream_schema_diagnostics
+
+        found = stream_schema_diagnostics(doc, kind)
+        if kind != "DatasetManifest":
+            return found
+    else:
+        found = schema_diagnostics(doc, kind)
     if options.root is not None:
         root = options.root
     elif kind == "Config" and source is not None:
@@ -128,8 +136,10 @@ def validate_document(doc: Document, kind: str, options: Options, cache: dict[An
 def validate_file(path: Path, explicit: bool, options: Options, cache: dict[Any, Any]) -> FileResult:
     display = display_path(path)
     try:
-        doc = load_document(path, display, options.max_bytes)
+        doc = load_manifest(path, display, options.max_bytes)  # YAML and JSON go to load_document
     except DocumentError as exc:
+        if is_stream(path) and not explicit:  # JSON Lines met while walking is usually data
+            return FileResult(display, None, [], ExitCode.OK, skipped="not a reprogate document")
         return FileResult(display, None, exc.diagnostics, exc.exit_code)
     kind, problems = classify(doc, path.name)
     if kind is None:
@@ -137,7 +147,10 @@ def validate_file(path: Path, explicit: bool, options: Options, cache: dict[Any,
         return FileResult(display, None, [], ExitCode.OK, skipped=why if explicit else "not a reprogate document")
     if problems:
         return FileResult(display, kind, problems, ExitCode.FAILED)
-    found = validate_document(doc, kind, options, cache, path)
+    try:
+        found = validate_document(doc, kind, options, cache, path)
+    except DocumentError as exc:  # a damaged line of a JSON Lines manifest, met while reading it
+        return FileResult(display, kind, exc.diagnostics, exc.exit_code)
     status = ExitCode.FAILED if any(d.severity is Severity.ERROR for d in found) else ExitCode.OK
     return FileResult(display, kind, found, status)
 
