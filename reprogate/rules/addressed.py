@@ -7,6 +7,7 @@ Remote artifacts (uri only) are resolved by `rebuild` and `audit`, not here.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -25,7 +26,30 @@ class AddressError(Exception):
 
 
 def resolve(ctx: RuleContext, rel: str) -> Path:
-    """The file a repository path names, refusing anything that leaves the repository."""
+    """The file a repository path names, refusing anything that leaves the repository.
+
+    Remembered for the run (the cache lives as long as one `validate`): a thousand records that
+    address the same lock file resolve it once, not a thousand times a dozen system calls."""
+    key = ("resolve", ctx.root, rel)
+    if key not in ctx.cache:
+        try:
+            ctx.cache[key] = _resolve(ctx, rel)
+        except AddressError as exc:
+            ctx.cache[key] = exc
+    found = ctx.cache[key]
+    if isinstance(found, AddressError):
+        raise found
+    return found
+
+
+def _stat(ctx: RuleContext, real: Path) -> os.stat_result:
+    key = ("stat", real)
+    if key not in ctx.cache:
+        ctx.cache[key] = real.stat()
+    return ctx.cache[key]
+
+
+def _resolve(ctx: RuleContext, rel: str) -> Path:
     candidate = ctx.root / rel
     real, root = candidate.resolve(), ctx.root.resolve()
     if real != root and root not in real.parents:
@@ -38,7 +62,7 @@ def resolve(ctx: RuleContext, rel: str) -> Path:
 
 
 def bytes_digest(ctx: RuleContext, real: Path) -> str:
-    st = real.stat()
+    st = _stat(ctx, real)
     key = ("sha256", str(real), st.st_size, st.st_mtime_ns)
     if key not in ctx.cache:
         ctx.cache[key] = file_digest(real)
@@ -47,7 +71,7 @@ def bytes_digest(ctx: RuleContext, real: Path) -> str:
 
 def load_addressed(ctx: RuleContext, real: Path) -> Document:
     """Parse an addressed YAML/JSON file once per run (many records may address one config)."""
-    st = real.stat()
+    st = _stat(ctx, real)
     key = ("doc", str(real), st.st_size, st.st_mtime_ns)
     if key not in ctx.cache:
         try:
@@ -61,16 +85,21 @@ def load_addressed(ctx: RuleContext, real: Path) -> Document:
     return value
 
 
-def _file_refs(data: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], dict[str, Any]]]:
-    """Every object in the record that pairs a repository `path` with a `checksum`."""
+def _file_refs(data: Any, path: tuple[Any, ...] = (), found: list[tuple[tuple[Any, ...], dict[str, Any]]] | None = None) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+    """Every object in the record that pairs a repository `path` with a `checksum`, in document
+    order. Descends only into containers: most of a record is scalars, which cost nothing here."""
+    found = [] if found is None else found
     if isinstance(data, dict):
         if isinstance(data.get("path"), str) and isinstance(data.get("checksum"), str):
-            yield path, data
+            found.append((path, data))
         for key, value in data.items():
-            yield from _file_refs(value, path + (key,))
+            if isinstance(value, (dict, list)):
+                _file_refs(value, path + (key,), found)
     elif isinstance(data, list):
         for i, value in enumerate(data):
-            yield from _file_refs(value, path + (i,))
+            if isinstance(value, (dict, list)):
+                _file_refs(value, path + (i,), found)
+    return found
 
 
 @rule("RunRecord", reads_files=True)
@@ -84,8 +113,9 @@ def checksums_match(ctx: RuleContext) -> Iterator[Diagnostic]:
             yield ctx.finding(where + ("path",), exc.message, exc.code, exc.hint)
             continue
         size = ref.get("bytes")
-        if isinstance(size, int) and not isinstance(size, bool) and real.stat().st_size != size:
-            yield ctx.finding(where + ("bytes",), f"{ref['path']} is {real.stat().st_size:,} bytes, the record says {size:,}", "size-mismatch", "the file changed since the record was made")
+        actual_size = _stat(ctx, real).st_size
+        if isinstance(size, int) and not isinstance(size, bool) and actual_size != size:
+            yield ctx.finding(where + ("bytes",), f"{ref['path']} is {actual_size:,} bytes, the record says {size:,}", "size-mismatch", "the file changed since the record was made")
             continue
         actual = bytes_digest(ctx, real)
         if actual != ref["checksum"]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Iterator
 
 from reprogate.core.diagnostics import Diagnostic
@@ -22,10 +23,22 @@ def _strings(node: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any,
         yield path, node
 
 
+def _may_hold_secret(data: Any) -> bool:
+    """A quick screen of the whole document at once: none of the credential shapes can match
+    across the quotes and separators JSON puts between values, so no match here means no value
+    matches on its own (the common case), and the walk below is needed only when one might."""
+    try:
+        text = json.dumps(data, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return True
+    return looks_secret(text)
+
+
 def no_secrets(ctx: RuleContext) -> Iterator[Diagnostic]:
-    for path, value in _strings(ctx.data):
-        if looks_secret(value):
-            yield ctx.finding(path, "this value looks like a credential (token or private key); it is not shown here", "secret-in-record", _HINT)
+    if _may_hold_secret(ctx.data):
+        for path, value in _strings(ctx.data):
+            if looks_secret(value):
+                yield ctx.finding(path, "this value looks like a credential (token or private key); it is not shown here", "secret-in-record", _HINT)
     for section in ("env",):
         env = ctx.data.get("execution", {}).get(section) if isinstance(ctx.data.get("execution"), dict) else None
         if isinstance(env, dict):

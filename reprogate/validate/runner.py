@@ -8,18 +8,20 @@ named by pre-commit is skipped, not failed.
 from __future__ import annotations
 
 import datetime
+import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from reprogate.core.config import CONFIG_NAME, load_config
 from reprogate.core.diagnostics import Diagnostic, ExitCode, Severity
-from reprogate.validate.discovery import discover
+from reprogate.validate.discovery import Target, discover
 from reprogate.core.documents import DEFAULT_MAX_BYTES, Document, DocumentError, display_path
 from reprogate.datasets.manifests import is_stream, load_manifest
 from reprogate.rules import RuleContext, rules_for
 from reprogate.rules.addressed import repository_root
-from reprogate.validate.schema_check import schema_diagnostics
+from reprogate.validate.schema_check import _quick_check, schema_diagnostics
 from reprogate.core.schemas import API_VERSION, SCHEMA_FILES
 
 
@@ -122,7 +124,10 @@ def validate_document(doc: Document, kind: str, options: Options, cache: dict[An
     elif kind == "Config" and source is not None:
         root = source.resolve().parent
     else:
-        root = repository_root(source.parent if source is not None else Path("."))
+        folder = source.parent if source is not None else Path(".")
+        if ("repository-root", folder) not in cache:  # a walk up with a stat per level: once per folder
+            cache[("repository-root", folder)] = repository_root(folder)
+        root = cache[("repository-root", folder)]
     ctx = RuleContext(doc, kind, root, options.today, options.max_bytes, cache)
     for check in rules_for(kind, options.addressed_files):
         try:
@@ -179,7 +184,32 @@ def validate(args: list[str], options: Options) -> Report:
             return report
     found = discover(args, base)
     report.problems.extend(found.problems)
-    cache: dict[Any, Any] = {}
-    for target in found.targets:
-        report.files.append(validate_file(target.path, target.explicit, options, cache))
+    report.files = _validate_all(found.targets, options)
     return report
+
+
+PARALLEL_MIN_FILES = 64  # below this, one process is done before a pool would have started
+
+
+def _validate_chunk(targets: list[Target], options: Options) -> list[FileResult]:
+    cache: dict[Any, Any] = {}  # addressed files are read and hashed once per process
+    return [validate_file(target.path, target.explicit, options, cache) for target in targets]
+
+
+def _validate_all(targets: list[Target], options: Options) -> list[FileResult]:
+    """Results in the order of `targets`. Many files are split across forked processes, one per
+    core: validating a record is CPU work in Python (parsing, schema, rules), so threads would
+    not help, and each record is independent of the others."""
+    jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if len(targets) < PARALLEL_MIN_FILES or jobs < 2 or not sys.platform.startswith("linux"):
+        return _validate_chunk(targets, options)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    for kind in SCHEMA_FILES:  # compile once here; the forked workers inherit it
+        rules_for(kind)
+        _quick_check(kind)
+    size = max(1, -(-len(targets) // (jobs * 4)))
+    chunks = [targets[i : i + size] for i in range(0, len(targets), size)]
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+        return [result for done in pool.map(_validate_chunk, chunks, [options] * len(chunks)) for result in done]
