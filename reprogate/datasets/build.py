@@ -14,7 +14,7 @@ from typing import Any
 
 from reprogate.core.progress import Progress
 from reprogate.core.yamlout import FlowMap
-from reprogate.datasets.hashing import hash_files, hash_stream
+from reprogate.datasets.hashing import hash_batches, hash_files
 from reprogate.datasets.manifests import ManifestWriter
 from reprogate.datasets.names import UnsafeName, local_path
 from reprogate.datasets.select import Walk
@@ -104,16 +104,31 @@ def build_manifest(options: BuildOptions, written_by: str = "reprogate dataset m
     progress = Progress("hashing", None, None, options.quiet)
     try:
         with ManifestWriter(options.output, fields, files, _comment(fields["id"], written_by)) as writer:
-            for name, size, checksum, problem, detail in hash_stream(items, options.algorithm, options.jobs, progress.advance):
-                if problem:
-                    raise BuildError(f"cannot read {root / name}: {detail or problem}")
-                writer.add_file(name, size, checksum)
+            for batch in hash_batches(items, options.algorithm, options.jobs, progress.advance):
+                names = [item[2] for item in batch.items]
+                if batch.problems:
+                    first = min(batch.problems)
+                    kind, detail = batch.problems[first]
+                    raise BuildError(f"cannot read {root / names[first]}: {detail or kind}")
+                try:
+                    writer.add_files(names, batch.sizes, batch.checksums)
+                except UnicodeEncodeError:
+                    bad = next(n for n in names if not _encodes(n))
+                    raise BuildError(f"{bad!r}: the file name is not valid UTF-8, so no manifest can name it; rename it or --exclude it") from None
             if walk.outside:
                 shown = ", ".join(walk.outside[:5]) + (" ..." if len(walk.outside) > 5 else "")
                 raise BuildError(f"{len(walk.outside)} symlink(s) lead outside the dataset root: {shown}; exclude them or copy the data in")
     finally:
         progress.close()
     return BuildSummary(options.output, writer.count, writer.bytes, writer.value, writer.form)
+
+
+def _encodes(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _comment(manifest_id: str, written_by: str) -> str:

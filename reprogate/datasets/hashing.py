@@ -22,7 +22,7 @@ import os
 import stat
 import sys
 from collections import deque
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from itertools import chain, islice
@@ -36,7 +36,7 @@ LARGE_FILE = 8 * 1024 * 1024  # a file this big is a batch of its own
 PER_FILE_WEIGHT = 4096  # a file costs about as much as this many bytes of hashing, whatever its size
 UNKNOWN_SIZE = 1024 * 1024  # assumed for files of unknown size until finished batches tell better
 PROCESS_MIN_FILES = 1000  # fewer files than this: forking workers costs more than it saves
-IN_FLIGHT_PER_JOB = 4
+IN_FLIGHT_PER_JOB = 4  # batches queued per thread
 
 ALGORITHMS = ("sha256", "blake3", "md5")
 
@@ -109,6 +109,60 @@ _OPEN = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
+class FileReader:
+    """Opens, checks and hashes files one after another through one buffer (one per worker).
+
+    A file is opened without following a final symlink; one that is a symlink is followed only if
+    it resolves inside `real_root` (when given). Then fstat: not a regular file is MISSING, a size
+    other than `expected` (when >= 0) is SIZE and the file is not read. Reading stops when
+    fstat's size is reached by a short read, saving the read that would return 0.
+    """
+
+    def __init__(self, algorithm: str, real_root: str | None = None) -> None:
+        self.new = hasher_factory(algorithm)
+        self.buffer = bytearray(CHUNK)
+        self.view = memoryview(self.buffer)
+        self.real_root = real_root
+        self.inside = real_root.rstrip("/") + "/" if real_root else None
+
+    def check(self, path: str, expected: int, read: bool = True, on_bytes: Callable[[int], None] | None = None) -> tuple[int, bytes | None, str, str]:
+        """(size, raw digest or None when not read, problem or "", detail)."""
+        try:
+            try:
+                fd = os.open(path, _OPEN | _NOFOLLOW)
+            except OSError as exc:
+                if exc.errno != errno.ELOOP:
+                    raise
+                real = os.path.realpath(path)
+                if self.inside is not None and real != self.real_root and not real.startswith(self.inside):
+                    return -1, None, UNSAFE, real
+                fd = os.open(path, _OPEN)
+            try:
+                info = os.fstat(fd)
+                size = info.st_size
+                if not stat.S_ISREG(info.st_mode):
+                    return size, None, MISSING, "not a regular file"
+                if 0 <= expected != size:
+                    return size, None, SIZE, ""
+                if not read:
+                    return size, None, "", ""
+                h = self.new()
+                view, buffers, readv = self.view, (self.buffer,), os.readv
+                done = 0
+                while n := readv(fd, buffers):
+                    h.update(view[:n])
+                    done += n
+                    if on_bytes is not None:
+                        on_bytes(n)
+                    if done == size and n < CHUNK:
+                        break
+                return done, h.digest(), "", ""
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            return -1, None, MISSING if exc.errno in (errno.ENOENT, errno.ENOTDIR) else UNREADABLE, exc.strerror or str(exc)
+
+
 def digest_files(
     paths: Sequence[str],
     algorithm: str,
@@ -117,78 +171,144 @@ def digest_files(
     read: bool = True,
     on_bytes: Callable[[int], None] | None = None,
 ) -> BatchResult:
-    """Check and hash a batch of files: the hot loop, run in a worker.
-
-    Each file is opened without following a final symlink; one that is a symlink is followed
-    only if it resolves inside `real_root` (when given). Then fstat: not a regular file is
-    MISSING; a size other than `expected` (when >= 0) is SIZE and the file is not read. Reading
-    stops when fstat's size is reached by a short read, saving the read that would return 0.
-    `read=False` only checks. A file with a problem leaves a zero digest in its slot.
-    """
-    new = hasher_factory(algorithm)
-    buffer = bytearray(CHUNK)
-    view = memoryview(buffer)
-    buffers = (buffer,)
-    readv, close, fstat, is_regular = os.readv, os.close, os.fstat, stat.S_ISREG
-    blank = bytes(new().digest_size)
-    inside = real_root.rstrip("/") + "/" if real_root else None
+    """Check and hash a batch of files (see FileReader): the hot loop, run in a worker. It sends
+    back one bytes object of digests, not an object per file; a file with a problem (or not
+    read) leaves a zero digest in its slot."""
+    reader = FileReader(algorithm, real_root)
+    check = reader.check
+    blank = bytes(reader.new().digest_size)
     digests: list[bytes] = []
     sizes: list[int] = []
     problems: dict[int, tuple[str, str]] = {}
     for i, path in enumerate(paths):
-        try:
-            try:
-                fd = os.open(path, _OPEN | _NOFOLLOW)
-            except OSError as exc:
-                if exc.errno != errno.ELOOP:
-                    raise
-                real = os.path.realpath(path)
-                if inside is not None and real != real_root and not real.startswith(inside):
-                    problems[i] = (UNSAFE, real)
-                    digests.append(blank)
-                    sizes.append(-1)
-                    continue
-                fd = os.open(path, _OPEN)
-            try:
-                info = fstat(fd)
-                size = info.st_size
-                if not is_regular(info.st_mode):
-                    problems[i] = (MISSING, "not a regular file")
-                elif 0 <= expected[i] != size:
-                    problems[i] = (SIZE, "")
-                elif read:
-                    h = new()
-                    done = 0
-                    while n := readv(fd, buffers):
-                        h.update(view[:n])
-                        done += n
-                        if on_bytes is not None:
-                            on_bytes(n)
-                        if done == size and n < CHUNK:
-                            break
-                    size = done
-                    digests.append(h.digest())
-                    sizes.append(size)
-                    continue
-            finally:
-                close(fd)
-        except OSError as exc:
-            kind = MISSING if exc.errno in (errno.ENOENT, errno.ENOTDIR) else UNREADABLE
-            problems[i] = (kind, exc.strerror or str(exc))
-            size = -1
-        digests.append(blank)
+        size, digest, problem, detail = check(path, expected[i], read, on_bytes)
+        if problem:
+            problems[i] = (problem, detail)
+        digests.append(digest or blank)
         sizes.append(size)
     return b"".join(digests), sizes, problems
 
 
-def _fork_pool(jobs: int) -> Executor | None:
-    """A fork-based process pool, or None where fork is not the safe default (macOS, Windows)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+def _serve(function: Callable[..., Any], conn: Any, others: list[Any]) -> None:
+    """A forked worker: run `function` on each argument tuple received on `conn` until it closes."""
+    import signal
 
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it stops us
+    for other in others:  # so that only the parent holds the other end: its exit ends our recv
+        other.close()
+    while True:
+        try:
+            args = conn.recv()
+        except (EOFError, OSError):
+            return
+        if args is None:
+            return
+        try:
+            reply: tuple[str, Any] = ("ok", function(*args))
+        except Exception as exc:  # noqa: BLE001 - sent back and raised in the parent
+            reply = ("error", f"{type(exc).__name__}: {exc}")
+        conn.send(reply)
+
+
+class _Forked:
+    """Worker processes fed through socket pairs by the calling thread.
+
+    concurrent.futures' process pool moves each batch through a feeder thread, a manager thread
+    and a future; for batches this small that bookkeeping cost the parent more than a microsecond
+    per file. Here the caller sends and receives directly. A worker holds at most PER_WORKER
+    batches at a time, so what it sends back fits in the socket buffer and neither side can block
+    the other; batches go to the least busy worker and come back in the order they were sent.
+    """
+
+    PER_WORKER = 2
+
+    def __init__(self, jobs: int, function: Callable[..., Any]) -> None:
+        import multiprocessing
+
+        context = multiprocessing.get_context("fork")
+        self.conns: list[Any] = []
+        self.procs: list[Any] = []
+        for _ in range(jobs):
+            parent, child = context.Pipe(duplex=True)
+            process = context.Process(target=_serve, args=(function, child, [*self.conns, parent]), daemon=True, name="reprogate-worker")
+            process.start()
+            child.close()
+            self.conns.append(parent)
+            self.procs.append(process)
+        self.busy = [0] * jobs
+
+    @property
+    def capacity(self) -> int:
+        return len(self.conns) * self.PER_WORKER
+
+    def submit(self, args: tuple[Any, ...]) -> int:
+        worker = min(range(len(self.busy)), key=self.busy.__getitem__)
+        self.conns[worker].send(args)
+        self.busy[worker] += 1
+        return worker
+
+    def result(self, worker: int) -> Any:
+        try:
+            status, value = self.conns[worker].recv()
+        except (EOFError, OSError):
+            raise RuntimeError(f"worker process {self.procs[worker].pid} stopped (exit code {self.procs[worker].exitcode})") from None
+        self.busy[worker] -= 1
+        if status != "ok":
+            raise RuntimeError(f"worker process failed: {value}")
+        return value
+
+    def close(self) -> None:
+        for conn in self.conns:
+            try:
+                conn.send(None)
+            except OSError:
+                pass
+            conn.close()
+        for process in self.procs:
+            process.join(timeout=5)
+            if process.is_alive():
+                process.terminate()
+                process.join()
+
+
+def use_processes(jobs: int, count: int) -> bool:
+    """Whether `count` units of per-file Python work are worth forked workers."""
+    return jobs > 1 and count >= PROCESS_MIN_FILES and sys.platform.startswith("linux")
+
+
+def ordered_map(function: Callable[..., Any], tasks: Iterable[tuple[tuple[Any, ...], Any]], jobs: int, processes: bool) -> Iterator[tuple[Any, Any]]:
+    """(tag, function(*args)) for each (args, tag) of `tasks`, in order, computed by `jobs`
+    forked processes (`processes`), threads, or here when jobs is 1. Tasks are pulled only as
+    workers free up, so their arguments may depend on results already seen (a verify that found
+    a wrong size stops reading later files)."""
+    forked = _Forked(jobs, function) if processes else None
+    threads = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="reprogate-worker") if forked is None and jobs > 1 else None
+    limit = forked.capacity if forked is not None else jobs * IN_FLIGHT_PER_JOB
+    pending: deque[tuple[Any, Any]] = deque()
+
+    def finish(tag: Any, handle: Any) -> tuple[Any, Any]:
+        if forked is not None:
+            return tag, forked.result(handle)
+        return tag, handle.result() if isinstance(handle, Future) else handle
+
+    try:
+        for args, tag in tasks:
+            if forked is not None:
+                handle = forked.submit(args)
+            elif threads is not None:
+                handle = threads.submit(function, *args)
+            else:
+                handle = function(*args)
+            pending.append((tag, handle))
+            while len(pending) >= limit or (pending and forked is None and threads is None):
+                yield finish(*pending.popleft())
+        while pending:
+            yield finish(*pending.popleft())
+    finally:
+        if forked is not None:
+            forked.close()
+        if threads is not None:
+            threads.shutdown(wait=True, cancel_futures=True)
 
 
 @dataclass
@@ -234,6 +354,62 @@ class _Sizer:
             yield batch
 
 
+@dataclass
+class HashedBatch:
+    """One batch back from the workers: its items, in order, with what was found for each."""
+
+    items: list[tuple[str, int, Any]]
+    sizes: list[int]  # as read (or stat'ed), -1 when the file could not be opened
+    checksums: list[str]  # "<algorithm>:<hex>", or "" for a file with a problem or not read
+    problems: dict[int, tuple[str, str]]  # index -> (MISSING | SIZE | UNSAFE | UNREADABLE, detail)
+
+
+def hash_batches(
+    items: Iterable[tuple[str, int, Payload]],
+    algorithm: str,
+    jobs: int | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    control: Control | None = None,
+) -> Iterator[HashedBatch]:
+    """Hash (path, expected size, payload) items by batches, yielded in order.
+
+    `expected` -1 means unknown; otherwise a file of another size is a SIZE problem and is not
+    read. A batch submitted while `control.read` is off is only checked. `on_progress(bytes,
+    files)` is called as work completes, possibly from another thread. Callers that write every
+    result (a build) take whole batches, which saves a Python step per file; hash_stream gives
+    one result at a time.
+    """
+    hex_size = hasher_factory(algorithm)().digest_size * 2  # fails before any worker starts if unavailable
+    control = control or Control()
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    stream = iter(items)
+    head = list(islice(stream, PROCESS_MIN_FILES))
+    processes = use_processes(jobs, len(head))
+    sizer = _Sizer()
+    prefix = algorithm + ":"
+
+    def tasks() -> Iterator[tuple[tuple[Any, ...], tuple[list[tuple[str, int, Any]], bool, bool]]]:
+        for batch in sizer.batches(chain(head, stream)):
+            # Threads and inline work report a large file's progress as it is read.
+            streams = on_progress is not None and not processes and len(batch) == 1 and control.read
+            on_bytes = (lambda n: on_progress(n, 0)) if streams else None  # type: ignore[misc]
+            args = ([item[0] for item in batch], algorithm, [item[1] for item in batch], control.real_root, control.read)
+            yield (args if processes else (*args, on_bytes)), (batch, control.read, streams)
+
+    for (batch, read, streamed), (blob, sizes, problems) in ordered_map(digest_files, tasks(), jobs, processes):
+        if on_progress is not None:
+            on_progress(0 if streamed else sum(s for s in sizes if s > 0), len(batch))
+        sizer.learn(sizes)
+        if read:
+            text = blob.hex()
+            checksums = [prefix + text[i : i + hex_size] for i in range(0, len(text), hex_size)]
+            for i in problems:
+                checksums[i] = ""
+        else:
+            checksums = [""] * len(batch)
+        yield HashedBatch(batch, sizes, checksums, problems)
+
+
 def hash_stream(
     items: Iterable[tuple[str, int, Payload]],
     algorithm: str,
@@ -242,64 +418,14 @@ def hash_stream(
     control: Control | None = None,
 ) -> Iterator[tuple[Payload, int, str, str, str]]:
     """(payload, size, "<algorithm>:<hex>", problem, detail) for each (path, expected size, payload),
-    in order. `problem` is "" or MISSING, SIZE, UNSAFE, UNREADABLE (see digest_files); the checksum
-    is "" then, and also when `control.read` was off for the batch. `expected` -1 means unknown.
-    `on_progress(bytes, files)` is called as work completes, possibly from another thread.
-    """
-    hex_size = hasher_factory(algorithm)().digest_size * 2  # fails before any worker starts if unavailable
-    control = control or Control()
-    jobs = max(1, jobs or os.cpu_count() or 1)
-    stream = iter(items)
-    head = list(islice(stream, PROCESS_MIN_FILES))
-    pool: Executor | None = None
-    threads = True
-    if jobs > 1 and len(head) >= PROCESS_MIN_FILES:
-        pool = _fork_pool(jobs)
-        threads = pool is None
-    if pool is None and jobs > 1:
-        pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="reprogate-hash")
-    sizer = _Sizer()
-    pending: deque[tuple[list[tuple[str, int, Payload]], bool, Future[BatchResult] | BatchResult]] = deque()
-    limit = jobs * IN_FLIGHT_PER_JOB
-    prefix = algorithm + ":"
-
-    def submit(batch: list[tuple[str, int, Payload]]) -> Future[BatchResult] | BatchResult:
-        paths = [item[0] for item in batch]
-        expected = [item[1] for item in batch]
-        stream_bytes = (lambda n: on_progress(n, 0)) if on_progress is not None and len(batch) == 1 and threads and control.read else None
-        args = (paths, algorithm, expected, control.real_root, control.read)
-        if pool is None:
-            result = digest_files(*args, stream_bytes)
-            if on_progress is not None:
-                on_progress(0 if stream_bytes else sum(s for s in result[1] if s > 0), len(batch))
-            return result
-        future = pool.submit(digest_files, *args, stream_bytes) if threads else pool.submit(digest_files, *args)
-        if on_progress is not None:
-            future.add_done_callback(lambda f: f.exception() or on_progress(0 if stream_bytes else sum(s for s in f.result()[1] if s > 0), len(batch)))
-        return future
-
-    def unpack(batch: list[tuple[str, int, Payload]], read: bool, done: Future[BatchResult] | BatchResult) -> Iterator[tuple[Payload, int, str, str, str]]:
-        blob, sizes, problems = done.result() if isinstance(done, Future) else done
-        sizer.learn(sizes)
-        text = blob.hex() if read else ""
-        for i, item in enumerate(batch):
+    in order; see hash_batches. `problem` is "" or MISSING, SIZE, UNSAFE, UNREADABLE."""
+    for batch in hash_batches(items, algorithm, jobs, on_progress, control):
+        problems = batch.problems
+        for i, item in enumerate(batch.items):
             if i in problems:
-                yield item[2], sizes[i], "", *problems[i]
-            elif read:
-                yield item[2], sizes[i], prefix + text[i * hex_size : (i + 1) * hex_size], "", ""
+                yield item[2], batch.sizes[i], "", *problems[i]
             else:
-                yield item[2], sizes[i], "", "", ""
-
-    try:
-        for batch in sizer.batches(chain(head, stream)):
-            pending.append((batch, control.read, submit(batch)))
-            while len(pending) > limit or (pending and not isinstance(pending[0][2], Future)):
-                yield from unpack(*pending.popleft())
-        while pending:
-            yield from unpack(*pending.popleft())
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+                yield item[2], batch.sizes[i], batch.checksums[i], "", ""
 
 
 def hash_files(paths: Sequence[Path], algorithm: str, jobs: int | None = None, on_progress: Callable[[int, int], None] | None = None) -> list[FileDigest]:

@@ -17,13 +17,14 @@ canonical_bytes would produce for the whole manifest.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import json.scanner
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from reprogate.core.canonical import CANONICAL_PREFIX, CanonicalError, canonical_bytes
+from reprogate.core.canonical import CANONICAL_PREFIX, CanonicalError, canonical_bytes, canonical_digest
 from reprogate.core.diagnostics import Diagnostic, ExitCode, Location
 from reprogate.core.documents import (
     DEFAULT_MAX_BYTES,
@@ -70,7 +71,8 @@ class ManifestDigest:
         self._empty = True
 
     def add_canonical(self, shard: bytes) -> None:
-        """Feed one shard already in canonical form (sorted keys, no spaces, UTF-8)."""
+        """Feed one shard already in canonical form (sorted keys, no spaces, UTF-8), or several
+        joined by commas."""
         if self._empty:
             self._empty = False
         else:
@@ -184,15 +186,24 @@ class ShardLines:
 
     def numbered(self, strict: bool = False) -> Iterator[tuple[int, str, dict[str, Any]]]:
         """(line, text, shard) for each shard; `strict` also refuses duplicate keys in a line."""
+        display = self.display
+        for line, raw in self.raw():
+            text, shard = parse_line(raw, display, line, strict)
+            yield line, text, shard
+
+    def raw(self) -> Iterator[tuple[int, bytes]]:
+        """(line, bytes) of each shard line, unparsed (see parse_line): for workers that parse
+        lines themselves. A line longer than MAX_LINE comes back cut at MAX_LINE + 1 bytes."""
         try:
             with open(self.path, "rb", buffering=1024 * 1024) as fh:
                 fh.readline(MAX_LINE + 1)  # the header, read by read_header
                 line = 1
-                readline, display = fh.readline, self.display
+                readline = fh.readline
                 while raw := readline(MAX_LINE + 1):
                     line += 1
-                    text, shard = parse_line(raw, display, line, strict)
-                    yield line, text, shard
+                    yield line, raw
+                    if len(raw) > MAX_LINE:
+                        return  # parse_line refuses it; what follows is not a line boundary
         except OSError as exc:
             raise DocumentError([Diagnostic(self.display, f"cannot read file: {exc.strerror or exc}", "unreadable")], ExitCode.USAGE) from None
 
@@ -255,8 +266,6 @@ def digest_of(manifest: dict[str, Any]) -> str:
     fields = {k: v for k, v in manifest.items() if k not in ("digest", "shards")}
     if isinstance(shards, ShardLines):
         return streamed_digest(fields, shards)
-    from reprogate.core.canonical import canonical_digest
-
     return canonical_digest({k: v for k, v in manifest.items() if k != "digest"})
 
 
@@ -267,8 +276,8 @@ class ManifestWriter:
 
     `fields` are every field but shards, side files and the digest, in the order to write them;
     `files` are the side files (known before the shards: a build hashes them first). Shards are
-    added in order; `close()` writes the digest and renames the file into place. Leaving the
-    `with` block by an exception leaves the previous file, if any, untouched and no temporary.
+    added in order; leaving the `with` block writes the digest (`value`) and renames the file into
+    place, or, by an exception, leaves the previous file, if any, untouched and no temporary.
     """
 
     def __init__(self, output: Path, fields: dict[str, Any], files: list[dict[str, Any]] | None = None, comment: str = "") -> None:
@@ -315,18 +324,24 @@ class ManifestWriter:
         else:
             self._write(dump_yaml(self.fields, self.comment) + "shards:")
 
-    def add_file(self, name: str, size: int, checksum: str) -> None:
-        """Add a plain file shard (the fast path of a build: no dict per shard)."""
-        quoted = f'"{name}"' if name.isascii() and name.isprintable() and '"' not in name and "\\" not in name else json.dumps(name, ensure_ascii=False)
-        self.digest.add_canonical(f'{{"bytes":{size},"checksum":"{checksum}","name":{quoted}}}'.encode("utf-8"))
+    def add_files(self, names: list[str], sizes: list[int], checksums: list[str]) -> None:
+        """Add plain file shards (the fast path of a build: a batch at a time, no dict per shard).
+        Raises UnicodeEncodeError for a name that is not valid Unicode (undecodable bytes)."""
+        if not names:
+            return
+        quoted = [f'"{n}"' if n.isascii() and n.isprintable() and '"' not in n and "\\" not in n else json.dumps(n, ensure_ascii=False) for n in names]
+        canonical = ",".join([f'{{"bytes":{s},"checksum":"{c}","name":{q}}}' for q, s, c in zip(quoted, sizes, checksums)])
+        self.digest.add_canonical(canonical.encode("utf-8"))
         if self.form == "jsonl":
-            self._write(f'{{"name": {quoted}, "bytes": {size}, "checksum": "{checksum}"}}\n')
+            self._write("".join([f'{{"name": {q}, "bytes": {s}, "checksum": "{c}"}}\n' for q, s, c in zip(quoted, sizes, checksums)]))
         elif self.form == "json":
-            self._write(("\n" if self.count == 0 else ",\n") + f'    {{"name": {quoted}, "bytes": {size}, "checksum": "{checksum}"}}')
+            lines = ",\n".join([f'    {{"name": {q}, "bytes": {s}, "checksum": "{c}"}}' for q, s, c in zip(quoted, sizes, checksums)])
+            self._write(("\n" if self.count == 0 else ",\n") + lines)
         else:
-            self._write(("\n" if self.count == 0 else "") + flow_item({"name": name, "bytes": size, "checksum": checksum}))
-        self.count += 1
-        self.bytes += size
+            items = "".join([flow_item({"name": n, "bytes": s, "checksum": c}) for n, s, c in zip(names, sizes, checksums)])
+            self._write(("\n" if self.count == 0 else "") + items)
+        self.count += len(names)
+        self.bytes += sum(sizes)
 
     def add(self, shard: dict[str, Any]) -> None:
         """Add a shard of any shape (DVC directories carry `kind` and `files`)."""
@@ -412,3 +427,9 @@ class ShardChecker:
                 finding.field = f"shards[{index}]" + (f".{finding.field}" if finding.field else "")
                 found.append(finding)
         return found
+
+
+@functools.lru_cache(maxsize=1)
+def shard_checker() -> ShardChecker:
+    """The one ShardChecker a process needs (compiling the schema takes milliseconds)."""
+    return ShardChecker()

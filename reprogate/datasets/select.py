@@ -95,11 +95,11 @@ class Walk:
         with os.scandir(folder) as it:
             for entry in it:
                 try:
-                    if entry.is_dir(follow_symlinks=False):
-                        keys.append(entry.name + "/")
-                    elif entry.is_file(follow_symlinks=False):
+                    if entry.is_file(follow_symlinks=False):  # most entries: one test
                         if not (skip and entry.inode() in skip and self._skipped(entry)):
                             keys.append(entry.name)
+                    elif entry.is_dir(follow_symlinks=False):
+                        keys.append(entry.name + "/")
                     elif entry.is_symlink():
                         links.add(entry.name)
                         keys.append(entry.name + "/" if entry.is_dir() else entry.name)

@@ -1,13 +1,15 @@
 """`reprogate dataset verify`: do the bytes under a root still match a manifest?
 
-Two passes, cheapest first. Sizes (a stat, or a HEAD request) catch missing and truncated shards
-in seconds on any dataset; only when they all match are checksums computed, in parallel. Each
-problem is reported by shard name and by its line in the manifest, in separate kinds: missing,
-extra, truncated, corrupt, unsafe (a name that would reach outside the root) and unreachable.
+Cheapest first. Every shard's size is checked (a stat as the hashing worker opens it, or a HEAD
+request) before it is hashed, and the first wrong size stops the hashing: missing and truncated
+shards are reported in seconds on any dataset, and checksums only count when every size matched
+(--keep-going hashes the rest anyway). Each problem is reported by shard name and by its line in
+the manifest, in separate kinds: missing, extra, truncated, corrupt, unsafe (a name that would
+reach outside the root) and unreachable.
 
-A JSON Lines manifest is read a line at a time in each pass, and its shards come sorted by name,
-so extra files are found by merging the manifest with the (equally sorted) walk of the root:
-memory stays flat however many shards there are. YAML and JSON manifests are loaded whole.
+A JSON Lines manifest is read once, a line at a time, and its shards come sorted by name, so
+extra files are found by merging it with the (equally sorted) walk of the root: memory stays flat
+however many shards there are. YAML and JSON manifests are loaded whole.
 """
 
 from __future__ import annotations
@@ -22,17 +24,9 @@ from reprogate.core.diagnostics import Diagnostic, ExitCode, Location
 from reprogate.core.documents import Document, DocumentError, display_path
 from reprogate.core.progress import Progress
 from reprogate.datasets.dvcdir import dvc_directory_md5
-from reprogate.datasets.hashing import (
-    MISSING,
-    SIZE,
-    UNREADABLE,
-    UNSAFE,
-    AlgorithmUnavailable,
-    Control,
-    hash_stream,
-    new_hasher,
-)
-from reprogate.datasets.manifests import ShardChecker, ShardLines, load_manifest
+from reprogate.datasets.hashing import SIZE, UNREADABLE, UNSAFE, AlgorithmUnavailable, Control, hash_batches, new_hasher
+from reprogate.datasets.verify_lines import NAME_HINT, check_shard_lines, order_problem
+from reprogate.datasets.manifests import LineDocument, ShardLines, load_manifest, shard_checker
 from reprogate.datasets.names import RootGuard, UnsafeName, check_name, is_url
 from reprogate.datasets.remote import Missing, Remote, Unreachable
 from reprogate.datasets.select import Walk
@@ -41,7 +35,6 @@ MANIFEST_MAX_BYTES = 256 * 1024 * 1024  # a million shards fit; records keep the
 KINDS = ("missing", "extra", "truncated", "corrupt", "unsafe", "unreachable")
 
 
-NAME_HINT = "shard names are relative POSIX paths inside the dataset root"
 MAX_LINE_FINDINGS = 100  # damaged lines reported before a streamed manifest is given up on
 
 
@@ -122,7 +115,9 @@ class _Source:
 
     A loaded manifest (YAML, JSON) keeps them in a list. A JSON Lines manifest is read a line at a
     time; each shard line is checked against the schema and the sorted order as it is read, and
-    what is wrong goes to `problems` (a manifest with any is not used).
+    what is wrong goes to `problems` (a manifest with any is not used). With a local root its
+    shard lines are handed to the hashing workers instead (verify_lines), and only its side files
+    come from here.
     """
 
     def __init__(self, doc: Document) -> None:
@@ -133,15 +128,15 @@ class _Source:
         self.side = [] if self.lines is None else _entries({"files": doc.data.get("files")})
         self.problems: list[Diagnostic] = []
 
-    def entries(self) -> Iterator[Entry]:
+    def entries(self, shards: bool = True) -> Iterator[Entry]:
         if self.loaded is not None:
             yield from self.loaded
             return
         assert self.lines is not None
-        checker = ShardChecker()
+        checker = shard_checker()
         valid = checker.valid
         previous = ""
-        for line, text, shard in self.lines.numbered():
+        for line, text, shard in self.lines.numbered() if shards else ():
             index = line - 2
             if not valid(shard):
                 self.problems.extend(checker.explain(self.doc.path, index, line, text, shard))
@@ -150,24 +145,11 @@ class _Source:
                 continue
             name = shard["name"]
             if name <= previous:
-                self._out_of_order(line, index, name, previous)
+                self.problems.append(order_problem(self.doc.path, line, name, previous))
                 return
             previous = name
             yield Entry(("shards", index), name, shard["bytes"], shard["checksum"], shard.get("kind", "file"))
         yield from self.side
-
-    def _out_of_order(self, line: int, index: int, name: str, previous: str) -> None:
-        what = "is listed twice" if name == previous else f"is out of order (it sorts before {previous!r}, the shard above it)"
-        self.problems.append(
-            Diagnostic(
-                self.doc.path,
-                f"line {line}: shard {name!r} {what}; a JSON Lines manifest lists each shard once, sorted by name",
-                "manifest-order",
-                location=Location(line, 1),
-                field=f"shards[{index}].name",
-                hint="rebuild it with `reprogate dataset manifest`, or sort the shard lines by name (code-point order)",
-            )
-        )
 
 
 class _Extras:
@@ -208,8 +190,7 @@ def verify(manifest_path: Path, options: VerifyOptions) -> VerifyReport:
     source = _Source(doc) if isinstance(data, dict) else None
     header = doc
     if source is not None and source.lines is not None:  # the header alone, as a manifest without shards
-        header = Document(doc.path, {**data, "shards": []}, doc.syntax, text=doc.text)
-        header.locate = doc.locate  # type: ignore[method-assign]
+        header = LineDocument(doc.path, {**data, "shards": []}, doc.syntax, text=doc.text)
     invalid = schema_diagnostics(header, "DatasetManifest") if isinstance(data, dict) else []
     if source is None or invalid or data.get("kind") != "DatasetManifest":
         return _unusable(report, invalid or [Diagnostic(report.manifest, "not a dataset manifest (kind: DatasetManifest)", "not-a-manifest")])
@@ -255,94 +236,150 @@ def _unusable(report: VerifyReport, diagnostics: list[Diagnostic]) -> VerifyRepo
     return report
 
 
+class _Checks:
+    """What one verify pass collects while workers report back."""
+
+    def __init__(self, doc: Document, report: VerifyReport, options: VerifyOptions, remote: Remote, control: Control) -> None:
+        self.doc, self.report, self.options, self.remote, self.control = doc, report, options, remote, control
+        self.folders: list[Entry] = []
+        self.urls: list[Entry] = []
+        self.later: list[tuple[str, tuple[Any, ...], str, str]] = []  # checksum-stage findings: kept until sizes all match
+        self.passed = 0  # entries whose size matched
+
+    def size_problem(self, kind: str, where: tuple[Any, ...], name: str, message: str) -> None:
+        """A wrong size (or a file that is not there, or may not be read): reported at once, and
+        unless --keep-going no more files are read."""
+        self.report.problem(self.doc, kind, where, name, message, NAME_HINT if kind == "unsafe" else "")
+        if not self.options.keep_going:
+            self.control.read = False
+
+    def elsewhere(self, entry: Entry, guard: RootGuard | None, root: str) -> None:
+        """A remote shard (HEAD now, GET later) or a DVC folder: checked here, not by a worker."""
+        if _size_ok(self.doc, self.report, entry, guard, root, self.remote):
+            self.passed += 1
+            (self.urls if entry.url else self.folders).append(entry)
+        elif not self.options.keep_going:
+            self.control.read = False
+
+
 def _check(doc: Document, report: VerifyReport, source: _Source, remote: Remote, extras: _Extras | None, algorithm: str, options: VerifyOptions) -> None:
     """One pass over the manifest. Local files go to the hashing workers, which open each one,
     check its size (and where a symlink leads) and hash it only if that holds. The first wrong
     size stops the hashing unless --keep-going: later files are only checked, every size problem
     is still reported, and no checksum result is, as if all sizes had been checked first."""
     root = report.root
-    remote_root = is_url(root)
-    guard = None if remote_root else RootGuard(root)
-    control = Control(real_root=guard.real_root if guard else None)
-    folders: list[Entry] = []
-    urls: list[Entry] = []
-    names: list[str] = []
-    streamed = source.lines is not None
-
-    def failed() -> None:
-        if not options.keep_going:
-            control.read = False
-
-    def local() -> Iterator[tuple[str, int, Entry]]:
-        for entry in source.entries():
-            report.checked += 1
-            if extras is not None:
-                if streamed and entry.where[0] == "shards":
-                    extras.known(entry.name)
-                elif not streamed:
-                    names.append(entry.name)
-            if guard is None or "://" in entry.name and is_url(entry.name) or entry.kind == "dvc-directory":
-                if not _size_ok(doc, report, entry, guard, root, remote):
-                    failed()
-                elif entry.url:
-                    urls.append(entry)
-                else:
-                    folders.append(entry)
-                continue
-            try:
-                entry.path = guard.folder_checked(entry.name)
-            except UnsafeName as exc:
-                report.problem(doc, "unsafe", entry.where, entry.name, f"refused, never read ({exc})", NAME_HINT)
-                failed()
-                continue
-            yield entry.path, entry.size, entry
-
+    guard = None if is_url(root) else RootGuard(root)
+    checks = _Checks(doc, report, options, remote, Control(real_root=guard.real_root if guard else None))
     total = (len(source.loaded), sum(max(e.size, 0) for e in source.loaded)) if source.loaded is not None else (None, None)
     progress = Progress("verifying", *total, quiet=options.quiet)
-    found: list[tuple[str, Entry, str]] = []
-    passed = 0
     try:
-        for entry, size, checksum, problem, detail in hash_stream(local(), algorithm, options.jobs, progress.advance, control):
-            if problem == MISSING:
-                report.problem(doc, "missing", entry.where, entry.name, f"no file at {entry.path}" + (f" ({detail})" if detail and "regular" in detail else ""))
-            elif problem == SIZE:
-                kind = "truncated" if size < entry.size else "corrupt"
-                report.problem(doc, kind, entry.where, entry.name, f"{size:,} bytes, the manifest says {entry.size:,}")
-            elif problem == UNSAFE:
-                why = f"refused, never read ({entry.name!r}: resolves through a symlink to {detail}, outside the dataset root)"
-                report.problem(doc, "unsafe", entry.where, entry.name, why, NAME_HINT)
-            elif problem == UNREADABLE:
-                found.append(("missing", entry, f"cannot read: {detail}"))
-                passed += 1
-                continue
-            else:
-                passed += 1
-                if checksum and checksum != entry.checksum:
-                    found.append(("corrupt", entry, f"checksum differs: manifest {entry.checksum[:24]}..., file {checksum[:24]}..."))
-                continue
-            failed()
-        if extras is not None and names:
-            for name in sorted(set(names)):
-                extras.known(name)
-        if not control.read:
-            report.checksums_skipped = passed + len(folders) + len(urls) > 0
+        lines_here = source.lines is not None and guard is not None
+        if lines_here:
+            _check_lines(source, checks, extras, algorithm, progress)
+        if source.problems:
             return
-        for kind, entry, message in found:
-            report.problem(doc, kind, entry.where, entry.name, message)
-        for entry in folders:
+        _check_entries(source.entries(shards=not lines_here), checks, guard, extras if not lines_here else None, algorithm, progress)
+        if not checks.control.read:
+            report.checksums_skipped = checks.passed > 0
+            return
+        for kind, where, name, message in checks.later:
+            report.problem(doc, kind, where, name, message)
+        for entry in checks.folders:
             assert entry.path is not None
             size, count, checksum = dvc_directory_md5(Path(entry.path), options.jobs)
             progress.advance(size, 1)
             if checksum != entry.checksum:
                 report.problem(doc, "corrupt", entry.where, entry.name, f"DVC directory hash differs ({count} files, {size:,} bytes)")
-        if urls:
+        if checks.urls:
             with ThreadPoolExecutor(max_workers=max(1, options.jobs or 4)) as pool:
-                results = list(pool.map(lambda e: _remote_digest(e, remote, algorithm, progress), urls))
-            for entry, (kind, message) in zip(urls, results):
+                results = list(pool.map(lambda e: _remote_digest(e, remote, algorithm, progress), checks.urls))
+            for entry, (kind, message) in zip(checks.urls, results):
                 if kind:
                     report.problem(doc, kind, entry.where, entry.name, message)
     finally:
         progress.close()
+
+
+def _check_lines(source: _Source, checks: _Checks, extras: _Extras | None, algorithm: str, progress: Progress) -> None:
+    """The shard lines of a JSON Lines manifest, parsed, checked and hashed by the workers."""
+    assert source.lines is not None
+    doc, report = checks.doc, checks.report
+    known = extras.known if extras is not None else None
+    last = ""
+    results = check_shard_lines(source.lines, doc.path, report.root, algorithm, checks.options.jobs, checks.control)
+    try:
+        for result in results:
+            progress.advance(result.bytes, len(result.names))
+            report.checked += len(result.names)
+            if result.names and result.names[0] <= last:
+                source.problems.append(order_problem(doc.path, result.first_name_line, result.names[0], last))
+            source.problems.extend(result.invalid)
+            source.problems.extend(result.damaged)
+            if result.damaged or len(source.problems) >= MAX_LINE_FINDINGS or (result.invalid and result.invalid[-1].code == "manifest-order"):
+                return
+            if result.names:
+                last = result.names[-1]
+                if known is not None:
+                    for name in result.names:
+                        known(name)
+            checks.passed += result.passed
+            for index, name, kind, message in result.sizes:
+                checks.size_problem(kind, ("shards", index), name, message)
+            checks.later.extend((kind, ("shards", index), name, message) for index, name, kind, message in result.checksums)
+            for index, shard in result.deferred:
+                checks.elsewhere(Entry(("shards", index), shard["name"], shard["bytes"], shard["checksum"], shard.get("kind", "file")), None, report.root)
+    finally:
+        results.close()
+
+
+def _check_entries(entries: Iterator[Entry], checks: _Checks, guard: RootGuard | None, extras: _Extras | None, algorithm: str, progress: Progress) -> None:
+    """Entries parsed here (a loaded manifest, side files, shards under a remote root): local
+    files go to the workers by path; the rest are checked here."""
+    report, root = checks.report, checks.report.root
+    names: list[str] = []
+
+    def local() -> Iterator[tuple[str, int, Entry]]:
+        for entry in entries:
+            report.checked += 1
+            if extras is not None:
+                names.append(entry.name)
+            if guard is None or entry.kind != "file" or ("://" in entry.name and is_url(entry.name)):
+                checks.elsewhere(entry, guard, root)
+                continue
+            try:
+                entry.path = guard.folder_checked(entry.name)
+            except UnsafeName as exc:
+                checks.size_problem("unsafe", entry.where, entry.name, f"refused, never read ({exc})")
+                continue
+            yield entry.path, entry.size, entry
+
+    for batch in hash_batches(local(), algorithm, checks.options.jobs, progress.advance, checks.control):
+        for i, item in enumerate(batch.items):
+            entry = item[2]
+            problem = batch.problems.get(i)
+            if problem is None:
+                checks.passed += 1
+                checksum = batch.checksums[i]
+                if checksum and checksum != entry.checksum:
+                    checks.later.append(("corrupt", entry.where, entry.name, f"checksum differs: manifest {entry.checksum[:24]}..., file {checksum[:24]}..."))
+            elif problem[0] == UNREADABLE:
+                checks.passed += 1
+                checks.later.append(("missing", entry.where, entry.name, f"cannot read: {problem[1]}"))
+            else:
+                checks.size_problem(*_worker_problem(entry, batch.sizes[i], *problem))
+    if extras is not None:  # a loaded manifest's names, sorted for the merge with the walk
+        for name in sorted(set(names)):
+            extras.known(name)
+
+
+def _worker_problem(entry: Entry, size: int, problem: str, detail: str) -> tuple[str, tuple[Any, ...], str, str]:
+    """(kind, where, name, message) of a problem a hashing worker found before reading a file."""
+    if problem == SIZE:
+        kind = "truncated" if size < entry.size else "corrupt"
+        return kind, entry.where, entry.name, f"{size:,} bytes, the manifest says {entry.size:,}"
+    if problem == UNSAFE:
+        return "unsafe", entry.where, entry.name, f"refused, never read ({entry.name!r}: resolves through a symlink to {detail}, outside the dataset root)"
+    return "missing", entry.where, entry.name, f"no file at {entry.path}" + (f" ({detail})" if "regular" in detail else "")
 
 
 def _size_ok(doc: Document, report: VerifyReport, entry: Entry, guard: RootGuard | None, root: str, remote: Remote) -> bool:

@@ -12,7 +12,7 @@ from typing import Any, Iterator
 from reprogate.core.diagnostics import Diagnostic, Location, Severity
 from reprogate.core.documents import Document
 from reprogate.datasets import manifest_digest
-from reprogate.datasets.manifests import ManifestDigest, ShardChecker, ShardLines
+from reprogate.datasets.manifests import LineDocument, ManifestDigest, ShardLines, shard_checker
 from reprogate.datasets.names import UnsafeName, check_name
 from reprogate.rules import RuleContext, get, items, rule
 
@@ -54,9 +54,7 @@ def stream_schema_diagnostics(doc: Document, kind: str) -> list[Diagnostic]:
 
     if kind != "DatasetManifest":
         return [Diagnostic(doc.path, f"a {kind} cannot be written as JSON Lines; only dataset manifests are", "jsonl-kind", location=Location(1, 1))]
-    header = Document(doc.path, {**doc.data, "shards": []}, doc.syntax, text=doc.text)
-    header.locate = doc.locate  # type: ignore[method-assign]
-    return schema_diagnostics(header, kind)
+    return schema_diagnostics(LineDocument(doc.path, {**doc.data, "shards": []}, doc.syntax, text=doc.text), kind)
 
 
 def _at(text: str, key: str) -> int:
@@ -75,7 +73,7 @@ def streamed_findings(ctx: RuleContext, lines: ShardLines) -> Iterator[Diagnosti
                 check_name(name)
             except UnsafeName as exc:
                 yield ctx.finding(("files", i, "name"), f"unsafe shard name {exc}", "manifest-unsafe-name", NAME_HINT)
-    checker = ShardChecker()
+    checker = shard_checker()
     digest = ManifestDigest({k: v for k, v in data.items() if k != "shards"})
     previous: str | None = None
     count = 0

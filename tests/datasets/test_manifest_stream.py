@@ -255,23 +255,51 @@ def test_missing_extra_truncated_corrupt_and_unsafe_by_name_and_line(cli: Cli, m
     assert fast["corrupt"] == [] and fast["checksums_skipped"] is True and fast["missing"] == ["a0.bin"]
 
 
+def test_worker_processes_report_what_one_process_reports(cli: Cli, tmp_path: Path) -> None:
+    root = tmp_path / "many"
+    for i in range(1_300):  # enough lines for the forked workers
+        folder = root / f"{i // 400:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{i:05d}.bin").write_bytes(i.to_bytes(3, "little") * (1 + i % 7))
+    manifest = tmp_path / "many.jsonl"
+    assert cli("dataset", "manifest", str(root), "-o", str(manifest), "-q", "--jobs", "2").exit_code == 0
+    single = tmp_path / "single.jsonl"
+    assert cli("dataset", "manifest", str(root), "-o", str(single), "-q", "--jobs", "1").exit_code == 0
+    assert manifest.read_bytes() == single.read_bytes()
+    (root / "00" / "00007.bin").unlink()
+    (root / "01" / "00500.bin").write_bytes(b"\xff" * 12)  # same size (3 x (1 + 500 % 7)), other bytes
+    (root / "02" / "00900.bin").write_bytes(b"longer than before")
+    (root / "03" / "extra.bin").write_bytes(b"new")
+    reports = [verify(cli, manifest, root, "--keep-going", "--jobs", jobs)[1] for jobs in ("2", "1")]
+    assert reports[0] == reports[1]
+    assert reports[0]["missing"] == ["00/00007.bin"] and reports[0]["extra"] == ["03/extra.bin"]
+    assert sorted(reports[0]["corrupt"]) == ["01/00500.bin", "02/00900.bin"]
+    assert {f["line"] for f in reports[0]["findings"] if "00500" in f["message"]} == {line_of(manifest, "01/00500.bin")}
+
+
 # nothing half-written ----------------------------------------------------------------------------
 
 def test_interrupted_streaming_build_leaves_the_old_manifest_and_no_temporary(cli: Cli, data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for i in range(40):
+        (data / "many" / f"{i:02d}.bin").parent.mkdir(exist_ok=True)
+        (data / "many" / f"{i:02d}.bin").write_bytes(bytes([i]) * 100)
     out = tmp_path / "m.jsonl"
     out.write_text("previous manifest\n")
     import reprogate.datasets.build as build_module
 
-    real = build_module.hash_stream
+    real = build_module.hash_batches
+    written = []
 
     def interrupted(*args: Any, **kwargs: Any) -> Iterator[Any]:
-        for i, item in enumerate(real(*args, **kwargs)):
-            if i == 2:
-                raise KeyboardInterrupt  # Ctrl-C after two shards were written
-            yield item
+        for batch in real(*args, **kwargs):
+            if written:
+                raise KeyboardInterrupt  # Ctrl-C after a batch of shards was written
+            written.append(len(batch.items))
+            yield batch
 
-    monkeypatch.setattr(build_module, "hash_stream", interrupted)
-    assert cli("dataset", "manifest", str(data), "-o", str(out), "-q").exit_code != 0
+    monkeypatch.setattr(build_module, "hash_batches", interrupted)
+    assert cli("dataset", "manifest", str(data), "-o", str(out), "-q", "--jobs", "1").exit_code != 0
+    assert len(written) == 1 and 0 < written[0] < 45
     assert out.read_text() == "previous manifest\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "m.jsonl"]
 
@@ -290,6 +318,13 @@ def test_a_shard_that_vanishes_mid_build_stops_it_without_writing(cli: Cli, data
     result = cli("dataset", "manifest", str(data), "-o", str(tmp_path / "m.jsonl"), "-q")
     assert result.exit_code == 1 and "b/c.bin" in result.stderr and "nothing written" in result.stderr
     assert not (tmp_path / "m.jsonl").exists() and sorted(p.name for p in tmp_path.iterdir()) == ["data"]
+
+
+def test_a_file_name_that_is_not_utf8_is_refused_by_name(cli: Cli, data: Path, tmp_path: Path) -> None:
+    (data / "b" / os.fsdecode(b"caf\xe9.bin")).write_bytes(b"latin-1 name")
+    result = cli("dataset", "manifest", str(data), "-o", str(tmp_path / "m.jsonl"), "-q")
+    assert result.exit_code == 1 and "not valid UTF-8" in result.stderr and "b/caf" in result.stderr
+    assert not (tmp_path / "m.jsonl").exists()
 
 
 # readers that address a manifest -----------------------------------------------------------------
@@ -345,13 +380,15 @@ def test_reading_and_digesting_a_jsonl_manifest_holds_one_line_at_a_time(tmp_pat
     assert peaks[1] < peaks[0] * 1.5 + 256 * 1024  # 20x the shards, about the same memory
 
 
-def test_verify_memory_does_not_grow_with_the_shard_count(cli: Cli, tmp_path: Path) -> None:
+def test_verify_memory_does_not_grow_with_the_shard_count(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import reprogate.datasets.hashing as hashing
     from reprogate.datasets.build import BuildOptions, build_manifest
     from reprogate.datasets.verify import VerifyOptions
     from reprogate.datasets.verify import verify as run_verify
 
+    monkeypatch.setattr(hashing, "BATCH_FILES", 64)  # both sizes below span many batches
     peaks = []
-    for count in (300, 6_000):
+    for count in (1_000, 8_000):
         root = tmp_path / f"d{count}"
         for i in range(count):
             folder = root / f"{i // 500:03d}"
