@@ -1,4 +1,6 @@
-"""Shared fixtures: a writable copy of the example project, and a CLI runner."""
+"""Shared fixtures: a writable copy of the example project, a CLI runner, and the real parts that
+container and Slurm tests share for the whole session (a Podman engine, a registry with the test
+images, a two-node Slurm cluster; see tests/support/engine.py and tests/support/slurm.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ from typing import Callable
 import pytest
 from click.testing import CliRunner, Result
 from support import EXAMPLES
+from support.engine import image_registry, podman_engine, tiny_image, torch_image  # noqa: F401 - session fixtures, documented there
+from support.slurm import slurm_cluster, slurm_cluster_session  # noqa: F401 - fixtures, documented there
 
 from reprogate.cli import main
 

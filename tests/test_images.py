@@ -12,7 +12,7 @@ from click.testing import Result
 
 from support import edit_record, require_tool
 from support.registry import Registry, start_registry
-from reprogate.images import ImageError, RegistryClient, Unreachable, parse_reference
+from reprogate.images.registry import ImageError, RegistryClient, Unreachable, parse_reference
 
 Cli = Callable[..., Result]
 

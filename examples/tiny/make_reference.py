@@ -3,7 +3,7 @@
 Run from the repository after changing the project, data or configuration:
     python examples/tiny/make_reference.py
 It copies the project into a temporary folder, runs train.py as 2 local ranks per seed (the same
-launcher `reprogate rebuild` uses), keeps seed 1's trace as tiny/reference/trace.jsonl, fills the
+launcher `reprogate rebuild` uses, with the record's execution.env), keeps seed 1's trace as tiny/reference/trace.jsonl, fills the
 template with real digests and per-seed metrics, and stores the prediction interval.
 """
 
@@ -25,15 +25,24 @@ HERE = Path(__file__).resolve().parent
 SEEDS = [1, 2, 3, 4, 5]
 
 
+def record_env(template: str) -> dict[str, str]:
+    """The record's execution.env: the reference runs with exactly what a rebuild gives its ranks."""
+    import yaml
+
+    data = yaml.safe_load(template.replace("@VALUES@", "[]"))
+    return {k: str(v) for k, v in data["execution"]["env"].items()}
+
+
 def main() -> None:
     values = []
+    env = record_env((HERE / "record.yaml.tmpl").read_text())
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / "tiny"
         for part in ("project", "config", "data"):
             shutil.copytree(HERE / part, work / part)
         for seed in SEEDS:
             out = Path(tmp) / f"seed-{seed}"
-            result = launch(["python", "train.py", "--config", "../config/tiny.yaml"], work / "project", 2, out / "trace", out / "logs", seed, {"OMP_NUM_THREADS": "1"}, 600)
+            result = launch(["python", "train.py", "--config", "../config/tiny.yaml"], work / "project", 2, out / "trace", out / "logs", seed, env, 600)
             if not result.ok:
                 raise SystemExit(f"seed {seed} failed: {result.detail}\n{result.log_tail()}")
             events = read_trace(sorted((out / "trace").glob("trace-rank*.jsonl")))

@@ -34,9 +34,9 @@ def absent(reason: str) -> dict[str, Any]:
 
 
 def _layers() -> list[ModuleType]:
-    from reprogate.capture import container, devices, envvars, host, software, source
+    from reprogate.capture import container, cpu, devices, envvars, host, software, source
 
-    return [source, host, container, devices, software, envvars]
+    return [source, host, cpu, container, devices, software, envvars]
 
 
 def run_layer(layer: ModuleType, ctx: CaptureContext) -> dict[str, Any]:

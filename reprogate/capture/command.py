@@ -9,8 +9,10 @@ from typing import Any
 from reprogate.capture import CaptureContext, capture_all
 from reprogate.core.diagnostics import ExitCode
 from reprogate.core.documents import DocumentError, load_document
+from reprogate.core.errors import UsageError
 from reprogate.core.fileio import atomic_write
 from reprogate.core.yamlout import dump_yaml
+from reprogate.output.result import CommandResult
 
 
 def _lock_globs(root: Path) -> list[str]:
@@ -28,18 +30,18 @@ def render(document: dict[str, Any], path: Path | None) -> str:
     return dump_yaml(document, "Environment captured by `reprogate capture`; merge with: reprogate capture --into RECORD")
 
 
-def run_capture(output: Path | None, record: Path | None, image: str | None, root: Path, framework: bool) -> tuple[ExitCode, list[str], str | None]:
-    """(exit code, messages for stderr, text for stdout or None)."""
+def run_capture(output: Path | None, record: Path | None, image: str | None, root: Path, framework: bool) -> CommandResult:
+    """Print the capture, write it to a file, and/or merge it into a record."""
     messages: list[str] = []
     if image is not None and "@sha256:" not in image:
-        from reprogate.images import ImageError, RegistryClient, Unreachable
+        from reprogate.images.registry import ImageError, RegistryClient, Unreachable
 
         try:  # a tag is only a label: pin what it points to now
             found = RegistryClient().resolve(image)
         except Unreachable as exc:
-            return ExitCode.INFRA, [f"--image {image!r}: registry unreachable ({exc}); give REF@sha256:<digest> instead"], None
+            raise Unreachable(f"--image {image!r}: registry unreachable ({exc.message})", hint="give REF@sha256:<digest> instead") from None
         except ImageError as exc:
-            return ExitCode.USAGE, [f"--image {image!r}: {exc}; give REF@sha256:<digest> instead"], None
+            raise UsageError(f"--image {image!r}: {exc.message}", hint="give REF@sha256:<digest> instead") from None
         messages.append(f"note: {image} resolved to {found.digest}")
         image = f"{image}@{found.digest}"
     document = capture_all(CaptureContext(root=root, image=image, framework=framework, lock_globs=_lock_globs(root)))
@@ -47,31 +49,24 @@ def run_capture(output: Path | None, record: Path | None, image: str | None, roo
         value = document.get(section)
         if isinstance(value, dict) and value.get("present") is False:
             messages.append(f"note: {section}: {value.get('reason')}")
-    stdout = None
+    stdout: list[str] = []
     if output is not None and str(output) != "-":
         atomic_write(output, render(document, output))
         messages.append(f"wrote {output}")
     elif record is None or str(output) == "-":
-        stdout = render(document, None)
+        stdout = render(document, None).splitlines()
     if record is not None:
-        code, notes = _merge(record, document)
-        messages.extend(notes)
-        if code != ExitCode.OK:
-            return code, messages, stdout
-    return ExitCode.OK, messages, stdout
+        messages.extend(_merge(record, document))
+    return CommandResult(ExitCode.OK, stdout, messages)
 
 
-def _merge(record: Path, document: dict[str, Any]) -> tuple[ExitCode, list[str]]:
+def _merge(record: Path, document: dict[str, Any]) -> list[str]:
     from reprogate.capture.merge import apply, plan
 
-    try:
-        doc = load_document(record)
-    except DocumentError as exc:
-        first = exc.diagnostics[0]
-        return exc.exit_code, [f"{first.path}:{first.location.line}:{first.location.col}: {first.message}; record left unchanged"]
+    doc = load_document(record)
     if not isinstance(doc.data, dict) or doc.data.get("kind") != "RunRecord":
-        return ExitCode.USAGE, [f"{record}: not a run record (kind: RunRecord); left unchanged"]
+        raise UsageError(f"{record}: not a run record (kind: RunRecord); left unchanged")
     merge = plan(doc.data, document)
     text = record.read_text(encoding="utf-8")
     atomic_write(record, apply(doc, text, merge))
-    return ExitCode.OK, [*(f"note: {n}" for n in merge.notes), f"updated {record}: {', '.join('.'.join(p) for p, _ in merge.changes)}"]
+    return [*(f"note: {n}" for n in merge.notes), f"updated {record}: {', '.join('.'.join(p) for p, _ in merge.changes)}"]

@@ -1,7 +1,7 @@
 """`reprogate capture --into RECORD`: put a capture into a record without touching a person's text.
 
 Records are reviewed and commented by people. Re-dumping the whole YAML would drop every comment
-and reflow every section, so the capture-owned parts (host, devices, software, the captured keys
+and reflow every section, so the capture-owned parts (host, cpu, devices, software, the captured keys
 of source, container runtime facts, execution.env) are spliced into the existing text at the
 positions the parser reports; every other byte of the file stays as it was. JSON records have no
 comments and are rewritten whole.
@@ -32,7 +32,7 @@ class Merge:
 
 def plan(record: dict[str, Any], capture: dict[str, Any]) -> Merge:
     merge = Merge()
-    for section in ("host", "devices", "software"):
+    for section in ("host", "cpu", "devices", "software"):
         if isinstance(capture.get(section), dict):
             merge.changes.append(((section,), capture[section]))
     source = capture.get("source")

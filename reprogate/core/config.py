@@ -34,6 +34,16 @@ class Config:
     rebuild_ref: str | None = None
 
 
+def repository_root(start: Path) -> Path:
+    """The folder repository paths are relative to: the nearest ancestor holding .reprogate.yaml
+    or .git, else `start` itself."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if (folder / CONFIG_NAME).is_file() or (folder / ".git").exists():
+            return folder
+    return start
+
+
 def find_config(start: Path) -> Path | None:
     """The nearest `.reprogate.yaml` in `start` or above it, stopping at a repository root."""
     start = start.resolve()
@@ -47,12 +57,13 @@ def find_config(start: Path) -> Path | None:
 
 
 def load_config(start: Path) -> Config:
-    """Load the configuration that governs `start`, checked against its schema."""
-    path = find_config(start)
+    """The configuration that governs `start` (a folder: found from there upward; a file: that
+    file), always checked against its schema. No file means every default."""
+    path = start if start.is_file() else find_config(start)
     if path is None:
         return Config(folder=start.resolve())
     doc = load_document(path, display_path(path))
-    from reprogate.validate.schema_check import schema_diagnostics
+    from reprogate.core.schema_check import schema_diagnostics
 
     problems = schema_diagnostics(doc, "Config")
     if problems:

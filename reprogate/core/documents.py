@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from reprogate.core.diagnostics import Diagnostic, ExitCode, Location, field_path
+from reprogate.core.errors import ReprogateError
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 # Aliases may add at most this many nodes beyond those written out in the file.
@@ -65,13 +66,12 @@ class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
         return None
 
 
-class DocumentError(Exception):
-    """A file that could not be turned into data; carries the findings and the exit code."""
+class DocumentError(ReprogateError):
+    """A file that could not be turned into data (exit 2), or a document that broke its schema
+    where a command needs it valid (exit 1); carries the findings with their positions."""
 
     def __init__(self, diagnostics: list[Diagnostic], exit_code: ExitCode) -> None:
-        super().__init__(diagnostics[0].message if diagnostics else "unreadable document")
-        self.diagnostics = diagnostics
-        self.exit_code = exit_code
+        super().__init__(diagnostics[0].message if diagnostics else "unreadable document", exit_code=exit_code, diagnostics=diagnostics)
 
 
 @dataclass

@@ -59,3 +59,51 @@ def tree_id(folder: Path) -> str:
 
     digest = build(folder, "")
     return (digest or _object(b"tree", b"")).hex()
+
+
+def folder_files(folder: Path) -> dict[str, str]:
+    """path (relative, POSIX) -> git blob id, for every file tree_id counts."""
+    ignored = _ignored(folder) or set()
+    out: dict[str, str] = {}
+    for base, dirs, files in os.walk(folder):
+        rel_base = os.path.relpath(base, folder)
+        prefix = "" if rel_base == "." else rel_base.replace(os.sep, "/") + "/"
+        dirs[:] = [d for d in dirs if d != ".git" and f"{prefix}{d}" not in ignored and not os.path.islink(os.path.join(base, d))]
+        for name in files + [d for d in os.listdir(base) if os.path.islink(os.path.join(base, d)) and os.path.isdir(os.path.join(base, d))]:
+            rel = f"{prefix}{name}"
+            if rel in ignored or name == ".git":
+                continue
+            path = os.path.join(base, name)
+            if os.path.islink(path):
+                out[rel] = _object(b"blob", os.readlink(path).encode()).hex()
+            elif os.path.isfile(path):
+                out[rel] = _object(b"blob", Path(path).read_bytes()).hex()
+    return out
+
+
+def recorded_files(repo: Path, tree: str) -> dict[str, str] | None:
+    """path -> blob id of a tree object the repository still has (None when git does not)."""
+    try:
+        done = subprocess.run(["git", "-C", str(repo), "ls-tree", "-r", "-z", tree], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    out: dict[str, str] = {}
+    for entry in done.stdout.split(b"\0"):
+        if not entry:
+            continue
+        meta, _, path = entry.partition(b"\t")
+        parts = meta.split()
+        if len(parts) == 3:
+            out[path.decode("utf-8", "replace")] = parts[2].decode()
+    return out
+
+
+def changed_paths(before: dict[str, str], after: dict[str, str]) -> dict[str, list[str]]:
+    """{"changed": [...], "added": [...], "removed": [...]} between two path -> blob maps."""
+    return {
+        "changed": sorted(p for p in before.keys() & after.keys() if before[p] != after[p]),
+        "added": sorted(after.keys() - before.keys()),
+        "removed": sorted(before.keys() - after.keys()),
+    }

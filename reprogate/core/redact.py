@@ -1,15 +1,25 @@
-"""Recognise credentials, so that none is ever written to a record, a log or a comment.
+"""The one redactor: no credential is ever written to a record, a log, a report or a comment.
 
-One list, used by every writer: `capture` drops matching environment variables, `validate`
-refuses records that hold one, and messages that quote a value pass it through `redact` first.
+Every writer uses it: `capture` drops or cleans matching values, `validate` refuses records that
+hold one, and everything that leaves the process (output/emit.py, verdicts, reports, log tails)
+passes `redact` first. It recognises
+
+- well-known token shapes (GitHub, AWS, Hugging Face, Slack, JWT, private keys, `sk-` keys);
+- values registered at run time (`register`): the runner's own secrets, taken from environment
+  variables named like credentials, so a training log that prints one is still cleaned;
+- URL userinfo (`https://user:pass@host`, and `user:pass@host` without a scheme);
+- query parameters that carry credentials (`?token=`, `access_token`, `sig`, `X-Amz-Signature` ...).
 """
 
 from __future__ import annotations
 
 import re
+from typing import Iterable, Mapping
+
+MARK = "[redacted]"
 
 # Variable names that hold credentials by convention (matched as words inside the name).
-SECRET_NAME = re.compile(r"(?:^|_)(?:TOKEN|SECRET|PASSWORD|PASSWD|PASS|KEY|CREDENTIALS?|AUTH|APIKEY|PRIVATE)(?:_|$)", re.IGNORECASE)
+SECRET_NAME = re.compile(r"(?:^|_)(?:TOKEN|SECRET|PASSWORD|PASSWD|PASS|KEY|CREDENTIALS?|AUTH|APIKEY|PRIVATE|COOKIE|SESSION)(?:_|$)", re.IGNORECASE)
 
 # Value shapes of well-known credentials.
 SECRET_VALUE = re.compile(
@@ -24,15 +34,71 @@ SECRET_VALUE = re.compile(
     r"|sk-[A-Za-z0-9_-]{20,}"
 )
 
+# A URL's start; its userinfo is judged by _userinfo_end, not by one pattern.
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+# user:password@host without a scheme (MASTER_ADDR=admin:pw@host); not host:port/path@digest.
+_BARE_USERINFO = re.compile(r"(?<![\w.@/:%-])[^\s/@:?#=\"'<>]+:(?!//)[^\s/@?#\"'<>]*@(?!sha256:|sha512:)(?=[\w\[])")
+_QUERY_KEYS = "token|access_token|refresh_token|id_token|api_key|apikey|key|password|passwd|secret|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential|auth|code"
+_QUERY = re.compile(rf"(?P<lead>[?&;](?:{_QUERY_KEYS})=)(?P<value>[^&#\s\"'<>]+)", re.IGNORECASE)
+
+_registered: set[str] = set()
+MIN_REGISTERED = 6  # shorter values would redact ordinary words
+
 
 def is_secret_name(name: str) -> bool:
     return bool(SECRET_NAME.search(name))
 
 
 def looks_secret(value: str) -> bool:
-    return bool(SECRET_VALUE.search(value))
+    """A token shape, a registered secret, or a URL carrying credentials."""
+    return bool(SECRET_VALUE.search(value)) or has_url_credentials(value) or any(secret in value for secret in _registered)
+
+
+def _userinfo_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each credential in a URL's authority: `user:password` (the password may
+    hold `/`, as git remotes written by hand do) or a lone token before `@` on http(s)."""
+    spans = []
+    for match in _SCHEME.finditer(text):
+        start = match.end()
+        end = start
+        while end < len(text) and not text[end].isspace() and text[end] not in "\"'<>":
+            end += 1
+        authority = text[start:end]
+        at = authority.find("@")
+        if at <= 0:
+            continue
+        before = authority[:at]
+        user, colon, _ = before.partition(":")
+        if colon and "/" not in user and "?" not in user:
+            spans.append((start, start + at))
+        elif not colon and not any(c in before for c in "/?#") and match.group().lower().startswith(("http", "git+http")):
+            spans.append((start, start + at))  # https://TOKEN@host
+    return spans
+
+
+def has_url_credentials(value: str) -> bool:
+    return bool(_userinfo_spans(value) or _BARE_USERINFO.search(value) or _QUERY.search(value))
+
+
+def register(values: Iterable[str]) -> None:
+    """Treat these exact values as secrets from now on (too-short values are ignored)."""
+    _registered.update(v for v in values if isinstance(v, str) and len(v) >= MIN_REGISTERED)
+
+
+def register_environment(env: Mapping[str, str]) -> None:
+    """Register the values of variables named like credentials (GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY, ...)."""
+    register(value for name, value in env.items() if is_secret_name(name))
 
 
 def redact(text: str) -> str:
     """`text` with every credential-shaped substring replaced by a marker."""
-    return SECRET_VALUE.sub("[redacted]", text)
+    if not text:
+        return text
+    for secret in sorted(_registered, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, MARK)
+    text = SECRET_VALUE.sub(MARK, text)
+    for start, end in reversed(_userinfo_spans(text)):
+        text = text[:start] + MARK + text[end:]
+    text = _BARE_USERINFO.sub(f"{MARK}@", text)
+    return _QUERY.sub(lambda m: f"{m.group('lead')}{MARK}", text)

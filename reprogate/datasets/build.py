@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from reprogate.core.progress import Progress
+from reprogate.core.errors import CheckFailed
 from reprogate.core.yamlout import FlowMap
 from reprogate.datasets.hashing import hash_batches, hash_files
 from reprogate.datasets.manifests import ManifestWriter
@@ -24,7 +25,7 @@ COMPUTED = {"apiVersion", "kind", "algorithm", "selection", "shards", "files", "
 ROLES = ("tokenizer", "vocabulary", "merges", "normalization", "filter", "other")
 
 
-class BuildError(Exception):
+class BuildError(CheckFailed):
     """The dataset cannot be described safely (links out of the root, unreadable files)."""
 
 

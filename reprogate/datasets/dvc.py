@@ -17,9 +17,10 @@ from typing import Any
 from reprogate.datasets import manifest_digest
 from reprogate.core.documents import load_document
 from reprogate.core.yamlout import FlowMap
+from reprogate.core.errors import CheckFailed
 
 
-class DvcError(Exception):
+class DvcError(CheckFailed):
     """The DVC file has no outputs reprogate can describe."""
 
 

@@ -29,6 +29,8 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
+from reprogate.core.errors import UsageError
+
 CHUNK = 256 * 1024  # read size: large enough to amortise a system call, small enough for L2
 BATCH_FILES = 512
 BATCH_BYTES = 8 * 1024 * 1024
@@ -49,7 +51,7 @@ UNREADABLE = "unreadable"  # it exists but cannot be read
 Payload = TypeVar("Payload")
 
 
-class AlgorithmUnavailable(Exception):
+class AlgorithmUnavailable(UsageError):
     """The algorithm needs an optional package that is not installed."""
 
 

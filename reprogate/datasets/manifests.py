@@ -402,7 +402,7 @@ class ShardChecker:
         import re
 
         from reprogate.core.schemas import load_schema
-        from reprogate.validate.schema_fastpath import compile_schema
+        from reprogate.core.schema_fastpath import compile_schema
 
         schema = load_schema("DatasetManifest")
         self._ref = {"$ref": schema["$id"] + SHARD_SCHEMA}
@@ -418,7 +418,7 @@ class ShardChecker:
     def explain(self, display: str, index: int, line: int, text: str, shard: Any) -> list[Diagnostic]:
         """Findings for a shard `valid` refused, located on its line, fields named shards[index]."""
         from reprogate.core.schemas import validator
-        from reprogate.validate.schema_check import _explain
+        from reprogate.core.schema_check import _explain
 
         doc = _LineDoc(display, line, text)
         found: list[Diagnostic] = []

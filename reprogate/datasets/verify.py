@@ -184,7 +184,7 @@ def verify(manifest_path: Path, options: VerifyOptions) -> VerifyReport:
         doc = load_manifest(manifest_path, report.manifest, options.max_bytes)
     except DocumentError as exc:
         return _unusable(report, exc.diagnostics)
-    from reprogate.validate.schema_check import schema_diagnostics
+    from reprogate.core.schema_check import schema_diagnostics
 
     data = doc.data
     source = _Source(doc) if isinstance(data, dict) else None
@@ -433,7 +433,7 @@ def _report_extras(doc: Document, report: VerifyReport, extras: _Extras, walk: W
 def _remote_digest(entry: Entry, remote: Remote, algorithm: str, progress: Progress) -> tuple[str, str]:
     assert entry.url is not None
     try:
-        size, checksum = remote.digest(entry.url, algorithm, lambda n: progress.advance(n, 0))
+        size, checksum = remote.digest(entry.url, algorithm, lambda n: progress.advance(n, 0), entry.size if entry.size >= 0 else None)
     except Missing as exc:
         return "missing", f"{entry.url}: {exc}"
     except Unreachable as exc:

@@ -2,52 +2,22 @@
 
 One `git diff --name-status` lists the changed files; one `git cat-file --batch` reads every
 watched file at both revisions. Each detector module (framework, base_image, driver, dataset,
-records) says which paths it watches and turns the two versions of a file into changes:
+records; listed in DETECTORS) says which paths it watches and turns the two versions of a file into changes:
 "torch 2.4.0 -> 2.5.0", not "poetry.lock changed". Fail safe: a watched file that cannot be
 parsed at either revision counts as changed, with the reason, never as unchanged.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from types import ModuleType
-from typing import Any
+from reprogate.detect import base_image, dataset, driver, framework, records
+from reprogate.detect.base import LAYERS, REBUILD_LAYERS, Change, DetectContext, Detector
 
-LAYERS = ("framework", "base-image", "driver", "dataset", "records")
-REBUILD_LAYERS = ("framework", "base-image", "driver", "dataset")
-
-
-@dataclass
-class Change:
-    layer: str
-    path: str
-    kind: str  # added, removed, version, artifacts, changed, unparseable, promoted, tag, digest ...
-    subject: str = ""  # package, image stage, shard ...
-    old: str | None = None
-    new: str | None = None
-    detail: str = ""
-
-    def describe(self) -> str:
-        if self.kind == "version":
-            return f"{self.subject} {self.old} -> {self.new}"
-        if self.kind in ("added", "removed") and self.subject:
-            value = self.new if self.kind == "added" else self.old
-            return f"{self.subject} {self.kind}" + (f" ({value})" if value else "")
-        if self.old is not None or self.new is not None:
-            return f"{self.subject + ': ' if self.subject else ''}{self.old} -> {self.new}" + (f" ({self.detail})" if self.detail else "")
-        return f"{self.subject + ': ' if self.subject else ''}{self.detail or self.kind}"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v not in (None, "")}
+# Every detector, by the layer it watches; a module not listed here is never asked.
+DETECTORS: dict[str, Detector] = {module.LAYER: module for module in (framework, base_image, driver, dataset, records)}  # type: ignore[misc]
 
 
-@dataclass
-class DetectContext:
-    ignore_groups: set[str] = field(default_factory=set)
-    reference_record: str | None = None
+def detectors() -> tuple[Detector, ...]:
+    return tuple(DETECTORS.values())
 
 
-def detectors() -> list[ModuleType]:
-    from reprogate.detect import base_image, dataset, driver, framework, records
-
-    return [framework, base_image, driver, dataset, records]
+__all__ = ["DETECTORS", "LAYERS", "REBUILD_LAYERS", "Change", "DetectContext", "Detector", "detectors"]

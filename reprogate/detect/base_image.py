@@ -1,21 +1,52 @@
-"""Base-image layer: Dockerfile FROM lines and image references in records, compose files,
-Kubernetes manifests and workflows, old ref -> new ref with tag and digest compared separately
-(a tag that stayed while its pinned digest changed is a change)."""
+"""Base-image layer: Dockerfile FROM lines (and `COPY --from=<image>`), and image references in
+records, compose files, Kubernetes manifests and workflows; old ref -> new ref with tag and
+digest compared separately (a tag that stayed while its pinned digest changed is a change).
+
+Dockerfile references are resolved the way BuildKit resolves them (see detect.dockerfile); one
+that needs a build argument without a default is reported as unresolved. YAML references are
+keyed by where they sit with list positions left out, and by image name: inserting an entry in a
+matrix list does not "change" the entries after it.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+import re
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
-from reprogate.detect import Change, DetectContext
-from reprogate.detect.dockerfile import ImageRef, from_lines
+from reprogate.detect.base import Change, DetectContext
+from reprogate.detect.dockerfile import ImageRef, stages
 from reprogate.detect.framework import is_dockerfile
 from reprogate.detect.versions import Versions
 
 LAYER = "base-image"
+_INDEX = re.compile(r"\[\d+\]")
 
 
 def matches(v: Versions) -> bool:
     return is_dockerfile(v.name) or v.name.endswith((".yaml", ".yml", ".json"))
+
+
+@dataclass(frozen=True)
+class Unresolved:
+    """A FROM whose image is chosen by a build argument that has no default."""
+
+    written: str
+    missing: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.written} (unresolved: build argument {', '.join(self.missing)} has no default)"
+
+
+Ref = ImageRef | Unresolved
+
+
+def _is_image_key(key: object) -> bool:
+    """`image`, and keys that name a base image in build matrices: `BASE_IMAGE`, `base-image`, `cuda_image`."""
+    lowered = str(key).lower()
+    return lowered in ("image", "baseimage", "base_image") or lowered.endswith(("_image", "-image"))
 
 
 def _yaml_refs(data: Any, path: str = "") -> Iterator[tuple[str, str]]:
@@ -25,10 +56,8 @@ def _yaml_refs(data: Any, path: str = "") -> Iterator[tuple[str, str]]:
             return
         for key, value in data.items():
             where = f"{path}.{key}" if path else str(key)
-            if key == "image" and isinstance(value, str):
-                yield where, value
-            elif key == "container" and isinstance(value, str):  # GitHub Actions job container
-                yield where, value
+            if isinstance(value, str) and (_is_image_key(key) or key == "container") and value.strip() and " " not in value.strip():
+                yield where, value  # `container:` is a GitHub Actions job container
             elif key == "uses" and isinstance(value, str) and value.startswith("docker://"):
                 yield where, value[len("docker://") :]
             else:
@@ -50,36 +79,92 @@ def _record_refs(record: dict[str, Any]) -> Iterator[tuple[str, str]]:
             yield f"container.base_images[{i}]", f"{base['ref']}@{base['digest']}" if base.get("digest") else base["ref"]
 
 
-def refs(v: Versions, which: str) -> dict[str, ImageRef]:
-    text = v.text(which)
-    if text is None:
-        return {}
-    if is_dockerfile(v.name):
-        return {f"FROM ({f.key})" + (f" --platform={f.platform}" if f.platform else ""): f.image for f in from_lines(text)}
-    return {where: ImageRef.parse(ref) for where, ref in _yaml_refs(v.data(which))}
+def dockerfile_refs(text: str) -> dict[str, list[Ref]]:
+    found: dict[str, list[Ref]] = defaultdict(list)
+    for stage in stages(text)[1]:
+        key = f"FROM ({stage.key})" + (f" --platform={stage.platform}" if stage.platform else "")
+        if stage.image is not None:
+            found[key].append(stage.image)
+        elif stage.unresolved:
+            found[key].append(Unresolved(stage.written, stage.unresolved))
+        for _, ref in stage.copies_from:
+            found[f"COPY --from ({stage.key})"].append(ref)
+    return found
+
+
+def refs(v: Versions, which: str) -> dict[str, list[Ref]]:
+    """Where -> the references there (several where a list held several), for one side."""
+
+    def read() -> dict[str, list[Ref]]:
+        text = v.text(which)
+        if text is None:
+            return {}
+        if is_dockerfile(v.name):
+            return dockerfile_refs(text)
+        found: dict[str, list[Ref]] = defaultdict(list)
+        if not v.mentions(b"image", b"container", b"docker://"):
+            return found  # no key that names an image: not parsed
+        for where, ref in _yaml_refs(v.data(which)):
+            if "${{" not in ref:  # a workflow expression is decided at run time, by the matrix it names
+                found[_INDEX.sub("[]", where)].append(ImageRef.parse(ref.strip()))
+        return found
+
+    return v.memo(f"image refs {which}", read)
+
+
+def _name(ref: Ref) -> str:
+    return ref.name if isinstance(ref, ImageRef) else ref.written
+
+
+def pair(old: list[Ref], new: list[Ref]) -> list[tuple[Ref | None, Ref | None]]:
+    """The references that differ between two lists at one place, paired by image name: what
+    stayed is dropped, a name on both sides is a tag/digest change, the rest added or removed."""
+    before, after = list(old), list(new)
+    for ref in list(before):
+        if ref in after:
+            before.remove(ref)
+            after.remove(ref)
+    pairs: list[tuple[Ref | None, Ref | None]] = []
+    for ref in list(before):
+        same = next((r for r in after if _name(r) == _name(ref)), None)
+        if same is None and len(before) == 1 and len(after) == 1:
+            same = after[0]  # the one reference at this place changed image
+        if same is not None:
+            pairs.append((ref, same))
+            before.remove(ref)
+            after.remove(same)
+    return pairs + [(ref, None) for ref in before] + [(None, ref) for ref in after]
+
+
+def _change(v: Versions, where: str, before: Ref | None, after: Ref | None) -> Change:
+    if isinstance(before, Unresolved) or isinstance(after, Unresolved):
+        detail = "the image is chosen by --build-arg at build time; set a default to make it reviewable"
+        return Change(LAYER, v.path, "unresolved", where, str(before) if before else None, str(after) if after else None, detail)
+    if before is None or after is None:
+        return Change(LAYER, v.path, "added" if before is None else "removed", where, str(before) if before else None, str(after) if after else None)
+    if before.name != after.name:
+        kind = "image"
+    elif before.tag != after.tag:
+        kind = "tag" if before.digest == after.digest else "tag+digest"
+    else:
+        kind = "digest"
+    detail = "the tag stayed; its pinned digest changed" if kind == "digest" and before.tag else ""
+    return Change(LAYER, v.path, kind, where, str(before), str(after), detail)
 
 
 def diff(v: Versions, ctx: DetectContext) -> list[Change]:
     try:
         old, new = refs(v, "old"), refs(v, "new")
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:
         if is_dockerfile(v.name) or v.kind() is not None:
             return [Change(LAYER, v.path, "unparseable", detail=f"cannot be parsed ({exc}); counted as changed")]
         return []  # an unparseable YAML file that is not ours: other layers judge it
     changes = []
+    everywhere_old = [ref for refs in old.values() for ref in refs]
+    everywhere_new = [ref for refs in new.values() for ref in refs]
     for where in sorted(set(old) | set(new)):
-        before, after = old.get(where), new.get(where)
-        if before == after:
-            continue
-        if before is None or after is None:
-            changes.append(Change(LAYER, v.path, "added" if before is None else "removed", where, str(before) if before else None, str(after) if after else None))
-            continue
-        if before.name != after.name:
-            kind = "image"
-        elif before.tag != after.tag:
-            kind = "tag" if before.digest == after.digest else "tag+digest"
-        else:
-            kind = "digest"
-        detail = "the tag stayed; its pinned digest changed" if kind == "digest" and before.tag else ""
-        changes.append(Change(LAYER, v.path, kind, where, str(before), str(after), detail))
+        for before, after in pair(old.get(where, []), new.get(where, [])):
+            if is_dockerfile(v.name) and (before is None and after in everywhere_old or after is None and before in everywhere_new):
+                continue  # a stage added on (or removed from) an image the build still uses elsewhere: the images did not change
+            changes.append(_change(v, where, before, after))
     return changes

@@ -4,23 +4,34 @@ vocabulary files."""
 from __future__ import annotations
 
 import fnmatch
+import re
 from typing import Any
 
-from reprogate.detect import Change, DetectContext
+from reprogate.detect.base import Change, DetectContext
 from reprogate.detect.versions import Versions
 
 LAYER = "dataset"
 SIDE_FILES = ("tokenizer*.json", "tokenizer.model", "spiece.model", "*.spm", "vocab*.txt", "vocab*.json", "merges.txt", "special_tokens_map.json")
 
 
+_SIDE_FILE = re.compile("|".join(fnmatch.translate(p) for p in SIDE_FILES))
+
+
+def is_side_file(name: str) -> bool:
+    return _SIDE_FILE.match(name) is not None
+
+
 def matches(v: Versions) -> bool:
-    return v.name.endswith((".dvc", ".yaml", ".yml", ".json")) or v.name == "dvc.lock" or any(fnmatch.fnmatch(v.name, p) for p in SIDE_FILES)
+    return v.name.endswith((".dvc", ".yaml", ".yml", ".json")) or v.name == "dvc.lock" or is_side_file(v.name)
 
 
 def _entries(v: Versions, which: str) -> dict[str, str] | None:
     """name -> identity (checksum, size) of what a manifest or DVC file records; None if neither."""
+    is_dvc = v.name.endswith(".dvc") or v.name == "dvc.lock"
+    if not is_dvc and not v.mentions(b"datasetmanifest"):
+        return None  # not parsed: no manifest says nothing of its kind
     data = v.data(which)
-    if v.name.endswith(".dvc") or v.name == "dvc.lock":
+    if is_dvc:
         if data is None:
             return {}
         outs = data.get("outs", []) if v.name.endswith(".dvc") else [o for s in (data.get("stages") or {}).values() for o in (s.get("outs") or [])]
@@ -34,7 +45,7 @@ def _entries(v: Versions, which: str) -> dict[str, str] | None:
 
 
 def diff(v: Versions, ctx: DetectContext) -> list[Change]:
-    if any(fnmatch.fnmatch(v.name, p) for p in SIDE_FILES):
+    if is_side_file(v.name):
         return [Change(LAYER, v.path, "changed", "tokenizer/vocabulary file", detail="content changed" if v.old and v.new else ("added" if v.new else "removed"))]
     try:
         old, new = _entries(v, "old"), _entries(v, "new")

@@ -1,38 +1,112 @@
-"""Driver layer: the driver a record requires, CUDA base images and cuda-compat pins in
-Dockerfiles, and self-hosted runner labels that select a driver generation in workflows."""
+"""Driver layer: what decides the host driver a build needs.
+
+- the CUDA each Dockerfile stage is built on: its base image (nvidia/cuda tags, NGC releases,
+  `cuda12.4` / `cu124` tags), else the CUDA build argument the stage declares;
+- the CUDA of the wheels a file installs: `+cu124` local versions, `/cu124` wheel indexes,
+  `--torch-backend cu126`, in lock files, requirement files, pyproject and Dockerfile RUN lines;
+- image references in compose files, manifests and workflows that carry a CUDA;
+- cuda-compat / cuda-toolkit packages a Dockerfile installs;
+- the driver a record requires, and self-hosted runner labels that select a GPU generation.
+
+A CUDA change is reported as the CUDA versions and the minimum driver (and its branch) each needs.
+"""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from reprogate.detect import Change, DetectContext
-from reprogate.detect.dockerfile import from_lines, run_lines
+from reprogate.detect import cuda
+from reprogate.detect.base import Change, DetectContext
 from reprogate.detect.framework import is_dockerfile
 from reprogate.detect.versions import Versions
+from reprogate.lockfiles import format_for
 
 LAYER = "driver"
-_COMPAT = re.compile(r"\bcuda-compat-(\d+-\d+)(?:=([^\s]+))?")
-_DRIVERISH = re.compile(r"(gpu|cuda|driver|nvidia|r\d{3}|h100|h200|a100|l40)", re.IGNORECASE)
+_APT_CUDA = re.compile(r"^(cuda-(?:compat|toolkit|runtime|libraries|cudart)-\d+-\d+)(?:=(\S+))?$")
+_DRIVERISH = re.compile(r"(gpu|cuda|driver|nvidia|r\d{3}|h100|h200|b200|a100|a10g|l4|l40|t4|v100)", re.IGNORECASE)
+_CUDA_RUNTIME = re.compile(r"^nvidia-cuda-runtime(-cu\d+)?$")
+_INDEX_LABELS = ("--index-url", "--extra-index-url", "--find-links")
+_INDEX_GROUPS = ("uv index", "poetry source", "uv source")
 
 
 def matches(v: Versions) -> bool:
-    return is_dockerfile(v.name) or v.name.endswith((".yaml", ".yml", ".json"))
+    return is_dockerfile(v.name) or v.name.endswith((".yaml", ".yml", ".json")) or format_for(v.path) is not None or v.name == "pyproject.toml"
 
 
-def _facts(v: Versions, which: str) -> dict[str, str]:
+def _wheel_cudas(pins: dict[tuple[str, str], Any]) -> dict[str, set[str]]:
+    """Group -> the CUDA versions the wheels or indexes of that group name."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    found: dict[str, set[str]] = {}
+    for (group, name), pin in pins.items():
+        if "cu" not in pin.identity.lower() and not _CUDA_RUNTIME.match(name):
+            continue  # no +cuXYZ, /cuXYZ or CUDA runtime wheel here: not parsed
+        for value in pin.identity.split(" | "):
+            hit = None
+            if name in _INDEX_LABELS or group in _INDEX_GROUPS:
+                hit = cuda.of_index(value.split("url=")[-1].split(",")[0])
+            elif name == "--torch-backend":
+                hit = cuda.of_arg("cuda", value)
+            elif value[:1].isdigit():
+                hit = cuda.of_wheel_version(value)
+            else:
+                try:
+                    requirement = Requirement(value.removeprefix("-e "))
+                except InvalidRequirement:
+                    continue
+                for spec in requirement.specifier:
+                    hit = hit or cuda.of_wheel_version(spec.version)
+                    if _CUDA_RUNTIME.match(name) and (match := cuda.VERSION.match(spec.version)):
+                        hit = hit or cuda.Cuda(f"{match.group(1)}.{match.group(2)}", name)  # the CUDA runtime as a wheel
+                if requirement.url and requirement.url.endswith(".whl"):
+                    hit = hit or cuda.of_wheel_file(requirement.url)
+            if hit is not None:
+                found.setdefault(group, set()).add(hit.version)
+    return found
+
+
+def _wheel_facts(pins: dict[tuple[str, str], Any]) -> dict[str, Any]:
+    return {f"CUDA wheels ({group})" if group else "CUDA wheels": ", ".join(sorted(versions)) for group, versions in _wheel_cudas(pins).items()}
+
+
+def _dockerfile_facts(v: Versions, which: str, ctx: DetectContext) -> dict[str, Any]:
+    from reprogate.detect import framework
+    from reprogate.detect.dockerfile import stages
+    from reprogate.detect.pip_commands import _commands, _words
+
     text = v.text(which)
-    if text is None:
-        return {}
-    facts: dict[str, str] = {}
-    if is_dockerfile(v.name):
-        for f in from_lines(text):
-            if "cuda" in f.image.name.lower():
-                facts[f"CUDA base image ({f.key})"] = f"{f.image.name}:{f.image.tag}" if f.image.tag else f.image.name
-        for line in run_lines(text):
-            for match in _COMPAT.finditer(line):
-                facts[f"cuda-compat-{match.group(1)}"] = match.group(2) or "any version"
-        return facts
+    facts: dict[str, Any] = {}
+    for stage in stages(text or "")[1]:
+        found = cuda.of_image(stage.image.name, stage.image.tag) if stage.image is not None else None
+        if found is None and stage.parent is None:  # a stage built on another inherits its CUDA, reported there
+            for name, value in stage.args.items():
+                found = found or cuda.of_arg(name, value or "")
+        if found is not None:
+            facts[f"CUDA ({stage.key})"] = found
+        elif stage.unresolved:
+            facts[f"CUDA ({stage.key})"] = f"unresolved (the image is set by --build-arg {', '.join(stage.unresolved)})"
+        for command, _, scope in stage.runs:
+            for words in _commands(_words(command)):
+                for word in words:
+                    if match := _APT_CUDA.match(word):
+                        facts[match.group(1)] = match.group(2) or "any version"
+    facts.update(_wheel_facts(framework.pins(v, which, ctx)))
+    return facts
+
+
+def _yaml_facts(v: Versions, which: str) -> dict[str, Any]:
+    from reprogate.detect import base_image
+    from reprogate.detect.dockerfile import ImageRef
+
+    facts: dict[str, Any] = {}
+    if not v.mentions(b"image", b"container", b"docker://", b"runs-on", b"runrecord"):
+        return facts  # no image, runner or record in the file: not parsed
+    for where, refs in base_image.refs(v, which).items():
+        for ref in refs:
+            if isinstance(ref, ImageRef) and (found := cuda.of_image(ref.name, ref.tag)) is not None:
+                key = f"CUDA ({where}: {ref.name})"  # several references at one place: the set of their CUDAs
+                facts[key] = ", ".join(sorted({*filter(None, str(facts.get(key, "")).split(", ")), _shown(found) or ""}))
     data = v.data(which)
     if not isinstance(data, dict):
         return facts
@@ -47,8 +121,7 @@ def _facts(v: Versions, which: str) -> dict[str, str]:
     if isinstance(jobs, dict):
         for job, body in jobs.items():
             labels = _labels(body.get("runs-on") if isinstance(body, dict) else None)
-            gpu = [label for label in labels if _DRIVERISH.search(label)]
-            if gpu:
+            if any(_DRIVERISH.search(label) for label in labels):
                 facts[f"jobs.{job}.runs-on"] = ", ".join(labels)
     return facts
 
@@ -63,13 +136,77 @@ def _labels(runs_on: Any) -> list[str]:
     return []
 
 
+def _facts(v: Versions, which: str, ctx: DetectContext) -> dict[str, Any]:
+    if v.text(which) is None:
+        return {}
+    if is_dockerfile(v.name):
+        return _dockerfile_facts(v, which, ctx)
+    if format_for(v.path) is not None or v.name == "pyproject.toml":
+        from reprogate.detect import framework
+
+        return _wheel_facts(framework.pins(v, which, ctx))
+    return _yaml_facts(v, which)
+
+
+def _shown(fact: Any) -> str | None:
+    if fact is None:
+        return None
+    if isinstance(fact, cuda.Cuda):
+        return fact.version + (f" ({fact.source})" if fact.source.startswith("NGC") else "") if fact.version else fact.source
+    return str(fact)
+
+
+def _driver_detail(before: Any, after: Any) -> str:
+    def need(fact: Any) -> str:
+        if isinstance(fact, cuda.Cuda) and fact.driver:
+            return f">= {fact.driver}" + (f" ({cuda.branch(fact.driver)})" if "." in fact.driver else "")
+        if isinstance(fact, str) and fact[:1].isdigit():
+            versions = [x.strip() for x in fact.split(",")]
+            drivers = [d for d in (cuda.minimum_driver(x) for x in versions) if d]
+            return f">= {max(drivers, key=lambda d: [int(p) for p in d.split('.')])} ({cuda.branch(max(drivers))})" if drivers else "unknown"
+        return "unknown"
+
+    old, new = need(before), need(after)
+    return f"minimum driver {old} -> {new}" if old != new else f"minimum driver {new}"
+
+
 def diff(v: Versions, ctx: DetectContext) -> list[Change]:
     try:
-        old, new = _facts(v, "old"), _facts(v, "new")
-    except ValueError:
-        return []  # the base-image or records detector reports the unparseable file
-    return [
-        Change(LAYER, v.path, "changed" if key in old and key in new else ("added" if key in new else "removed"), key, old.get(key), new.get(key))
-        for key in sorted(set(old) | set(new))
-        if old.get(key) != new.get(key)
-    ]
+        old, new = _facts(v, "old", ctx), _facts(v, "new", ctx)
+    except (ValueError, TypeError):
+        return []  # the framework, base-image or records detector reports the unparseable file
+    changes = []
+    stage_cudas = {side: {_shown(f) for k, f in facts.items() if k.startswith("CUDA (stage ")} for side, facts in (("old", old), ("new", new))}
+    for key in sorted(set(old) | set(new)):
+        before, after = old.get(key), new.get(key)
+        if _shown(before) == _shown(after):
+            continue
+        moved = (before is None and _shown(after) in stage_cudas["old"]) or (after is None and _shown(before) in stage_cudas["new"])
+        if key.startswith("CUDA (stage ") and moved:
+            continue  # a stage added on (or removed from) a CUDA the build still uses elsewhere: the CUDAs did not change
+        is_cuda = key.startswith("CUDA")
+        if before is not None and after is not None:
+            kind = "cuda" if is_cuda else "changed"
+        else:
+            kind = "added" if before is None else "removed"
+        detail = _driver_detail(before, after) if is_cuda else ""
+        changes.append(Change(LAYER, v.path, kind, key, _shown(before), _shown(after), detail))
+    if v.name.endswith((".yml", ".yaml")):
+        changes = _drop_reused_runners(changes, old, new)
+    return changes
+
+
+def _drop_reused_runners(changes: list[Change], old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
+    """A job added or removed on runner labels that another job of the file already used (or
+    still uses) does not change which drivers run the work: only new or retired labels do."""
+    runners = lambda facts: {value for key, value in facts.items() if key.startswith("jobs.") and key.endswith(".runs-on")}
+    before, after = runners(old), runners(new)
+    kept = []
+    for change in changes:
+        if change.subject.startswith("jobs.") and change.subject.endswith(".runs-on"):
+            if change.kind == "added" and change.new in before:
+                continue
+            if change.kind == "removed" and change.old in after:
+                continue
+        kept.append(change)
+    return kept

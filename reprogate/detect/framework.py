@@ -1,28 +1,87 @@
-"""Framework layer: lock files, pyproject dependency tables and `pip install` lines in Dockerfiles,
-compared package by package. Reordering, comments and whitespace are not changes."""
+"""Framework layer: lock files, requirement files, pyproject dependency tables and `pip install`
+lines in Dockerfiles, compared requirement by requirement.
+
+Each entry is keyed by (group, name) within its file (a group is a dependency group, an extra,
+`build-system`, or a Dockerfile stage), and compared on the whole requirement: specifier, extras,
+marker, URL, and the index and include options around it. Reordering, comments and whitespace
+are not changes.
+"""
 
 from __future__ import annotations
 
-import re
+import json
+from dataclasses import dataclass
+from typing import Any
 
-from reprogate.detect import Change, DetectContext
+from reprogate.detect.base import Change, DetectContext
 from reprogate.detect.versions import Versions
-from reprogate.lockfiles import LockFileError, Locked, format_for, normalize
+from reprogate.lockfiles import Locked, LockFileError, format_for, normalize
 
 LAYER = "framework"
-_PIP_LINE = re.compile(r"\bpip3?\s+install\b(?P<args>[^&;|]*)")
-_SPEC = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?(?P<spec>[<>=!~].*)?$")
+DOCKERFILE_EXCLUDED_SUFFIXES = (".md", ".rst", ".txt", ".py", ".sh", ".yml", ".yaml", ".json", ".toml", ".lock", ".html", ".cfg", ".ini", ".dockerignore")
 
 
 def is_dockerfile(name: str) -> bool:
-    return name in ("Dockerfile", "Containerfile") or name.startswith("Dockerfile.") or name.endswith((".Dockerfile", ".dockerfile"))
+    """`Dockerfile`, `Containerfile`, `Dockerfile.rocm`, `Dockerfile_trtllm`, `Dockerfile-base`,
+    `train.Dockerfile`, `cuda.dockerfile`: any file whose name says it is one, but not notes or
+    scripts about one (`Dockerfile.md`, `build_dockerfile.py`)."""
+    lowered = name.lower()
+    if "dockerfile" not in lowered and "containerfile" not in lowered:
+        return False
+    return not lowered.endswith(DOCKERFILE_EXCLUDED_SUFFIXES) or lowered in ("dockerfile", "containerfile")
 
 
 def matches(v: Versions) -> bool:
     return format_for(v.path) is not None or v.name == "pyproject.toml" or is_dockerfile(v.name)
 
 
-Pins = dict[str, tuple[str | None, frozenset[str]]]
+@dataclass(frozen=True)
+class Pin:
+    """One (group, name) entry: what to show, what to compare, and the artifact hashes."""
+
+    shown: str  # "2.4.0", "==2.4.0", "[cuda]>=1; python_version < '3.12'"
+    identity: str  # the whole requirement (or version) that is compared
+    hashes: frozenset[str] = frozenset()
+    requirement: bool = False  # identity is a PEP 508 requirement (else a version or a table entry)
+
+
+Pins = dict[tuple[str, str], Pin]
+
+
+def _add(pins: Pins, key: tuple[str, str], pin: Pin) -> None:
+    """Two entries under one key (a package listed twice with different markers, a lock with two
+    resolutions of one name) are one entry holding both."""
+    before = pins.get(key)
+    if before is None:
+        pins[key] = pin
+        return
+    join = lambda a, b: " | ".join(sorted({*a.split(" | "), *b.split(" | ")}))
+    pins[key] = Pin(join(before.shown, pin.shown), join(before.identity, pin.identity), before.hashes | pin.hashes, before.requirement and pin.requirement)
+
+
+def _requirement_pin(name: str, text: str, exact_shown: str | None = None, hashes: frozenset[str] = frozenset()) -> Pin:
+    shown = exact_shown or (text[len(name) :].strip() if text.startswith(name) else text)
+    return Pin(shown or "*", text, hashes, requirement=True)
+
+
+def _without_specifier(pin: Pin) -> str:
+    """The requirement(s) with their version ranges taken out: equal for two pins whose only
+    difference is the range (a "version" change), different when extras, markers or URLs moved.
+    Parsed only for entries that changed."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    if not pin.requirement:
+        return ""
+    if not any(c in pin.identity for c in "[;@|"):  # `name<spec>`: the name is all that is left
+        return pin.identity.split("=")[0].split("<")[0].split(">")[0].split("!")[0].split("~")[0].strip()
+    rests = []
+    for text in pin.identity.split(" | "):
+        try:
+            spec = str(Requirement(text.removeprefix("-e ")).specifier)
+        except InvalidRequirement:
+            spec = ""
+        rests.append(text.replace(spec, "", 1) if spec else text)
+    return " | ".join(rests)
 
 
 def _lock_pins(entries: list[Locked], ignore: set[str]) -> Pins:
@@ -31,71 +90,130 @@ def _lock_pins(entries: list[Locked], ignore: set[str]) -> Pins:
         groups = set(filter(None, entry.group.split(",")))
         if groups and groups <= ignore:
             continue
-        key = entry.name if entry.manager == "pip" else f"{entry.name} [{entry.manager}]"
-        pins[key] = (entry.version, entry.hashes)
+        name = entry.name if entry.manager == "pip" else f"{entry.name} [{entry.manager}]"
+        # A lock file resolves one environment: its entries are keyed by name, the groups that
+        # reach a package only decide whether it is ignored (a package that moves from a dev group
+        # to the main dependencies is the same package).
+        if entry.requirement:
+            _add(pins, ("", name), _requirement_pin(entry.name, entry.requirement, entry.version, entry.hashes))
+        else:
+            version = entry.version or "*"
+            _add(pins, ("", name), Pin(version, version, entry.hashes))
     return pins
 
 
+def _requirements_pins(text: str, ignore: set[str]) -> Pins:
+    from reprogate.lockfiles import requirements
+
+    parsed = requirements.read(text)
+    pins = _lock_pins(parsed.packages, ignore)
+    for option in parsed.options:
+        _add(pins, ("", option.label), Pin(option.value, option.value))
+    return pins
+
+
+def _canonical(spec: Any) -> str:
+    """A poetry or uv table entry (string, table, or list of tables) in one stable spelling."""
+    if isinstance(spec, str):
+        return spec
+    if isinstance(spec, list):
+        return " | ".join(sorted(_canonical(item) for item in spec))
+    if isinstance(spec, dict):
+        return ", ".join(f"{k}={json.dumps(v, sort_keys=True) if not isinstance(v, str) else v}" for k, v in sorted(spec.items()))
+    return json.dumps(spec, sort_keys=True)
+
+
 def _pyproject_pins(text: str, ignore: set[str]) -> Pins:
+    from packaging.requirements import InvalidRequirement, Requirement
+
     from reprogate.lockfiles._toml import load
+    from reprogate.lockfiles.requirements import requirement_text
 
     data = load(text)
-    specs: dict[str, str] = {}
+    pins: Pins = {}
 
-    def add(requirement: str, group: str) -> None:
-        if group in ignore:
-            return
-        match = _SPEC.match(requirement.split(";")[0].strip().replace(" ", ""))
-        if match:
-            specs[normalize(match.group("name"))] = match.group("spec") or "*"
+    def add(requirement: Any, group: str, where: str) -> None:
+        if group in ignore or not isinstance(requirement, str):
+            return  # an ignored group, or a {include-group = ...} entry
+        try:
+            parsed = Requirement(requirement)
+        except InvalidRequirement as exc:
+            raise LockFileError(f"{where}: {requirement!r}: {exc}") from None
+        name = normalize(parsed.name)
+        _add(pins, (group, name), _requirement_pin(name, requirement_text(name, parsed.extras, parsed.specifier, parsed.url, parsed.marker)))
+
+    def table(entries: Any, group: str, where: str) -> None:
+        for i, requirement in enumerate(entries if isinstance(entries, list) else []):
+            add(requirement, group, f"{where}[{i}]")
 
     project = data.get("project", {})
-    for requirement in project.get("dependencies", []):
-        add(requirement, "")
-    for group, requirements in project.get("optional-dependencies", {}).items():
-        for requirement in requirements:
-            add(requirement, group)
-    for group, requirements in data.get("dependency-groups", {}).items():
-        for requirement in requirements:
-            if isinstance(requirement, str):
-                add(requirement, group)
-    poetry = data.get("tool", {}).get("poetry", {})
-    tables = [("", poetry.get("dependencies", {})), ("dev", poetry.get("dev-dependencies", {}))]
-    tables += [(g, body.get("dependencies", {})) for g, body in poetry.get("group", {}).items()]
-    for group, table in tables:
+    table(project.get("dependencies"), "", "project.dependencies")
+    for group, requirements in (project.get("optional-dependencies") or {}).items():
+        table(requirements, group, f"project.optional-dependencies.{group}")
+    for group, requirements in (data.get("dependency-groups") or {}).items():
+        table(requirements, group, f"dependency-groups.{group}")
+    table((data.get("build-system") or {}).get("requires"), "build-system", "build-system.requires")
+    tool = data.get("tool") or {}
+    uv = tool.get("uv") or {}
+    table(uv.get("dev-dependencies"), "dev", "tool.uv.dev-dependencies")
+    table(uv.get("override-dependencies"), "uv override", "tool.uv.override-dependencies")
+    table(uv.get("constraint-dependencies"), "uv constraint", "tool.uv.constraint-dependencies")
+    for name, source in (uv.get("sources") or {}).items():
+        value = _canonical(source)
+        _add(pins, ("uv source", normalize(name)), Pin(value, value))
+    for index in uv.get("index") or []:
+        if isinstance(index, dict):
+            _add(pins, ("uv index", str(index.get("name", index.get("url")))), Pin(str(index.get("url")), _canonical(index)))
+    poetry = tool.get("poetry") or {}
+    tables = [("", poetry.get("dependencies") or {}), ("dev", poetry.get("dev-dependencies") or {})]
+    tables += [(g, (body or {}).get("dependencies") or {}) for g, body in (poetry.get("group") or {}).items()]
+    for group, entries in tables:
         if group in ignore:
             continue
-        for name, spec in table.items():
+        for name, spec in entries.items():
             if name != "python":
-                specs[normalize(name)] = spec if isinstance(spec, str) else str(spec.get("version", spec))
-    return {name: (spec, frozenset()) for name, spec in specs.items()}
+                value = _canonical(spec)
+                _add(pins, (group, normalize(name)), Pin(value, value))
+    for source in poetry.get("source") or []:
+        if isinstance(source, dict):
+            _add(pins, ("poetry source", str(source.get("name"))), Pin(str(source.get("url")), _canonical(source)))
+    return pins
 
 
 def _dockerfile_pins(text: str) -> Pins:
-    joined = re.sub(r"\\\n", " ", text)
+    from reprogate.detect.dockerfile import stages
+    from reprogate.detect.pip_commands import installs
+
     pins: Pins = {}
-    for match in _PIP_LINE.finditer(joined):
-        for token in match.group("args").split():
-            if token.startswith("-") or "/" in token or token.startswith("$"):
-                continue
-            spec = _SPEC.match(token.strip("'\""))
-            if spec:
-                pins[normalize(spec.group("name"))] = (spec.group("spec") or "*", frozenset())
+    for stage in stages(text)[1]:
+        for command, heredocs, scope in stage.runs:
+            for item in installs(command, heredocs, scope):
+                if item.name:
+                    _add(pins, (stage.key, item.name), _requirement_pin(item.name, item.text))
+                else:
+                    _add(pins, (stage.key, item.label), Pin(item.text, item.text))
     return pins
 
 
 def pins(v: Versions, which: str, ctx: DetectContext) -> Pins:
+    """(group, name) -> Pin for one side of a file; ValueError names the side and the reason."""
     text = v.text(which)
     if text is None:
         return {}
-    try:
+
+    def read() -> Pins:
         module = format_for(v.path)
+        if module is not None and module.FORMAT == "pip-requirements":
+            return _requirements_pins(text, ctx.ignore_groups)
         if module is not None:
             return _lock_pins(module.parse(text), ctx.ignore_groups)
         if v.name == "pyproject.toml":
             return _pyproject_pins(text, ctx.ignore_groups)
         return _dockerfile_pins(text)
-    except (LockFileError, KeyError, TypeError, AttributeError) as exc:
+
+    try:
+        return v.memo(f"framework pins {which}", read)
+    except (LockFileError, KeyError, TypeError, AttributeError, ValueError) as exc:
         raise ValueError(f"{'base' if which == 'old' else 'head'}: {exc}") from None
 
 
@@ -105,15 +223,19 @@ def diff(v: Versions, ctx: DetectContext) -> list[Change]:
     except ValueError as exc:
         return [Change(LAYER, v.path, "unparseable", detail=f"cannot be parsed ({exc}); counted as changed")]
     changes = []
-    for name in sorted(set(old) | set(new)):
-        before, after = old.get(name), new.get(name)
-        if before is None:
-            changes.append(Change(LAYER, v.path, "added", name, None, after[0] if after else None))
-        elif after is None:
-            changes.append(Change(LAYER, v.path, "removed", name, before[0], None))
-        elif before[0] != after[0]:
-            changes.append(Change(LAYER, v.path, "version", name, before[0], after[0]))
-        elif before[1] != after[1]:
-            changes.append(Change(LAYER, v.path, "artifacts", name, before[0], after[0], "same version, different artifact hashes"))
+    for group, name in sorted(set(old) | set(new)):
+        before, after = old.get((group, name)), new.get((group, name))
+        if before is None and after is not None:
+            changes.append(Change(LAYER, v.path, "added", name, None, after.shown, group=group))
+        elif after is None and before is not None:
+            changes.append(Change(LAYER, v.path, "removed", name, before.shown, None, group=group))
+        elif before is not None and after is not None and before.identity != after.identity:
+            if name.startswith("-") or name in ("path or URL", "argument") or group in ("uv index", "uv source", "poetry source"):
+                kind = "changed"  # an index, include, path or source: compared as a whole
+            else:
+                kind = "version" if _without_specifier(before) == _without_specifier(after) else "requirement"
+            changes.append(Change(LAYER, v.path, kind, name, before.shown, after.shown, group=group))
+        elif before is not None and after is not None and before.hashes != after.hashes:
+            changes.append(Change(LAYER, v.path, "artifacts", name, before.shown, after.shown, "same version, different artifact hashes", group=group))
     return changes
 

@@ -1,10 +1,10 @@
-"""detect's three outputs: a table a reviewer reads, stable JSON, and GitHub step outputs."""
+"""detect's outputs: a table a reviewer reads, stable JSON, and a Markdown summary."""
 
 from __future__ import annotations
 
 import json
 
-from reprogate.detect import LAYERS
+from reprogate.detect.base import LAYERS
 from reprogate.detect.run import DetectResult
 
 
@@ -34,11 +34,3 @@ def markdown(result: DetectResult) -> str:
         for c in result.changes:
             lines.append(f"| {c.layer} | `{c.path}` | {c.describe().replace('|', '/')} |")
     return "\n".join(lines) + "\n"
-
-
-def github(result: DetectResult) -> str:
-    from reprogate.output import workflow as actions
-
-    actions.set_outputs({"changed": "true" if result.changes else "false", "layers": ",".join(result.layers), "rebuild-required": "true" if result.rebuild_required else "false"})
-    actions.append_summary(markdown(result))
-    return text(result)

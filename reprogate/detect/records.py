@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reprogate.detect import Change, DetectContext
+from reprogate.detect.base import Change, DetectContext
 from reprogate.detect.versions import Versions
 
 LAYER = "records"
@@ -13,7 +13,7 @@ def matches(v: Versions) -> bool:
 
 
 def diff(v: Versions, ctx: DetectContext) -> list[Change]:
-    if v.kind() != "RunRecord":
+    if not v.mentions(b"runrecord") or v.kind() != "RunRecord":
         return []
     try:
         old, new = v.data("old"), v.data("new")

@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import fnmatch
+import gc
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from reprogate.core.config import Config
-from reprogate.detect import LAYERS, REBUILD_LAYERS, Change, DetectContext, detectors
-from reprogate.detect.git import DetectError, FileChange, changed_files, read_blobs, resolve, toplevel
+from reprogate.detect import detectors
+from reprogate.detect.base import LAYERS, REBUILD_LAYERS, Change, DetectContext
+from reprogate.detect.dataset import is_side_file
+from reprogate.detect.git import (
+    DetectError,
+    FileChange,
+    changed_files,
+    read_blobs,
+    resolve,
+    toplevel,
+)
 from reprogate.detect.versions import Versions
 from reprogate.validate.discovery import glob_to_regex
 
@@ -52,23 +63,31 @@ def _matches_any(path: str, globs: list[str]) -> bool:
 
 
 def detect(repo: Path, base: str, head: str, config: Config) -> DetectResult:
+    """Changes between two revisions. The garbage collector is paused meanwhile: a 50,000-file
+    diff allocates a few objects per file and no cycles, and its full collections, which scan
+    every live object, would make the cost grow faster than the diff."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _detect(repo, base, head, config)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _detect(repo: Path, base: str, head: str, config: Config) -> DetectResult:
     base_sha, head_sha = resolve(repo, base), resolve(repo, head)
     files = changed_files(repo, base_sha, head_sha)
     result = DetectResult(base_sha, head_sha, len(files))
     config = _rooted(config, toplevel(repo))
     ignore = config.watch.get("ignore", [])
-    files = [f for f in files if not _matches_any(f.path, ignore)]
+    if ignore:
+        files = [f for f in files if not _matches_any(f.path, ignore)]
     candidates = [f for f in files if _watched(f, config)]
-    specs = []
-    for f in candidates:
-        if f.status != "A":
-            specs.append(f"{base_sha}:{f.old_path or f.path}")
-        if f.status != "D":
-            specs.append(f"{head_sha}:{f.path}")
-    blobs = read_blobs(repo, specs)
+    blobs = read_blobs(repo, sorted({b for f in candidates for b in (f.old_blob, f.new_blob) if b}))
     ctx = DetectContext(set(config.ignore_dependency_groups), config.reference)
     for f in candidates:
-        versions = Versions(f.path, blobs.get(f"{base_sha}:{f.old_path or f.path}") if f.status != "A" else None, blobs.get(f"{head_sha}:{f.path}") if f.status != "D" else None)
+        versions = Versions(f.path, blobs.get(f.old_blob) if f.old_blob else None, blobs.get(f.new_blob) if f.new_blob else None)
         result.changes.extend(_judge(versions, config, ctx))
     return result
 
@@ -93,17 +112,30 @@ def _rooted(config: Config, top: Path) -> Config:
     return dataclasses.replace(config, watch=watch, records=[root(g) for g in config.records], reference=reference)
 
 
+# A superset of the names any detector watches (every detector's `matches` implies this; a test
+# holds them together): most files of a large diff are rejected by one expression, before any
+# detector is asked.
+_MAYBE_WATCHED = re.compile(r"(?i)(?:.*\.(?:ya?ml|json|dvc|lock|txt|in|toml|model|spm)$|.*(?:dockerfile|containerfile))")
+
+
 def _watched(f: FileChange, config: Config) -> bool:
-    v = Versions(f.path, None, None)
-    if any(module.matches(v) for module in detectors()):
-        return True
+    if _MAYBE_WATCHED.match(f.path.rsplit("/", 1)[-1]):
+        v = Versions(f.path, None, None)
+        if any(module.matches(v) for module in detectors()):
+            return True
     return any(_matches_any(f.path, globs) for layer, globs in config.watch.items() if layer != "ignore")
+
+
+# Words without which a YAML/JSON file holds nothing a detector reads (no image, container,
+# runner, record or manifest): such files, most YAML in a large diff, are not parsed at all.
+_YAML_WORDS = (b"image", b"container", b"docker://", b"runs-on", b"reprogate")
 
 
 def _judge(v: Versions, config: Config, ctx: DetectContext) -> list[Change]:
     changes: list[Change] = []
+    plain_yaml = v.name.endswith((".yaml", ".yml", ".json")) and not is_side_file(v.name) and not v.mentions(*_YAML_WORDS)
     for module in detectors():
-        if module.matches(v):
+        if module.matches(v) and not (plain_yaml and module.__name__ != "reprogate.detect.framework"):
             changes.extend(module.diff(v, ctx))
     for layer, globs in config.watch.items():
         if layer == "ignore" or not _matches_any(v.path, globs):

@@ -1,12 +1,12 @@
 """A small GitHub REST client that keeps to GitHub's documented contract.
 
 - `Accept: application/vnd.github+json` and an explicit `X-GitHub-Api-Version`.
-- Timeouts on every request; 5xx retried with exponential backoff; primary and secondary rate
-  limits honoured (Retry-After, x-ratelimit-remaining/-reset, else 60 s then backoff), bounded.
-- Writes beyond the first few of a run are spaced at least `write_interval` seconds apart
-  (GitHub asks clients making many writes to wait a second between them;
-  ../shared/reference/github.md §3); a gate's handful of writes goes out at once.
-- Pagination through the Link header.
+- Timeouts, retries, deadline and body limits from the one HTTP policy (core/http.py); secondary
+  rate limits (403/429 with Retry-After) are waited out up to 5 minutes, an exhausted primary limit
+  is reported (exit 3) rather than slept through.
+- Writes beyond the first few of a run are spaced at least `write_interval` seconds apart (GitHub
+  asks clients making many writes to wait a second between them); a gate's handful goes out at once.
+- Pagination through the Link header, only on the API's own origin (the token never leaves it).
 - The token is never printed: under Actions it is masked (`::add-mask::`) before anything else,
   and errors quote GitHub's message, never request headers.
 - Size limits: a status description is cut to 140 characters, a comment body to 65,536.
@@ -15,27 +15,34 @@
 from __future__ import annotations
 
 import os
-import re
 import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 from urllib.parse import quote
 
+from reprogate.core.diagnostics import ExitCode
+from reprogate.core.errors import InfrastructureError, ReprogateError
+from reprogate.core.http import HttpClient, HttpPolicy, Reply, same_origin
+
 API_VERSION = "2022-11-28"
 DESCRIPTION_LIMIT = 140
 COMMENT_LIMIT = 65_536
-RETRY_STATUS = {500, 502, 503, 504}
+# GitHub sends Retry-After with secondary rate limits on 403 as well as 429.
+POLICY = HttpPolicy(read_timeout=20.0, deadline=90.0, retries=4, backoff=1.0, max_wait=300.0, retry_after_statuses=frozenset({403, 413, 429, 503}))
 
 
-class GitHubError(Exception):
+class GitHubError(ReprogateError):
+    """GitHub refused a request. Bad token, unknown repository or invalid input are usage errors
+    (exit 2); other refusals (no permission for this operation) fail the check (exit 1)."""
+
     def __init__(self, message: str, status: int = 0) -> None:
-        super().__init__(message)
+        super().__init__(message, exit_code=ExitCode.USAGE if status in (0, 401, 404, 422) else ExitCode.FAILED)
         self.status = status
 
 
-class GitHubUnreachable(GitHubError):
-    """The API could not be reached, or kept failing, after the allowed retries (exit 3)."""
+class GitHubUnreachable(InfrastructureError):
+    """The API could not be reached, kept failing, or rate-limited us for longer than we wait."""
 
 
 def cut(text: str, limit: int, marker: str = "…") -> str:
@@ -46,16 +53,13 @@ def cut(text: str, limit: int, marker: str = "…") -> str:
 class GitHubClient:
     token: str
     api_url: str = field(default_factory=lambda: os.environ.get("GITHUB_API_URL", "https://api.github.com"))
-    timeout: float = 20.0
-    retries: int = 4
-    backoff: float = 1.0
     write_interval: float = field(default_factory=lambda: float(os.environ.get("REPROGATE_GITHUB_WRITE_INTERVAL", "1.0")))
-    max_wait: float = 300.0  # longest single rate-limit wait before giving up
     write_burst: int = 5  # writes sent without spacing before write_interval applies
+    policy: HttpPolicy = POLICY
     calls: int = 0
     writes: int = 0
     _last_write: float = 0.0
-    _session: Any = None
+    _http: HttpClient | None = None
 
     def __post_init__(self) -> None:
         if self.token and os.environ.get("GITHUB_ACTIONS") == "true":
@@ -63,114 +67,94 @@ class GitHubClient:
             sys.stdout.flush()
 
     @property
-    def session(self) -> Any:
-        if self._session is None:
-            import requests
-
-            self._session = requests.Session()
-            self._session.headers.update({"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION, "User-Agent": "reprogate"})
+    def http(self) -> HttpClient:
+        if self._http is None:
+            self._http = HttpClient(self.policy, headers={"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION})
             if self.token:
-                self._session.headers["Authorization"] = f"Bearer {self.token}"
-        return self._session
+                self._http.authorize(self.api_url, f"Bearer {self.token}")
+        return self._http
 
-    def _wait_for_limits(self, response: Any, attempt: int) -> float | None:
-        """Seconds to wait before retrying, or None if the response is final."""
-        status = response.status_code
-        headers = response.headers
-        if status in RETRY_STATUS:
-            return self.backoff * 2**attempt
-        if status in (403, 429):
-            retry_after = headers.get("retry-after")
-            if retry_after and retry_after.isdigit():
-                return float(retry_after)
-            if headers.get("x-ratelimit-remaining") == "0" and headers.get("x-ratelimit-reset", "").isdigit():
-                return max(0.0, float(headers["x-ratelimit-reset"]) - time.time()) + 1
-            text = response.text.lower()
-            if "secondary rate limit" in text or "abuse" in text:
-                return 60.0 * 2**attempt
-        return None
-
-    def request(self, method: str, path: str, json: Any = None, params: dict[str, Any] | None = None, expect: tuple[int, ...] = (200, 201, 204)) -> Any:
-        import requests
-
+    def request(self, method: str, path: str, json: Any = None, params: dict[str, Any] | None = None, expect: tuple[int, ...] = (200, 201, 204)) -> Reply:
         url = path if path.startswith("http") else f"{self.api_url.rstrip('/')}{path}"
-        last = ""
-        for attempt in range(self.retries + 1):
-            if method != "GET" and self.writes >= self.write_burst:
-                pause = self._last_write + self.write_interval - time.monotonic()
-                if pause > 0:
-                    time.sleep(pause)
-            try:
-                self.calls += 1
-                response = self.session.request(method, url, json=json, params=params, timeout=(min(self.timeout, 10.0), self.timeout))
-            except (requests.ConnectionError, requests.Timeout) as exc:
-                last = type(exc).__name__
-                time.sleep(self.backoff * 2**attempt)
-                continue
-            finally:
-                if method != "GET":
-                    self._last_write = time.monotonic()
-                    self.writes += 1
-            if response.status_code in expect:
-                return response
-            wait = self._wait_for_limits(response, attempt)
-            if wait is None or attempt == self.retries:
-                if wait is not None:
-                    raise GitHubUnreachable(f"{method} {path}: still HTTP {response.status_code} after {self.retries + 1} attempts", response.status_code)
-                raise GitHubError(f"{method} {path}: HTTP {response.status_code}: {_message(response)}", response.status_code)
-            if wait > self.max_wait:
-                raise GitHubUnreachable(f"{method} {path}: rate limited for {wait:.0f} s, longer than the {self.max_wait:.0f} s allowed", response.status_code)
-            last = f"HTTP {response.status_code}"
-            time.sleep(wait)
-        raise GitHubUnreachable(f"{method} {path}: {last} after {self.retries + 1} attempts")
+        if not same_origin(url, self.api_url):
+            raise GitHubUnreachable(f"refusing to follow {url.split('?')[0]}: it is not on {self.api_url} (the token stays with its host)")
+        if method != "GET" and self.writes >= self.write_burst:
+            pause = self._last_write + self.write_interval - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+        try:
+            self.calls += 1
+            reply = self.http.request(method, url, json=json, params=params)
+        except InfrastructureError as exc:
+            raise GitHubUnreachable(f"{method} {path}: {exc.message}") from None
+        finally:
+            if method != "GET":
+                self._last_write = time.monotonic()
+                self.writes += 1
+        if reply.status in expect:
+            return reply
+        if reply.status in self.policy.retry_statuses:
+            raise GitHubUnreachable(f"{method} {path}: still HTTP {reply.status} after {self.policy.retries + 1} attempts", )
+        if reply.status in (403, 429) and reply.headers.get("x-ratelimit-remaining") == "0":
+            raise GitHubUnreachable(f"{method} {path}: rate limit exhausted until {reply.headers.get('x-ratelimit-reset', 'its reset')} (epoch seconds)")
+        raise GitHubError(f"{method} {path}: HTTP {reply.status}: {_message(reply)}", reply.status)
 
     def paginate(self, path: str, params: dict[str, Any] | None = None) -> Iterator[Any]:
         url: str | None = path
         query = {"per_page": 100, **(params or {})}
         while url:
-            response = self.request("GET", url, params=query)
+            reply = self.request("GET", url, params=query)
             query = None  # the next link carries its own query
-            data = response.json()
-            yield from (data if isinstance(data, list) else data.get("workflow_runs", []))
-            url = _next_link(response.headers.get("Link", ""))
+            data = reply.json()
+            if isinstance(data, dict):
+                data = data.get("workflow_runs", [])
+            if not isinstance(data, list):
+                raise GitHubUnreachable(f"GET {path}: the answer is not a list")
+            yield from (item for item in data if isinstance(item, dict))
+            url = _next_link(reply.headers.get("Link", ""))
 
     # operations ------------------------------------------------------------------------------------
 
-    def create_status(self, repo: str, sha: str, state: str, context: str, description: str, target_url: str | None = None) -> Any:
+    def create_status(self, repo: str, sha: str, state: str, context: str, description: str, target_url: str | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {"state": state, "context": context, "description": cut(description, DESCRIPTION_LIMIT)}
         if target_url:
             body["target_url"] = target_url
-        return self.request("POST", f"/repos/{repo}/statuses/{sha}", json=body, expect=(201,)).json()
+        return _object(self.request("POST", f"/repos/{repo}/statuses/{sha}", json=body, expect=(201,)))
 
-    def combined_status(self, repo: str, ref: str) -> Any:
-        return self.request("GET", f"/repos/{repo}/commits/{ref}/status").json()
+    def combined_status(self, repo: str, ref: str) -> dict[str, Any]:
+        return _object(self.request("GET", f"/repos/{repo}/commits/{ref}/status"))
 
     def dispatch(self, repo: str, workflow: str, ref: str, inputs: dict[str, str]) -> dict[str, Any]:
         """Start a workflow_dispatch run; the run's URL when the server returns it (200), else {}."""
-        body = {"ref": ref, "inputs": inputs, "return_run_details": True}
+        body: dict[str, Any] = {"ref": ref, "inputs": inputs, "return_run_details": True}
+        path = f"/repos/{repo}/actions/workflows/{quote(workflow, safe='')}/dispatches"
         try:
-            response = self.request("POST", f"/repos/{repo}/actions/workflows/{workflow}/dispatches", json=body, expect=(200, 204))
+            reply = self.request("POST", path, json=body, expect=(200, 204))
         except GitHubError as exc:
             if exc.status != 422:
                 raise
             body.pop("return_run_details")  # GHES versions that do not know the flag
-            response = self.request("POST", f"/repos/{repo}/actions/workflows/{workflow}/dispatches", json=body, expect=(200, 204))
-        return response.json() if response.status_code == 200 and response.content else {}
+            reply = self.request("POST", path, json=body, expect=(200, 204))
+        return _object(reply) if reply.status == 200 and reply.body else {}
 
     def find_run(self, repo: str, workflow: str, correlation: str, since: str) -> dict[str, Any] | None:
         """The dispatched run whose run-name carries the correlation id (for 204 answers)."""
-        for run in self.paginate(f"/repos/{repo}/actions/workflows/{workflow}/runs", {"event": "workflow_dispatch", "created": f">={since}"}):
+        path = f"/repos/{repo}/actions/workflows/{quote(workflow, safe='')}/runs"
+        for run in self.paginate(path, {"event": "workflow_dispatch", "created": f">={since}"}):
             if correlation in str(run.get("display_title", "")):
                 return run
         return None
 
     def permission(self, repo: str, user: str) -> str:
+        """The user's permission on the repository (admin, maintain, write, triage, read, none)."""
         try:
-            return str(self.request("GET", f"/repos/{repo}/collaborators/{quote(user, safe='')}/permission").json().get("permission", "none"))
+            data = _object(self.request("GET", f"/repos/{repo}/collaborators/{quote(user, safe='')}/permission"))
         except GitHubError as exc:
             if exc.status == 404:
                 return "none"
             raise
+        permission = data.get("permission")  # admin, write, read or none (maintain -> write, triage -> read)
+        return permission if isinstance(permission, str) else "none"
 
     def remove_label(self, repo: str, number: int, label: str) -> None:
         try:
@@ -183,18 +167,32 @@ class GitHubClient:
         """Edit the one comment carrying `marker` by `author`, or create it."""
         text = cut(f"{marker}\n{body}", COMMENT_LIMIT, "\n\n…(cut to GitHub's 65,536-character limit)")
         for comment in self.paginate(f"/repos/{repo}/issues/{number}/comments"):
-            if marker in str(comment.get("body", "")) and (comment.get("user") or {}).get("login") == author:
-                return self.request("PATCH", f"/repos/{repo}/issues/comments/{comment['id']}", json={"body": text}).json()
-        return self.request("POST", f"/repos/{repo}/issues/{number}/comments", json={"body": text}, expect=(201,)).json()
+            if marker in str(comment.get("body", "")) and (comment.get("user") or {}).get("login") == author and isinstance(comment.get("id"), int):
+                return _object(self.request("PATCH", f"/repos/{repo}/issues/comments/{comment['id']}", json={"body": text}))
+        return _object(self.request("POST", f"/repos/{repo}/issues/{number}/comments", json={"body": text}, expect=(201,)))
 
 
-def _message(response: Any) -> str:
+def _object(reply: Reply) -> dict[str, Any]:
+    """The body as a JSON object; anything else is GitHub misbehaving (exit 3), not a crash."""
+    data = reply.json()
+    if not isinstance(data, dict):
+        raise GitHubUnreachable(f"GitHub answered HTTP {reply.status} with {type(data).__name__} where an object was expected")
+    return data
+
+
+def _message(reply: Reply) -> str:
     try:
-        return str(response.json().get("message", ""))[:300]
-    except ValueError:
-        return response.text[:300]
+        data = reply.json()
+    except InfrastructureError:
+        return reply.text[:300]
+    return str(data.get("message", "") if isinstance(data, dict) else "")[:300]
 
 
 def _next_link(header: str) -> str | None:
-    match = re.search(r'<([^>]+)>;\s*rel="next"', header)
-    return match.group(1) if match else None
+    """The rel="next" target of a Link header (RFC 8288), parsed by requests."""
+    from requests.utils import parse_header_links
+
+    for link in parse_header_links(header) if header else []:
+        if link.get("rel") == "next" and link.get("url"):
+            return str(link["url"])
+    return None

@@ -183,7 +183,7 @@ def _baseline(event: Event, config: Config, client: GitHubClient, result: GateRe
 
 
 def _root_of(record: Path) -> Path:
-    from reprogate.rules.addressed import repository_root
+    from reprogate.core.config import repository_root
 
     return repository_root(record.parent)
 

@@ -1,7 +1,8 @@
 """Lock and requirement files: one parser module per format, one registry.
 
-Each module exposes PATTERNS (file-name globs it recognises), FORMAT (the name written in records)
-and parse(text) -> list[Locked]. Adding a format is one module and one line in FORMATS. capture
+Each module exposes PATTERNS (file-name globs it recognises; a glob with a "/" is matched against
+the whole path, so `requirements/*.txt` claims a folder of requirement files), FORMAT (the name
+written in records) and parse(text) -> list[Locked]. Adding a format is one module and one line in FORMATS below. capture
 uses the parsed pins to find what was installed at job start that no lock file pins; detect uses
 them to report per-package changes between two revisions.
 """
@@ -9,45 +10,51 @@ them to report per-package changes between two revisions.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+from reprogate.lockfiles import conda_env, conda_lock, pipfile, poetry, requirements, uv
+from reprogate.lockfiles.base import Locked, LockFileError, LockFormat, load_yaml, normalize
 
-@dataclass(frozen=True)
-class Locked:
-    """One pinned package as a lock file states it."""
-
-    name: str  # PEP 503-normalised
-    version: str | None  # None where the file constrains without pinning
-    hashes: frozenset[str] = field(default_factory=frozenset)
-    group: str = ""  # dependency group or section (dev, docs, pip-in-conda ...); "" for main
-    manager: str = "pip"  # pip or conda
+__all__ = ["FORMATS", "LockFileError", "LockFormat", "Locked", "all_patterns", "format_for", "load_yaml", "normalize", "parse_file"]
 
 
-class LockFileError(ValueError):
-    """A lock file that cannot be parsed; the message says where."""
-
-
-def normalize(name: str) -> str:
-    """PEP 503 name normalisation: `Foo.Bar_baz` and `foo-bar-baz` are one package."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+# Every format, by the name records give it; the order is the order files are matched in.
+FORMATS: dict[str, LockFormat] = {module.FORMAT: module for module in (requirements, uv, poetry, pipfile, conda_env, conda_lock)}  # type: ignore[misc]
 
 
 def _formats() -> list[ModuleType]:
-    from reprogate.lockfiles import conda_env, conda_lock, pipfile, poetry, requirements, uv
-
-    return [requirements, uv, poetry, pipfile, conda_env, conda_lock]
+    return list(FORMATS.values())  # type: ignore[arg-type]
 
 
+@functools.lru_cache(maxsize=1)
+def _matchers() -> tuple[list[ModuleType], re.Pattern[str], re.Pattern[str]]:
+    """Every format's name globs in one expression and its path globs in another, one named
+    group per format: detect asks about every changed file, so 50,000 paths must not mean
+    50,000 x globs fnmatch calls."""
+    modules = _formats()
+
+    def compiled(by_path: bool) -> re.Pattern[str]:
+        groups = []
+        for i, module in enumerate(modules):
+            globs = [g.lower() for g in module.PATTERNS if ("/" in g) == by_path]
+            if globs:
+                groups.append(f"(?P<m{i}>" + "|".join(fnmatch.translate(g) for g in globs) + ")")
+        return re.compile("|".join(groups) or "(?!)")
+
+    return modules, compiled(False), compiled(True)
+
+
+@functools.lru_cache(maxsize=65536)
 def format_for(path: str | Path) -> ModuleType | None:
-    """The parser module for a file name, or None if no format claims it."""
-    name = Path(path).name
-    for module in _formats():
-        if any(fnmatch.fnmatch(name, pattern) for pattern in module.PATTERNS):
-            return module
-    return None
+    """The parser module for a file (matched case-insensitively on its name, or on its path for
+    globs that name a folder), or None if no format claims it."""
+    text = str(path).replace("\\", "/").lower()
+    modules, by_name, by_path = _matchers()
+    match = by_name.match(text.rsplit("/", 1)[-1]) or by_path.match(text)
+    return modules[int(match.lastgroup[1:])] if match and match.lastgroup else None
 
 
 def all_patterns() -> list[str]:
@@ -61,11 +68,3 @@ def parse_file(path: str | Path, text: str | None = None) -> list[Locked]:
     return module.parse(Path(path).read_text(encoding="utf-8") if text is None else text)
 
 
-def load_yaml(text: str, name: str) -> object:
-    """YAML lock files are read with reprogate's safe loader; errors become LockFileError."""
-    from reprogate.core.documents import DocumentError, load_text
-
-    try:
-        return load_text(text, name).data
-    except DocumentError as exc:
-        raise LockFileError(exc.diagnostics[0].message) from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from reprogate.lockfiles import LockFileError
+from reprogate.lockfiles.base import LockFileError
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from reprogate.lockfiles import Locked, LockFileError, load_yaml, normalize
 from reprogate.lockfiles import requirements
+from reprogate.lockfiles.base import Locked, LockFileError, load_yaml, normalize
 
 FORMAT = "conda-environment"
 PATTERNS = ["environment.yml", "environment.yaml", "environment-*.yml"]

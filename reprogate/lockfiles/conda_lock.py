@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reprogate.lockfiles import Locked, load_yaml, normalize
+from reprogate.lockfiles.base import Locked, load_yaml, normalize
 
 FORMAT = "conda-lock"
 PATTERNS = ["conda-lock.yml", "conda-lock.yaml", "*.conda-lock.yml"]

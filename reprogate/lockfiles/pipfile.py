@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from reprogate.lockfiles import Locked, LockFileError, normalize
+from reprogate.lockfiles.base import Locked, LockFileError, normalize
 
 FORMAT = "pipenv"
 PATTERNS = ["Pipfile.lock"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reprogate.lockfiles import Locked, normalize
+from reprogate.lockfiles.base import Locked, normalize
 from reprogate.lockfiles._toml import load
 
 FORMAT = "poetry"

@@ -1,18 +1,21 @@
-"""Render a validation report as text for people, JSON for tools, or GitHub workflow commands."""
+"""Findings (Diagnostic lists) as text for people, JSON for tools, or GitHub annotations.
+
+`validate` and `dataset verify` both report findings; both render here, into a CommandResult,
+so the two look alike and neither writes to GitHub itself.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from reprogate.core.diagnostics import Diagnostic, Severity
-from reprogate.output import workflow as actions
-from reprogate.validate.runner import Report
+from reprogate.output import workflow
+from reprogate.output.result import CommandResult
 
 if TYPE_CHECKING:
     from reprogate.datasets.verify import VerifyReport
-
-Printer = Callable[[str], None]
+    from reprogate.validate.runner import Report
 
 
 def format_line(d: Diagnostic) -> str:
@@ -22,7 +25,7 @@ def format_line(d: Diagnostic) -> str:
     return head + (f"\n    hint: {d.hint}" if d.hint else "")
 
 
-def _summary(report: Report) -> str:
+def _summary(report: "Report") -> str:
     checked = report.checked
     invalid = sum(1 for f in checked if f.status)
     errors = sum(len(f.errors) for f in report.files) + sum(1 for p in report.problems if p.severity is Severity.ERROR)
@@ -37,27 +40,25 @@ def _summary(report: Report) -> str:
     return ", ".join(parts) + f" ({errors} error(s), {warnings} warning(s))"
 
 
-def all_findings(report: Report) -> list[Diagnostic]:
+def all_findings(report: "Report") -> list[Diagnostic]:
     return [*report.problems, *(d for f in report.files for d in f.diagnostics)]
 
 
-def render_text(report: Report, out: Printer, verbose: bool = False) -> None:
-    for d in all_findings(report):
-        out(format_line(d))
+def render_text(report: "Report", verbose: bool = False) -> CommandResult:
+    out = [format_line(d) for d in all_findings(report)]
     if verbose:
         for f in report.files:
             if f.skipped:
-                out(f"{f.path}: skipped, {f.skipped}")
+                out.append(f"{f.path}: skipped, {f.skipped}")
             elif not f.diagnostics:
-                out(f"{f.path}: ok ({f.kind})")
+                out.append(f"{f.path}: ok ({f.kind})")
     else:
-        for f in report.files:
-            if f.skipped and f.skipped.startswith("not a reprogate document ("):
-                out(f"{f.path}: skipped, {f.skipped}")
-    out(_summary(report))
+        out += [f"{f.path}: skipped, {f.skipped}" for f in report.files if f.skipped and f.skipped.startswith("not a reprogate document (")]
+    out.append(_summary(report))
+    return CommandResult(report.exit_code, out)
 
 
-def render_json(report: Report, out: Printer) -> None:
+def render_json(report: "Report", verbose: bool = False) -> CommandResult:
     payload = {
         "version": 1,
         "valid": report.exit_code == 0,
@@ -75,35 +76,38 @@ def render_json(report: Report, out: Printer) -> None:
             for f in report.files
         ],
     }
-    out(json.dumps(payload, indent=2))
+    return CommandResult(report.exit_code, [json.dumps(payload, indent=2)])
 
 
-def render_github(report: Report, out: Printer) -> None:
+def render_github(report: "Report", verbose: bool = False) -> CommandResult:
     findings = all_findings(report)
-    annotate(findings, out)
-    out(_summary(report))
-    actions.append_summary(summary_markdown("reprogate validate", report.exit_code == 0, _summary(report), findings))
-    actions.set_outputs({"valid": "true" if report.exit_code == 0 else "false", "documents": str(len(report.checked))})
+    return CommandResult(
+        report.exit_code,
+        [*annotate(findings), _summary(report)],
+        outputs={"valid": "true" if report.exit_code == 0 else "false", "documents": str(len(report.checked))},
+        summary=summary_markdown("reprogate validate", report.exit_code == 0, _summary(report), findings),
+    )
 
 
-def annotate(findings: list[Diagnostic], out: Printer) -> None:
+def annotate(findings: list[Diagnostic]) -> list[str]:
     """Annotations within GitHub's per-step limits (10 errors, 10 warnings); the rest are printed
     inert (inside stop-commands) and are all in the step summary."""
-    shown = {Severity.ERROR: 0, Severity.WARNING: 0}
+    shown = {Severity.ERROR: 0, Severity.WARNING: 0, Severity.NOTICE: 0}
+    out: list[str] = []
     overflow: list[Diagnostic] = []
     for d in findings:
-        level = d.severity if d.severity in shown else Severity.WARNING
-        if shown[level] < actions.ANNOTATIONS_PER_LEVEL:
+        level = d.severity
+        if shown[level] < workflow.ANNOTATIONS_PER_LEVEL:
             shown[level] += 1
             title = f"reprogate: {d.field or d.code}"
             text = d.message + (f" (hint: {d.hint})" if d.hint else "")
-            out(actions.annotation(level.value, text, d.path, d.location.line, d.location.col, title))
+            out.append(workflow.annotation(level.value, text, d.path, d.location.line, d.location.col, title))
         else:
             overflow.append(d)
     if overflow:
-        out(f"{len(overflow)} more finding(s) not annotated (GitHub shows 10 errors and 10 warnings per step); all are in the step summary:")
-        for line in actions.stop_commands(format_line(d) for d in overflow):
-            out(line)
+        out.append(f"{len(overflow)} more finding(s) not annotated (GitHub shows 10 errors and 10 warnings per step); all are in the step summary:")
+        out += workflow.stop_commands(format_line(d) for d in overflow)
+    return out
 
 
 def _cell(text: str) -> str:
@@ -124,7 +128,7 @@ def summary_markdown(title: str, ok: bool, summary: str, findings: list[Diagnost
 RENDERERS = {"text": render_text, "json": render_json, "github": render_github}
 
 
-def render_verify(report: "VerifyReport", fmt: str, out: Printer) -> None:
+def render_verify(report: "VerifyReport", fmt: str) -> CommandResult:
     """Findings of `dataset verify`, grouped by kind so each list reads on its own."""
     ordered = sorted(report.findings, key=lambda d: (d.code, d.location.line))
     if fmt == "json":
@@ -139,18 +143,21 @@ def render_verify(report: "VerifyReport", fmt: str, out: Printer) -> None:
             **report.by_kind,
             "findings": [d.to_json() for d in ordered],
         }
-        out(json.dumps(payload, indent=2))
-        return
+        return CommandResult(report.exit_code, [json.dumps(payload, indent=2)])
     if fmt == "github":
-        annotate(ordered, out)
-        actions.append_summary(summary_markdown("reprogate dataset verify", report.exit_code == 0, report.summary, ordered))
-        actions.set_outputs({"ok": "true" if report.exit_code == 0 else "false"})
-    else:
-        current = ""
-        for d in ordered:
-            if d.code != current:
-                current = d.code
-                kind = d.code.removeprefix("shard-")
-                out(f"{kind} ({sum(1 for x in ordered if x.code == d.code)}):")
-            out("  " + format_line(d).replace("\n", "\n  "))
-    out(report.summary)
+        return CommandResult(
+            report.exit_code,
+            [*annotate(ordered), report.summary],
+            outputs={"ok": "true" if report.exit_code == 0 else "false"},
+            summary=summary_markdown("reprogate dataset verify", report.exit_code == 0, report.summary, ordered),
+        )
+    out: list[str] = []
+    current = ""
+    for d in ordered:
+        if d.code != current:
+            current = d.code
+            kind = d.code.removeprefix("shard-")
+            out.append(f"{kind} ({sum(1 for x in ordered if x.code == d.code)}):")
+        out.append("  " + format_line(d).replace("\n", "\n  "))
+    out.append(report.summary)
+    return CommandResult(report.exit_code, out)

@@ -1,8 +1,13 @@
 """`reprogate rebuild`: the drill. Stages in order; the first failure is the diagnosis.
 
-The verdict (schemas/verdict.schema.json) records every stage, the rebuild machine, the seeds,
-each statistical test with its α, margin, n and m, the loss curves, and the bounded claim: what
-was replayed, on what, compared how, and what the claim does not cover.
+The verdict (schemas/verdict.schema.json) records every stage, the environment that was realized
+and what it was told from inside, the seeds, each statistical test with its α, margin, n and m,
+the loss curves, and the bounded claim: what was replayed, on what, compared how, and what the
+claim does not cover. Next to it the rebuild writes its own run record (rebuild/record.py).
+
+Everything that can be refused without running (an invalid record, a non-empty work folder, an
+unknown realizer, several seeds without an equivalence margin) is refused before the first stage,
+with exit 2, so a long run never ends in a usage error.
 """
 
 from __future__ import annotations
@@ -16,28 +21,57 @@ from typing import Any
 
 from reprogate import __version__
 from reprogate.core.canonical import canonical_digest
+from reprogate.core.config import repository_root
 from reprogate.core.diagnostics import ExitCode
-from reprogate.core.documents import display_path, load_document
+from reprogate.core.documents import Document, display_path, load_document
+from reprogate.core.errors import UsageError
+from reprogate.core.redact import redact
 from reprogate.rebuild.compare import loss_curve
 from reprogate.rebuild.context import RebuildContext, RebuildOptions, StageResult
+from reprogate.rebuild.realizers.base import ENVIRONMENTS
 from reprogate.rebuild.stages import STAGES
-from reprogate.rules.addressed import repository_root
 
 
-class RebuildUsageError(Exception):
-    """The rebuild cannot begin: the record is unreadable or invalid, or the work folder is not empty."""
+class RebuildUsageError(UsageError):
+    """The rebuild cannot begin: the record is unreadable or invalid, or the work folder is not empty (exit 2)."""
 
 
-def run_rebuild(record: Path, options: RebuildOptions) -> dict[str, Any]:
-    """Run the stages and return the verdict document."""
-    from reprogate.validate.runner import Options, validate_file
+def record_digest(data: dict[str, Any]) -> str:
+    """The digest a verdict binds to: the record without its baseline section (promoting a
+    record must not invalidate the verdict that allowed the promotion)."""
+    return canonical_digest({k: v for k, v in data.items() if k != "baseline"})
 
-    checked = validate_file(record, True, Options(addressed_files=False), {})
-    if checked.kind != "RunRecord" or checked.errors:
-        first = checked.diagnostics[0] if checked.diagnostics else None
-        where = f"{first.path}:{first.location.line}:{first.location.col} {first.field} {first.message}" if first else "not a run record"
-        raise RebuildUsageError(f"the record is not valid ({where}); run `reprogate validate {record}`")
+
+def check_before_running(doc: Document, record: Path, options: RebuildOptions) -> None:
+    """Every refusal that needs no run: raised before the first stage (exit 2)."""
+    from reprogate.validate.runner import Options, validate_document
+
+    data = doc.data
+    if not isinstance(data, dict) or data.get("kind") != "RunRecord":
+        raise RebuildUsageError(f"{record}: not a run record (kind: RunRecord)")
+    findings = [d for d in validate_document(doc, "RunRecord", Options(addressed_files=False), {}, record) if d.severity.value == "error"]
+    if findings:
+        first = findings[0]
+        raise RebuildUsageError(f"the record is not valid ({first.path}:{first.location.line}:{first.location.col} {first.field} {first.message})", hint=f"run `reprogate validate {record}`")
+    if options.environment not in ENVIRONMENTS:
+        raise RebuildUsageError(f"--environment must be one of {', '.join(ENVIRONMENTS)}")
+    metric = (data.get("contract") or {}).get("metric")
+    if options.seeds > 1 and not (isinstance(metric, dict) and metric.get("margin") is not None):
+        raise RebuildUsageError(f"--seeds {options.seeds} compares the metric with a Welch TOST, which needs contract.metric.margin; the record declares none", hint="declare the equivalence margin in the record (before the drill), or rebuild one seed against the predeclared interval")
+    seeds = data.get("seeds") or {}
+    available = {s for s in [seeds.get("global"), *(seeds.get("evaluation") or [])] if isinstance(s, int)}
+    if options.seeds > max(1, len(available)):
+        raise RebuildUsageError(f"--seeds {options.seeds}: the record names only {len(available)} seed(s) (seeds.global and seeds.evaluation)")
+    from reprogate.rebuild import launchers, realizers
+
+    realizers.choose(data, options.realizer)
+    launchers.choose(data, options.launcher)
+
+
+def run_rebuild(record: Path, options: RebuildOptions) -> tuple[dict[str, Any], RebuildContext]:
+    """Run the stages; returns the verdict and the context (for the rebuild record)."""
     doc = load_document(record)
+    check_before_running(doc, record, options)
     root = (options.root or repository_root(record.parent)).resolve()
     temporary = options.workdir is None
     workdir = Path(tempfile.mkdtemp(prefix="reprogate-rebuild-")) if temporary else options.workdir
@@ -45,42 +79,68 @@ def run_rebuild(record: Path, options: RebuildOptions) -> dict[str, Any]:
     if workdir.exists() and any(workdir.iterdir()):
         raise RebuildUsageError(f"work folder {workdir} is not empty; a rebuild starts from an empty worker")
     workdir.mkdir(parents=True, exist_ok=True)
-    ctx = RebuildContext(record, doc, root, workdir, options)
+    ctx = RebuildContext(record, doc, root, workdir.resolve(), options)
     started_at = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
     started = time.monotonic()
     results: list[StageResult] = []
     failed: StageResult | None = None
     try:
-        for name, stage in STAGES:
+        for name, stage in STAGES.items():
             if failed is not None:
-                results.append(StageResult(name, "not-run", f"not run: {failed.name} failed first"))
+                results.append(StageResult("not-run", f"not run: {failed.name} failed first", name=name))
                 continue
             begin = time.monotonic()
-            result = stage(ctx)
-            result.seconds = time.monotonic() - begin
+            result = stage.run(ctx)
+            result.name, result.seconds = name, time.monotonic() - begin
             results.append(result)
             if result.status == "fail":
                 failed = result
+        verdict = _verdict(ctx, results, failed, started_at, time.monotonic() - started)
+        from reprogate.rebuild.record import rebuild_record
+
+        options.output.mkdir(parents=True, exist_ok=True)
+        ctx.rebuild_record = rebuild_record(ctx, verdict, options.output)  # before the work folder goes
     finally:
+        ctx.close()
         if temporary:
+            from reprogate.rebuild.inject import make_writable
+
+            make_writable(workdir)
             shutil.rmtree(workdir, ignore_errors=True)
-    return _verdict(ctx, results, failed, started_at, time.monotonic() - started)
+    verdict["seconds"] = round(time.monotonic() - started, 3)
+    return verdict, ctx
+
+
+def _environment(ctx: RebuildContext) -> dict[str, Any]:
+    """The environment the ranks got, as realized and as told from inside; then the machine."""
+    env: dict[str, Any] = {"requested": ctx.options.environment}
+    if ctx.choice is not None:
+        env["realizer"] = ctx.choice.name
+        env["why"] = ctx.choice.reason
+    if ctx.realized is not None:
+        env.update({f"realized_{k}" if k in env else k: v for k, v in ctx.realized.facts.items() if k != "realizer"})
+    if ctx.probe:
+        env["inside"] = {k: v for k, v in ctx.probe.items() if k != "packages"}
+        packages = ctx.probe.get("packages") or {}
+        env["inside"]["packages"] = len(packages)
+    env.update({k: v for k, v in ctx.facts.items() if v not in (None, "", []) and k != "spare_port"})
+    return env
 
 
 def _verdict(ctx: RebuildContext, results: list[StageResult], failed: StageResult | None, started_at: str, seconds: float) -> dict[str, Any]:
     from reprogate.rebuild.claim import claim
 
-    seeds_rebuilt = [r.seed for r in ctx.runs]
     verdict: dict[str, Any] = {
         "apiVersion": "reprogate/v1",
         "kind": "Verdict",
         "verdict": "fail" if failed else "pass",
         "diagnosis": failed.name if failed else None,
-        "infrastructure": bool(failed and failed.data.get("infra")),
-        "record": {"path": display_path(ctx.record_path), "name": ctx.section("metadata", "name"), "digest": canonical_digest({k: v for k, v in ctx.data.items() if k != "baseline"}), "level": ctx.level},
-        "stages": [{"name": r.name, "status": r.status, "seconds": round(r.seconds, 3), "detail": r.detail, **({"log_tail": r.data["log_tail"]} if r.data.get("log_tail") else {})} for r in results],
-        "environment": {k: v for k, v in ctx.facts.items() if v not in (None, "")},
-        "seeds": {"rebuilt": seeds_rebuilt, "reference": [v["seed"] for v in ctx.section("reference", "metric", "values") or []]},
+        "infrastructure": bool(failed and failed.exit_code == ExitCode.INFRA),
+        "exit_code": int(failed.exit_code) if failed else 0,
+        "record": {"path": display_path(ctx.record_path), "name": ctx.section("metadata", "name"), "digest": record_digest(ctx.data), "level": ctx.level},
+        "stages": [{"name": r.name, "status": r.status, "seconds": round(r.seconds, 3), "detail": redact(r.detail), **({"log_tail": redact(r.log_tail)} if r.log_tail else {})} for r in results],
+        "environment": _environment(ctx),
+        "seeds": {"rebuilt": [r.seed for r in ctx.runs], "reference": [v["seed"] for v in ctx.section("reference", "metric", "values") or [] if isinstance(v, dict)]},
         "tests": ctx.tests,
         "curves": {"reference": loss_curve(ctx.reference_events), "rebuilt": loss_curve(ctx.runs[0].events) if ctx.runs else []},
         "started_at": started_at,
@@ -94,4 +154,4 @@ def _verdict(ctx: RebuildContext, results: list[StageResult], failed: StageResul
 def exit_code(verdict: dict[str, Any]) -> ExitCode:
     if verdict["verdict"] == "pass":
         return ExitCode.OK
-    return ExitCode.INFRA if verdict.get("infrastructure") else ExitCode.FAILED
+    return ExitCode(verdict.get("exit_code") or (ExitCode.INFRA if verdict.get("infrastructure") else ExitCode.FAILED))

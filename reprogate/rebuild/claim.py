@@ -31,7 +31,8 @@ def claim(ctx: RebuildContext, verdict: dict[str, Any]) -> dict[str, Any]:
             compared.append(f"{test['metric']} against its predeclared {100 - round(test['alpha'] * 100)}% prediction interval [{test['interval'][0]:.6g}, {test['interval'][1]:.6g}] (t-based, n={test['n']} reference seeds, m=1)")
         elif test["test"].startswith("Welch"):
             compared.append(f"{test['metric']} by Welch TOST within ±{test['margin']:g} (α={test['alpha']:g}, n={test['n']}, m={test['m']})")
-    machine = f"{', '.join(facts.get('gpu_models') or []) or 'CPU'} ({facts.get('machine', '?')}), {facts.get('os', 'unknown OS')}, torch {facts.get('torch', '?')}, {facts.get('world_size', ctx.world_size)} rank(s) over {facts.get('backend', '?')}"
+    kernels = f", torch CPU kernels {facts['cpu_capability']}, MKL_CBWR {facts.get('mkl_cbwr', '?')}" if facts.get("cpu_capability") else ""
+    machine = f"{', '.join(facts.get('gpu_models') or []) or 'CPU'} ({facts.get('machine', '?')}{kernels}), {facts.get('os', 'unknown OS')}, torch {facts.get('torch', '?')}, {facts.get('world_size', ctx.world_size)} rank(s) over {facts.get('backend', '?')}"
     replayed = verdict["verdict"] == "pass"
     limits = []
     container = ctx.section("container")

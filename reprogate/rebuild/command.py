@@ -1,4 +1,7 @@
-"""What `reprogate rebuild` and `reprogate compare` print and write."""
+"""The rebuild family's commands: preflight, rebuild, interval, compare and report.
+
+Each returns a CommandResult (output/result.py) or raises a ReprogateError; nothing here prints.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from reprogate.core.diagnostics import ExitCode
+from reprogate.core.errors import UsageError
 from reprogate.core.fileio import atomic_write
+from reprogate.output import workflow
+from reprogate.output.result import CommandResult
 
 
-def text_summary(verdict: dict[str, Any]) -> str:
+def text_summary(verdict: dict[str, Any]) -> list[str]:
     lines = [f"rebuild of {verdict['record']['path']} ({verdict['record']['level']} contract): {verdict['verdict'].upper()}" + (f", diagnosis: {verdict['diagnosis']}" if verdict["diagnosis"] else "")]
     for stage in verdict["stages"]:
         lines.append(f"  {stage['name']:<12} {stage['status']:<8} {stage['seconds']:6.1f} s  {stage['detail']}")
@@ -18,49 +24,65 @@ def text_summary(verdict: dict[str, Any]) -> str:
     if tail:
         lines += ["  log tail:", *("    " + line for line in tail.splitlines()[-10:])]
     lines.append("claim: " + verdict["claim"]["text"])
-    return "\n".join(lines) + "\n"
+    return lines
 
 
-def run_command(record: Path, workdir: Path | None, output_dir: Path, steps: int | None, seeds: int, world_size: int | None, image: str | None, timeout: float, fmt: str) -> tuple[ExitCode, str, list[str]]:
-    from reprogate.rebuild import RebuildUsageError, exit_code, run_rebuild
-    from reprogate.rebuild.context import RebuildOptions
+def preflight_command(options: Any, output: Path | None, fmt: str) -> CommandResult:
+    from reprogate.rebuild.preflight import render_text, run_preflight
+
+    report = run_preflight(options)
+    payload = json.dumps(report.as_json(), indent=2)
+    if output is not None:
+        atomic_write(output, payload + "\n")
+    return CommandResult(report.exit_code, [payload if fmt == "json" else render_text(report)])
+
+
+def rebuild_command(record: Path, options: Any, output_dir: Path, fmt: str) -> CommandResult:
+    import hashlib
+
+    from reprogate.core.yamlout import dump_yaml
+    from reprogate.rebuild import exit_code, run_rebuild
     from reprogate.rebuild.report import markdown
 
-    options = RebuildOptions(workdir=workdir, steps=steps, seeds=seeds, world_size=world_size, image=image, timeout=timeout)
-    try:
-        verdict = run_rebuild(record, options)
-    except RebuildUsageError as exc:
-        return ExitCode.USAGE, "", [f"reprogate rebuild: {exc}"]
+    options.output = output_dir
+    verdict, ctx = run_rebuild(record, options)
+    record_text = dump_yaml(ctx.rebuild_record, f"Run record of a rebuild of {verdict['record']['path']} (reprogate rebuild); its verdict is verdict.json beside it")
+    atomic_write(output_dir / "rebuild-record.yaml", record_text)
+    verdict["rebuild_record"] = {"path": str(output_dir / "rebuild-record.yaml"), "checksum": "sha256:" + hashlib.sha256(record_text.encode()).hexdigest()}
     report = markdown(verdict)
     atomic_write(output_dir / "verdict.json", json.dumps(verdict, indent=2) + "\n")
     atomic_write(output_dir / "report.md", report)
-    messages = [f"wrote {output_dir / 'verdict.json'} and {output_dir / 'report.md'}"]
+    result = CommandResult(exit_code(verdict), stderr=[f"wrote {output_dir / 'verdict.json'}, {output_dir / 'report.md'} and {output_dir / 'rebuild-record.yaml'}"])
     if fmt == "json":
-        text = json.dumps(verdict, indent=2) + "\n"
-    elif fmt == "github":
-        from reprogate.output import workflow as actions
-
+        result.stdout = [json.dumps(verdict, indent=2)]
+        return result
+    result.stdout = text_summary(verdict)
+    if fmt == "github":
         failed = next((s for s in verdict["stages"] if s["status"] == "fail"), None)
-        text = ""
         if failed:
-            text = actions.annotation("error", f"{failed['name']}: {failed['detail']}", verdict["record"]["path"], title=f"reprogate rebuild: {failed['name']}") + "\n"
-        text += text_summary(verdict)
-        actions.append_summary(report)
-        actions.set_outputs({"verdict": verdict["verdict"], "diagnosis": verdict["diagnosis"] or "", "report-path": str(output_dir / "report.md")})
-    else:
-        text = text_summary(verdict)
-    return exit_code(verdict), text, messages
+            result.stdout.insert(0, workflow.annotation("error", f"{failed['name']}: {failed['detail']}", verdict["record"]["path"], title=f"reprogate rebuild: {failed['name']}"))
+        result.summary = report
+        result.outputs = {"verdict": verdict["verdict"], "diagnosis": verdict["diagnosis"] or "", "report-path": str(output_dir / "report.md")}
+    return result
 
 
-def compare_traces(reference: Path, rebuilt: list[Path], tolerance: tuple[float, float] | None, tensors: list[str], first: int, last: int | None) -> tuple[ExitCode, list[str]]:
+def interval_command(record: Path, alpha: float | None) -> CommandResult:
+    from reprogate.rebuild.interval import store
+
+    stored = store(record, alpha)
+    line = f"{record}: {100 - stored['alpha'] * 100:g}% prediction interval [{stored['low']:.6g}, {stored['high']:.6g}] from n={stored['n']} seeds (mean {stored['mean']:.6g}, sd {stored['sd']:.3g})"
+    return CommandResult(ExitCode.OK, [line])
+
+
+def compare_command(reference: Path, rebuilt: list[Path], tolerance: tuple[float, float] | None, tensors: list[str], first: int, last: int | None) -> CommandResult:
     from reprogate.rebuild import compare
     from reprogate.runtime.trace import read_trace
 
     try:
         ref = compare.step_events(read_trace([reference]), first, last)
         new = compare.step_events(read_trace(rebuilt), first, last)
-    except (OSError, ValueError, KeyError) as exc:
-        return ExitCode.USAGE, [f"reprogate compare: cannot read a trace: {exc}"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"cannot read a trace: {exc}") from None
     outcomes = [("batches", compare.compare_batches(ref, new))]
     if tensors:
         outcomes.append(("tensors", compare.compare_tensors(ref, new, tensors)))
@@ -68,4 +90,12 @@ def compare_traces(reference: Path, rebuilt: list[Path], tolerance: tuple[float,
     outcomes.append(("steps", compare.compare_values(ref, new, ["loss"], abs_tol, rel_tol)[0]))
     lines = [f"{name:<8} {outcome.status:<8} {outcome.detail}" for name, outcome in outcomes]
     failed = any(outcome.status == "fail" for _, outcome in outcomes)
-    return (ExitCode.FAILED if failed else ExitCode.OK), lines
+    return CommandResult(ExitCode.FAILED if failed else ExitCode.OK, lines)
+
+
+def report_command(verdict_path: Path, fmt: str) -> CommandResult:
+    from reprogate.rebuild.report import render
+    from reprogate.rebuild.verdicts import read_verdict
+
+    verdict = read_verdict(verdict_path)
+    return CommandResult(ExitCode.OK if verdict.get("verdict") == "pass" else ExitCode.FAILED, render(verdict, fmt).splitlines())

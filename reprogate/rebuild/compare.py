@@ -48,6 +48,19 @@ def loss_curve(events: Iterable[dict[str, Any]]) -> list[tuple[int, float]]:
     return [(step, sum(v) / len(v)) for step, v in sorted(sums.items())]
 
 
+def digest_algorithm(value: Any) -> str | None:
+    """The algorithm a digest was made with, from its prefix (sha256:..., blake3:...)."""
+    return value.split(":", 1)[0] if isinstance(value, str) and ":" in value else None
+
+
+def other_algorithms(expected: Any, got: Any) -> str | None:
+    """Why two digests cannot be compared at all, or None when they can."""
+    a, b = digest_algorithm(expected), digest_algorithm(got)
+    if a and b and a != b:
+        return f"different digest algorithms (the reference used {a}, the rebuild {b}): not comparable; trace both with the same Tracer(digest=...)"
+    return None
+
+
 def compare_batches(reference: dict[Key, dict[str, Any]], rebuilt: dict[Key, dict[str, Any]]) -> Outcome:
     keyed = {k: e["batch"] for k, e in reference.items() if "batch" in e}
     if not keyed:
@@ -56,6 +69,8 @@ def compare_batches(reference: dict[Key, dict[str, Any]], rebuilt: dict[Key, dic
         got = rebuilt.get(key, {}).get("batch")
         if got != keyed[key]:
             step, rank = key
+            if other_algorithms(keyed[key], got):
+                return Outcome("fail", f"step {step}, rank {rank}: {other_algorithms(keyed[key], got)}", {"first_step": step, "rank": rank})
             what = "is missing from the rebuild" if got is None else "differs (data order or content changed)"
             return Outcome("fail", f"step {step}, rank {rank}: the input batch {what}", {"first_step": step, "rank": rank})
     steps = sorted({k[0] for k in keyed})
@@ -76,11 +91,25 @@ def compare_tensors(reference: dict[Key, dict[str, Any]], rebuilt: dict[Key, dic
             compared += 1
             if got != expected:
                 step, rank = key
+                if other_algorithms(expected, got):
+                    why = other_algorithms(expected, got)
+                    return Outcome("fail", f"step {step}, rank {rank}: {name}: {why}", {"first_step": step, "rank": rank, "tensor": name})
                 what = "is missing from the rebuild" if got is None else "differs"
-                return Outcome("fail", f"step {step}, rank {rank}: {name} {what} (sha256 over dtype, shape, bytes)", {"first_step": step, "rank": rank, "tensor": name})
+                return Outcome("fail", f"step {step}, rank {rank}: {name} {what} ({digest_algorithm(expected)} over dtype, shape, bytes)", {"first_step": step, "rank": rank, "tensor": name})
     if not compared:
         return Outcome("fail", f"the reference trace has no digest of {', '.join(names)}: a bitwise contract cannot be checked")
     return Outcome("pass", f"{compared} tensor digest(s) equal ({', '.join(names)})", {"compared": compared})
+
+
+def first_loss_difference(reference: dict[Key, dict[str, Any]], rebuilt: dict[Key, dict[str, Any]]) -> str | None:
+    """Where the loss first differs at all, in words: shown beside a digest difference, which
+    the trace records only every few steps, so the first numeric divergence is not hidden."""
+    for key in sorted(reference):
+        a, b = reference[key].get("loss"), rebuilt.get(key, {}).get("loss")
+        if a is not None and b is not None and float(a) != float(b):
+            step, rank = key
+            return f"the loss first differs at step {step}, rank {rank} ({float(b)!r} vs {float(a)!r} in the reference, |Δ| {abs(float(a) - float(b)):.3g})"
+    return None
 
 
 def compare_values(reference: dict[Key, dict[str, Any]], rebuilt: dict[Key, dict[str, Any]], quantities: list[str], abs_tol: float, rel_tol: float) -> tuple[Outcome, StepComparison]:

@@ -1,12 +1,23 @@
-"""What the rebuild stages share: the record, the folders, the options, and what earlier stages found."""
+"""What the rebuild stages share, typed: the record, the folders, the options, and what each
+stage hands to the later ones.
+
+Each stage declares the context fields it needs and the ones it provides (stages/__init__.py),
+and a test checks that every field a stage needs is provided by an earlier one, so the order of
+the runbook cannot silently break a later stage.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reprogate.core.documents import Document
+
+if TYPE_CHECKING:
+    from reprogate.rebuild.launchers.base import Launcher, Shape
+    from reprogate.rebuild.ranks import RankHosts
+    from reprogate.rebuild.realizers.base import Choice, Realized
 
 
 @dataclass
@@ -15,19 +26,38 @@ class RebuildOptions:
     steps: int | None = None  # compare at most this many steps
     seeds: int = 1  # rebuild seeds; 1 = prediction interval, >= 2 = Welch TOST
     world_size: int | None = None  # default the record's; checked against the envelope
-    image: str | None = None  # the image this rebuild runs in, REF@sha256:...
+    image: str | None = None  # run this image instead of the record's (container realizer)
     timeout: float = 900.0  # for the run of each seed
-    preflight_timeout: float = 60.0
+    preflight_timeout: float = 60.0  # per preflight stage
     root: Path | None = None  # repository root; default found from the record
+    environment: str = "reference"  # reference (what the record pins) or candidate (the tree)
+    realizer: str | None = None  # default chosen from the record
+    launcher: str | None = None  # default chosen from the record
+    cache: Path | None = None  # realizers' cache (venvs); default ~/.cache/reprogate
+    output: Path = Path("reprogate-rebuild")  # verdict, report, rebuild record and its trace
 
 
 @dataclass
 class StageResult:
-    name: str
     status: str = "not-run"  # pass, fail, skipped, not-run
     detail: str = ""
-    seconds: float = 0.0
     data: dict[str, Any] = field(default_factory=dict)
+    name: str = ""  # filled in by the runner
+    seconds: float = 0.0
+    log_tail: str = ""
+    exit_code: int = 1  # when it fails: 1 not reproduced, 2 unusable input, 3 infrastructure
+
+
+def passed(detail: str, **data: Any) -> StageResult:
+    return StageResult("pass", detail, data)
+
+
+def failed(detail: str, log_tail: str = "", exit_code: int = 1, **data: Any) -> StageResult:
+    return StageResult("fail", detail, data, log_tail=log_tail, exit_code=exit_code)
+
+
+def skipped(detail: str) -> StageResult:
+    return StageResult("skipped", detail)
 
 
 @dataclass
@@ -37,6 +67,7 @@ class SeedRun:
     ok: bool = False
     seconds: float = 0.0
     log_tail: str = ""
+    trace_files: list[Path] = field(default_factory=list)
 
 
 @dataclass
@@ -46,10 +77,20 @@ class RebuildContext:
     root: Path
     workdir: Path
     options: RebuildOptions
+    # provided by the stages, in order (see stages/__init__.py for who provides what):
+    fetched: list[str] = field(default_factory=list)  # artifacts
+    reference_events: list[dict[str, Any]] = field(default_factory=list)  # artifacts
+    runtime: Path | None = None  # artifacts: the injected reprogate runtime
+    choice: "Choice | None" = None  # digest: which realizer, and why
+    realized: "Realized | None" = None  # digest
+    probe: dict[str, Any] = field(default_factory=dict)  # digest: facts told from inside
+    launcher: "Launcher | None" = None  # preflight
+    shape: "Shape | None" = None  # preflight
+    hosts: "RankHosts | None" = None  # preflight: rank hosts waiting for their orders
     facts: dict[str, Any] = field(default_factory=dict)  # the rebuild machine, for the envelope and claim
-    runs: list[SeedRun] = field(default_factory=list)
-    reference_events: list[dict[str, Any]] = field(default_factory=list)
-    tests: list[dict[str, Any]] = field(default_factory=list)  # statistical tests, stated fully
+    runs: list[SeedRun] = field(default_factory=list)  # run
+    tests: list[dict[str, Any]] = field(default_factory=list)  # steps, metric: statistical tests, stated fully
+    rebuild_record: dict[str, Any] = field(default_factory=dict)  # written by the runner at the end
 
     @property
     def data(self) -> dict[str, Any]:
@@ -70,6 +111,10 @@ class RebuildContext:
         return int(self.options.world_size or self.section("execution", "world_size") or 1)
 
     @property
+    def nodes(self) -> int:
+        return int(self.section("execution", "nodes") or 1)
+
+    @property
     def step_range(self) -> tuple[int, int | None]:
         """(first, last) step compared: the `count` steps after `start` (0 = initialisation, K =
         a resume from checkpoint K), capped by --steps; last None when the contract sets no count."""
@@ -78,3 +123,11 @@ class RebuildContext:
         if self.options.steps is not None:
             count = min(int(count), self.options.steps) if count else self.options.steps
         return start + 1, (start + int(count) if count else None)
+
+    def close(self) -> None:
+        """End whatever is still running: rank hosts, containers."""
+        if self.hosts is not None:
+            self.hosts.stop()
+            self.hosts = None
+        if self.realized is not None:
+            self.realized.close()

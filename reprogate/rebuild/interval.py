@@ -14,19 +14,23 @@ from typing import Any
 
 from reprogate import __version__
 from reprogate.core.documents import load_document
+from reprogate.core.errors import CheckFailed
 from reprogate.core.fileio import atomic_write
 from reprogate.rebuild.stats import prediction_interval
 
 
-class IntervalError(ValueError):
-    """The record lacks what the interval is computed from."""
+class IntervalError(CheckFailed):
+    """The record lacks what the interval is computed from (exit 1; the record is left unchanged)."""
 
 
 def compute(data: dict[str, Any], alpha: float | None = None) -> dict[str, Any]:
     metric = (data.get("contract") or {}).get("metric")
     if not isinstance(metric, dict):
         raise IntervalError("contract.metric is not declared")
-    values = [float(v["value"]) for v in ((data.get("reference") or {}).get("metric") or {}).get("values", [])]
+    try:
+        values = [float(v["value"]) for v in ((data.get("reference") or {}).get("metric") or {}).get("values", [])]
+    except (TypeError, KeyError, ValueError, AttributeError):
+        raise IntervalError("reference.metric.values must be a list of {seed, value} with numeric values; run `reprogate validate`") from None
     if len(values) < 2:
         raise IntervalError(f"reference.metric.values holds {len(values)} seed(s); at least 2 are needed (5 or more recommended)")
     a = float(alpha if alpha is not None else metric.get("alpha", 0.05))

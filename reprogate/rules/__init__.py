@@ -1,80 +1,44 @@
-"""Semantic rules: what a record must satisfy that JSON Schema cannot say.
+"""Semantic rules: what a document must satisfy that JSON Schema cannot say.
 
-Each rule is a small function registered for one document kind; adding a rule is one function
-with the `@rule` decorator in one of the modules below, nothing else. Rules receive a RuleContext
-and yield findings. They must tolerate data the schema has already rejected (they run on every
-document so a person sees all problems at once); validation.py discards a crash only when the
-schema already reported the document invalid.
+Every rule is listed in RULES, by name, with the kinds it checks; a rule module that is not
+listed here checks nothing (tests/rules/test_registry.py fails on a rule function left out).
+Adding a rule is one function in a module below and one line here.
 """
 
 from __future__ import annotations
 
-import datetime
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, Iterable
+from reprogate.rules import addressed, config, contract, credentials, driver_compat, envelope, manifest, ranks, retention, trace_meta
+from reprogate.rules.base import Rule, RuleContext, RuleSpec, get, items
 
-from reprogate.core.diagnostics import Diagnostic, Severity, field_path
-from reprogate.core.documents import Document
+RECORD, MANIFEST, CONFIG = "RunRecord", "DatasetManifest", "Config"
 
-RuleFn = Callable[["RuleContext"], Iterable[Diagnostic]]
-RULES: dict[str, list[RuleFn]] = {}
-READS_FILES: set[RuleFn] = set()  # rules that compare addressed files with the record
-
-
-def rule(kind: str, reads_files: bool = False) -> Callable[[RuleFn], RuleFn]:
-    """Register a rule. `reads_files` marks rules that compare repository files with what the
-    record pins: `rebuild` leaves those to its own stages, which diagnose them in order."""
-
-    def register(fn: RuleFn) -> RuleFn:
-        RULES.setdefault(kind, []).append(fn)
-        if reads_files:
-            READS_FILES.add(fn)
-        return fn
-
-    return register
-
-
-@dataclass
-class RuleContext:
-    """What a rule may look at: the document, the repository root its paths are relative to,
-    today's date (for expiry), and a shared cache so one file addressed by many records is read
-    and hashed once per run."""
-
-    doc: Document
-    kind: str
-    root: Path
-    today: datetime.date
-    max_bytes: int
-    cache: dict[Any, Any] = field(default_factory=dict)
-
-    @property
-    def data(self) -> Any:
-        return self.doc.data
-
-    def finding(self, path: tuple[Any, ...], message: str, code: str, hint: str = "", severity: Severity = Severity.ERROR) -> Diagnostic:
-        return Diagnostic(self.doc.path, message, code, severity, self.doc.locate(path), field_path(path), hint)
+RULES: dict[str, RuleSpec] = {
+    "checksums-match": RuleSpec(addressed.checksums_match, (RECORD,), reads_files=True),
+    "configuration-hash-matches": RuleSpec(addressed.configuration_hash_matches, (RECORD,), reads_files=True),
+    "dataset-manifest-matches": RuleSpec(addressed.dataset_manifest_matches, (RECORD,), reads_files=True),
+    "driver-runs-framework-cuda": RuleSpec(driver_compat.driver_runs_framework_cuda, (RECORD,)),
+    "reference-record-exists": RuleSpec(config.reference_record_exists, (CONFIG,)),
+    "statistical-has-interval": RuleSpec(contract.statistical_has_interval, (RECORD,)),
+    "bitwise-names-tensors": RuleSpec(contract.bitwise_names_tensors, (RECORD,)),
+    "dirty-source-has-diff": RuleSpec(contract.dirty_source_has_diff, (RECORD,)),
+    "behavioral-has-tolerance": RuleSpec(contract.behavioral_has_tolerance, (RECORD,)),
+    "reference-inside-envelope": RuleSpec(envelope.reference_inside_envelope, (RECORD,)),
+    "manifest-consistent": RuleSpec(manifest.manifest_consistent, (MANIFEST,)),
+    "inline-manifest-consistent": RuleSpec(manifest.inline_manifest_consistent, (RECORD,)),
+    "seeds-cover-every-rank": RuleSpec(ranks.seeds_cover_every_rank, (RECORD,)),
+    "rank-mapping-matches-shape": RuleSpec(ranks.rank_mapping_matches_shape, (RECORD,)),
+    "dataset-retention-current": RuleSpec(retention.dataset_retention_current, (RECORD,)),
+    "manifest-retention-current": RuleSpec(retention.manifest_retention_current, (MANIFEST,)),
+    "contract-lifetime-current": RuleSpec(retention.contract_lifetime_current, (RECORD,)),
+    "no-credentials": RuleSpec(credentials.no_secrets, (RECORD, MANIFEST, CONFIG)),
+    "reference-trace-meta-agrees": RuleSpec(trace_meta.reference_trace_meta_agrees, (RECORD,), reads_files=True),
+}
 
 
-def get(data: Any, *path: Any) -> Any:
-    """Follow `path` through dicts and lists; None where any step is missing or of another type."""
-    for part in path:
-        if isinstance(part, int) and isinstance(data, list) and 0 <= part < len(data):
-            data = data[part]
-        elif isinstance(part, str) and isinstance(data, dict):
-            data = data.get(part)
-        else:
-            return None
-    return data
+def rules_for(kind: str, addressed_files: bool = True) -> list[Rule]:
+    """The checks for a document kind, in RULES order; without the ones that read addressed files
+    when `addressed_files` is false."""
+    return [spec.check for spec in RULES.values() if kind in spec.kinds and (addressed_files or not spec.reads_files)]
 
 
-def items(data: Any) -> list[tuple[int, Any]]:
-    """Enumerate a list that may be missing or malformed."""
-    return list(enumerate(data)) if isinstance(data, list) else []
-
-
-def rules_for(kind: str, addressed_files: bool = True) -> list[RuleFn]:
-    # Importing the modules registers their rules; done here so the registry fills on first use.
-    from reprogate.rules import addressed, compat, config, contract, envelope, manifest, ranks, retention, secrets  # noqa: F401
-
-    return [fn for fn in RULES.get(kind, []) if addressed_files or fn not in READS_FILES]
+__all__ = ["RULES", "Rule", "RuleContext", "RuleSpec", "get", "items", "rules_for"]

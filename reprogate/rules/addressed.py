@@ -16,7 +16,7 @@ from reprogate.datasets import manifest_digest
 from reprogate.core.diagnostics import Diagnostic
 from reprogate.core.documents import Document, DocumentError, display_path
 from reprogate.datasets.manifests import load_manifest
-from reprogate.rules import RuleContext, get, rule
+from reprogate.rules.base import RuleContext, get
 
 
 class AddressError(Exception):
@@ -102,7 +102,6 @@ def _file_refs(data: Any, path: tuple[Any, ...] = (), found: list[tuple[tuple[An
     return found
 
 
-@rule("RunRecord", reads_files=True)
 def checksums_match(ctx: RuleContext) -> Iterator[Diagnostic]:
     for where, ref in _file_refs(ctx.data):
         if not ref["checksum"].startswith("sha256:"):
@@ -153,14 +152,12 @@ def _canonical_check(ctx: RuleContext, where: tuple[Any, ...], rel: Any, pinned:
         )
 
 
-@rule("RunRecord", reads_files=True)
 def configuration_hash_matches(ctx: RuleContext) -> Iterator[Diagnostic]:
     config = get(ctx.data, "job", "config")
     if isinstance(config, dict):
         yield from _canonical_check(ctx, ("job", "config"), config.get("path"), config.get("hash"), canonical_digest, "configuration")
 
 
-@rule("RunRecord", reads_files=True)
 def dataset_manifest_matches(ctx: RuleContext) -> Iterator[Diagnostic]:
     ref = get(ctx.data, "dataset", "manifest")
     if not isinstance(ref, dict):
@@ -200,14 +197,4 @@ def addressed_manifest(ctx: RuleContext) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def repository_root(start: Path) -> Path:
-    """The folder repository paths are relative to: the nearest ancestor holding .reprogate.yaml
-    or .git, else the record's own folder."""
-    start = start.resolve()
-    for folder in (start, *start.parents):
-        if (folder / ".reprogate.yaml").is_file() or (folder / ".git").exists():
-            return folder
-    return start
-
-
-__all__ = ["AddressError", "addressed_manifest", "bytes_digest", "load_addressed", "repository_root", "resolve"]
+__all__ = ["AddressError", "addressed_manifest", "bytes_digest", "load_addressed", "resolve"]

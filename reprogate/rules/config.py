@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Iterator
 
 from reprogate.core.diagnostics import Diagnostic
-from reprogate.rules import RuleContext, get, rule
+from reprogate.rules.base import RuleContext, get
 from reprogate.rules.addressed import AddressError, load_addressed, resolve
 
 
-@rule("Config")
 def reference_record_exists(ctx: RuleContext) -> Iterator[Diagnostic]:
     rel = get(ctx.data, "reference")
     if not isinstance(rel, str):

@@ -10,10 +10,9 @@ import math
 from typing import Iterator
 
 from reprogate.core.diagnostics import Diagnostic, Severity
-from reprogate.rules import RuleContext, get, items, rule
+from reprogate.rules.base import RuleContext, get, items
 
 
-@rule("RunRecord")
 def statistical_has_interval(ctx: RuleContext) -> Iterator[Diagnostic]:
     if get(ctx.data, "contract", "level") != "statistical":
         return
@@ -44,7 +43,6 @@ def statistical_has_interval(ctx: RuleContext) -> Iterator[Diagnostic]:
             yield ctx.finding(("seeds", "evaluation"), f"evaluation seeds {extra} have no reference metric value", "statistical-seed-without-value")
 
 
-@rule("RunRecord")
 def bitwise_names_tensors(ctx: RuleContext) -> Iterator[Diagnostic]:
     if get(ctx.data, "contract", "level") != "bitwise":
         return
@@ -53,7 +51,6 @@ def bitwise_names_tensors(ctx: RuleContext) -> Iterator[Diagnostic]:
         yield ctx.finding(("contract", "tensors"), "a bitwise contract names the tensors it compares", "bitwise-no-tensors", "list parameter names, or `model_state` for the whole state dict")
 
 
-@rule("RunRecord")
 def dirty_source_has_diff(ctx: RuleContext) -> Iterator[Diagnostic]:
     source = get(ctx.data, "source")
     if get(source, "dirty") is not True or get(source, "diff_digest"):
@@ -64,7 +61,6 @@ def dirty_source_has_diff(ctx: RuleContext) -> Iterator[Diagnostic]:
         yield ctx.finding(("source", "dirty"), "the source was dirty and the record has no diff_digest: the code that ran cannot be rebuilt exactly", "dirty-without-diff", "record diff_digest (reprogate capture does), or commit first", Severity.WARNING)
 
 
-@rule("RunRecord")
 def behavioral_has_tolerance(ctx: RuleContext) -> Iterator[Diagnostic]:
     if get(ctx.data, "contract", "level") != "behavioral":
         return

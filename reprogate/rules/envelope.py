@@ -10,7 +10,7 @@ import re
 from typing import Iterator
 
 from reprogate.core.diagnostics import Diagnostic
-from reprogate.rules import RuleContext, get, items, rule
+from reprogate.rules.base import RuleContext, get, items
 
 
 def release_admits(release: str, version: str) -> bool:
@@ -20,7 +20,6 @@ def release_admits(release: str, version: str) -> bool:
     return found[: len(wanted)] == wanted
 
 
-@rule("RunRecord")
 def reference_inside_envelope(ctx: RuleContext) -> Iterator[Diagnostic]:
     envelope = get(ctx.data, "contract", "envelope")
     if not isinstance(envelope, dict):

@@ -14,7 +14,7 @@ from reprogate.core.documents import Document
 from reprogate.datasets import manifest_digest
 from reprogate.datasets.manifests import LineDocument, ManifestDigest, ShardLines, shard_checker
 from reprogate.datasets.names import UnsafeName, check_name
-from reprogate.rules import RuleContext, get, items, rule
+from reprogate.rules.base import RuleContext, get, items
 
 MAX_STREAM_FINDINGS = 1000  # a manifest this broken is rebuilt, not read to the end
 NAME_HINT = "shard names are relative POSIX paths inside the dataset root"
@@ -50,7 +50,7 @@ def manifest_findings(ctx: RuleContext, manifest: Any, at: tuple[Any, ...]) -> I
 def stream_schema_diagnostics(doc: Document, kind: str) -> list[Diagnostic]:
     """Schema findings of a JSON Lines document's header (its shards are checked line by line by
     the manifest rule below); only dataset manifests are written as JSON Lines."""
-    from reprogate.validate.schema_check import schema_diagnostics
+    from reprogate.core.schema_check import schema_diagnostics
 
     if kind != "DatasetManifest":
         return [Diagnostic(doc.path, f"a {kind} cannot be written as JSON Lines; only dataset manifests are", "jsonl-kind", location=Location(1, 1))]
@@ -114,7 +114,6 @@ def streamed_findings(ctx: RuleContext, lines: ShardLines) -> Iterator[Diagnosti
         yield ctx.finding(("digest",), "the manifest's digest does not match its content", "manifest-digest-mismatch", f"the content's digest is {actual}")
 
 
-@rule("DatasetManifest")
 def manifest_consistent(ctx: RuleContext) -> Iterator[Diagnostic]:
     lines = get(ctx.data, "shards")
     if isinstance(lines, ShardLines):
@@ -123,7 +122,6 @@ def manifest_consistent(ctx: RuleContext) -> Iterator[Diagnostic]:
         yield from manifest_findings(ctx, ctx.data, ())
 
 
-@rule("RunRecord")
 def inline_manifest_consistent(ctx: RuleContext) -> Iterator[Diagnostic]:
     inline = get(ctx.data, "dataset", "inline")
     if isinstance(inline, dict):

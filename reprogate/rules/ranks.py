@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from reprogate.core.diagnostics import Diagnostic
-from reprogate.rules import RuleContext, get, items, rule
+from reprogate.rules.base import RuleContext, get, items
 
 
 def _rank_coverage(ctx: RuleContext, where: tuple[Any, ...], entries: Any, world: int, what: str) -> Iterator[Diagnostic]:
@@ -26,14 +26,12 @@ def _rank_coverage(ctx: RuleContext, where: tuple[Any, ...], entries: Any, world
         yield ctx.finding(where, f"{len(entries)} entries for world size {world}: no entry for rank {shown}", f"{what}-rank-missing", f"give one entry per rank 0..{world - 1}")
 
 
-@rule("RunRecord")
 def seeds_cover_every_rank(ctx: RuleContext) -> Iterator[Diagnostic]:
     world = get(ctx.data, "execution", "world_size")
     if isinstance(world, int) and world >= 1 and isinstance(get(ctx.data, "seeds", "per_rank"), list):
         yield from _rank_coverage(ctx, ("seeds", "per_rank"), get(ctx.data, "seeds", "per_rank"), world, "seed")
 
 
-@rule("RunRecord")
 def rank_mapping_matches_shape(ctx: RuleContext) -> Iterator[Diagnostic]:
     execution = get(ctx.data, "execution")
     world = get(execution, "world_size")

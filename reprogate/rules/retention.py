@@ -11,7 +11,7 @@ import datetime
 from typing import Any, Iterator
 
 from reprogate.core.diagnostics import Diagnostic, Severity
-from reprogate.rules import RuleContext, get, rule
+from reprogate.rules.base import RuleContext, get
 from reprogate.rules.addressed import addressed_manifest
 
 
@@ -25,7 +25,6 @@ def _expired(ctx: RuleContext, value: Any) -> datetime.date | None:
     return when if when < ctx.today else None
 
 
-@rule("RunRecord")
 def dataset_retention_current(ctx: RuleContext) -> Iterator[Diagnostic]:
     manifest = addressed_manifest(ctx)
     when = _expired(ctx, get(manifest, "retention", "expires"))
@@ -36,14 +35,12 @@ def dataset_retention_current(ctx: RuleContext) -> Iterator[Diagnostic]:
     yield ctx.finding(where, f"dataset retention expired on {when.isoformat()}: the addressed bytes may be gone, so exact reproduction is no longer promised", "retention-expired", "re-pin the data and record a new reference run, or retire this record", Severity.WARNING)
 
 
-@rule("DatasetManifest")
 def manifest_retention_current(ctx: RuleContext) -> Iterator[Diagnostic]:
     when = _expired(ctx, get(ctx.data, "retention", "expires"))
     if when is not None:
         yield ctx.finding(("retention", "expires"), f"retention expired on {when.isoformat()}: the shards may be gone", "retention-expired", "", Severity.WARNING)
 
 
-@rule("RunRecord")
 def contract_lifetime_current(ctx: RuleContext) -> Iterator[Diagnostic]:
     when = _expired(ctx, get(ctx.data, "contract", "lifetime", "expires"))
     if when is not None:

@@ -20,8 +20,8 @@ from reprogate.validate.discovery import Target, discover
 from reprogate.core.documents import DEFAULT_MAX_BYTES, Document, DocumentError, display_path
 from reprogate.datasets.manifests import is_stream, load_manifest
 from reprogate.rules import RuleContext, rules_for
-from reprogate.rules.addressed import repository_root
-from reprogate.validate.schema_check import _quick_check, schema_diagnostics
+from reprogate.core.config import repository_root
+from reprogate.core.schema_check import _quick_check, schema_diagnostics
 from reprogate.core.schemas import API_VERSION, SCHEMA_FILES
 
 

@@ -210,7 +210,7 @@ def test_digest_of_unparseable_file_is_exit_2(cli: Cli, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("a: [1\n")
     result = cli("digest", "--canonical", str(bad))
-    assert result.exit_code == 2 and "line 2" in result.stderr
+    assert result.exit_code == 2 and "bad.yaml:2:" in result.stderr
 
 
 def run_installed(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:

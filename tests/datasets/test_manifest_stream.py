@@ -27,7 +27,8 @@ from reprogate.datasets.manifests import (
 )
 from reprogate.datasets.select import Walk
 from reprogate.rebuild.context import RebuildContext, RebuildOptions
-from reprogate.rebuild.stages import _fetch_dataset, dataset
+from reprogate.rebuild.stages.artifacts import copy_in
+from reprogate.rebuild.stages.dataset import dataset
 
 Cli = Callable[..., Result]
 FORMS = ("m.yaml", "m.json", "m.jsonl")
@@ -344,17 +345,18 @@ def test_a_record_pins_a_jsonl_manifest_by_its_digest(cli: Cli, project: Path) -
     assert found.exit_code == 1 and "canonical-mismatch" in found.output
 
 
-def test_rebuild_fetches_and_checks_a_jsonl_dataset(cli: Cli, data: Path, tmp_path: Path) -> None:
+def test_rebuild_dataset_stage_fetches_and_checks_a_jsonl_dataset(cli: Cli, data: Path, tmp_path: Path) -> None:
     repo = tmp_path
     manifest = repo / "data.jsonl"
     digest = build(cli, data, manifest, "--namespace", "data").output.split("digest ")[1].strip()
     record = {"dataset": {"manifest": {"path": "data.jsonl", "digest": digest}}}
     ctx = RebuildContext(repo / "record.yaml", Document("record.yaml", record, "yaml"), repo, tmp_path / "work", RebuildOptions())
-    fetched = _fetch_dataset(ctx, "data.jsonl")
-    assert fetched[0] == "data.jsonl" and "data/b/c/d.bin" in fetched and "data/tok/tokenizer.json" in fetched
-    assert dataset(ctx).status == "pass"
-    (tmp_path / "work" / "data" / "a0.bin").write_bytes(b"Zero")
-    failed = dataset(ctx)
+    copy_in(ctx, "data.jsonl")  # what the artifacts stage does with an addressed manifest
+    result = dataset(ctx)
+    assert result.status == "pass", result.detail
+    assert (tmp_path / "work" / "data" / "b" / "c" / "d.bin").is_file() and (tmp_path / "work" / "data" / "tok" / "tokenizer.json").is_file()
+    (data / "a0.bin").write_bytes(b"Zero")  # the repository's copy changed: fetched again, and caught
+    failed = dataset(RebuildContext(repo / "record.yaml", Document("record.yaml", record, "yaml"), repo, tmp_path / "work", RebuildOptions()))
     assert failed.status == "fail" and "a0.bin" in failed.detail
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from click.testing import Result
-
 from support import EXAMPLES, REPO, git
 
 Cli = Callable[..., Result]
@@ -110,7 +110,9 @@ def test_arg_default_change_moves_the_cuda_base_image(cli: Cli, repo: Path) -> N
     change(repo, lambda r: (r / "Dockerfile").write_text((r / "Dockerfile").read_text().replace("TAG=12.4.1", "TAG=12.8.0")))
     report = detect(cli, repo)
     assert [c[1] for c in found(report, "base-image")] == ["tag"]
-    assert ("Dockerfile", "changed", "CUDA base image (stage build)", "nvcr.io/nvidia/cuda:12.4.1-runtime-ubuntu22.04", "nvcr.io/nvidia/cuda:12.8.0-runtime-ubuntu22.04") in found(report, "driver")
+    driver = report["changes"]["driver"]
+    assert [(c["kind"], c["subject"], c["old"], c["new"]) for c in driver] == [("cuda", "CUDA (stage build)", "12.4.1", "12.8.0")]
+    assert driver[0]["detail"] == "minimum driver >= 550.54.14 (R550) -> >= 570.26 (R570)"
 
 
 def test_pip_lines_in_dockerfiles_and_cuda_compat_pins(cli: Cli, repo: Path) -> None:
@@ -238,3 +240,22 @@ def test_json_output_matches_its_schema(cli: Cli, repo: Path, tmp_path: Path) ->
     out = tmp_path / "detect.json"
     out.write_text(cli("detect", "--base", "HEAD~1", "--repo", str(repo), "--format", "json").output)
     assert cli("validate", str(out)).exit_code == 0
+
+
+def test_build_system_requires_is_compared_in_its_own_group(cli: Cli, repo: Path) -> None:
+    pyproject = repo / "pyproject.toml"
+    change(repo, lambda r: pyproject.write_text(pyproject.read_text() + '\n[build-system]\nrequires = ["hatchling>=1.21", "six==1.16.0"]\n'))
+    change(repo, lambda r: pyproject.write_text(pyproject.read_text().replace("hatchling>=1.21", "hatchling>=1.26")))
+    changes = detect(cli, repo)["changes"]["framework"]
+    assert [(c["subject"], c.get("group"), c["kind"], c["old"], c["new"]) for c in changes] == [("hatchling", "build-system", "version", ">=1.21", ">=1.26")]
+
+
+def test_an_image_chosen_by_a_build_argument_without_default_is_reported_unresolved(cli: Cli, repo: Path) -> None:
+    dockerfile = repo / "Dockerfile"
+    change(repo, lambda r: dockerfile.write_text(dockerfile.read_text().replace("ARG BASE=nvcr.io/nvidia/cuda\n", "ARG BASE\n")))
+    changes = detect(cli, repo)["changes"]
+    assert [(c["kind"], c["subject"]) for c in changes["base-image"]] == [("unresolved", "FROM (stage build) --platform=linux/amd64")]
+    assert "has no default" in changes["base-image"][0]["new"]
+    assert [(c["kind"], c["subject"], c["old"], c["new"]) for c in changes["driver"]] == [
+        ("cuda", "CUDA (stage build)", "12.4.1", "unresolved (the image is set by --build-arg BASE)")
+    ]

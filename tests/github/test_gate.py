@@ -32,6 +32,7 @@ if not octokit_available():
     pytest.skip("@octokit/openapi and @octokit/webhooks-examples are not installed (npm)", allow_module_level=True)
 
 from support.github_api import FakeGitHub, OpenAPI, serve, webhook  # noqa: E402
+from support.verdicts import make_verdict  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -223,7 +224,7 @@ def test_release_push_requires_a_green_reproduction(run_gate: Callable[..., Resu
     assert run_gate(event, "push").exit_code == 0
 
 
-@pytest.mark.parametrize("verdict, state", [({"verdict": "pass", "record": {"level": "bitwise"}}, "success"), ({"verdict": "fail", "diagnosis": "metric"}, "failure"), ({"verdict": "fail", "diagnosis": "preflight", "infrastructure": True}, "error")])
+@pytest.mark.parametrize("verdict, state", [(make_verdict("pass"), "success"), (make_verdict("fail", "metric"), "failure"), (make_verdict("fail", "preflight", True), "error")])
 def test_status_from_a_verdict_is_always_terminal(cli: Cli, github: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, verdict: dict[str, Any], state: str) -> None:
     path = tmp_path / "verdict.json"
     path.write_text(json.dumps(verdict))

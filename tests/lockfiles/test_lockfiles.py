@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from support import REPO
+
 from reprogate.lockfiles import LockFileError, format_for, parse_file
 
 LOCKS = REPO / "tests" / "fixtures" / "locks"
@@ -59,3 +59,43 @@ def test_formats_by_name_and_unreadable_files() -> None:
         parse_file("uv.lock", "[[package]\nname = 'x'")
     with pytest.raises(LockFileError):
         parse_file("Pipfile.lock", "{not json")
+
+
+CORPUS = REPO / "tests" / "fixtures" / "detect-corpus"
+
+
+def test_uv_groups_follow_what_reaches_a_package() -> None:
+    """Megatron-LM's real uv.lock: networkx only through torch (main), emerging-optimizers through
+    the `dev` extra and the no_pypi_wheels group, sphinx only through the docs group."""
+    groups = {p.name: p.group for p in parse_file(CORPUS / "megatron-emerging-optimizers" / "after" / "uv.lock")}
+    assert groups["networkx"] == "" and groups["torch"] == ""
+    assert groups["emerging-optimizers"] == "dev,no-pypi-wheels"
+    assert groups["sphinx"] == "docs"
+
+
+def test_requirements_options_urls_and_ranges() -> None:
+    from reprogate.lockfiles.requirements import read
+
+    parsed = read(
+        "--extra-index-url https://download.pytorch.org/whl/nightly/cu121\n-r base.txt\n-c constraints.txt\n"
+        'triton>=3.0.0,<3.4.0 ; python_version >= "3.9"  # comment\n'
+        "lightning @ git+https://github.com/Lightning-AI/lightning@71aed751f7f0ca8422ddca256e602099070f490b\n"
+        "git+https://github.com/huggingface/transformers.git@abc#egg=transformers\n-e .\n"
+        "numpy==1.26.4 \\\n    --hash=sha256:aaaa\n"
+    )
+    assert [(p.name, p.requirement, p.version) for p in parsed.packages] == [
+        ("triton", 'triton<3.4.0,>=3.0.0; python_version >= "3.9"', None),
+        ("lightning", "lightning @ git+https://github.com/Lightning-AI/lightning@71aed751f7f0ca8422ddca256e602099070f490b", None),
+        ("transformers", "transformers @ git+https://github.com/huggingface/transformers.git@abc#egg=transformers", None),
+        ("numpy", "numpy==1.26.4", "1.26.4"),
+    ]
+    assert [(o.label, o.value) for o in parsed.options] == [
+        ("--extra-index-url", "https://download.pytorch.org/whl/nightly/cu121"), ("-r", "base.txt"), ("-c", "constraints.txt"), ("-e", "."),
+    ]
+    with pytest.raises(LockFileError, match="line 2"):
+        read("six==1.16.0\nfoo==\n")
+
+
+@pytest.mark.parametrize("path", ["requirements/cuda.txt", "server/requirements_cuda.txt", "requirements-dev.in", "docs/requirements/extra.txt"])
+def test_any_file_named_for_requirements_is_one(path: str) -> None:
+    assert format_for(path).FORMAT == "pip-requirements"

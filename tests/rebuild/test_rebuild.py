@@ -26,6 +26,12 @@ def rebuild(cli: Cli, project: Path, *args: str) -> tuple[Result, dict[str, Any]
     return result, verdict
 
 
+def drill(project: Path, **variables: str) -> None:
+    """Set the example's fault-drill variables the way a record does: ranks get the record's
+    execution.env and nothing of the rebuild's own environment."""
+    edit_record(project / RECORD, lambda r: r["execution"].setdefault("env", {}).update(variables))
+
+
 def stages(verdict: dict[str, Any]) -> dict[str, str]:
     return {s["name"]: s["status"] for s in verdict["stages"]}
 
@@ -69,8 +75,39 @@ def test_world_size_outside_the_envelope_is_rejected_before_the_run(cli: Cli, pr
     assert stages(verdict)["run"] == "not-run"
 
 
+def test_bitwise_cpu_record_rebuilt_with_other_kernels_is_rejected_at_envelope(cli: Cli, project: Path) -> None:
+    """The envelope asks for AVX2 kernels while execution.env pins the baseline ones (what every
+    x86-64 CPU runs, so the outcome does not depend on this machine): the envelope says so first,
+    naming both capabilities and the way out."""
+    edit_record(project / RECORD, lambda r: r["contract"]["envelope"]["cpu"].update(capability=["avx2"]))
+    result, verdict = rebuild(cli, project)
+    assert result.exit_code == 1 and verdict["diagnosis"] == "envelope" and stages(verdict)["run"] == "not-run"
+    detail = next(s["detail"] for s in verdict["stages"] if s["name"] == "envelope")
+    assert "needs torch's avx2 CPU kernels" in detail and "would use default" in detail
+    assert "ATEN_CPU_CAPABILITY=default" in detail and "behavioral contract" in detail
+    assert verdict["environment"]["cpu_capability"] == "default"
+
+
+def test_the_example_rebuilds_whatever_kernels_the_runner_asks_for(cli: Cli, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """AVX-512 and MKL's AVX2 path set on the runner do not reach the ranks (they get the rank
+    allowlist and the record's execution.env, which pins the portable kernels), so the digests match."""
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx512")
+    monkeypatch.setenv("MKL_CBWR", "AVX2")
+    result, verdict = rebuild(cli, project)
+    assert result.exit_code == 0, result.output
+    assert stages(verdict)["model-state"] == "pass" and verdict["environment"]["cpu_capability"] == "default"
+    assert "torch CPU kernels default, MKL_CBWR COMPATIBLE" in verdict["claim"]["text"]
+
+
+def test_record_whose_seed_disagrees_with_its_reference_is_rejected_before_the_run(cli: Cli, project: Path) -> None:
+    edit_record(project / RECORD, lambda r: r["seeds"].update({"global": 2}))
+    result, verdict = rebuild(cli, project)
+    assert result.exit_code == 1 and verdict["diagnosis"] == "envelope" and stages(verdict)["batches"] == "not-run"
+    assert "made with seed 1 (its meta, rank 0); the record says 2" in next(s["detail"] for s in verdict["stages"] if s["name"] == "envelope")
+
+
 def test_perturbation_is_caught_bitwise_at_model_state_at_that_step(cli: Cli, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EXAMPLE_PERTURB_STEP", "7")
+    drill(project, EXAMPLE_PERTURB_STEP="7")
     _, verdict = rebuild(cli, project)
     assert verdict["diagnosis"] == "model-state"
     assert next(s["detail"] for s in verdict["stages"] if s["name"] == "model-state").startswith("step 7, rank 0")
@@ -79,7 +116,7 @@ def test_perturbation_is_caught_bitwise_at_model_state_at_that_step(cli: Cli, pr
 
 def test_perturbation_is_caught_behaviorally_at_steps(cli: Cli, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     edit_record(project / RECORD, lambda r: r["contract"].update(level="behavioral", tolerance={"abs": 1e-4, "rel": 1e-4}))
-    monkeypatch.setenv("EXAMPLE_PERTURB_STEP", "7")
+    drill(project, EXAMPLE_PERTURB_STEP="7")
     _, verdict = rebuild(cli, project)
     assert verdict["diagnosis"] == "steps" and stages(verdict)["model-state"] == "skipped"
     detail = next(s["detail"] for s in verdict["stages"] if s["name"] == "steps")
@@ -95,7 +132,7 @@ def test_behavioral_rebuild_passes_within_tolerance(cli: Cli, project: Path) -> 
 
 
 def test_metric_shift_beyond_the_interval_is_diagnosed_at_metric(cli: Cli, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EXAMPLE_METRIC_SHIFT", "0.05")
+    drill(project, EXAMPLE_METRIC_SHIFT="0.05")
     result, verdict = rebuild(cli, project)
     assert result.exit_code == 1 and verdict["diagnosis"] == "metric"
     assert stages(verdict)["steps"] == "pass"  # training was identical; only the metric moved
@@ -106,7 +143,7 @@ def test_metric_shift_beyond_the_interval_is_diagnosed_at_metric(cli: Cli, proje
 
 
 def test_crashing_entrypoint_is_diagnosed_at_run_with_its_log_tail(cli: Cli, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EXAMPLE_CRASH_STEP", "3")
+    drill(project, EXAMPLE_CRASH_STEP="3")
     result, verdict = rebuild(cli, project)
     assert verdict["diagnosis"] == "run"
     run_stage = next(s for s in verdict["stages"] if s["name"] == "run")

@@ -281,3 +281,32 @@ def test_behaviour_variables_are_not_mistaken_for_secrets(drill: Path) -> None:
 
     edit_record(drill, change)
     assert errors(drill) == []
+
+
+# the record against its reference trace's meta --------------------------------------------------
+
+TINY = Path("tiny") / "records" / "tiny.yaml"
+
+
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        (lambda r: r["seeds"].update({"global": 7}), "trace-meta-seed"),
+        (lambda r: (r["execution"].update(world_size=1, ranks_per_node=1), r["contract"]["envelope"].update(world_sizes=[1])), "trace-meta-world-size"),
+        (lambda r: r["contract"]["envelope"]["cpu"].update(capability=["avx512"]), "trace-meta-cpu-capability"),
+        (lambda r: r["contract"]["envelope"]["cpu"].update(mkl_cbwr=["AUTO"]), "trace-meta-mkl-cbwr"),
+    ],
+)
+def test_record_disagreeing_with_its_reference_trace_meta_fails_validate(project: Path, change: Any, code: str) -> None:
+    record = project / TINY
+    assert errors(record) == []
+    edit_record(record, change)
+    assert errors(record) == [code]
+
+
+def test_reference_trace_meta_names_the_trace_and_both_values(cli: Any, project: Path) -> None:
+    record = project / TINY
+    edit_record(record, lambda r: r["seeds"].update({"global": 7}))
+    result = cli("validate", str(record))
+    assert result.exit_code == 1
+    assert "tiny/reference/trace.jsonl was made with seed 1 (its meta, rank 0); the record says 7" in result.output

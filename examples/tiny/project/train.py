@@ -11,6 +11,7 @@ Fault drills (used by reprogate's tests, harmless otherwise):
 """
 
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -54,6 +55,17 @@ def encode(path: Path, vocab: dict) -> torch.Tensor:
     return torch.tensor([vocab[ch] for ch in path.read_text(encoding="utf-8")], dtype=torch.long)
 
 
+def checked_manifest(data_dir: Path, name: str) -> dict:
+    """The dataset manifest, after checking that the files this run reads are the ones it lists:
+    the trace's meta then states the dataset the steps really saw."""
+    manifest = yaml.safe_load((data_dir / name).read_text())
+    for entry in manifest["shards"] + manifest.get("files", []):
+        found = "sha256:" + hashlib.sha256((data_dir / entry["name"]).read_bytes()).hexdigest()
+        if found != entry["checksum"]:
+            raise SystemExit(f"{entry['name']} does not match the dataset manifest {name}")
+    return manifest
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--config", required=True)
@@ -82,7 +94,9 @@ def main() -> None:
     perturb = int(os.environ.get("EXAMPLE_PERTURB_STEP", -1))
     crash = int(os.environ.get("EXAMPLE_CRASH_STEP", -1))
 
-    tracer = Tracer(every=config["trace"]["every"], tensors=config["trace"]["tensors"], model=model, meta={"seed": seed, "steps": steps})
+    manifest = checked_manifest(data_dir, config["data"]["manifest"])
+    trace = config["trace"]
+    tracer = Tracer(every=trace["every"], tensors=trace["tensors"], model=model, config=config, dataset_manifest=manifest, meta={"steps": steps})
     step = 0
     batches = iter(loader)
     while step < steps:

@@ -1,0 +1,1 @@
+"""Retention review: do the artifacts records address still resolve, and have their dates passed?"""

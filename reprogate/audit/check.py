@@ -1,0 +1,159 @@
+"""`reprogate audit`: do the artifacts a record addresses still resolve, and have its dates passed?
+
+A record is only as good as what it points to. For every record (or a reproducible sample of
+them: the runbook's monthly sample) this checks: the pinned image and base images still exist in
+their registry; in-repository artifacts (trace, checkpoint, lock files, preflight output) exist
+and match their checksums; http(s) artifacts still answer a HEAD; the dataset's retention and the
+contract's lifetime have not expired. Schemes reprogate cannot reach (s3://,
+gs://, hf://) are listed as not checked, never counted as present.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from reprogate.core.diagnostics import ExitCode
+
+
+@dataclass
+class AuditResult:
+    lines: list[str] = field(default_factory=list)
+    missing: int = 0
+    expired: int = 0
+    unreachable: int = 0
+    unchecked: int = 0
+
+    @property
+    def code(self) -> ExitCode:
+        if self.missing or self.expired:
+            return ExitCode.FAILED
+        return ExitCode.INFRA if self.unreachable else ExitCode.OK
+
+
+def _file_refs(data: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every object pairing an in-repository path with a checksum: traces, checkpoints, lock
+    files, preflight output, generator states."""
+    if isinstance(data, dict):
+        if isinstance(data.get("path"), str) and isinstance(data.get("checksum"), str):
+            yield path, data
+        for key, value in data.items():
+            yield from _file_refs(value, f"{path}.{key}" if path else key)
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            yield from _file_refs(value, f"{path}[{i}]")
+
+
+def sample(records: list[Path], size: int | None, seed: int) -> list[Path]:
+    """A reproducible sample: the same records, seed and size always pick the same records."""
+    import random
+
+    ordered = sorted(records, key=lambda p: p.as_posix())
+    if size is None or size >= len(ordered):
+        return ordered
+    return sorted(random.Random(seed).sample(ordered, size), key=lambda p: p.as_posix())
+
+
+def _uris(data: Any, path: str = "") -> Iterator[tuple[str, str]]:
+    if isinstance(data, dict):
+        if isinstance(data.get("uri"), str):
+            yield path, data["uri"]
+        for key, value in data.items():
+            yield from _uris(value, f"{path}.{key}" if path else key)
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            yield from _uris(value, f"{path}[{i}]")
+
+
+def audit_record(record: Path, today: datetime.date, timeout: float = 10.0, retries: int = 2) -> AuditResult:
+    from reprogate.datasets.remote import Missing, Remote, Unreachable
+    from reprogate.core.documents import load_document
+    from reprogate.images.command import verify_record
+    from reprogate.images.registry import RegistryClient
+    from reprogate.core.config import repository_root
+
+    result = AuditResult()
+    data = load_document(record).data
+    name = f"{record}"
+    images = verify_record(record, False, RegistryClient(timeout=timeout, retries=retries))
+    result.lines += [f"{name}: image {line}" for line in images.stdout]
+    if images.code == ExitCode.INFRA:
+        result.unreachable += 1
+    elif images.code == ExitCode.FAILED:
+        result.missing += 1
+    remote = Remote(timeout=timeout, retries=retries)
+    for where, uri in _uris(data):
+        if not uri.lower().startswith(("http://", "https://")):
+            result.unchecked += 1
+            result.lines.append(f"{name}: {where} {uri}: not checked (reprogate reaches http(s) only)")
+            continue
+        try:
+            remote.size(uri)
+            result.lines.append(f"{name}: {where} {uri}: present")
+        except Missing as exc:
+            result.missing += 1
+            result.lines.append(f"{name}: {where} {uri}: MISSING ({exc})")
+        except Unreachable as exc:
+            result.unreachable += 1
+            result.lines.append(f"{name}: {where} {uri}: unreachable ({exc})")
+    root = repository_root(record.parent)
+    for where, ref in _file_refs(data):
+        if not isinstance(ref.get("path"), str) or not isinstance(ref.get("checksum"), str):
+            continue
+        target = (root / ref["path"]).resolve()
+        if root.resolve() not in target.parents or not target.is_file():
+            result.missing += 1
+            result.lines.append(f"{name}: {where} {ref['path']}: MISSING from the repository")
+            continue
+        from reprogate.core.canonical import file_digest
+
+        if file_digest(target) != ref["checksum"]:
+            result.missing += 1
+            result.lines.append(f"{name}: {where} {ref['path']}: present, but it no longer matches its checksum")
+        else:
+            result.lines.append(f"{name}: {where} {ref['path']}: present, checksum matches")
+    retention = _retention(data, root)
+    for label, value in (("dataset retention", retention), ("contract lifetime", ((data.get("contract") or {}).get("lifetime") or {}).get("expires"))):
+        if isinstance(value, str):
+            try:
+                when = datetime.date.fromisoformat(value)
+            except ValueError:
+                continue
+            if when < today:
+                result.expired += 1
+                result.lines.append(f"{name}: {label} expired on {value}: exact reproduction is no longer promised")
+            else:
+                result.lines.append(f"{name}: {label} until {value} ({(when - today).days} days left)")
+    return result
+
+
+def _retention(data: dict[str, Any], root: Path) -> str | None:
+    from reprogate.core.documents import DocumentError
+    from reprogate.datasets.manifests import load_manifest
+
+    dataset = data.get("dataset") or {}
+    if isinstance(dataset.get("inline"), dict):
+        return (dataset["inline"].get("retention") or {}).get("expires")
+    path = (dataset.get("manifest") or {}).get("path")
+    if isinstance(path, str):
+        try:
+            manifest = load_manifest(root / path).data
+        except (DocumentError, OSError):
+            return None
+        return ((manifest or {}).get("retention") or {}).get("expires") if isinstance(manifest, dict) else None
+    return None
+
+
+def audit(records: list[Path], today: datetime.date | None = None, timeout: float = 10.0, retries: int = 2) -> AuditResult:
+    total = AuditResult()
+    for record in records:
+        one = audit_record(record, today or datetime.date.today(), timeout, retries)
+        total.lines += one.lines
+        total.missing += one.missing
+        total.expired += one.expired
+        total.unreachable += one.unreachable
+        total.unchecked += one.unchecked
+    total.lines.append(f"{len(records)} record(s) audited: {total.missing} missing, {total.expired} expired, {total.unreachable} unreachable, {total.unchecked} not checkable here")
+    return total

@@ -1,0 +1,51 @@
+"""What every command shares: the format option, and the one place results are emitted and
+errors caught.
+
+A command function returns a CommandResult or raises a ReprogateError; `finish` prints either
+through output/emit.py and exits with the code, so no command decides twice how to fail. Reading
+or writing a file can still fail underneath any command (a FIFO, a full disk): those OSErrors
+end here too, as exit 2 (the input) or 3 (the machine), never as a traceback.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+from typing import Callable, NoReturn
+
+import click
+
+from reprogate.core.diagnostics import ExitCode
+from reprogate.core.errors import ReprogateError
+from reprogate.output.result import CommandResult
+
+FORMATS = click.Choice(["text", "json", "github"])
+MACHINE_ERRNOS = {errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EROFS, errno.ENOMEM}
+
+
+def format_option(default: str = "text") -> Callable[[Callable[..., None]], Callable[..., None]]:
+    return click.option("--format", "fmt", type=FORMATS, default=default, show_default=True, help="Output format: text for people, json for tools, github for workflow logs.")
+
+
+def finish(work: Callable[[], CommandResult], fmt: str = "text", command: str = "") -> NoReturn:
+    """Run a command function, print its result (or its refusal) and exit with its code."""
+    from reprogate.core.redact import register_environment
+    from reprogate.output.emit import emit
+
+    register_environment(os.environ)  # the runner's own secrets are redacted from every output
+    prefix = f"reprogate {command}: " if command else "reprogate: "
+    try:
+        result = work()
+    except ReprogateError as exc:
+        lines = exc.lines()
+        result = CommandResult(exc.exit_code, stderr=[lines[0] if exc.diagnostics else prefix + lines[0], *lines[1:]])
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        code = ExitCode.INFRA if exc.errno in MACHINE_ERRNOS else ExitCode.USAGE
+        result = CommandResult(code, stderr=[f"{prefix}{where}{exc.strerror or exc}"])
+    except KeyboardInterrupt:
+        click.echo(f"{prefix}interrupted", err=True)
+        sys.exit(130)
+    emit(result, fmt, click.echo, lambda line: click.echo(line, err=True))
+    sys.exit(int(result.code))

@@ -1,0 +1,63 @@
+"""`reprogate gate` and `reprogate github status|dispatch|comment`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from reprogate.cli.common import finish, format_option
+
+
+@click.command()
+@click.option("--repo", type=click.Path(file_okay=False, exists=True, path_type=Path), default=Path("."), show_default=True, help="The checked-out repository (fetch-depth: 0).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None, help="The .reprogate.yaml (default: found from --repo upward).")
+@format_option("github")
+def gate(repo: Path, config_path: Path | None, fmt: str) -> None:
+    """Pull-request flow: validate, detect, dispatch, pending status."""
+    from reprogate.github.command import gate_command
+
+    finish(lambda: gate_command(repo, config_path, fmt), fmt, "gate")
+
+
+@click.group()
+def github() -> None:
+    """Single GitHub operations: status, dispatch, comment (token from GITHUB_TOKEN)."""
+
+
+@github.command("status")
+@click.option("--state", type=click.Choice(["pending", "success", "failure", "error"]), default=None, help="The state to post (or derive it with --from-verdict).")
+@click.option("--from-verdict", "verdict", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Post the terminal state of a rebuild verdict (error if the file is missing or unreadable: the rebuild never finished).")
+@click.option("--description", default="", help="Status text (cut to GitHub's 140 characters).")
+@click.option("--context", default=None, help="Status context (default from .reprogate.yaml: reprogate/reproduction).")
+@click.option("--sha", default=None, help="Commit (default GITHUB_SHA).")
+@click.option("--target-url", default=None, help="Link from the status (default: this workflow run).")
+@click.option("--comment-report", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also upsert this Markdown report as the PR comment (needs --pr).")
+@click.option("--pr", type=click.IntRange(min=1), default=None, help="Pull request number for --comment-report.")
+def github_status(state: str | None, verdict: Path | None, description: str, context: str | None, sha: str | None, target_url: str | None, comment_report: Path | None, pr: int | None) -> None:
+    """Set a commit status (and optionally the report comment)."""
+    from reprogate.github.command import status_command
+
+    finish(lambda: status_command(state, verdict, description, context, sha, target_url, comment_report, pr), "text", "github status")
+
+
+@github.command("dispatch")
+@click.option("--workflow", required=True, help="Workflow file name or id.")
+@click.option("--ref", required=True, help="Branch to run the workflow definition from (use the default branch).")
+@click.option("--input", "inputs", multiple=True, metavar="KEY=VALUE", help="Workflow input (repeatable, at most 25).")
+def github_dispatch(workflow: str, ref: str, inputs: tuple[str, ...]) -> None:
+    """Dispatch a workflow and print the run's URL when GitHub returns it."""
+    from reprogate.github.command import dispatch_command
+
+    finish(lambda: dispatch_command(workflow, ref, list(inputs)), "text", "github dispatch")
+
+
+@github.command("comment")
+@click.option("--pr", type=click.IntRange(min=1), required=True, help="Pull request number.")
+@click.option("--body-file", type=click.Path(dir_okay=False, exists=True, path_type=Path), required=True, help="Markdown body.")
+@click.option("--marker", default="<!-- reprogate:gate -->", show_default=True, help="Hidden marker that finds the comment again.")
+def github_comment(pr: int, body_file: Path, marker: str) -> None:
+    """Create or update the one reprogate comment on a pull request."""
+    from reprogate.github.command import comment_command
+
+    finish(lambda: comment_command(pr, body_file, marker), "text", "github comment")

@@ -1,0 +1,69 @@
+"""Earlier versions of a file, found in the repository's history by what the record pins.
+
+A record pins a configuration by its canonical hash and a lock file by its checksum; when the
+working tree no longer matches, the version the record meant is usually a few commits back. Finding
+it lets a diagnosis say *which keys* of a configuration changed, and lets the reference
+environment be realized from the pinned lock file after a pull request changed it. Bounded: at
+most LIMIT commits are read, and a shallow clone simply finds nothing.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any, Callable
+
+LIMIT = 200
+
+
+def _git(repo: Path, *args: str) -> bytes | None:
+    try:
+        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def find_version(repo: Path, path: str, matches: Callable[[bytes], bool], limit: int = LIMIT) -> tuple[str, bytes] | None:
+    """(commit, content) of the newest version of `path` for which `matches(content)` holds."""
+    listing = _git(repo, "log", f"-n{limit}", "--format=%H", "--", path)
+    if not listing:
+        return None
+    seen: set[bytes] = set()
+    for commit in listing.decode().split():
+        content = _git(repo, "show", f"{commit}:{path}")
+        if content is None or content in seen:
+            continue
+        seen.add(content)
+        if matches(content):
+            return commit, content
+    return None
+
+
+def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    """{"train.lr": 0.01, "model.layers[2]": ...}: every leaf of a document by its path."""
+    if isinstance(data, dict):
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    if isinstance(data, list):
+        out = {}
+        for i, value in enumerate(data):
+            out.update(flatten(value, f"{prefix}[{i}]"))
+        return out
+    return {prefix: data}
+
+
+def key_changes(before: Any, after: Any, limit: int = 8) -> list[str]:
+    """The leaves that differ, as `key: old -> new` (added and removed keys too)."""
+    old, new = flatten(before), flatten(after)
+    lines = []
+    for key in sorted(old.keys() | new.keys()):
+        if key not in new:
+            lines.append(f"{key}: removed (was {old[key]!r})")
+        elif key not in old:
+            lines.append(f"{key}: added ({new[key]!r})")
+        elif old[key] != new[key]:
+            lines.append(f"{key}: {old[key]!r} -> {new[key]!r}")
+    return lines[:limit] + ([f"... {len(lines) - limit} more"] if len(lines) > limit else [])

@@ -1,0 +1,72 @@
+"""Every rank on this machine, rendezvous on loopback: the launcher of a one-node rebuild."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Mapping
+
+from reprogate.core.errors import UsageError
+from reprogate.rebuild.launchers.base import Shape
+from reprogate.rebuild.realizers.base import RankProcess, Realized
+
+NAME = "local"
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on now (the kernel's choice), for a rendezvous."""
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def torchrun_environment(rank: int, local_rank: int, world_size: int, local_world_size: int, node_rank: int, master_addr: str, master_port: int) -> dict[str, str]:
+    """The variables torchrun sets for a rank, which training scripts read."""
+    return {
+        "RANK": str(rank),
+        "LOCAL_RANK": str(local_rank),
+        "WORLD_SIZE": str(world_size),
+        "LOCAL_WORLD_SIZE": str(local_world_size),
+        "GROUP_RANK": str(node_rank),
+        "NODE_RANK": str(node_rank),
+        "MASTER_ADDR": master_addr,
+        "MASTER_PORT": str(master_port),
+    }
+
+
+class LocalGroup:
+    def __init__(self, processes: dict[int, RankProcess]) -> None:
+        self.processes = processes
+
+    def poll(self) -> dict[int, int | None]:
+        return {rank: process.poll() for rank, process in self.processes.items()}
+
+    def where(self, rank: int) -> str:
+        return "this machine"
+
+    @property
+    def nodes(self) -> list[str]:
+        return [socket.gethostname()]
+
+    def stop(self) -> None:
+        for process in self.processes.values():
+            process.kill()
+
+
+class LocalLauncher:
+    name = NAME
+
+    def start(self, realized: Realized, argv: list[str], env: Mapping[str, str], shape: Shape, cwd: Path, logs: Path) -> LocalGroup:
+        if shape.nodes != 1:
+            raise UsageError(f"the record's shape is {shape.nodes} nodes; the local launcher runs one", hint="rebuild with --launcher slurm (or kubernetes), or the envelope rejects the run")
+        port = free_port()
+        processes: dict[int, RankProcess] = {}
+        group = LocalGroup(processes)
+        try:
+            for rank in range(shape.world_size):
+                rank_env = {**env, **torchrun_environment(rank, rank, shape.world_size, shape.world_size, 0, "127.0.0.1", port)}
+                processes[rank] = realized.spawn(argv, rank_env, cwd, logs / f"rank{rank}.log")
+        except BaseException:
+            group.stop()
+            raise
+        return group

@@ -1,0 +1,80 @@
+"""What a realizer is: it turns a record (and the checked-out tree) into a place to run ranks.
+
+A rebuild realizes either the environment the record pins (`reference`) or the one the checked-out
+tree declares (`candidate`: the pull request's lock file, its Dockerfile built into an image, a
+new image reference). The result, a Realized environment, can start processes inside itself and
+says what it is (facts for the envelope, the claim and the rebuild record).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Protocol
+
+from reprogate.core.errors import CheckFailed
+
+ENVIRONMENTS = ("reference", "candidate")
+
+
+class RealizeFailed(CheckFailed):
+    """The environment could not be built or fetched (a build error, a missing image); the
+    digest stage fails with this message and, where there is one, a log tail."""
+
+    def __init__(self, message: str, log_tail: str = "", hint: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.log_tail = log_tail
+
+
+@dataclass
+class RealizeRequest:
+    """What a realizer gets: the record, where the repository is, and which environment."""
+
+    data: dict[str, Any]  # the record
+    root: Path  # the checked-out repository
+    workdir: Path  # the rebuild's empty work folder (shared with the ranks)
+    environment: str  # reference or candidate
+    cache: Path  # where realizers keep what they may reuse (venvs by lock digest)
+    runtime: Path  # the injected reprogate runtime (mounted read-only where the realizer can)
+    image: str | None = None  # --image: run this image instead of the record's
+
+
+class RankProcess(Protocol):
+    """One started rank: enough to wait for it and to end it."""
+
+    def poll(self) -> int | None: ...
+
+    def kill(self) -> None: ...
+
+
+class Realized(Protocol):
+    """A place to run the entrypoint's ranks."""
+
+    kind: str  # container, venv or current
+    python: str  # the interpreter inside, as a path valid there
+    facts: dict[str, Any]  # identity: image id and digests, lock digest, python, engine ...
+
+    def spawn(self, argv: list[str], env: Mapping[str, str], cwd: Path, log: Path) -> RankProcess:
+        """Start argv inside the environment with exactly `env`, output to `log`."""
+        ...
+
+    def command(self, argv: list[str], env: Mapping[str, str], cwd: Path) -> list[str]:
+        """argv as a command line another launcher (a scheduler) can run on a node."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Realizer(Protocol):
+    name: str
+
+    def realize(self, request: RealizeRequest) -> Realized: ...
+
+
+@dataclass
+class Choice:
+    """Which realizer a record asks for, and why (the claim repeats the reason)."""
+
+    name: str
+    reason: str
+    notes: list[str] = field(default_factory=list)

@@ -1,0 +1,279 @@
+"""The record's image, run through the Docker Engine API (Docker, or Podman's compatible socket).
+
+- `reference`: pull the image by the digest the record pins, then ask the engine which image it
+  holds: the pinned digest must be among its RepoDigests. A digest the registry no longer has
+  fails the digest stage (exit 1); a registry or engine that cannot be reached is exit 3.
+- `candidate`: when the record names a build recipe (source.build_recipe, a Dockerfile), build
+  it from the checked-out tree — the pull request's Dockerfile — and run the image the engine
+  built, by its ID; a failed build fails the stage with the build log's tail (redacted). Without
+  a recipe, the image the tree's record pins is pulled, as for `reference`. `--image REF` runs
+  that image instead, still verified by the engine.
+
+Ranks run as one container each, on the host network (gloo and NCCL rendezvous on loopback or
+the node's interfaces), with the work folder mounted at the same path and the injected reprogate
+runtime mounted read-only; they get exactly the environment the rebuild hands them, GPUs through
+device requests when the record has GPUs, and no Docker credentials or host variables.
+The engine is DOCKER_HOST (or the default socket); `docker` is the `reprogate[docker]` extra.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+from reprogate.core.errors import InfrastructureError, UsageError
+from reprogate.core.redact import redact
+from reprogate.rebuild.realizers.base import RealizeFailed, RealizeRequest
+
+NAME = "container"
+LABEL = "io.reprogate.rebuild"
+ENGINE_TIMEOUT = 60
+
+
+def engine() -> Any:
+    """A client for DOCKER_HOST (or the default socket) that has answered a ping."""
+    where = os.environ.get("DOCKER_HOST") or "the default Docker socket (set DOCKER_HOST for Podman: unix:///run/podman/podman.sock)"
+    try:
+        import docker
+    except ImportError:
+        raise InfrastructureError("the container realizer needs the docker package: pip install 'reprogate[docker]'") from None
+    try:
+        client = docker.from_env(timeout=ENGINE_TIMEOUT)
+        client.ping()
+    except Exception as exc:  # noqa: BLE001 - the SDK raises several kinds for an absent engine
+        raise InfrastructureError(f"no container engine answers at {where} ({type(exc).__name__})", hint="start Docker or `podman system service`, and point DOCKER_HOST at its socket") from None
+    return client
+
+
+def _engine_name(client: Any) -> str:
+    try:
+        version = client.version()
+    except Exception:  # noqa: BLE001
+        return "unknown engine"
+    components = version.get("Components") or []
+    name = components[0].get("Name") if components and isinstance(components[0], dict) else "Docker Engine"
+    return f"{name} {version.get('Version', '')}".strip()
+
+
+class ContainerProcess:
+    """One rank's container; its output is copied into the rank's log when it ends."""
+
+    def __init__(self, container: Any, log: Path) -> None:
+        self.container = container
+        self.log = log
+        self.code: int | None = None
+        self._last = 0.0
+
+    def poll(self) -> int | None:
+        if self.code is not None:
+            return self.code
+        now = time.monotonic()
+        if now - self._last < 0.2:  # an API call per poll: keep it cheap
+            return None
+        self._last = now
+        try:
+            self.container.reload()
+        except Exception:  # noqa: BLE001 - removed under us: treat as killed
+            self.code = 137
+            return self.code
+        state = self.container.attrs.get("State") or {}
+        if state.get("Status") in ("exited", "dead"):
+            self.code = int(state.get("ExitCode", 1))
+            self._save_log()
+        return self.code
+
+    def kill(self) -> None:
+        if self.code is None:
+            try:
+                self.container.kill()
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+            self.code = 137
+            self._save_log()
+
+    def _save_log(self) -> None:
+        try:
+            data = self.container.logs(stdout=True, stderr=True)
+        except Exception:  # noqa: BLE001
+            data = b""
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        self.log.write_bytes(data)
+
+    @property
+    def image_id(self) -> str:
+        return str(self.container.attrs.get("Image", ""))
+
+
+class ContainerEnvironment:
+    kind = NAME
+
+    def __init__(self, client: Any, image_id: str, request: RealizeRequest, facts: dict[str, Any], mounts: dict[str, str], gpus: bool) -> None:
+        self.client = client
+        self.image_id = image_id
+        self.python = "python"  # the image's own, found on its PATH
+        self.facts = facts
+        self.mounts = mounts  # host path -> mode; mounted at the same path inside
+        self.gpus = gpus
+        self.started: list[ContainerProcess] = []
+        self.run_label = f"{os.getpid()}-{int(time.time())}"
+
+    def spawn(self, argv: list[str], env: Mapping[str, str], cwd: Path, log: Path) -> ContainerProcess:
+        import docker
+
+        inside = {k: v for k, v in env.items() if k not in ("PATH", "HOME", "VIRTUAL_ENV")}  # the image's own
+        requests = [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])] if self.gpus else None
+        try:
+            container = self.client.containers.run(
+                self.image_id,
+                command=list(argv),
+                environment=inside,
+                working_dir=str(cwd),
+                volumes={host: {"bind": host, "mode": mode} for host, mode in self.mounts.items()},
+                network_mode="host",
+                detach=True,
+                labels={LABEL: self.run_label},
+                device_requests=requests,
+            )
+        except Exception as exc:  # noqa: BLE001
+            raise InfrastructureError(f"the engine could not start a container from {self.image_id[:19]}: {redact(str(exc))[:300]}") from None
+        process = ContainerProcess(container, log)
+        self.started.append(process)
+        return process
+
+    def command(self, argv: list[str], env: Mapping[str, str], cwd: Path) -> list[str]:
+        """The same container as an engine command line, for a scheduler running it on a node."""
+        cli = os.environ.get("REPROGATE_CONTAINER_CLI", "docker")
+        line = [cli, "run", "--rm", "--network", "host", "-w", str(cwd)]
+        for host, mode in self.mounts.items():
+            line += ["-v", f"{host}:{host}:{mode}"]
+        for key, value in env.items():
+            if key not in ("PATH", "HOME", "VIRTUAL_ENV"):
+                line += ["-e", f"{key}={value}"]
+        if self.gpus:
+            line += ["--gpus", "all"]
+        return [*line, self.image_id, *argv]
+
+    def close(self) -> None:
+        for process in self.started:
+            try:
+                process.kill()
+                process.container.remove(force=True)
+            except Exception:  # noqa: BLE001 - best effort: the label finds leftovers
+                pass
+
+
+class ContainerRealizer:
+    name = NAME
+
+    def realize(self, request: RealizeRequest) -> ContainerEnvironment:
+        client = engine()
+        container = request.data.get("container") or {}
+        recipe = (request.data.get("source") or {}).get("build_recipe")
+        facts: dict[str, Any] = {"realizer": NAME, "engine": _engine_name(client), "docker_host": os.environ.get("DOCKER_HOST", "default socket")}
+        log = request.workdir / "logs" / "realize-container.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        if request.image:
+            image_id = self._pull(client, request.image, None, facts, log)
+            facts["image_source"] = f"--image {request.image}"
+        elif request.environment == "candidate" and isinstance(recipe, dict) and recipe.get("path"):
+            image_id = self._build(client, request, str(recipe["path"]), facts, log)
+        else:
+            if not container.get("digest"):
+                raise UsageError("the record declares a container without a digest to pull")
+            name = f"{container['registry']}/{container['repository']}"
+            image_id = self._pull(client, f"{name}@{container['digest']}", container["digest"], facts, log)
+            facts["image_source"] = "the record's pinned digest"
+        facts["image_id"] = image_id
+        gpus = bool((request.data.get("devices") or {}).get("gpus")) if isinstance(request.data.get("devices"), dict) else False
+        mounts = {str(request.workdir.resolve()): "rw", str(request.runtime.resolve()): "ro"}
+        return ContainerEnvironment(client, image_id, request, facts, mounts, gpus)
+
+    @staticmethod
+    def _pull(client: Any, reference: str, pinned: str | None, facts: dict[str, Any], log: Path) -> str:
+        import docker
+
+        name, _, digest = reference.partition("@")
+        repository, tag = (name, digest) if digest else (name.rsplit(":", 1)[0], name.rsplit(":", 1)[1] if ":" in name.rsplit("/", 1)[-1] else "latest")
+        messages: list[str] = []
+        errors: list[str] = []
+        try:
+            for event in client.api.pull(repository, tag=tag, stream=True, decode=True):
+                if isinstance(event, dict):
+                    detail = event.get("errorDetail") if isinstance(event.get("errorDetail"), dict) else {}
+                    error = event.get("error") or detail.get("message")
+                    if error:
+                        errors.append(str(error))
+                        break
+                    messages.append(str(event.get("status") or ""))
+        except docker.errors.NotFound as exc:
+            raise RealizeFailed(f"{reference}: the registry does not have it (deleted or garbage-collected): {redact(str(exc.explanation or exc))[:300]}") from None
+        except docker.errors.APIError as exc:
+            raise _pull_error(reference, str(exc.explanation or exc)) from None
+        except Exception as exc:  # noqa: BLE001 - connection to the engine broke
+            raise InfrastructureError(f"pulling {reference}: {type(exc).__name__}: {redact(str(exc))[:200]}") from None
+        log.write_text("\n".join(redact(m) for m in messages + errors if m) + "\n", encoding="utf-8")
+        if errors:
+            raise _pull_error(reference, errors[-1])
+        try:
+            image = client.images.get(reference)
+        except Exception as exc:  # noqa: BLE001
+            raise RealizeFailed(f"{reference}: pulled, but the engine does not list it ({type(exc).__name__})") from None
+        repo_digests = list(image.attrs.get("RepoDigests") or [])
+        facts["repo_digests"] = repo_digests
+        if pinned:
+            if not any(d.endswith(pinned) for d in repo_digests):
+                raise RealizeFailed(f"the engine holds {image.id[:19]} for {reference}, whose repo digests {repo_digests or '[]'} do not include the pinned {pinned}")
+            facts["digest_verified_by_engine"] = pinned
+        return str(image.id)
+
+    @staticmethod
+    def _build(client: Any, request: RealizeRequest, recipe: str, facts: dict[str, Any], log: Path) -> str:
+        import docker
+
+        dockerfile = (request.root / recipe).resolve()
+        if not dockerfile.is_file():
+            raise UsageError(f"{recipe}: the build recipe the record names is not in this checkout")
+        context = dockerfile.parent
+        lines: list[str] = []
+        image_id = ""
+        started = time.monotonic()
+        try:
+            for event in client.api.build(path=str(context), dockerfile=dockerfile.name, rm=True, forcerm=True, decode=True, pull=False, labels={LABEL: "candidate"}):
+                if not isinstance(event, dict):
+                    continue
+                if event.get("stream"):
+                    lines.extend(str(event["stream"]).splitlines())
+                if event.get("error"):
+                    lines.append(str(event["error"]))
+                    tail = redact("\n".join(lines[-20:]))
+                    log.write_text(redact("\n".join(lines)) + "\n", encoding="utf-8")
+                    raise RealizeFailed(f"building {recipe} failed: {redact(str(event['error']))[:300]}", log_tail=tail)
+                aux = event.get("aux")
+                if isinstance(aux, dict) and aux.get("ID"):
+                    image_id = str(aux["ID"])
+        except docker.errors.BuildError as exc:
+            raise RealizeFailed(f"building {recipe} failed: {redact(str(exc))[:300]}", log_tail=redact("\n".join(lines[-20:]))) from None
+        except docker.errors.APIError as exc:
+            raise RealizeFailed(f"building {recipe} failed: {redact(str(exc.explanation or exc))[:300]}", log_tail=redact("\n".join(lines[-20:]))) from None
+        log.write_text(redact("\n".join(lines)) + "\n", encoding="utf-8")
+        if not image_id:  # older engines report only "Successfully built <id>"
+            found = re.findall(r"Successfully built ([0-9a-f]{12,64})", "\n".join(lines)) or re.findall(r"^([0-9a-f]{64})$", "\n".join(lines), re.M)
+            if not found:
+                raise RealizeFailed(f"building {recipe}: the engine did not report the image it built", log_tail=redact("\n".join(lines[-20:])))
+            image_id = found[-1]
+        image = client.images.get(image_id)
+        facts.update({"image_source": f"built from {recipe} in this checkout", "build_seconds": round(time.monotonic() - started, 3), "built_from": recipe})
+        return str(image.id)
+
+
+def _pull_error(reference: str, message: str) -> Exception:
+    text = redact(message)[:300]
+    lowered = text.lower()
+    if any(word in lowered for word in ("connection refused", "no such host", "i/o timeout", "tls handshake", "dial tcp", "timeout")):
+        return InfrastructureError(f"pulling {reference}: the registry does not answer ({text})")
+    if any(word in lowered for word in ("manifest unknown", "not found", "does not exist", "name unknown", "manifest_unknown")):
+        return RealizeFailed(f"{reference}: the registry no longer has this image ({text})", hint="the pinned digest was deleted or garbage-collected: exact reproduction is no longer possible; promote a new baseline")
+    return InfrastructureError(f"pulling {reference}: {text}")

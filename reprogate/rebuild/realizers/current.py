@@ -1,0 +1,41 @@
+"""The interpreter reprogate itself runs in, used only when the record says so.
+
+A record that declares `job.environment.realizer: current` says its reference ran in the same
+Python environment as reprogate (a quick local check, the tiny example). The claim says so in
+words: nothing about the environment was rebuilt, so a lock-file change is not exercised here.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+from reprogate.rebuild.realizers.base import RealizeRequest
+from reprogate.rebuild.realizers.local import LocalProcess
+
+NAME = "current"
+
+
+class CurrentEnvironment:
+    kind = NAME
+
+    def __init__(self) -> None:
+        self.python = sys.executable
+        self.facts: dict[str, Any] = {"realizer": NAME, "python_executable": sys.executable, "description": "the Python environment reprogate runs in (nothing was rebuilt)"}
+
+    def spawn(self, argv: list[str], env: Mapping[str, str], cwd: Path, log: Path) -> LocalProcess:
+        return LocalProcess(argv, env, cwd, log)
+
+    def command(self, argv: list[str], env: Mapping[str, str], cwd: Path) -> list[str]:
+        return list(argv)
+
+    def close(self) -> None:
+        pass
+
+
+class CurrentRealizer:
+    name = NAME
+
+    def realize(self, request: RealizeRequest) -> CurrentEnvironment:
+        return CurrentEnvironment()

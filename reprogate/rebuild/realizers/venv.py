@@ -1,0 +1,259 @@
+"""A fresh virtual environment from the record's lock file, made with uv.
+
+- requirements files (pip-compile / `uv pip compile` output): `uv venv` then `uv pip sync`, with
+  `--require-hashes` when the file carries hashes, so only the pinned artifacts install;
+- `uv.lock`: `uv sync --frozen` into the venv (UV_PROJECT_ENVIRONMENT), never re-resolving;
+- any other format (poetry.lock, Pipfile.lock, conda files) is refused with exit 2: uv cannot
+  install it faithfully, and a near miss would be a different environment.
+
+`reference` installs the lock file the record pins (the tree's copy must still match its
+checksum); `candidate` installs the tree's lock file as it is: the pull request's change.
+
+Venvs are cached by the digest of the lock file, the Python version and uv's version, so a second
+rebuild of the same lock takes seconds. Training code is untrusted (a pull request's), so a cached
+venv is made read-only after it is built, fingerprinted (fingerprint() below), and reused only if
+the fingerprint still matches — a venv a rank managed to change is thrown away and rebuilt.
+Bytecode is compiled up front so a read-only venv imports as fast as a writable one.
+
+Indexes: UV_* settings win; otherwise the index URL, extra index URLs and find-links pip is
+configured with (`pip config list`, PIP_* variables) are passed on, with pip's way of weighing
+every index alike, so a machine set up for pip resolves the same wheels (uv does not read pip's
+configuration itself). With a hashed lock, only the pinned artifacts can install either way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+from reprogate.core.errors import InfrastructureError, UsageError
+from reprogate.core.redact import redact
+from reprogate.rebuild.realizers.base import RealizeFailed, RealizeRequest
+from reprogate.rebuild.realizers.local import LocalProcess
+
+NAME = "venv"
+INSTALLABLE = {"pip-requirements": "requirements", "uv": "uv.lock"}
+UV_TIMEOUT = 1800.0
+
+
+def uv_binary() -> str:
+    """uv from the PATH, else the one installed beside this interpreter (pip install uv)."""
+    found = shutil.which("uv") or str(Path(sys.executable).parent / "uv")
+    if not Path(found).exists():
+        raise InfrastructureError("uv is not installed: pip install uv (the venv realizer builds environments with it)")
+    return found
+
+
+def _lock_format(entry: dict[str, Any]) -> str:
+    declared = entry.get("format")
+    if isinstance(declared, str):
+        return declared
+    name = Path(str(entry.get("path", ""))).name
+    if name == "uv.lock":
+        return "uv"
+    if name.endswith((".txt", ".in")) or name.startswith("requirements"):
+        return "pip-requirements"
+    return "other"
+
+
+def choose_lock(data: dict[str, Any]) -> dict[str, Any]:
+    """The lock file the venv is made from: the first one uv can install."""
+    locks = [e for e in ((data.get("source") or {}).get("lock_files") or []) if isinstance(e, dict)]
+    if not locks:
+        raise UsageError("the record pins no lock file, so there is nothing to build a venv from", hint="add source.lock_files (reprogate capture --into finds them), or declare a container")
+    for entry in locks:
+        if _lock_format(entry) in INSTALLABLE:
+            return entry
+    names = ", ".join(f"{e.get('path')} ({_lock_format(e)})" for e in locks)
+    raise UsageError(f"uv cannot install any of the record's lock files: {names}", hint="pin a requirements file (pip-compile --generate-hashes / uv pip compile --generate-hashes) or uv.lock, or declare a container")
+
+
+def pip_index_settings(env: Mapping[str, str]) -> list[str]:
+    """uv arguments for pip's configured indexes, unless UV_* settings already say where to look."""
+    if any(k in env for k in ("UV_INDEX_URL", "UV_DEFAULT_INDEX", "UV_EXTRA_INDEX_URL", "UV_INDEX", "UV_FIND_LINKS")):
+        return []
+    values: dict[str, list[str]] = {"index-url": [], "extra-index-url": [], "find-links": []}
+    try:
+        done = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, timeout=30, env={**env, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+        lines = done.stdout.splitlines() if done.returncode == 0 else []
+    except (OSError, subprocess.TimeoutExpired):
+        lines = []
+    for line in lines:
+        key, sep, value = line.partition("=")
+        name = key.rpartition(".")[2]
+        if sep and name in values:
+            values[name].extend(value.strip().strip("'\"").split())
+    for name, var in (("index-url", "PIP_INDEX_URL"), ("extra-index-url", "PIP_EXTRA_INDEX_URL"), ("find-links", "PIP_FIND_LINKS")):
+        if env.get(var):
+            values[name] = env[var].split()
+    args: list[str] = []
+    for url in dict.fromkeys(values["index-url"][:1]):
+        args += ["--index-url", url]
+    for url in dict.fromkeys(values["extra-index-url"]):
+        args += ["--extra-index-url", url]
+    for url in dict.fromkeys(values["find-links"]):
+        args += ["--find-links", url]
+    if values["extra-index-url"]:  # pip weighs every index alike; uv takes the first that has a name
+        args += ["--index-strategy", "unsafe-best-match"]
+    return args
+
+
+def _python_for(data: dict[str, Any]) -> str:
+    """The Python the reference ran (major.minor of software.python), else this interpreter's."""
+    recorded = (data.get("software") or {}).get("python") if isinstance(data.get("software"), dict) else None
+    if isinstance(recorded, str) and recorded.count(".") >= 1:
+        return ".".join(recorded.split(".")[:2])
+    return f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+COMPLETE = ".reprogate-complete"
+
+
+def fingerprint(folder: Path) -> str:
+    """What every file in a venv is, cheaply: path, size, inode and both times in nanoseconds.
+    The change time cannot be set back by a process, so a file a training script rewrote (even as
+    root, even with its modification time restored) changes the fingerprint."""
+    h = hashlib.sha256()
+    for base, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files):
+            if name == COMPLETE:
+                continue
+            path = os.path.join(base, name)
+            info = os.lstat(path)
+            h.update(f"{os.path.relpath(path, folder)}\0{info.st_size}\0{info.st_ino}\0{info.st_mtime_ns}\0{info.st_ctime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def _intact(target: Path) -> bool:
+    try:
+        stamp = json.loads((target / COMPLETE).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(stamp, dict) and stamp.get("fingerprint") == fingerprint(target)
+
+
+def _discard(folder: Path) -> None:
+    for path in [folder, *folder.rglob("*")]:
+        if path.is_dir() and not path.is_symlink():
+            path.chmod(0o755)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+class VenvEnvironment:
+    kind = NAME
+
+    def __init__(self, path: Path, facts: dict[str, Any]) -> None:
+        self.path = path
+        self.python = str(path / "bin" / "python")
+        self.facts = facts
+
+    def spawn(self, argv: list[str], env: Mapping[str, str], cwd: Path, log: Path) -> LocalProcess:
+        return LocalProcess(self.command(argv, env, cwd), {**env, "VIRTUAL_ENV": str(self.path), "PATH": f"{self.path / 'bin'}:{env.get('PATH', '')}"}, cwd, log)
+
+    def command(self, argv: list[str], env: Mapping[str, str], cwd: Path) -> list[str]:
+        if argv and Path(argv[0]).name in ("python", "python3"):
+            return [self.python, *argv[1:]]
+        return list(argv)
+
+    def close(self) -> None:
+        pass
+
+
+class VenvRealizer:
+    name = NAME
+
+    def realize(self, request: RealizeRequest) -> VenvEnvironment:
+        entry = choose_lock(request.data)
+        lock_path = request.root / str(entry["path"])
+        try:
+            content = lock_path.read_bytes()
+        except OSError as exc:
+            raise UsageError(f"{entry['path']}: cannot read the lock file ({exc.strerror})") from None
+        digest = "sha256:" + hashlib.sha256(content).hexdigest()
+        origin = "the checkout"
+        if request.environment == "reference" and digest != entry.get("checksum"):
+            content, origin = self._pinned_lock(request, entry, digest)
+            digest = str(entry.get("checksum"))
+            lock_path = request.workdir / ".reprogate" / "reference-lock" / Path(str(entry["path"])).name
+            lock_path.parent.mkdir(parents=True, exist_ok=True)
+            lock_path.write_bytes(content)
+        uv = uv_binary()
+        python = _python_for(request.data)
+        uv_version = subprocess.run([uv, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+        key = hashlib.sha256(b"\0".join([content, python.encode(), uv_version.encode(), sys.platform.encode()])).hexdigest()[:24]
+        target = request.cache / "venvs" / key
+        facts: dict[str, Any] = {"realizer": NAME, "lock_file": entry["path"], "lock_digest": digest, "lock_from": origin, "lock_format": _lock_format(entry), "python_requested": python, "uv": uv_version, "cache_key": key}
+        started = time.monotonic()
+        if _intact(target):
+            facts["cache"] = "hit"
+        else:
+            facts["cache"] = "modified: rebuilt" if target.exists() else "miss"
+            if target.exists():  # something changed a cached venv: never reuse it
+                _discard(target)
+            self._build(uv, python, lock_path, _lock_format(entry), target, request)
+        facts["seconds"] = round(time.monotonic() - started, 3)
+        return VenvEnvironment(target, facts)
+
+    @staticmethod
+    def _pinned_lock(request: RealizeRequest, entry: dict[str, Any], found: str) -> tuple[bytes, str]:
+        """The lock file the record pins, from the repository's history when the checkout has
+        another version (the pull request changed it)."""
+        from reprogate.rebuild.history import find_version
+
+        pinned = str(entry.get("checksum"))
+        version = find_version(request.root, str(entry["path"]), lambda data: "sha256:" + hashlib.sha256(data).hexdigest() == pinned)
+        if version is None:
+            raise UsageError(
+                f"{entry['path']} in this checkout is {found}, not the {pinned} the record pins, and no commit in this repository's history has the pinned version",
+                hint="rebuild with --environment candidate (what this tree declares), or fetch the history (fetch-depth: 0)",
+            )
+        commit, content = version
+        return content, f"commit {commit[:12]} (the checkout has another version)"
+
+    def _build(self, uv: str, python: str, lock: Path, fmt: str, target: Path, request: RealizeRequest) -> None:
+        building = target.with_name(f"{target.name}.building-{os.getpid()}")
+        shutil.rmtree(building, ignore_errors=True)
+        building.parent.mkdir(parents=True, exist_ok=True)
+        # Copies, not uv's default hard links into its cache: a venv must own its files, or linking
+        # the same wheel into another venv (or a chmod here) would change the files under both.
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "ACTIONS_"))}, "UV_LINK_MODE": "copy"}
+        indexes = pip_index_settings(env)
+        log = request.workdir / "logs" / "realize-venv.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        self._uv([uv, "venv", "--quiet", "--seed", "--python", python, str(building)], env, log, "uv could not create a Python " + python + " environment")
+        if fmt == "pip-requirements":
+            hashed = "--hash=" in lock.read_text(encoding="utf-8", errors="replace")
+            cmd = [uv, "pip", "sync", "--compile-bytecode", "--python", str(building / "bin" / "python"), *indexes, *(["--require-hashes"] if hashed else []), str(lock)]
+        else:
+            cmd = [uv, "sync", "--frozen", "--no-install-project", "--compile-bytecode", "--project", str(lock.parent), *indexes]
+            env = {**env, "UV_PROJECT_ENVIRONMENT": str(building)}
+        self._uv(cmd, env, log, f"uv could not install {lock.name}")
+        for path in building.rglob("*"):  # read-only: nothing a rank does changes the cached venv
+            if path.is_file() and not path.is_symlink():
+                path.chmod(path.stat().st_mode & ~0o222)
+        (building / COMPLETE).write_text(json.dumps({"lock": lock.name, "fingerprint": fingerprint(building)}) + "\n")
+        try:
+            building.rename(target)
+        except OSError:  # another rebuild finished the same venv first
+            _discard(building)
+
+    @staticmethod
+    def _uv(cmd: list[str], env: Mapping[str, str], log: Path, what: str) -> None:
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, env=dict(env), timeout=UV_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            raise InfrastructureError(f"{what}: uv did not finish within {UV_TIMEOUT:g} s") from None
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(f"$ {' '.join(cmd)}\n{done.stdout}{done.stderr}\n")
+        if done.returncode != 0:
+            message = redact((done.stderr or done.stdout).strip())
+            tail = "\n".join(message.splitlines()[-15:])
+            raise UsageError(f"{what}:\n{tail}", hint="the lock file does not install here; fix the lock (uv's message above), or use a container")

@@ -1,0 +1,136 @@
+"""artifacts: fetch only what the record addresses into the empty work folder, and check the
+source tree. Shards are not fetched here: the dataset stage fetches them after the preflight has
+proved the workers (the runbook's order: prove the machine before the big download)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from reprogate.core.canonical import file_digest
+from reprogate.rebuild.context import RebuildContext, StageResult, failed, passed
+
+
+def copy_in(ctx: RebuildContext, rel: str) -> Path:
+    """Copy a repository path (file or folder) into the work folder at the same relative place."""
+    source = (ctx.root / rel).resolve()
+    if ctx.root.resolve() not in (source, *source.parents):
+        raise FileNotFoundError(f"{rel} resolves outside the repository root")
+    if not source.exists():
+        raise FileNotFoundError(f"{rel} does not exist under {ctx.root}")
+    target = ctx.workdir / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if source.is_dir():
+        shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", ".git"))
+    else:
+        shutil.copy2(source, target)
+    return target
+
+
+def artifacts(ctx: RebuildContext) -> StageResult:
+    from reprogate.rebuild.inject import runtime_folder
+
+    fetched: list[str] = []
+    tree = ctx.section("source", "tree")
+    try:
+        source_path = ctx.section("source", "path")
+        if isinstance(source_path, str):
+            if isinstance(tree, str):
+                from reprogate.core.gittree import tree_id
+
+                found = tree_id(ctx.root / source_path)
+                if found != tree:
+                    problem = _source_changes(ctx, source_path, tree, found)
+                    if problem is not None:
+                        return problem
+            copy_in(ctx, source_path)
+            fetched.append(source_path)
+        elif isinstance(ctx.section("source", "commit"), str):
+            return failed("the record pins a commit but no project folder (source.path + source.tree); this version rebuilds folders pinned by tree id", exit_code=2)
+        for rel in (ctx.section("job", "config", "path"), ctx.section("dataset", "manifest", "path"), ctx.section("source", "build_recipe", "path")):
+            if isinstance(rel, str) and rel not in fetched:
+                copy_in(ctx, rel)
+                fetched.append(rel)
+        for item in ctx.section("source", "lock_files") or []:
+            if isinstance(item, dict) and isinstance(item.get("path"), str):
+                copy_in(ctx, item["path"])
+                fetched.append(item["path"])
+        trace = ctx.section("reference", "trace")
+        if isinstance(trace, dict):
+            if "path" not in trace:
+                return failed(f"the reference trace is only at {trace.get('uri')}; this version reads reference traces from the repository", exit_code=2)
+            path = ctx.root / trace["path"]
+            if file_digest(path) != trace["checksum"]:
+                return failed(f"reference trace {trace['path']} is {file_digest(path)}, the record pins {trace['checksum']}")
+            from reprogate.runtime.trace import read_trace
+
+            ctx.reference_events = read_trace([path])
+        checkpoint = ctx.section("state", "checkpoint")
+        if isinstance(checkpoint, dict):
+            if "path" not in checkpoint:
+                return failed(f"checkpoint {checkpoint.get('id', '')} is only at {checkpoint.get('uri')}; fetching remote checkpoints is not implemented in this version", exit_code=2)
+            copy_in(ctx, checkpoint["path"])
+            fetched.append(checkpoint["path"])
+    except OSError as exc:
+        return failed(f"cannot fetch an addressed artifact: {exc}")
+    except ValueError as exc:  # an unreadable reference trace
+        return failed(f"cannot read the reference trace: {exc}")
+    ctx.fetched = fetched
+    ctx.runtime = runtime_folder(ctx.workdir / ".reprogate" / "runtime")
+    deferred = ctx.facts.get("source_changes_deferred") or {}
+    if deferred:
+        tree_note = "; the source tree differs only in files checked elsewhere: " + ", ".join(f"{path} ({owner})" for path, owner in sorted(deferred.items()))
+    else:
+        tree_note = f"; source tree {tree[:12]} matches" if isinstance(tree, str) else ""
+    return passed(f"fetched {len(fetched)} addressed artifact(s) into an empty work folder{tree_note}", fetched=fetched)
+
+
+def _source_changes(ctx: RebuildContext, folder: str, pinned: str, found: str) -> StageResult | None:
+    """Why the project folder's tree differs: the code (fail here, naming the paths), or only
+    files later stages judge — data (dataset), the configuration (config) — or environment pins
+    a pull request may change (lock files, the build recipe): then None, and the rebuild goes on."""
+    from reprogate.core.gittree import changed_paths, folder_files, recorded_files
+
+    before = recorded_files(ctx.root, pinned)
+    if before is None:
+        return failed(f"source folder {folder} has git tree {found}, the record pins {pinned}; this repository does not hold the pinned tree, so the changed paths cannot be named (fetch the full history: actions/checkout with fetch-depth: 0)", expected=pinned, found=found)
+    diff = changed_paths(before, folder_files(ctx.root / folder))
+    owners = _owners(ctx, folder)
+    code = {kind: [p for p in paths if p not in owners] for kind, paths in diff.items()}
+    if any(code.values()):
+        listed = "; ".join(f"{kind}: {', '.join(paths[:6])}{' ...' if len(paths) > 6 else ''}" for kind, paths in code.items() if paths)
+        return failed(f"the code in {folder} changed since the reference ({listed}); tree {found}, the record pins {pinned}", expected=pinned, found=found, paths=code)
+    ctx.facts["source_changes_deferred"] = {p: owners[p] for paths in diff.values() for p in paths}
+    return None
+
+
+def _owners(ctx: RebuildContext, folder: str) -> dict[str, str]:
+    """Paths inside the project folder (relative to it) that another stage or the environment
+    judges, with who: config, dataset, environment."""
+    prefix = folder.rstrip("/") + "/"
+    owners: dict[str, str] = {}
+
+    def claim(rel: object, owner: str) -> None:
+        if isinstance(rel, str) and rel.startswith(prefix):
+            owners[rel[len(prefix):]] = owner
+
+    claim(ctx.section("job", "config", "path"), "config")
+    claim(ctx.section("dataset", "manifest", "path"), "dataset")
+    claim(ctx.section("source", "build_recipe", "path"), "environment")
+    for item in ctx.section("source", "lock_files") or []:
+        if isinstance(item, dict):
+            claim(item.get("path"), "environment")
+    manifest = ctx.section("dataset", "manifest", "path")
+    if isinstance(manifest, str) and manifest.startswith(prefix):
+        from reprogate.core.documents import DocumentError
+        from reprogate.datasets.manifests import load_manifest
+
+        try:
+            data = load_manifest(ctx.root / manifest).data
+        except (DocumentError, OSError):
+            data = {}
+        base = Path(manifest).parent / str((data or {}).get("namespace") or ".") if isinstance(data, dict) else Path(manifest).parent
+        for entry in [*(data.get("shards") or []), *(data.get("files") or [])] if isinstance(data, dict) else []:
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+                claim((base / entry["name"]).as_posix(), "dataset")
+    return owners

@@ -1,0 +1,74 @@
+"""envelope: the machine and environment the ranks got lie inside the contract's envelope,
+checked before the run and never widened. Software facts (Python, torch, OS) come from inside
+the realized environment (the digest stage's probe), GPU facts from NVML on this machine, the
+shape from the launcher."""
+
+from __future__ import annotations
+
+import platform
+from typing import Any
+
+from reprogate.rebuild.context import RebuildContext, StageResult, failed, passed
+
+
+def machine_facts(ctx: RebuildContext) -> dict[str, Any]:
+    """The rebuild as the envelope sees it, without importing torch here."""
+    probe = ctx.probe
+    packages = probe.get("packages") or {}
+    facts: dict[str, Any] = {"nodes": ctx.shape.nodes if ctx.shape else 1, "machine": probe.get("machine") or platform.machine(), "python": probe.get("python"), "os": probe.get("os")}
+    if "torch" in packages:
+        facts["torch"] = packages["torch"]
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            facts["gpu_models"] = sorted({str(pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i))) for i in range(pynvml.nvmlDeviceGetCount())})
+            facts["driver"] = str(pynvml.nvmlSystemGetDriverVersion())
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - no NVML: a CPU machine
+        facts["gpu_models"] = []
+    return facts
+
+
+def envelope(ctx: RebuildContext) -> StageResult:
+    from reprogate.rules.envelope import release_admits
+
+    env = ctx.section("contract", "envelope") or {}
+    facts = ctx.facts
+    facts.update({k: v for k, v in machine_facts(ctx).items() if v is not None})
+    facts["world_size"] = ctx.world_size
+    problems = []
+    allowed_sizes = env.get("world_sizes") or [ctx.section("execution", "world_size")]
+    if ctx.world_size not in allowed_sizes:
+        problems.append(f"world size {ctx.world_size} is not among the envelope's {allowed_sizes}")
+    models = env.get("gpu_models") or []
+    if models and not set(facts["gpu_models"]) <= set(models):
+        problems.append(f"GPUs {facts['gpu_models'] or 'none'} are outside the envelope's {models}")
+    nodes = env.get("nodes") or {}
+    if not (nodes.get("min", 1) <= facts["nodes"] <= nodes.get("max", facts["nodes"])):
+        problems.append(f"{facts['nodes']} node(s) is outside {nodes.get('min', 1)}..{nodes.get('max')}")
+    branches = env.get("driver_branch") or []
+    if branches and facts.get("driver") and f"R{facts['driver'].split('.')[0]}" not in branches:
+        problems.append(f"driver {facts['driver']} is outside the branches {branches}")
+    framework = env.get("framework") or {}
+    if framework.get("name") == "torch":
+        if "torch" not in facts:
+            problems.append("torch is not installed in the rebuilt environment")
+        elif not release_admits(str(framework.get("release")), facts["torch"]):
+            problems.append(f"torch {facts['torch']} is outside the envelope's release {framework.get('release')}")
+    systems = env.get("os") or []
+    if systems and facts.get("os") not in systems and str(facts.get("os", "")).split("-")[0] not in systems:
+        problems.append(f"operating system {facts.get('os')} is outside {systems}")
+    from reprogate.rebuild.cpu import cpu_envelope
+    from reprogate.rules.trace_meta import reference_disagreements
+
+    problems += [d.message for d in reference_disagreements(ctx.data, ctx.reference_events)]
+    cpu_problems, cpu_facts = cpu_envelope(ctx)
+    facts.update(cpu_facts)
+    problems += cpu_problems
+    if problems:
+        return failed("rejected before the run, never widened: " + "; ".join(problems), facts=facts)
+    where = ", ".join(facts["gpu_models"]) or "CPU"
+    return passed(f"{ctx.world_size} rank(s) on {where}, torch {facts.get('torch', '-')}, {facts.get('os') or 'unknown OS'}: inside the envelope", facts=facts)

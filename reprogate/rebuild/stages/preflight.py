@@ -1,0 +1,46 @@
+"""preflight: start the ranks where the launcher puts them, inside the realized environment, and
+have each prove its devices, framework and collective before any data is fetched.
+
+The ranks stay up afterwards, torch already imported, waiting for the run stage's order (see
+runtime/rank_host.py); the device check against the record's GPU UUIDs runs here, in the
+rebuild's own process, through NVML.
+"""
+
+from __future__ import annotations
+
+import json
+
+from reprogate.core.errors import ReprogateError
+from reprogate.rebuild.context import RebuildContext, StageResult, failed, passed
+
+
+def preflight(ctx: RebuildContext) -> StageResult:
+    from reprogate.rebuild import launchers
+    from reprogate.rebuild.launchers.base import Shape
+    from reprogate.rebuild.preflight import check_devices
+    from reprogate.rebuild.ranks import RankHosts, rank_environment
+
+    assert ctx.realized is not None and ctx.runtime is not None
+    devices, gpus = check_devices(ctx.record_path if (ctx.section("devices") or {}).get("gpus") else None)
+    ctx.facts["gpus"] = devices.detail
+    if devices.status == "fail":
+        return failed(f"devices: {devices.detail}")
+    try:
+        ctx.launcher = launchers.choose(ctx.data, ctx.options.launcher)
+        ctx.shape = Shape(ctx.world_size, ctx.nodes)
+        backend = str(ctx.section("execution", "collective", "backend") or ("nccl" if gpus else "gloo"))
+        env = rank_environment(ctx.section("execution", "env") or {}, ctx.workdir, ctx.runtime)
+        folder = ctx.workdir / "runs" / "preflight"
+        cwd = ctx.workdir / (ctx.section("job", "workdir") or ctx.section("source", "path") or ".")
+        ctx.hosts = RankHosts(ctx.launcher, ctx.realized, ctx.shape, env, folder, cwd, True, backend, ctx.options.preflight_timeout)
+        ctx.hosts.start()
+    except ReprogateError as exc:
+        return failed(exc.message + (f" ({exc.hint})" if exc.hint else ""), exit_code=int(exc.exit_code))
+    ready = ctx.hosts.wait_ready()
+    ctx.facts.update(backend=backend, launcher=ctx.launcher.name, nodes_used=ctx.hosts.group.nodes if ctx.hosts.group else [])
+    (ctx.workdir / "preflight.json").write_text(json.dumps({"stages": [s.__dict__ for s in ready.stages], "failed": ready.failed, "detail": ready.detail, "seconds": round(ready.seconds, 3)}, indent=2) + "\n")
+    if ready.failed:
+        return failed(f"preflight failed at {ready.failed}: {ready.detail}", log_tail=ready.log_tail, exit_code=3 if ready.infrastructure else 1, stage=ready.failed)
+    ctx.facts["spare_port"] = ready.spare_port
+    summary = ", ".join(f"{s.name} {s.status}" for s in ready.stages)
+    return passed(f"{ctx.world_size} rank(s) on {ctx.launcher.name} ({ctx.shape.nodes} node(s)), {backend}: {summary} in {ready.seconds:.1f} s; ranks wait for the run")

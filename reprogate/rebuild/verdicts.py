@@ -1,0 +1,41 @@
+"""Reading a verdict back: `report` renders it, `github status` posts its terminal state.
+
+A verdict file arrives from another job (an artifact, a runner's disk), so it is treated as
+input: read with a size bound, parsed, and checked against schemas/verdict.schema.json. Anything
+else (missing, empty, not JSON, another shape) is a UsageError naming the file and the field, and
+the status poster turns exactly that into an `error` state rather than leaving a check pending.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from reprogate.core.diagnostics import field_path
+from reprogate.core.errors import UsageError
+
+MAX_VERDICT_BYTES = 16 * 1024 * 1024
+
+
+def read_verdict(path: Path) -> dict[str, Any]:
+    from reprogate.core.schemas import validator
+
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_VERDICT_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the verdict: {exc.strerror or exc}") from None
+    if len(raw) > MAX_VERDICT_BYTES:
+        raise UsageError(f"{path}: larger than {MAX_VERDICT_BYTES:,} bytes; not a reprogate verdict")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"{path}: not a JSON verdict ({exc})") from None
+    if not isinstance(data, dict) or data.get("kind") != "Verdict":
+        raise UsageError(f"{path}: not a reprogate verdict (kind: Verdict)")
+    errors = sorted(validator("Verdict").iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        first = errors[0]
+        raise UsageError(f"{path}: {field_path(first.absolute_path) or '(top level)'}: {first.message[:300]}", hint="the verdict was not written by this reprogate, or was changed")
+    return data

@@ -1,0 +1,115 @@
+"""A record and its own reference trace must agree on what the reference run used.
+
+The Tracer writes a meta event per rank, read inside the training process: the seed
+seed_everything applied, the world size of the process group, the digests of the configuration
+and dataset manifest the script was given, and torch's CPU capability and MKL mode. A record that
+pins one seed while its reference trace was made with another would otherwise validate, and its
+rebuild would fail at `batches` with the wrong diagnosis. `rebuild` runs the same comparison in
+its envelope stage, before the run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reprogate.core.diagnostics import Diagnostic
+from reprogate.rules.base import RuleContext, get
+from reprogate.rules.addressed import AddressError, resolve
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    path: tuple[Any, ...]  # the record's field
+    code: str
+    message: str
+
+
+HINT = "the record and its reference trace disagree: correct the record, or remake the reference run with the record's value"
+
+
+def _primary_seed(data: Any) -> Any:
+    seed = get(data, "seeds", "global")
+    if isinstance(seed, int):
+        return seed
+    evaluation = get(data, "seeds", "evaluation")
+    return evaluation[0] if isinstance(evaluation, list) and evaluation else None
+
+
+def reference_disagreements(data: Any, events: Iterable[Mapping[str, Any]], trace_name: str = "the reference trace") -> list[Disagreement]:
+    """Every field where the reference trace's meta (any rank) contradicts the record, once per field."""
+    metas = sorted((e for e in events if e.get("type") == "meta"), key=lambda e: e.get("rank", 0))
+    if not metas:
+        return []
+    out: list[Disagreement] = []
+    plain = [
+        (("seeds", "global"), _primary_seed(data), "seed", "trace-meta-seed", "seed"),
+        (("execution", "world_size"), get(data, "execution", "world_size"), "world_size", "trace-meta-world-size", "world size"),
+        (("job", "config", "hash"), get(data, "job", "config", "hash"), "config_digest", "trace-meta-config", "configuration digest"),
+        (("dataset", "manifest", "digest"), get(data, "dataset", "manifest", "digest"), "dataset_digest", "trace-meta-dataset", "dataset manifest digest"),
+    ]
+    for path, pinned, key, code, what in plain:
+        if pinned is None:
+            continue
+        wrong = next((m for m in metas if m.get(key) is not None and m.get(key) != pinned), None)
+        if wrong is not None:
+            said = f"{trace_name} was made with {what} {wrong[key]} (its meta, rank {wrong.get('rank', 0)}); the record says {pinned}"
+            out.append(Disagreement(path, code, said))
+    cpu = [(m, m.get("cpu")) for m in metas if isinstance(m.get("cpu"), dict)]
+    capabilities = get(data, "contract", "envelope", "cpu", "capability")
+    if isinstance(capabilities, list) and capabilities:
+        allowed = {str(c).lower() for c in capabilities}
+        wrong = next((m for m, c in cpu if c.get("capability") is not None and str(c["capability"]).lower() not in allowed), None)
+        if wrong is not None:
+            rank = wrong.get("rank", 0)
+            said = f"{trace_name} ran torch's {wrong['cpu']['capability']} CPU kernels (its meta, rank {rank}), outside the envelope's {capabilities}"
+            out.append(Disagreement(("contract", "envelope", "cpu", "capability"), "trace-meta-cpu-capability", said))
+    modes = get(data, "contract", "envelope", "cpu", "mkl_cbwr")
+    if isinstance(modes, list) and modes:
+        allowed = {str(m).upper() for m in modes}
+        wrong = next((m for m, c in cpu if c.get("mkl_cbwr") is not None and str(c["mkl_cbwr"]).upper() not in allowed), None)
+        if wrong is not None:
+            rank = wrong.get("rank", 0)
+            said = f"{trace_name} ran MKL in reproducibility mode {wrong['cpu']['mkl_cbwr']} (its meta, rank {rank}), outside the envelope's {modes}"
+            out.append(Disagreement(("contract", "envelope", "cpu", "mkl_cbwr"), "trace-meta-mkl-cbwr", said))
+    return out
+
+
+def leading_meta_events(path: Path) -> list[dict[str, Any]]:
+    """The meta events at the head of a trace file (a Tracer writes meta first; a combined
+    reference trace sorts meta events first), without reading the steps that follow."""
+    metas: list[dict[str, Any]] = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                break
+            if not isinstance(event, dict) or event.get("type") != "meta":
+                break
+            metas.append(event)
+    return metas
+
+
+def reference_trace_meta_agrees(ctx: RuleContext) -> Iterator[Diagnostic]:
+    rel = get(ctx.data, "reference", "trace", "path")
+    if not isinstance(rel, str):
+        return
+    try:
+        real = resolve(ctx, rel)
+    except AddressError:
+        return  # the checksum rule reports a missing or misplaced file
+    st = real.stat()
+    key = ("trace-meta", str(real), st.st_size, st.st_mtime_ns)
+    if key not in ctx.cache:
+        try:
+            ctx.cache[key] = leading_meta_events(real)
+        except (OSError, UnicodeDecodeError):
+            ctx.cache[key] = []
+    for found in reference_disagreements(ctx.data, ctx.cache[key], f"the reference trace {rel}"):
+        yield ctx.finding(found.path, found.message, found.code, HINT)

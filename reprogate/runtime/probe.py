@@ -1,0 +1,53 @@
+"""What a realized environment holds, told from inside it: `python -m reprogate.runtime.probe`.
+
+The rebuild runs this with the environment's own interpreter before any rank starts, so the
+envelope and the rebuild record describe the Python, the packages and the operating system the
+ranks really get (a container's, a fresh venv's), not the machine reprogate runs on. It reads
+package metadata and never imports torch, so it takes a fraction of a second. Standard library
+only: reprogate is not installed where this runs.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from importlib import metadata
+
+
+def os_release() -> dict[str, str]:
+    values: dict[str, str] = {}
+    for path in ("/etc/os-release", "/usr/lib/os-release"):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    key, sep, value = line.strip().partition("=")
+                    if sep and key:
+                        values[key] = value.strip().strip('"').strip("'")
+            break
+        except OSError:
+            continue
+    return values
+
+
+def probe() -> dict[str, object]:
+    packages: dict[str, str] = {}
+    for dist in metadata.distributions():
+        name = dist.metadata.get("Name")
+        if name:
+            packages[str(name).lower().replace("_", "-")] = str(dist.version)
+    release = os_release()
+    return {
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "executable": sys.executable,
+        "machine": platform.machine(),
+        "os": f"{release.get('ID', '')}-{release.get('VERSION_ID', '')}".strip("-") or None,
+        "os_pretty": release.get("PRETTY_NAME"),
+        "packages": dict(sorted(packages.items())),
+    }
+
+
+if __name__ == "__main__":
+    json.dump(probe(), sys.stdout)
+    sys.stdout.write("\n")

@@ -1,0 +1,124 @@
+"""One rank of a rebuild: preflight first, then, when told to, the record's entrypoint.
+
+`reprogate rebuild` starts this (through a launcher, inside the realized environment) as
+`python -m reprogate.runtime.rank_host CONTROL_DIR`, once per rank. Why one process for both:
+the preflight proves the rank's devices, framework and collective before any data is fetched,
+and the import of torch it pays for is kept, so the training script starts warm instead of
+importing torch a second time (a second or more per rank, most of a small rebuild's overhead).
+
+The conversation with the rebuild runs through files in CONTROL_DIR, which every launcher can
+share (a local folder, a bind mount into a container, a shared folder on a cluster):
+
+  plan.json                 written by the rebuild: {"preflight": bool}
+  rank<R>.events.jsonl      written here: preflight stage events, then {"ready"} or a failure
+  go.json                   written by the rebuild: {"argv", "cwd", "env"} for the entrypoint
+  stop                      written by the rebuild: leave without running anything
+
+Python entrypoints (`python script.py ...`, `python -m module ...`) run in this process with
+runpy, as `python` itself would run them; anything else replaces this process (os.execvpe).
+Only the standard library (and torch, inside the checks) is imported: reprogate is not installed
+in the realized environment, this package is injected read-only beside the training code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+POLL = 0.02
+WAIT_LIMIT = 24 * 3600.0  # the rebuild kills ranks it no longer needs; this only stops orphans
+
+
+class Events:
+    """Appends one JSON object per line to this rank's events file, flushed at once."""
+
+    def __init__(self, path: Path) -> None:
+        self.fh = open(path, "a", encoding="utf-8")
+
+    def __call__(self, **fields: Any) -> None:
+        self.fh.write(json.dumps(fields) + "\n")
+        self.fh.flush()
+
+    def close(self) -> None:
+        self.fh.close()
+
+
+def _wait_for_orders(control: Path) -> dict[str, Any] | None:
+    """The go.json order, or None when told to stop (or orphaned)."""
+    go, stop = control / "go.json", control / "stop"
+    deadline = time.monotonic() + WAIT_LIMIT
+    while time.monotonic() < deadline:
+        if stop.exists():
+            return None
+        if go.exists():
+            try:
+                return json.loads(go.read_text(encoding="utf-8"))
+            except ValueError:  # being written; it is renamed into place, but be patient anyway
+                pass
+        time.sleep(POLL)
+    return None
+
+
+def _python_names() -> set[str]:
+    return {"python", "python3", f"python{sys.version_info.major}.{sys.version_info.minor}", os.path.basename(sys.executable)}
+
+
+def run_entrypoint(argv: list[str]) -> None:
+    """Run argv the way a shell would, in this process when it is a Python entrypoint."""
+    if argv and os.path.basename(argv[0]) in _python_names() and len(argv) >= 2:
+        if argv[1] == "-m" and len(argv) >= 3:
+            sys.argv = [argv[2], *argv[3:]]
+            runpy.run_module(argv[2], run_name="__main__", alter_sys=True)
+            return
+        if not argv[1].startswith("-"):
+            sys.argv = argv[1:]
+            sys.path.insert(0, os.path.dirname(os.path.abspath(argv[1])))
+            runpy.run_path(argv[1], run_name="__main__")
+            return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execvpe(argv[0], argv, dict(os.environ))
+
+
+def main() -> int:
+    control = Path(sys.argv[1])
+    rank = int(os.environ["RANK"])
+    events = Events(control / f"rank{rank}.events.jsonl")
+    plan = json.loads((control / "plan.json").read_text(encoding="utf-8"))
+    events(rank=rank, stage="host", status="start", pid=os.getpid(), node=os.uname().nodename)
+    if plan.get("preflight", True):
+        from reprogate.runtime.preflight_rank import CheckFailed, run_checks
+
+        try:
+            run_checks(events, dict(os.environ))
+        except CheckFailed as exc:
+            events.close()
+            return exc.code
+    ready: dict[str, Any] = {}
+    if rank == 0:  # a port for the training rendezvous, free on the node rank 0 runs on
+        import socket
+
+        with socket.socket() as sock:
+            sock.bind(("", 0))
+            ready["spare_port"] = int(sock.getsockname()[1])
+    events(rank=rank, stage="host", status="ready", **ready)
+    order = _wait_for_orders(control)
+    if order is None:
+        events(rank=rank, stage="host", status="stopped")
+        events.close()
+        return 0
+    events(rank=rank, stage="host", status="go")
+    events.close()
+    os.environ.update({str(k): str(v) for k, v in order.get("env", {}).items()})
+    os.chdir(order["cwd"])
+    run_entrypoint([str(a) for a in order["argv"]])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""Training code gets an allowlisted environment, and whatever it prints leaves redacted.
+
+An entrypoint that dumps its environment and fails, run by the rebuild while the runner's
+environment holds a GitHub token, the Actions runtime token, a cloud key and a file-command path:
+none of them reaches the ranks, and none of the planted values appears in anything the rebuild
+writes or prints (verdict, report, rebuild record, stdout, stderr) — even the ones the entrypoint
+prints on purpose, from a file it was given.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from click.testing import Result
+
+from support import edit_record
+
+Cli = Callable[..., Result]
+RECORD = Path("tiny") / "records" / "tiny.yaml"
+PLANTED = {
+    "GITHUB_TOKEN": "ghs_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "ACTIONS_RUNTIME_TOKEN": "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJydW5uZXIifQ.c2lnbmF0dXJlLXBhcnQ",
+    "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY",
+    "HF_TOKEN": "hf_" + "x" * 34,
+    "GITHUB_ENV": "/home/runner/work/_temp/_runner_file_commands/set_env_0123",
+}
+DUMP = """
+import json, os, sys
+from pathlib import Path
+print("ENV " + json.dumps(dict(os.environ), sort_keys=True))
+print("FROM A FILE " + Path(os.environ["LEAK_FILE"]).read_text())
+print("URL https://builder:hunter2hunter2@mirror.example/simple?token=abcdef123456")
+sys.exit(7)
+"""
+
+
+def test_ranks_see_only_the_allowlist_and_nothing_planted_leaves(cli: Cli, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in PLANTED.items():
+        monkeypatch.setenv(name, value)
+    leak = tmp_path / "leak.txt"
+    leak.write_text(PLANTED["GITHUB_TOKEN"] + " " + PLANTED["AWS_SECRET_ACCESS_KEY"])
+    script = project / "tiny" / "project" / "dump.py"
+    script.write_text(DUMP)
+
+    def change(record: dict[str, Any]) -> None:
+        record["job"]["entrypoint"] = ["python", "dump.py"]
+        record["execution"]["env"] = {"OMP_NUM_THREADS": "1", "LEAK_FILE": str(leak)}
+        from reprogate.core.gittree import tree_id
+
+        record["source"]["tree"] = tree_id(project / "tiny" / "project")
+
+    edit_record(project / RECORD, change)
+    out = tmp_path / "out"
+    result = cli("rebuild", str(project / RECORD), "--out", str(out), "--workdir", str(tmp_path / "work"))
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert result.exit_code == 1 and verdict["diagnosis"] == "run", result.output
+    tail = next(s["log_tail"] for s in verdict["stages"] if s["name"] == "run")
+    seen = json.loads(next(line for line in (tmp_path / "work" / "runs" / "preflight" / "logs" / "rank0.log").read_text().splitlines() if line.startswith("ENV "))[4:])
+    assert not {"GITHUB_TOKEN", "ACTIONS_RUNTIME_TOKEN", "AWS_SECRET_ACCESS_KEY", "HF_TOKEN", "GITHUB_ENV"} & set(seen)
+    assert seen["HOME"].startswith(str(tmp_path / "work")) and seen["OMP_NUM_THREADS"] == "1" and seen["RANK"] in ("0", "1")
+    assert "FROM A FILE" in tail and "hunter2" not in tail and "abcdef123456" not in tail
+    everything = result.output + result.stderr + "".join(p.read_text() for p in out.iterdir() if p.is_file())
+    for value in PLANTED.values():
+        if value.startswith("/"):
+            continue
+        assert value not in everything, f"a planted secret leaked: {value[:8]}..."

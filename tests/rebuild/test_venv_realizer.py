@@ -1,0 +1,193 @@
+"""The venv realizer on a project whose record pins a real lock file (uv pip compile output).
+
+The story of a lock-file pull request: the reference environment rebuilds and passes; the PR
+bumps numpy in requirements.txt; the candidate rebuild installs the bump (the rebuild record
+shows it), and because NumPy 2 computes the learning-rate schedule in float32 (NEP 50), the
+first step whose numbers differ is named. The reference trace is made here, in the venv the
+lock realizes, so the test does not depend on the machine that wrote any fixture.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+import yaml
+from click.testing import Result
+
+from support import FIXTURES, git, require_tool
+
+from reprogate.core.canonical import canonical_digest, file_digest
+from reprogate.core.gittree import tree_id
+
+Cli = Callable[..., Result]
+SOURCE = FIXTURES / "projects" / "locked"
+
+
+@pytest.fixture(scope="module")
+def venv_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One realizer cache for the module: the first test builds the venv, the others reuse it."""
+    require_tool("uv")
+    return tmp_path_factory.mktemp("reprogate-cache")
+
+
+def _record(repo: Path) -> dict[str, Any]:
+    lock = repo / "requirements.txt"
+    return {
+        "apiVersion": "reprogate/v1",
+        "kind": "RunRecord",
+        "metadata": {"name": "locked-regression"},
+        "contract": {"level": "bitwise", "steps": {"start": 0, "count": 20}, "tensors": ["model_state"], "envelope": {"world_sizes": [2], "nodes": {"min": 1, "max": 1}, "framework": {"name": "torch", "release": "2.13"}}},
+        "container": {"used": False, "reason": "the environment is the lock file, realized with uv"},
+        "source": {"path": "project", "tree": tree_id(repo / "project"), "dirty": False, "lock_files": [{"path": "requirements.txt", "checksum": file_digest(lock), "format": "pip-requirements"}]},
+        "dataset": {"used": False, "reason": "the data is generated from the seed"},
+        "seeds": {"global": 3},
+        "execution": {"world_size": 2, "nodes": 1, "ranks_per_node": 2, "collective": {"backend": "gloo"}, "env": {"OMP_NUM_THREADS": "1"}},
+        "job": {"entrypoint": ["python", "train.py", "--config", "../config.yaml"], "workdir": "project", "config": {"path": "config.yaml", "hash": canonical_digest(yaml.safe_load((repo / "config.yaml").read_text()))}},
+    }
+
+
+def _reference_trace(repo: Path, record: dict[str, Any], cache: Path) -> Path:
+    """Run the project once, as two ranks in the venv the lock realizes: the reference."""
+    from reprogate.rebuild.inject import runtime_folder
+    from reprogate.rebuild.launchers.local import free_port, torchrun_environment
+    from reprogate.rebuild.ranks import rank_environment
+    from reprogate.rebuild.realizers.base import RealizeRequest
+    from reprogate.rebuild.realizers.venv import VenvRealizer
+
+    work = repo.parent / "reference-work"
+    work.mkdir()
+    runtime = runtime_folder(work / "runtime")
+    realized = VenvRealizer().realize(RealizeRequest(record, repo, work, "reference", cache, runtime))
+    env = rank_environment(record["execution"]["env"], work, runtime)
+    trace_dir = work / "trace"
+    port = free_port()
+    procs = [realized.spawn(["python", "train.py", "--config", "../config.yaml"], {**env, **torchrun_environment(r, r, 2, 2, 0, "127.0.0.1", port), "REPROGATE_TRACE_DIR": str(trace_dir)}, repo / "project", work / f"rank{r}.log") for r in range(2)]
+    for proc in procs:
+        while proc.poll() is None:
+            time.sleep(0.05)
+    assert all(p.poll() == 0 for p in procs), (work / "rank0.log").read_text()
+    target = repo / "reference" / "trace.jsonl"
+    target.parent.mkdir()
+    target.write_bytes(b"".join(p.read_bytes() for p in sorted(trace_dir.glob("trace-rank*.jsonl"))))
+    return target
+
+
+@pytest.fixture(scope="module")
+def locked_template(tmp_path_factory: pytest.TempPathFactory, venv_cache: Path) -> Path:
+    """A git repository holding the locked project, its record and its reference trace (made
+    once per module: the reference run is the slow part)."""
+    repo = tmp_path_factory.mktemp("locked") / "repo"
+    shutil.copytree(SOURCE, repo)
+    record = _record(repo)
+    trace = _reference_trace(repo, record, venv_cache)
+    record["reference"] = {"trace": {"path": "reference/trace.jsonl", "checksum": file_digest(trace)}}
+    (repo / "records").mkdir()
+    (repo / "records" / "locked.yaml").write_text(yaml.safe_dump(record, sort_keys=False))
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "reference")
+    return repo
+
+
+@pytest.fixture
+def locked(tmp_path: Path, locked_template: Path) -> Path:
+    """A copy of the locked repository a test may change."""
+    repo = tmp_path / "repo"
+    shutil.copytree(locked_template, repo, symlinks=True)
+    return repo
+
+
+def rebuild(cli: Cli, repo: Path, cache: Path, *args: str) -> tuple[Result, dict[str, Any], dict[str, Any]]:
+    out = repo.parent / "out"
+    shutil.rmtree(out, ignore_errors=True)
+    result = cli("rebuild", str(repo / "records" / "locked.yaml"), "--out", str(out), "--cache", str(cache), *args)
+    verdict = json.loads((out / "verdict.json").read_text()) if (out / "verdict.json").exists() else {}
+    record = yaml.safe_load((out / "rebuild-record.yaml").read_text()) if (out / "rebuild-record.yaml").exists() else {}
+    return result, verdict, record
+
+
+def test_reference_environment_rebuilds_and_passes(cli: Cli, locked: Path, venv_cache: Path) -> None:
+    result, verdict, record = rebuild(cli, locked, venv_cache)
+    assert result.exit_code == 0, result.output
+    assert verdict["environment"]["realizer"] == "venv" and verdict["environment"]["cache"] == "hit"
+    assert next(s for s in verdict["stages"] if s["name"] == "digest")["status"] == "pass"
+    assert record["software"]["packages"]["numpy"] == "1.26.4"
+    assert record["metadata"]["rebuild_of"]["environment"] == "reference"
+    assert verdict["rebuild_record"]["checksum"] == file_digest(Path(verdict["rebuild_record"]["path"]))
+
+
+def test_a_numpy_bump_is_installed_by_the_candidate_rebuild_and_its_first_divergence_named(cli: Cli, locked: Path, venv_cache: Path) -> None:
+    shutil.copyfile(locked / "requirements-numpy2.txt", locked / "requirements.txt")
+    git(locked, "commit", "-qam", "bump numpy to 2.4.6")
+    result, verdict, record = rebuild(cli, locked, venv_cache, "--environment", "candidate")
+    assert record["software"]["packages"]["numpy"] == "2.4.6", "the candidate environment is the PR's lock file"
+    assert verdict["environment"]["lock_digest"] == file_digest(locked / "requirements.txt")
+    assert result.exit_code == 1 and verdict["diagnosis"] == "model-state", result.output
+    detail = next(s["detail"] for s in verdict["stages"] if s["name"] == "model-state")
+    assert detail.startswith("step 5,"), detail  # the first step the trace digests the model state
+
+
+def test_the_reference_lock_comes_from_history_when_the_pr_changed_it(cli: Cli, locked: Path, venv_cache: Path) -> None:
+    shutil.copyfile(locked / "requirements-numpy2.txt", locked / "requirements.txt")
+    git(locked, "commit", "-qam", "bump numpy to 2.4.6")
+    result, verdict, record = rebuild(cli, locked, venv_cache, "--environment", "reference")
+    assert result.exit_code == 0, result.output
+    assert verdict["environment"]["lock_from"].startswith("commit ") and record["software"]["packages"]["numpy"] == "1.26.4"
+
+
+def test_the_reference_environment_is_refused_when_no_history_holds_its_lock(cli: Cli, locked: Path, venv_cache: Path) -> None:
+    shutil.rmtree(locked / ".git")
+    (locked / ".reprogate.yaml").write_text("records: [records/*.yaml]\n")  # marks the repository root without git
+    shutil.copyfile(locked / "requirements-numpy2.txt", locked / "requirements.txt")
+    result, verdict, _ = rebuild(cli, locked, venv_cache, "--environment", "reference")
+    assert result.exit_code == 2 and verdict["diagnosis"] == "digest"
+    assert "no commit in this repository's history" in next(s["detail"] for s in verdict["stages"] if s["name"] == "digest")
+
+
+def test_a_lock_uv_cannot_install_is_exit_2_with_uvs_message(cli: Cli, locked: Path, venv_cache: Path) -> None:
+    lock = locked / "requirements.txt"
+    lock.write_text("numpy==0.0.424242\n")
+    result, verdict, _ = rebuild(cli, locked, venv_cache, "--environment", "candidate")
+    assert result.exit_code == 2 and verdict["diagnosis"] == "digest"
+    assert "numpy" in next(s["detail"] for s in verdict["stages"] if s["name"] == "digest")
+
+
+def test_a_poetry_lock_is_refused_before_anything_installs(cli: Cli, locked: Path, venv_cache: Path) -> None:
+    record_path = locked / "records" / "locked.yaml"
+    record = yaml.safe_load(record_path.read_text())
+    (locked / "poetry.lock").write_text("# poetry\n")
+    record["source"]["lock_files"] = [{"path": "poetry.lock", "checksum": file_digest(locked / "poetry.lock"), "format": "poetry"}]
+    record_path.write_text(yaml.safe_dump(record, sort_keys=False))
+    result, verdict, _ = rebuild(cli, locked, venv_cache)
+    assert result.exit_code == 2 and "uv cannot install" in next(s["detail"] for s in verdict["stages"] if s["name"] == "digest")
+
+
+def test_uv_is_given_pips_indexes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from reprogate.rebuild.realizers.venv import pip_index_settings
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "PIP_"))}
+    args = pip_index_settings({**env, "PIP_FIND_LINKS": "/srv/wheels", "PIP_EXTRA_INDEX_URL": "https://mirror.example/simple"})
+    assert ["--find-links", "/srv/wheels"] == args[args.index("--find-links") : args.index("--find-links") + 2]
+    assert "https://mirror.example/simple" in args
+    assert pip_index_settings({**env, "UV_INDEX_URL": "https://uv.example/simple"}) == []
+
+
+def test_a_cached_venv_that_training_code_changed_is_not_reused(tmp_path: Path) -> None:
+    from reprogate.rebuild.realizers.venv import COMPLETE, _intact, fingerprint
+
+    venv = tmp_path / "venv"
+    (venv / "lib").mkdir(parents=True)
+    module = venv / "lib" / "numpy_shim.py"
+    module.write_text("VALUE = 1\n")
+    (venv / COMPLETE).write_text(json.dumps({"lock": "requirements.txt", "fingerprint": fingerprint(venv)}))
+    assert _intact(venv)
+    before = module.stat()
+    module.write_text("VALUE = 2\n")  # same size, and the modification time put back as it was
+    os.utime(module, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert not _intact(venv)

@@ -1,0 +1,76 @@
+"""Every family of alike things is listed in one explicit mapping; a member left out fails here.
+
+Rules, rebuild stages, realizers and launchers each have a protocol and a mapping from name to
+member. A module added to a family's package without a line in its mapping does nothing at run
+time, which is the mistake these tests catch.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from types import ModuleType
+
+import reprogate.rebuild.launchers as launchers
+import reprogate.rebuild.realizers as realizers
+import reprogate.rebuild.stages as stages
+import reprogate.rules as rules
+from reprogate.rebuild.context import RebuildContext
+
+SHARED = {"base", "local"}  # modules holding a family's shared parts, not members
+
+
+def _modules(package: ModuleType) -> list[ModuleType]:
+    return [importlib.import_module(f"{package.__name__}.{m.name}") for m in pkgutil.iter_modules(package.__path__) if m.name not in SHARED and not m.name.startswith("_")]
+
+
+def test_every_rule_function_is_registered() -> None:
+    registered = {spec.check for spec in rules.RULES.values()}
+    for module in _modules(rules):
+        for name, fn in inspect.getmembers(module, inspect.isfunction):
+            if fn.__module__ != module.__name__ or name.startswith("_"):
+                continue
+            params = list(inspect.signature(fn).parameters.values())
+            if len(params) == 1 and params[0].name == "ctx" and "Iterator[Diagnostic]" in str(inspect.signature(fn).return_annotation):
+                assert fn in registered, f"{module.__name__}.{name} looks like a rule but RULES does not list it"
+
+
+def test_every_stage_function_is_registered_in_the_runbooks_order() -> None:
+    assert list(stages.STAGES) == ["artifacts", "digest", "preflight", "dataset", "config", "envelope", "run", "batches", "model-state", "steps", "metric"]
+    registered = {stage.run for stage in stages.STAGES.values()}
+    for module in _modules(stages):
+        for name, fn in inspect.getmembers(module, inspect.isfunction):
+            hints = inspect.signature(fn)
+            if fn.__module__ == module.__name__ and not name.startswith("_") and list(hints.parameters) == ["ctx"] and "StageResult" in str(hints.return_annotation):
+                assert fn in registered, f"{module.__name__}.{name} is a stage function no STAGES entry runs"
+
+
+def test_every_field_a_stage_needs_is_provided_by_an_earlier_stage() -> None:
+    fields = set(RebuildContext.__dataclass_fields__)
+    provided: set[str] = set()
+    for name, stage in stages.STAGES.items():
+        assert set(stage.needs) <= fields and set(stage.provides) <= fields, name
+        missing = set(stage.needs) - provided
+        assert not missing, f"stage {name} needs {sorted(missing)}, which no earlier stage provides"
+        provided |= set(stage.provides)
+
+
+def test_every_realizer_and_launcher_module_is_registered() -> None:
+    for package, mapping in ((realizers, realizers.REALIZERS), (launchers, launchers.LAUNCHERS)):
+        for module in _modules(package):
+            name = getattr(module, "NAME", None)
+            assert name in mapping, f"{module.__name__} declares NAME {name!r} but is not registered"
+            assert type(mapping[name]).__module__ == module.__name__
+
+
+def test_every_detector_and_lock_format_module_is_registered() -> None:
+    import reprogate.detect as detect
+    import reprogate.lockfiles as lockfiles
+
+    helpers = {"command", "output", "run", "git", "versions", "cuda", "dockerfile", "pip_commands"}
+    for module in _modules(detect):
+        if module.__name__.rsplit(".", 1)[-1] not in helpers:
+            assert detect.DETECTORS.get(getattr(module, "LAYER", None)) is module, f"{module.__name__} is not in DETECTORS"
+    for module in _modules(lockfiles):
+        assert lockfiles.FORMATS.get(getattr(module, "FORMAT", None)) is module, f"{module.__name__} is not in FORMATS"
