@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reprogate.core.progress import Progress
 from reprogate.core.errors import CheckFailed
+from reprogate.core.progress import Progress
 from reprogate.core.yamlout import FlowMap
 from reprogate.datasets.hashing import hash_batches, hash_files
 from reprogate.datasets.manifests import ManifestWriter

@@ -31,7 +31,7 @@ def manifest_command(root: Path, output: Path, include: list[str], exclude: list
         raise BuildError(f"{exc.message}; nothing written") from None
     hint = []
     if built.form != "jsonl" and built.shards > LARGE_MANIFEST:
-        hint.append(f"hint: for {built.shards:,} shards write a .jsonl manifest (JSON Lines): verify and validate then read it in constant memory")
+        hint.append(f"hint: for {built.shards:,} shards write a .jsonl manifest (JSON Lines): verify and validate read it in constant memory")
     return CommandResult(ExitCode.OK, [f"wrote {output}: {built.shards:,} shard(s), {built.bytes:,} bytes, digest {built.digest}"], hint)
 
 

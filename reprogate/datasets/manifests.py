@@ -21,10 +21,17 @@ import functools
 import hashlib
 import json
 import json.scanner
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from types import TracebackType
+from typing import Any, final
 
-from reprogate.core.canonical import CANONICAL_PREFIX, CanonicalError, canonical_bytes, canonical_digest
+from reprogate.core.canonical import (
+    CANONICAL_PREFIX,
+    CanonicalError,
+    canonical_bytes,
+    canonical_digest,
+)
 from reprogate.core.diagnostics import Diagnostic, ExitCode, Location
 from reprogate.core.documents import (
     DEFAULT_MAX_BYTES,
@@ -271,6 +278,7 @@ def digest_of(manifest: dict[str, Any]) -> str:
 
 # writing -----------------------------------------------------------------------------------------
 
+@final
 class ManifestWriter:
     """Write a manifest shard by shard, in the form its file name asks for, atomically.
 
@@ -300,7 +308,7 @@ class ManifestWriter:
         self._write_head()
         return self
 
-    def __exit__(self, kind: Any, value: Any, traceback: Any) -> bool:
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None) -> bool:
         context, self._context = self._context, None
         if kind is None:
             try:
@@ -401,8 +409,8 @@ class ShardChecker:
     def __init__(self) -> None:
         import re
 
-        from reprogate.core.schemas import load_schema
         from reprogate.core.schema_fastpath import compile_schema
+        from reprogate.core.schemas import load_schema
 
         schema = load_schema("DatasetManifest")
         self._ref = {"$ref": schema["$id"] + SHARD_SCHEMA}
@@ -417,8 +425,8 @@ class ShardChecker:
 
     def explain(self, display: str, index: int, line: int, text: str, shard: Any) -> list[Diagnostic]:
         """Findings for a shard `valid` refused, located on its line, fields named shards[index]."""
-        from reprogate.core.schemas import validator
         from reprogate.core.schema_check import _explain
+        from reprogate.core.schemas import validator
 
         doc = _LineDoc(display, line, text)
         found: list[Diagnostic] = []

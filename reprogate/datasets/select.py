@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from reprogate.validate.discovery import glob_to_regex
 

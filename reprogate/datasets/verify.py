@@ -15,21 +15,35 @@ however many shards there are. YAML and JSON manifests are loaded whole.
 from __future__ import annotations
 
 import stat
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic, ExitCode, Location
 from reprogate.core.documents import Document, DocumentError, display_path
 from reprogate.core.progress import Progress
 from reprogate.datasets.dvcdir import dvc_directory_md5
-from reprogate.datasets.hashing import SIZE, UNREADABLE, UNSAFE, AlgorithmUnavailable, Control, hash_batches, new_hasher
-from reprogate.datasets.verify_lines import NAME_HINT, check_shard_lines, order_problem
-from reprogate.datasets.manifests import LineDocument, ShardLines, load_manifest, shard_checker
+from reprogate.datasets.hashing import (
+    SIZE,
+    UNREADABLE,
+    UNSAFE,
+    AlgorithmUnavailable,
+    Control,
+    hash_batches,
+    new_hasher,
+)
+from reprogate.datasets.manifests import (
+    LineDocument,
+    ShardLines,
+    load_manifest,
+    shard_checker,
+)
 from reprogate.datasets.names import RootGuard, UnsafeName, check_name, is_url
 from reprogate.datasets.remote import Missing, Remote, Unreachable
 from reprogate.datasets.select import Walk
+from reprogate.datasets.verify_lines import NAME_HINT, check_shard_lines, order_problem
 
 MANIFEST_MAX_BYTES = 256 * 1024 * 1024  # a million shards fit; records keep the 16 MiB default
 KINDS = ("missing", "extra", "truncated", "corrupt", "unsafe", "unreachable")

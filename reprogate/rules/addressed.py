@@ -85,7 +85,10 @@ def load_addressed(ctx: RuleContext, real: Path) -> Document:
     return value
 
 
-def _file_refs(data: Any, path: tuple[Any, ...] = (), found: list[tuple[tuple[Any, ...], dict[str, Any]]] | None = None) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+FileRefs = list[tuple[tuple[Any, ...], dict[str, Any]]]
+
+
+def _file_refs(data: Any, path: tuple[Any, ...] = (), found: FileRefs | None = None) -> FileRefs:
     """Every object in the record that pairs a repository `path` with a `checksum`, in document
     order. Descends only into containers: most of a record is scalars, which cost nothing here."""
     found = [] if found is None else found

@@ -7,12 +7,18 @@ checksum's algorithm, and the digest recomputed on the way. Memory stays flat at
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic, Location, Severity
 from reprogate.core.documents import Document
 from reprogate.datasets import manifest_digest
-from reprogate.datasets.manifests import LineDocument, ManifestDigest, ShardLines, shard_checker
+from reprogate.datasets.manifests import (
+    LineDocument,
+    ManifestDigest,
+    ShardLines,
+    shard_checker,
+)
 from reprogate.datasets.names import UnsafeName, check_name
 from reprogate.rules.base import RuleContext, get, items
 
@@ -62,6 +68,11 @@ def _at(text: str, key: str) -> int:
     return at + 1 if at >= 0 else 1
 
 
+def _line_finding(path: str, line: int, text: str, key: str, message: str, code: str, hint: str = "") -> Diagnostic:
+    """A finding about field `key` of the shard on `line` (shard index line - 2)."""
+    return Diagnostic(path, message, code, Severity.ERROR, Location(line, _at(text, key)), f"shards[{line - 2}].{key}", hint)
+
+
 def streamed_findings(ctx: RuleContext, lines: ShardLines) -> Iterator[Diagnostic]:
     data = ctx.data
     path = ctx.doc.path
@@ -83,24 +94,21 @@ def streamed_findings(ctx: RuleContext, lines: ShardLines) -> Iterator[Diagnosti
         if not checker.valid(shard):
             found.extend(checker.explain(path, i, line, text, shard))
         name, checksum = shard.get("name"), shard.get("checksum")
-
-        def finding(key: str, message: str, code: str, hint: str = "") -> Diagnostic:
-            return Diagnostic(path, message, code, Severity.ERROR, Location(line, _at(text, key)), f"shards[{i}].{key}", hint)
-
         if isinstance(name, str):
             try:
                 check_name(name)
             except UnsafeName as exc:
-                found.append(finding("name", f"unsafe shard name {exc}", "manifest-unsafe-name", NAME_HINT))
+                found.append(_line_finding(path, line, text, "name", f"unsafe shard name {exc}", "manifest-unsafe-name", NAME_HINT))
             if previous is not None and name == previous:
-                found.append(finding("name", f"shard {name!r} is listed twice (lines {line - 1} and {line})", "manifest-duplicate-shard"))
+                why = f"shard {name!r} is listed twice (lines {line - 1} and {line})"
+                found.append(_line_finding(path, line, text, "name", why, "manifest-duplicate-shard"))
             elif previous is not None and name < previous:
                 why = f"shard {name!r} is out of order: it sorts before {previous!r} on line {line - 1}"
-                found.append(finding("name", why, "manifest-order", ORDER_HINT))
+                found.append(_line_finding(path, line, text, "name", why, "manifest-order", ORDER_HINT))
             previous = name
         if isinstance(algorithm, str) and isinstance(checksum, str) and not checksum.startswith(algorithm + ":"):
             why = f"checksum {checksum.split(':')[0]}: does not match the manifest's algorithm {algorithm}"
-            found.append(finding("checksum", why, "manifest-algorithm-mismatch"))
+            found.append(_line_finding(path, line, text, "checksum", why, "manifest-algorithm-mismatch"))
         digest.add(shard)
         count += len(found)
         yield from found

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 import os
 import tracemalloc
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 import yaml
@@ -383,7 +384,7 @@ def test_reading_and_digesting_a_jsonl_manifest_holds_one_line_at_a_time(tmp_pat
 
 
 def test_verify_memory_does_not_grow_with_the_shard_count(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import reprogate.datasets.hashing as hashing
+    from reprogate.datasets import hashing
     from reprogate.datasets.build import BuildOptions, build_manifest
     from reprogate.datasets.verify import VerifyOptions
     from reprogate.datasets.verify import verify as run_verify

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-import reprogate.validate.runner as runner
+from reprogate.validate import runner
 from reprogate.validate.runner import Options, validate
 
 
