@@ -12,7 +12,6 @@ import os
 import re
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from reprogate.validate.discovery import glob_to_regex
@@ -33,14 +32,6 @@ def _matches(rel: str, matchers: list[tuple[bool, re.Pattern[str]]]) -> bool:
 
 def _is_literal(pattern: str) -> bool:
     return not any(c in pattern for c in "*?[")
-
-
-@dataclass
-class Selection:
-    files: list[str] = field(default_factory=list)  # POSIX names relative to the root, sorted
-    sizes: list[int] = field(default_factory=list)
-    outside: list[str] = field(default_factory=list)  # symlinks that leave the root
-    loops: list[str] = field(default_factory=list)
 
 
 class Walk:
@@ -150,10 +141,3 @@ class Walk:
         if not _matches(relname, self.exclude_all):
             self.outside.append(relname)
         return True
-
-
-def select(root: Path, include: list[str], exclude: list[str], skip: set[Path] | None = None, sizes: bool = True) -> Selection:
-    """Files under `root` chosen by the globs, in code-point order of their names, as lists."""
-    walk = Walk(root, include, exclude, skip, sizes)
-    found = list(walk)
-    return Selection([name for name, _, _ in found], [size for _, size, _ in found], walk.outside, walk.loops)
