@@ -130,7 +130,8 @@ def audit_record(record: Path, today: datetime.date, timeout: float = 10.0, retr
 
 
 def _retention(data: dict[str, Any], root: Path) -> str | None:
-    from reprogate.core.documents import DocumentError, load_document
+    from reprogate.core.documents import DocumentError
+    from reprogate.datasets.manifests import load_manifest
 
     dataset = data.get("dataset") or {}
     if isinstance(dataset.get("inline"), dict):
@@ -138,7 +139,7 @@ def _retention(data: dict[str, Any], root: Path) -> str | None:
     path = (dataset.get("manifest") or {}).get("path")
     if isinstance(path, str):
         try:
-            manifest = load_document(root / path).data
+            manifest = load_manifest(root / path).data
         except (DocumentError, OSError):
             return None
         return ((manifest or {}).get("retention") or {}).get("expires") if isinstance(manifest, dict) else None

@@ -40,6 +40,7 @@ _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _PLAIN = "tag:reprogate:plain"  # a plain scalar whose type we resolve ourselves
 _STR, _INT, _FLOAT, _BOOL, _NULL = (f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null"))
 _MAP, _SEQ = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+_SCALAR = yaml.ScalarNode
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _NULL_RE = re.compile(r"^(?:~|null|Null|NULL|)$")
@@ -392,7 +393,7 @@ class _Builder:
             return self._scalar(node)
         if cls is yaml.SequenceNode:
             self._require_tag(node, _SEQ)
-            return [self.build(item, path + (i,)) for i, item in enumerate(node.value)]
+            return [self._plain(item) if type(item) is _SCALAR and item.tag == _PLAIN else self.build(item, path + (i,)) for i, item in enumerate(node.value)]
         self._require_tag(node, _MAP)
         out: dict[str, Any] = {}
         seen: dict[str, Any] = {}
@@ -408,7 +409,7 @@ class _Builder:
                 self._duplicate(path + (key,), seen[key], key_node)
                 continue
             seen[key] = key_node
-            out[key] = self.build(value_node, path + (key,))
+            out[key] = self._plain(value_node) if type(value_node) is _SCALAR and value_node.tag == _PLAIN else self.build(value_node, path + (key,))
         for source in merged:  # keys written in the mapping win over merged ones
             for key, value in source.items():
                 out.setdefault(key, value)
@@ -439,6 +440,15 @@ class _Builder:
     def _require_tag(self, node: Any, expected: str) -> None:
         if node.tag != expected:
             raise _error(self.display, "unsupported-tag", f"tag {node.tag!r} is not supported; records use plain YAML", _mark(node.start_mark))
+
+    @staticmethod
+    def _plain(node: Any) -> Any:
+        """A plain (unquoted, untagged) scalar's value: most values are, so build() resolves them
+        here without a call per node or a path."""
+        value = node.value
+        if value and value[0] not in _NUMBER_START and value not in _WORDS:
+            return value
+        return _resolve_plain(value)
 
     def _scalar(self, node: Any) -> Any:
         try:

@@ -7,9 +7,11 @@ sees the old file or the new one, never a truncated mix.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
+from collections.abc import Iterator
 from typing import BinaryIO
 
 
@@ -41,38 +43,5 @@ def _umask() -> int:
     return mask
 
 
-def open_input(path: str | Path) -> BinaryIO:
-    """Open a file given as input for reading, never waiting on it.
-
-    A FIFO nobody writes to makes a plain open() wait forever. Opening without blocking and then
-    switching back makes a writerless FIFO read as empty (the caller says so), while a pipe that
-    has a writer (`<(...)` process substitution) is read as usual. A folder is refused with the
-    error open() would give a file reader (IsADirectoryError)."""
-    import errno
-    import fcntl
-    import stat
-
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    try:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", str(path))
-        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
-        fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def read_input(path: str | Path, limit: int) -> bytes | None:
-    """At most `limit` bytes of an input file (None when it holds more), read in chunks so a small
-    file does not allocate `limit` bytes up front; never waits on a FIFO without a writer."""
-    chunks, total = [], 0
-    with open_input(path) as fh:
-        while chunk := fh.read(1 << 20):
-            total += len(chunk)
-            if total > limit:
-                return None
-            chunks.append(chunk)
-    return b"".join(chunks)
+from collections.abc import Iterator
+from typing import BinaryIO

@@ -26,7 +26,8 @@ def _duration(seconds: float) -> str:
 
 
 class Progress:
-    def __init__(self, label: str, total_files: int, total_bytes: int, quiet: bool = False, stream: TextIO | None = None) -> None:
+    def __init__(self, label: str, total_files: int | None, total_bytes: int | None, quiet: bool = False, stream: TextIO | None = None) -> None:
+        """Totals may be None when the work is streamed and its size unknown until the end."""
         self.stream = stream or sys.stderr
         self.enabled = not quiet and hasattr(self.stream, "isatty") and self.stream.isatty()
         self.label, self.total_files, self.total_bytes = label, total_files, total_bytes
@@ -47,6 +48,8 @@ class Progress:
     def line(self, now: float | None = None) -> str:
         elapsed = max((now or time.monotonic()) - self.start, 1e-9)
         rate = self.bytes / elapsed
+        if self.total_files is None or self.total_bytes is None:
+            return f"{self.label}: {self.files:,} files, {_size(self.bytes)} at {_size(rate)}/s"
         left = (self.total_bytes - self.bytes) / rate if rate > 0 else 0.0
         return (
             f"{self.label}: {self.files:,}/{self.total_files:,} files, {_size(self.bytes)}/{_size(self.total_bytes)}"

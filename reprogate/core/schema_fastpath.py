@@ -70,6 +70,31 @@ def _is_date_time(value: str) -> bool:
 _FORMATS: dict[str, Callable[[str], bool]] = {"date": _is_date, "date-time": _is_date_time}
 
 
+_OBJECT_KEYWORDS = ("required", "properties", "patternProperties", "additionalProperties")
+
+
+def _all_of(checks: list[Check]) -> Check:
+    """One function that passes when every check passes (unrolled for the common short lists)."""
+    if not checks:
+        return lambda v: True
+    if len(checks) == 1:
+        return checks[0]
+    if len(checks) == 2:
+        a, b = checks
+        return lambda v: a(v) and b(v)
+    if len(checks) == 3:
+        a, b, c = checks
+        return lambda v: a(v) and b(v) and c(v)
+
+    def every(v: Any) -> bool:
+        for check in checks:
+            if not check(v):
+                return False
+        return True
+
+    return every
+
+
 class _Compiler:
     def __init__(self, resources: dict[str, dict[str, Any]]) -> None:
         self.resources = resources  # $id -> schema document (bundled resources included)
@@ -85,36 +110,27 @@ class _Compiler:
         base = schema.get("$id", base)
         checks: list[Check] = []
         for keyword, value in schema.items():
-            if keyword in _ANNOTATIONS or keyword in ("then", "else", "patternProperties", "additionalProperties"):
+            if keyword in _ANNOTATIONS or keyword in _OBJECT_KEYWORDS or keyword in ("then", "else"):
                 continue
             make = getattr(self, "_kw_" + keyword.replace("$", "dollar_"), None)
             if make is None:
                 raise Unsupported(keyword)
             checks.append(make(value, schema, base))
-        if "additionalProperties" in schema or "patternProperties" in schema:
-            checks.append(self._extra_properties(schema, base))
-        if len(checks) == 1:
-            return checks[0]
-
-        def every(v: Any) -> bool:
-            for check in checks:
-                if not check(v):
-                    return False
-            return True
-
-        return every
+        if any(keyword in schema for keyword in _OBJECT_KEYWORDS):
+            checks.append(self._object(schema, base))
+        return _all_of(checks)
 
     def _ref(self, ref: str, base: str) -> Check:
         uri, _, pointer = ref.partition("#")
         resource = uri or base
         key = (resource, pointer)
         if key not in self.refs:
-            self.refs[key] = lambda v: self.refs[key](v)  # placeholder for recursive schemas
+            self.refs[key] = lambda v: self.refs[key](v)  # placeholder while compiling: a recursive ref calls through it
             target: Any = self.resources[resource]
             for part in [p for p in pointer.split("/") if p]:
                 target = target[part.replace("~1", "/").replace("~0", "~")]
             self.refs[key] = self.compile(target, resource)
-        return lambda v: self.refs[key](v)
+        return self.refs[key]  # compiled: called directly; still compiling (recursion): the placeholder
 
     # keywords -----------------------------------------------------------------------------------
 
@@ -137,38 +153,32 @@ class _Compiler:
     def _kw_const(self, value: Any, schema: dict[str, Any], base: str) -> Check:
         return lambda v: _json_equal(v, value)
 
-    def _kw_required(self, value: list[str], schema: dict[str, Any], base: str) -> Check:
-        return lambda v: not isinstance(v, dict) or all(name in v for name in value)
-
-    def _kw_properties(self, value: dict[str, Any], schema: dict[str, Any], base: str) -> Check:
-        compiled = [(name, self.compile(sub, base)) for name, sub in value.items()]
-
-        def check(v: Any) -> bool:
-            if not isinstance(v, dict):
-                return True
-            for name, sub in compiled:
-                if name in v and not sub(v[name]):
-                    return False
-            return True
-
-        return check
-
-    def _extra_properties(self, schema: dict[str, Any], base: str) -> Check:
-        known = set(schema.get("properties", {}))
-        patterns = [(re.compile(p), self.compile(sub, base)) for p, sub in schema.get("patternProperties", {}).items()]
-        extra = self.compile(schema.get("additionalProperties", True), base)
+    def _object(self, schema: dict[str, Any], base: str) -> Check:
+        """required, properties, patternProperties and additionalProperties in one pass over the
+        object's own members (a record sets few of the many fields its schema allows)."""
+        required = frozenset(schema.get("required", ()))
+        props = {name: self.compile(sub, base) for name, sub in schema.get("properties", {}).items()}
+        patterns = [(re.compile(p).search, self.compile(sub, base)) for p, sub in schema.get("patternProperties", {}).items()]
+        extra_schema = schema.get("additionalProperties", True)
+        extra = None if extra_schema is True else self.compile(extra_schema, base)
 
         def check(v: Any) -> bool:
             if not isinstance(v, dict):
                 return True
+            if required and not v.keys() >= required:
+                return False
             for name, item in v.items():
+                sub = props.get(name)
                 matched = False
-                for pattern, sub in patterns:
-                    if pattern.search(name):
+                for search, pattern_sub in patterns:
+                    if search(name):
                         matched = True
-                        if not sub(item):
+                        if not pattern_sub(item):
                             return False
-                if not matched and name not in known and not extra(item):
+                if sub is not None:
+                    if not sub(item):
+                        return False
+                elif not matched and extra is not None and not extra(item):
                     return False
             return True
 

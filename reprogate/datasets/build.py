@@ -2,24 +2,23 @@
 
 The same bytes always give the same manifest text and digest: shards are sorted by name, no
 timestamp is written, and fields a person added to a previous manifest (`--base`) are carried
-over, so rebuilding an unchanged dataset changes nothing a record pins.
+over, so rebuilding an unchanged dataset changes nothing a record pins. The output's suffix picks
+the form: `.jsonl` (JSON Lines, for large datasets), `.json`, or YAML.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reprogate.datasets import manifest_digest
-from reprogate.datasets.hashing import hash_files
-from reprogate.datasets.names import UnsafeName, local_path
-from reprogate.datasets.select import select
-from reprogate.core.fileio import atomic_write
-from reprogate.core.progress import Progress
-from reprogate.core.yamlout import FlowMap, dump_yaml
 from reprogate.core.errors import CheckFailed
+from reprogate.core.progress import Progress
+from reprogate.core.yamlout import FlowMap
+from reprogate.datasets.hashing import hash_batches, hash_files
+from reprogate.datasets.manifests import ManifestWriter
+from reprogate.datasets.names import UnsafeName, local_path
+from reprogate.datasets.select import Walk
 
 # Fields a build computes; everything else in a --base manifest is a person's and is kept.
 COMPUTED = {"apiVersion", "kind", "algorithm", "selection", "shards", "files", "digest"}
@@ -46,79 +45,105 @@ class BuildOptions:
     base: dict[str, Any] = field(default_factory=dict)
 
 
-def build_manifest(options: BuildOptions) -> dict[str, Any]:
-    """Hash the dataset and return the manifest (not yet written)."""
-    root = options.root
-    side_names = {name for _, name in options.side_files}
-    chosen = select(root, options.include, options.exclude, skip={options.output})
-    if chosen.outside:
-        shown = ", ".join(chosen.outside[:5]) + (" ..." if len(chosen.outside) > 5 else "")
-        raise BuildError(f"{len(chosen.outside)} symlink(s) lead outside the dataset root: {shown}; exclude them or copy the data in")
-    shard_names = [n for n in chosen.files if n not in side_names]
-    shard_sizes = [s for n, s in zip(chosen.files, chosen.sizes) if n not in side_names]
-    side_paths = []
+@dataclass
+class BuildSummary:
+    output: Path
+    shards: int
+    bytes: int
+    digest: str
+    form: str  # yaml, json or jsonl
+
+
+def manifest_fields(options: BuildOptions) -> dict[str, Any]:
+    """Every field of the manifest but shards, side files and digest, in the order written."""
+    fields: dict[str, Any] = {"apiVersion": "reprogate/v1", "kind": "DatasetManifest"}
+    fields["id"] = options.id or options.base.get("id") or options.root.resolve().name
+    for key, value in options.base.items():
+        if key not in COMPUTED and key != "id":
+            fields[key] = value
+    if options.version:
+        fields["version"] = options.version
+    if options.namespace:
+        fields["namespace"] = options.namespace
+    fields["algorithm"] = options.algorithm
+    fields["selection"] = {k: v for k, v in (("include", options.include), ("exclude", options.exclude)) if v}
+    return fields
+
+
+def _side_files(options: BuildOptions) -> list[dict[str, Any]]:
+    """The side files (tokenizer, vocabulary...) with sizes and checksums; hashed before the shards
+    because the header of a JSON Lines manifest carries them."""
+    paths = []
     for role, name in options.side_files:
         if role not in ROLES:
             raise BuildError(f"unknown side-file role {role!r}; choose one of {', '.join(ROLES)}")
         try:
-            side_paths.append(local_path(root, name))
+            paths.append(local_path(options.root, name))
         except UnsafeName as exc:
             raise BuildError(str(exc)) from None
-        if not side_paths[-1].is_file():
-            raise BuildError(f"side file {name!r} does not exist under {root}")
-    paths = [root / n for n in shard_names] + side_paths
-    sizes = shard_sizes + [p.stat().st_size for p in side_paths]
-    progress = Progress("hashing", len(paths), sum(sizes), options.quiet)
+        if not paths[-1].is_file():
+            raise BuildError(f"side file {name!r} does not exist under {options.root}")
+    digests = hash_files(paths, options.algorithm, options.jobs)
+    for digest in digests:
+        if digest.error:
+            raise BuildError(f"cannot read {digest.path}: {digest.error}")
+    return [FlowMap(role=role, name=name, bytes=d.size, checksum=d.checksum) for (role, name), d in zip(options.side_files, digests)]
+
+
+def build_manifest(options: BuildOptions, written_by: str = "reprogate dataset manifest") -> BuildSummary:
+    """Hash the dataset and write the manifest to options.output, atomically, a shard at a time.
+
+    The walk, the hashing and the writing are one stream: memory holds one folder's names and
+    the batches in flight, never the whole dataset, so a million shards fit in a small process.
+    """
+    root = options.root
+    files = _side_files(options)
+    side_names = {name for _, name in options.side_files}
+    walk = Walk(root, options.include, options.exclude, skip={options.output}, sizes=False)  # workers learn sizes as they read
+    items = ((path, size, name) for name, size, path in walk if name not in side_names)
+    fields = manifest_fields(options)
+    progress = Progress("hashing", None, None, options.quiet)
     try:
-        digests = hash_files(paths, options.algorithm, options.jobs, sizes, progress.advance)
+        with ManifestWriter(options.output, fields, files, _comment(fields["id"], written_by)) as writer:
+            for batch in hash_batches(items, options.algorithm, options.jobs, progress.advance):
+                names = [item[2] for item in batch.items]
+                if batch.problems:
+                    first = min(batch.problems)
+                    kind, detail = batch.problems[first]
+                    raise BuildError(f"cannot read {root / names[first]}: {detail or kind}")
+                try:
+                    writer.add_files(names, batch.sizes, batch.checksums)
+                except UnicodeEncodeError:
+                    bad = next(n for n in names if not _encodes(n))
+                    raise BuildError(f"{bad!r}: the file name is not valid UTF-8, so no manifest can name it; rename it or --exclude it") from None
+            if walk.outside:
+                shown = ", ".join(walk.outside[:5]) + (" ..." if len(walk.outside) > 5 else "")
+                raise BuildError(f"{len(walk.outside)} symlink(s) lead outside the dataset root: {shown}; exclude them or copy the data in")
     finally:
         progress.close()
-    unreadable = [d for d in digests if d.error]
-    if unreadable:
-        raise BuildError(f"cannot read {unreadable[0].path}: {unreadable[0].error}")
-
-    manifest: dict[str, Any] = {"apiVersion": "reprogate/v1", "kind": "DatasetManifest"}
-    manifest["id"] = options.id or options.base.get("id") or root.resolve().name
-    for key, value in options.base.items():
-        if key not in COMPUTED and key != "id":
-            manifest[key] = value
-    if options.version:
-        manifest["version"] = options.version
-    if options.namespace:
-        manifest["namespace"] = options.namespace
-    manifest["algorithm"] = options.algorithm
-    selection = {k: v for k, v in (("include", options.include), ("exclude", options.exclude)) if v}
-    manifest["selection"] = selection
-    count = len(shard_names)
-    manifest["shards"] = [FlowMap(name=n, bytes=d.size, checksum=d.checksum) for n, d in zip(shard_names, digests[:count])]
-    if options.side_files:
-        manifest["files"] = [
-            FlowMap(role=role, name=name, bytes=d.size, checksum=d.checksum) for (role, name), d in zip(options.side_files, digests[count:])
-        ]
-    manifest["digest"] = manifest_digest(manifest)
-    return manifest
+    return BuildSummary(options.output, writer.count, writer.bytes, writer.value, writer.form)
 
 
-def manifest_json(manifest: dict[str, Any]) -> str:
-    """JSON text with one shard per line: loads ~15x faster than YAML for large datasets (libyaml
-    builds a node per scalar), and a changed shard is still a one-line diff."""
-    lines = []
-    for key, value in manifest.items():
-        if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
-            inner = ",\n".join("    " + json.dumps(item, ensure_ascii=False) for item in value)
-            lines.append(f"  {json.dumps(key)}: [\n{inner}\n  ]")
-        else:
-            lines.append(f"  {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}")
-    return "{\n" + ",\n".join(lines) + "\n}\n"
+def _encodes(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
-def write_manifest(manifest: dict[str, Any], output: Path, written_by: str = "reprogate dataset manifest") -> None:
-    """Write atomically, as JSON when the file name ends in .json, else as YAML."""
-    if output.suffix.lower() == ".json":
-        atomic_write(output, manifest_json(manifest))
-        return
-    header = (
-        f"Dataset manifest {manifest['id']}, written by `{written_by}`.\n"
+def _comment(manifest_id: str, written_by: str) -> str:
+    return (
+        f"Dataset manifest {manifest_id}, written by `{written_by}`.\n"
         "A record pins this manifest by its digest (the last field): reprogate digest --manifest FILE"
     )
-    atomic_write(output, dump_yaml(manifest, header))
+
+
+def write_manifest(manifest: dict[str, Any], output: Path, written_by: str = "reprogate dataset manifest") -> str:
+    """Write a manifest held in memory (an import, a small dataset) atomically, in the form the
+    file name asks for (.jsonl, .json, else YAML); returns its digest."""
+    fields = {k: v for k, v in manifest.items() if k not in ("shards", "files", "digest")}
+    with ManifestWriter(output, fields, list(manifest.get("files") or []), _comment(manifest.get("id", ""), written_by)) as writer:
+        for shard in manifest.get("shards") or []:
+            writer.add(shard)
+    return writer.value

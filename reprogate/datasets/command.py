@@ -10,9 +10,12 @@ from reprogate.core.errors import UsageError
 from reprogate.output.result import CommandResult
 
 
+LARGE_MANIFEST = 100_000  # shards beyond which a YAML or JSON manifest is slow to read back
+
+
 def manifest_command(root: Path, output: Path, include: list[str], exclude: list[str], algorithm: str, jobs: int | None, quiet: bool, manifest_id: str | None, version: str | None, namespace: str | None, side_files: list[str], base: Path | None) -> CommandResult:
-    from reprogate.core.documents import load_document
-    from reprogate.datasets.build import BuildError, BuildOptions, build_manifest, write_manifest
+    from reprogate.datasets.build import BuildError, BuildOptions, build_manifest
+    from reprogate.datasets.manifests import load_manifest
 
     pairs = []
     for item in side_files:
@@ -20,17 +23,18 @@ def manifest_command(root: Path, output: Path, include: list[str], exclude: list
         if not sep:
             raise UsageError(f"--file {item!r}: write ROLE=PATH")
         pairs.append((role, name))
-    base_data: Any = load_document(base).data if base else {}
+    base_data: Any = load_manifest(base).data if base else {}  # any form; only its fields are kept
     if base is not None and (not isinstance(base_data, dict) or base_data.get("kind") != "DatasetManifest"):
         raise UsageError(f"--base {base}: not a dataset manifest (kind: DatasetManifest)")
-    options = BuildOptions(root, output, include, exclude, algorithm, jobs, quiet, manifest_id, version, namespace, pairs, base_data)
+    options = BuildOptions(root, output, include, exclude, algorithm, jobs, quiet, manifest_id, version, namespace, pairs, base_data if isinstance(base_data, dict) else {})
     try:
-        manifest = build_manifest(options)
+        built = build_manifest(options)  # writes the manifest as it hashes
     except BuildError as exc:
         raise BuildError(f"{exc.message}; nothing written") from None
-    write_manifest(manifest, output)
-    total = sum(s["bytes"] for s in manifest["shards"])
-    return CommandResult(ExitCode.OK, [f"wrote {output}: {len(manifest['shards']):,} shard(s), {total:,} bytes, digest {manifest['digest']}"])
+    hint = []
+    if built.form != "jsonl" and built.shards > LARGE_MANIFEST:
+        hint.append(f"hint: for {built.shards:,} shards write a .jsonl manifest (JSON Lines): verify and validate read it in constant memory")
+    return CommandResult(ExitCode.OK, [f"wrote {output}: {built.shards:,} shard(s), {built.bytes:,} bytes, digest {built.digest}"], hint)
 
 
 def verify_command(manifest: Path, root: str | None, fmt: str, jobs: int | None, timeout: float, retries: int, keep_going: bool, quiet: bool) -> CommandResult:

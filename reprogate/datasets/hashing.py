@@ -1,46 +1,78 @@
-"""Hash many files fast, in memory that does not grow with file size.
+"""Hash many files fast, in memory that grows neither with file size nor with file count.
 
-Measured here (see ../shared/reference/tech.md §6): hashlib's sha256 runs at the per-core limit
-(about 1.7 GB/s with SHA-NI) and releases the GIL on updates over 2 KiB, so a thread pool scales
-with cores for large shards. Each worker reads into one reused 1 MiB buffer, so memory is
-jobs x 1 MiB whatever the shard size. Small files are dominated by per-file Python overhead, so
-they are hashed in batches per task to keep the pool's bookkeeping off the hot path.
+Measured here: hashlib's sha256 runs at the per-core limit (about 1.7 GB/s with SHA-NI) and
+releases the GIL on updates over 2 KiB, so threads scale with cores for large shards. Small files
+are another matter: each costs four system calls (open, fstat, read, close; several microseconds
+apiece in a container) and any Python work per file on top holds the GIL. So files travel in
+batches of up to a few hundred; one worker opens, checks and hashes a whole batch with raw
+`os.open`/`os.readv` into one reused buffer, and sends back one bytes object of concatenated
+digests rather than an object per file. With many files the workers are processes (forked on
+Linux), with few (or on other systems) threads. The calling process only walks or reads the
+manifest and writes results, so it is not the bottleneck.
+
+`hash_stream` takes and yields iterators, in order, with a bounded number of batches in flight:
+a million shards are hashed without ever holding a million of anything.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
-from reprogate.core.errors import UsageError
-from concurrent.futures import ThreadPoolExecutor
+import stat
+import sys
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
+from itertools import chain, islice
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
-CHUNK = 1024 * 1024
-SMALL_FILE = 256 * 1024  # below this, a file is read at once and hashed in a batch of work
-BATCH_BYTES = 4 * 1024 * 1024
+from reprogate.core.errors import UsageError
+
+CHUNK = 256 * 1024  # read size: large enough to amortise a system call, small enough for L2
+BATCH_FILES = 512
+BATCH_BYTES = 8 * 1024 * 1024
+LARGE_FILE = 8 * 1024 * 1024  # a file this big is a batch of its own
+PER_FILE_WEIGHT = 4096  # a file costs about as much as this many bytes of hashing, whatever its size
+UNKNOWN_SIZE = 1024 * 1024  # assumed for files of unknown size until finished batches tell better
+PROCESS_MIN_FILES = 1000  # fewer files than this: forking workers costs more than it saves
+IN_FLIGHT_PER_JOB = 4  # batches queued per thread
 
 ALGORITHMS = ("sha256", "blake3", "md5")
+
+# What went wrong with one file, as a worker reports it (the caller words the finding).
+MISSING = "missing"  # no such file, or not a regular file
+SIZE = "size"  # its size is not the expected one (not hashed)
+UNSAFE = "unsafe"  # a symlink that resolves outside the allowed root (not read)
+UNREADABLE = "unreadable"  # it exists but cannot be read
+
+Payload = TypeVar("Payload")
 
 
 class AlgorithmUnavailable(UsageError):
     """The algorithm needs an optional package that is not installed."""
 
 
-def new_hasher(algorithm: str) -> Any:
+def hasher_factory(algorithm: str) -> Callable[[], Any]:
+    """A function returning a fresh hasher; raises AlgorithmUnavailable for unknown or missing ones."""
     if algorithm == "sha256":
-        return hashlib.sha256()
+        return hashlib.sha256
     if algorithm == "md5":
-        return hashlib.md5(usedforsecurity=False)
+        return partial(hashlib.md5, usedforsecurity=False)
     if algorithm == "blake3":
         try:
             from blake3 import blake3
         except ImportError:
             raise AlgorithmUnavailable("--algorithm blake3 needs the blake3 package: pip install 'reprogate[blake3]'") from None
-        return blake3(max_threads=1)
+        return partial(blake3, max_threads=1)
     raise AlgorithmUnavailable(f"unknown hash algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
 
+
+def new_hasher(algorithm: str) -> Any:
+    return hasher_factory(algorithm)()
 
 
 @dataclass
@@ -73,103 +105,334 @@ def hash_file(path: Path, algorithm: str, buffer: bytearray | None = None, on_by
     return FileDigest(path, size, f"{algorithm}:{h.hexdigest()}")
 
 
-def _hash_small(path: str, algorithm: str) -> tuple[int, str, str]:
-    """(size, checksum, error) of a file small enough to read at once; no buffer juggling."""
-    try:
-        with open(path, "rb", buffering=0) as fh:
-            data = fh.read()
-    except OSError as exc:
-        return 0, "", exc.strerror or str(exc)
-    h = new_hasher(algorithm)
-    h.update(data)
-    return len(data), f"{algorithm}:{h.hexdigest()}", ""
+# (concatenated raw digests, sizes, {index: (what went wrong, detail)})
+BatchResult = tuple[bytes, list[int], dict[int, tuple[str, str]]]
+
+_OPEN = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)  # NONBLOCK: a FIFO never hangs us
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
-def _hash_small_batch(paths: list[str], algorithm: str) -> list[tuple[int, str, str]]:
-    return [_hash_small(p, algorithm) for p in paths]
+class FileReader:
+    """Opens, checks and hashes files one after another through one buffer (one per worker).
 
-
-def _batches(sizes: Sequence[int]) -> Iterator[list[int]]:
-    """Indices of small files grouped so each task carries about BATCH_BYTES."""
-    batch: list[int] = []
-    weight = 0
-    for i, size in enumerate(sizes):
-        batch.append(i)
-        weight += size + 4096  # per-file cost counts as well as bytes
-        if weight >= BATCH_BYTES:
-            yield batch
-            batch, weight = [], 0
-    if batch:
-        yield batch
-
-
-def _process_pool(jobs: int) -> Any:
-    """A fork-based process pool, or None where fork is not the safe default (macOS, Windows).
-
-    Hashing a small file is mostly per-file Python work that holds the GIL, so threads do not
-    scale there; processes do. Large files stay on threads (hashlib releases the GIL).
+    A file is opened without following a final symlink; one that is a symlink is followed only if
+    it resolves inside `real_root` (when given). Then fstat: not a regular file is MISSING, a size
+    other than `expected` (when >= 0) is SIZE and the file is not read. Reading stops when
+    fstat's size is reached by a short read, saving the read that would return 0.
     """
-    import multiprocessing
-    import sys
-    from concurrent.futures import ProcessPoolExecutor
 
-    if not sys.platform.startswith("linux"):
-        return None
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"))
+    def __init__(self, algorithm: str, real_root: str | None = None) -> None:
+        self.new = hasher_factory(algorithm)
+        self.buffer = bytearray(CHUNK)
+        self.view = memoryview(self.buffer)
+        self.real_root = real_root
+        self.inside = real_root.rstrip("/") + "/" if real_root else None
+
+    def check(self, path: str, expected: int, read: bool = True, on_bytes: Callable[[int], None] | None = None) -> tuple[int, bytes | None, str, str]:
+        """(size, raw digest or None when not read, problem or "", detail)."""
+        try:
+            try:
+                fd = os.open(path, _OPEN | _NOFOLLOW)
+            except OSError as exc:
+                if exc.errno != errno.ELOOP:
+                    raise
+                real = os.path.realpath(path)
+                if self.inside is not None and real != self.real_root and not real.startswith(self.inside):
+                    return -1, None, UNSAFE, real
+                fd = os.open(path, _OPEN)
+            try:
+                info = os.fstat(fd)
+                size = info.st_size
+                if not stat.S_ISREG(info.st_mode):
+                    return size, None, MISSING, "not a regular file"
+                if 0 <= expected != size:
+                    return size, None, SIZE, ""
+                if not read:
+                    return size, None, "", ""
+                h = self.new()
+                view, buffers, readv = self.view, (self.buffer,), os.readv
+                done = 0
+                while n := readv(fd, buffers):
+                    h.update(view[:n])
+                    done += n
+                    if on_bytes is not None:
+                        on_bytes(n)
+                    if done == size and n < CHUNK:
+                        break
+                return done, h.digest(), "", ""
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            return -1, None, MISSING if exc.errno in (errno.ENOENT, errno.ENOTDIR) else UNREADABLE, exc.strerror or str(exc)
 
 
-def hash_files(
-    paths: Sequence[Path],
+def digest_files(
+    paths: Sequence[str],
+    algorithm: str,
+    expected: Sequence[int],
+    real_root: str | None = None,
+    read: bool = True,
+    on_bytes: Callable[[int], None] | None = None,
+) -> BatchResult:
+    """Check and hash a batch of files (see FileReader): the hot loop, run in a worker. It sends
+    back one bytes object of digests, not an object per file; a file with a problem (or not
+    read) leaves a zero digest in its slot."""
+    reader = FileReader(algorithm, real_root)
+    check = reader.check
+    blank = bytes(reader.new().digest_size)
+    digests: list[bytes] = []
+    sizes: list[int] = []
+    problems: dict[int, tuple[str, str]] = {}
+    for i, path in enumerate(paths):
+        size, digest, problem, detail = check(path, expected[i], read, on_bytes)
+        if problem:
+            problems[i] = (problem, detail)
+        digests.append(digest or blank)
+        sizes.append(size)
+    return b"".join(digests), sizes, problems
+
+
+def _serve(function: Callable[..., Any], conn: Any, others: list[Any]) -> None:
+    """A forked worker: run `function` on each argument tuple received on `conn` until it closes."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it stops us
+    for other in others:  # so that only the parent holds the other end: its exit ends our recv
+        other.close()
+    while True:
+        try:
+            args = conn.recv()
+        except (EOFError, OSError):
+            return
+        if args is None:
+            return
+        try:
+            reply: tuple[str, Any] = ("ok", function(*args))
+        except Exception as exc:  # noqa: BLE001 - sent back and raised in the parent
+            reply = ("error", f"{type(exc).__name__}: {exc}")
+        conn.send(reply)
+
+
+class _Forked:
+    """Worker processes fed through socket pairs by the calling thread.
+
+    concurrent.futures' process pool moves each batch through a feeder thread, a manager thread
+    and a future; for batches this small that bookkeeping cost the parent more than a microsecond
+    per file. Here the caller sends and receives directly. A worker holds at most PER_WORKER
+    batches at a time, so what it sends back fits in the socket buffer and neither side can block
+    the other; batches go to the least busy worker and come back in the order they were sent.
+    """
+
+    PER_WORKER = 2
+
+    def __init__(self, jobs: int, function: Callable[..., Any]) -> None:
+        import multiprocessing
+
+        context = multiprocessing.get_context("fork")
+        self.conns: list[Any] = []
+        self.procs: list[Any] = []
+        for _ in range(jobs):
+            parent, child = context.Pipe(duplex=True)
+            process = context.Process(target=_serve, args=(function, child, [*self.conns, parent]), daemon=True, name="reprogate-worker")
+            process.start()
+            child.close()
+            self.conns.append(parent)
+            self.procs.append(process)
+        self.busy = [0] * jobs
+
+    @property
+    def capacity(self) -> int:
+        return len(self.conns) * self.PER_WORKER
+
+    def submit(self, args: tuple[Any, ...]) -> int:
+        worker = min(range(len(self.busy)), key=self.busy.__getitem__)
+        self.conns[worker].send(args)
+        self.busy[worker] += 1
+        return worker
+
+    def result(self, worker: int) -> Any:
+        try:
+            status, value = self.conns[worker].recv()
+        except (EOFError, OSError):
+            raise RuntimeError(f"worker process {self.procs[worker].pid} stopped (exit code {self.procs[worker].exitcode})") from None
+        self.busy[worker] -= 1
+        if status != "ok":
+            raise RuntimeError(f"worker process failed: {value}")
+        return value
+
+    def close(self) -> None:
+        for conn in self.conns:
+            try:
+                conn.send(None)
+            except OSError:
+                pass
+            conn.close()
+        for process in self.procs:
+            process.join(timeout=5)
+            if process.is_alive():
+                process.terminate()
+                process.join()
+
+
+def use_processes(jobs: int, count: int) -> bool:
+    """Whether `count` units of per-file Python work are worth forked workers."""
+    return jobs > 1 and count >= PROCESS_MIN_FILES and sys.platform.startswith("linux")
+
+
+def ordered_map(function: Callable[..., Any], tasks: Iterable[tuple[tuple[Any, ...], Any]], jobs: int, processes: bool) -> Iterator[tuple[Any, Any]]:
+    """(tag, function(*args)) for each (args, tag) of `tasks`, in order, computed by `jobs`
+    forked processes (`processes`), threads, or here when jobs is 1. Tasks are pulled only as
+    workers free up, so their arguments may depend on results already seen (a verify that found
+    a wrong size stops reading later files)."""
+    forked = _Forked(jobs, function) if processes else None
+    threads = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="reprogate-worker") if forked is None and jobs > 1 else None
+    limit = forked.capacity if forked is not None else jobs * IN_FLIGHT_PER_JOB
+    pending: deque[tuple[Any, Any]] = deque()
+
+    def finish(tag: Any, handle: Any) -> tuple[Any, Any]:
+        if forked is not None:
+            return tag, forked.result(handle)
+        return tag, handle.result() if isinstance(handle, Future) else handle
+
+    try:
+        for args, tag in tasks:
+            if forked is not None:
+                handle = forked.submit(args)
+            elif threads is not None:
+                handle = threads.submit(function, *args)
+            else:
+                handle = function(*args)
+            pending.append((tag, handle))
+            while len(pending) >= limit or (pending and forked is None and threads is None):
+                yield finish(*pending.popleft())
+        while pending:
+            yield finish(*pending.popleft())
+    finally:
+        if forked is not None:
+            forked.close()
+        if threads is not None:
+            threads.shutdown(wait=True, cancel_futures=True)
+
+
+@dataclass
+class Control:
+    """Steering for a running hash_stream: `read` False makes later batches only check files (a
+    verify that already found a wrong size stops hashing); `real_root` confines symlinks."""
+
+    read: bool = True
+    real_root: str | None = None
+
+
+class _Sizer:
+    """Groups items into batches of about BATCH_BYTES or BATCH_FILES. Items of unknown size (-1,
+    a build that did not stat) are weighed by the mean size of the files finished so far."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.files = 0
+
+    def learn(self, sizes: list[int]) -> None:
+        self.bytes += sum(s for s in sizes if s > 0)
+        self.files += len(sizes)
+
+    def batches(self, items: Iterable[tuple[str, int, Payload]]) -> Iterator[list[tuple[str, int, Payload]]]:
+        batch: list[tuple[str, int, Payload]] = []
+        weight = 0
+        for item in items:
+            size = item[1]
+            if size < 0:
+                size = self.bytes // self.files if self.files else UNKNOWN_SIZE
+            if size >= LARGE_FILE:
+                if batch:
+                    yield batch
+                    batch, weight = [], 0
+                yield [item]
+                continue
+            batch.append(item)
+            weight += size + PER_FILE_WEIGHT
+            if len(batch) >= BATCH_FILES or weight >= BATCH_BYTES:
+                yield batch
+                batch, weight = [], 0
+        if batch:
+            yield batch
+
+
+@dataclass
+class HashedBatch:
+    """One batch back from the workers: its items, in order, with what was found for each."""
+
+    items: list[tuple[str, int, Any]]
+    sizes: list[int]  # as read (or stat'ed), -1 when the file could not be opened
+    checksums: list[str]  # "<algorithm>:<hex>", or "" for a file with a problem or not read
+    problems: dict[int, tuple[str, str]]  # index -> (MISSING | SIZE | UNSAFE | UNREADABLE, detail)
+
+
+def hash_batches(
+    items: Iterable[tuple[str, int, Payload]],
     algorithm: str,
     jobs: int | None = None,
-    sizes: Sequence[int] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
-) -> list[FileDigest]:
-    """Digests of `paths`, in the same order, computed by `jobs` workers.
+    control: Control | None = None,
+) -> Iterator[HashedBatch]:
+    """Hash (path, expected size, payload) items by batches, yielded in order.
 
-    Large files go to a thread pool, streamed through one buffer per thread; small files go in
-    batches to a process pool when there are many. `sizes` (from a stat already made) routes and
-    balances the work; `on_progress(bytes, files)` is called as work completes.
+    `expected` -1 means unknown; otherwise a file of another size is a SIZE problem and is not
+    read. A batch submitted while `control.read` is off is only checked. `on_progress(bytes,
+    files)` is called as work completes, possibly from another thread. Callers that write every
+    result (a build) take whole batches, which saves a Python step per file; hash_stream gives
+    one result at a time.
     """
-    new_hasher(algorithm)  # fail before starting workers if the algorithm is unavailable
+    hex_size = hasher_factory(algorithm)().digest_size * 2  # fails before any worker starts if unavailable
+    control = control or Control()
     jobs = max(1, jobs or os.cpu_count() or 1)
-    if sizes is None:
-        sizes = [p.stat().st_size if p.exists() else 0 for p in paths]
-    results: list[FileDigest | None] = [None] * len(paths)
-    large = [i for i, size in enumerate(sizes) if size >= SMALL_FILE]
-    small = [i for i, size in enumerate(sizes) if size < SMALL_FILE]
-    small_batches = [[small[j] for j in batch] for batch in _batches([sizes[i] for i in small])]
+    stream = iter(items)
+    head = list(islice(stream, PROCESS_MIN_FILES))
+    processes = use_processes(jobs, len(head))
+    sizer = _Sizer()
+    prefix = algorithm + ":"
 
-    def store_small(batch: list[int], found: list[tuple[int, str, str]]) -> None:
-        for i, (size, checksum, error) in zip(batch, found):
-            results[i] = FileDigest(paths[i], size, checksum, error)
-        if on_progress:
-            on_progress(sum(r[0] for r in found), len(batch))
+    def tasks() -> Iterator[tuple[tuple[Any, ...], tuple[list[tuple[str, int, Any]], bool, bool]]]:
+        for batch in sizer.batches(chain(head, stream)):
+            # Threads and inline work report a large file's progress as it is read.
+            streams = on_progress is not None and not processes and len(batch) == 1 and control.read
+            on_bytes = (lambda n: on_progress(n, 0)) if streams else None  # type: ignore[misc]
+            args = ([item[0] for item in batch], algorithm, [item[1] for item in batch], control.real_root, control.read)
+            yield (args if processes else (*args, on_bytes)), (batch, control.read, streams)
 
-    def work_large(i: int) -> None:
-        report = (lambda n: on_progress(n, 0)) if on_progress else None
-        results[i] = hash_file(paths[i], algorithm, bytearray(CHUNK), report)
-        if on_progress:
-            on_progress(0, 1)
+    for (batch, read, streamed), (blob, sizes, problems) in ordered_map(digest_files, tasks(), jobs, processes):
+        if on_progress is not None:
+            on_progress(0 if streamed else sum(s for s in sizes if s > 0), len(batch))
+        sizer.learn(sizes)
+        if read:
+            text = blob.hex()
+            checksums = [prefix + text[i : i + hex_size] for i in range(0, len(text), hex_size)]
+            for i in problems:
+                checksums[i] = ""
+        else:
+            checksums = [""] * len(batch)
+        yield HashedBatch(batch, sizes, checksums, problems)
 
-    processes = _process_pool(jobs) if jobs > 1 and len(small) >= 2000 else None
-    try:
-        pending = []
-        if processes is not None:
-            pending = [(batch, processes.submit(_hash_small_batch, [str(paths[i]) for i in batch], algorithm)) for batch in small_batches]
-        elif jobs == 1:
-            for batch in small_batches:
-                store_small(batch, _hash_small_batch([str(paths[i]) for i in batch], algorithm))
-        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="reprogate-hash") as threads:
-            futures = [threads.submit(work_large, i) for i in large]
-            if processes is None and jobs > 1:
-                futures += [threads.submit(lambda b=batch: store_small(b, _hash_small_batch([str(paths[i]) for i in b], algorithm))) for batch in small_batches]
-            for batch, future in pending:
-                store_small(batch, future.result())
-            for future in futures:
-                future.result()
-    finally:
-        if processes is not None:
-            processes.shutdown()
-    assert all(r is not None for r in results)
-    return results  # type: ignore[return-value]
+
+def hash_stream(
+    items: Iterable[tuple[str, int, Payload]],
+    algorithm: str,
+    jobs: int | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    control: Control | None = None,
+) -> Iterator[tuple[Payload, int, str, str, str]]:
+    """(payload, size, "<algorithm>:<hex>", problem, detail) for each (path, expected size, payload),
+    in order; see hash_batches. `problem` is "" or MISSING, SIZE, UNSAFE, UNREADABLE."""
+    for batch in hash_batches(items, algorithm, jobs, on_progress, control):
+        problems = batch.problems
+        for i, item in enumerate(batch.items):
+            if i in problems:
+                yield item[2], batch.sizes[i], "", *problems[i]
+            else:
+                yield item[2], batch.sizes[i], batch.checksums[i], "", ""
+
+
+def hash_files(paths: Sequence[Path], algorithm: str, jobs: int | None = None, on_progress: Callable[[int, int], None] | None = None) -> list[FileDigest]:
+    """Digests of `paths`, in the same order, computed by `jobs` workers (see hash_stream)."""
+    items = ((os.fspath(p), -1, p) for p in paths)
+    found = hash_stream(items, algorithm, jobs, on_progress)
+    return [FileDigest(path, max(size, 0), checksum, (detail or problem) if problem else "") for path, size, checksum, problem, detail in found]

@@ -23,8 +23,15 @@ def is_url(name: str) -> bool:
     return bool(_URL.match(name))
 
 
+# Names of this shape pass every check below (no `:`, `\\` or NUL, not absolute, no `..`): the
+# common case costs one regular-expression match.
+_PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./+=@,-]*")
+
+
 def check_name(name: str) -> None:
     """Raise UnsafeName unless `name` is a plain relative POSIX path (or an http(s) URL)."""
+    if _PLAIN.fullmatch(name) and ".." not in name:
+        return
     if "://" in name and is_url(name):
         if not name.lower().startswith(("http://", "https://")):
             raise UnsafeName(f"{name!r}: only http(s) URLs may name a shard directly")
@@ -50,7 +57,8 @@ class RootGuard:
     def __init__(self, root: Path | str) -> None:
         self.root = os.path.abspath(root)
         self.real_root = os.path.realpath(root)
-        self._folders: dict[str, str] = {}
+        self._prefix = self.root.rstrip("/") + "/"
+        self._folders: dict[str, str] = {}  # folder -> its real path, "" when inside the root
 
     def _inside(self, real: str) -> bool:
         return real == self.real_root or real.startswith(self.real_root.rstrip("/") + "/")
@@ -59,16 +67,23 @@ class RootGuard:
         """The local path of `name`; raises UnsafeName if it would reach outside the root."""
         return self.stat(name)[0]
 
+    def folder_checked(self, name: str) -> str:
+        """The local path of `name` once the name and its folder are checked: the file itself may
+        still be a symlink (hashing.digest_files checks those as it opens them); raises UnsafeName."""
+        check_name(name)
+        full = self._prefix + name
+        folder = full.rpartition("/")[0]
+        outside = self._folders.get(folder)
+        if outside is None:
+            real_folder = os.path.realpath(folder)
+            outside = self._folders[folder] = "" if self._inside(real_folder) else real_folder
+        if outside:
+            raise UnsafeName(f"{name!r}: its folder resolves through a symlink to {outside}, outside the dataset root")
+        return full
+
     def stat(self, name: str) -> tuple[str, os.stat_result | None]:
         """(local path, stat of what it names or None if nothing is there); raises UnsafeName."""
-        check_name(name)
-        full = os.path.join(self.root, name)
-        folder = os.path.dirname(full)
-        real_folder = self._folders.get(folder)
-        if real_folder is None:
-            real_folder = self._folders[folder] = os.path.realpath(folder)
-        if not self._inside(real_folder):
-            raise UnsafeName(f"{name!r}: its folder resolves through a symlink to {real_folder}, outside the dataset root")
+        full = self.folder_checked(name)
         try:
             info = os.lstat(full)
         except OSError:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from reprogate.validate.discovery import glob_to_regex
@@ -23,62 +24,120 @@ def _matcher(patterns: list[str]) -> list[tuple[bool, re.Pattern[str]]]:
 
 
 def _matches(rel: str, matchers: list[tuple[bool, re.Pattern[str]]]) -> bool:
+    if not matchers:
+        return False
     name = rel.rsplit("/", 1)[-1]
     return any(rx.match(rel if whole else name) for whole, rx in matchers)
 
 
-@dataclass
-class Selection:
-    files: list[str] = field(default_factory=list)  # POSIX names relative to the root, sorted
-    sizes: list[int] = field(default_factory=list)
-    outside: list[str] = field(default_factory=list)  # symlinks that leave the root
-    loops: list[str] = field(default_factory=list)
+def _is_literal(pattern: str) -> bool:
+    return not any(c in pattern for c in "*?[")
 
 
-def select(root: Path, include: list[str], exclude: list[str], skip: set[Path] | None = None, sizes: bool = True) -> Selection:
-    """Files under `root` chosen by the globs, in code-point order of their names."""
-    inc, exc = _matcher(include), _matcher([*DEFAULT_EXCLUDES, *exclude])
-    real_root = os.path.realpath(root)
-    inside = real_root.rstrip("/") + "/"
-    skip_ids = set()
-    for path in skip or set():
+class Walk:
+    """Files under `root` chosen by the globs, as (name, size, path) in code-point order of names.
+
+    The order is produced while walking, never by sorting the whole list: each folder's entries
+    are sorted with a folder's name taken as `name/`, which puts every file below it exactly where
+    a sort of full paths would. So a dataset of a million files is walked holding one folder's
+    names at a time. `outside` and `loops` fill in as the walk goes. `size` is -1 when sizes are
+    not asked for (no stat per file) or the file vanished before it could be stat'ed.
+    """
+
+    def __init__(self, root: Path, include: list[str], exclude: list[str], skip: set[Path] | None = None, sizes: bool = True) -> None:
+        self.root = str(root).rstrip("/") or "/"
+        self.sizes = sizes
+        excludes = [*DEFAULT_EXCLUDES, *exclude]
+        # A folder matched by the part of an exclude before a final `/**` holds only excluded
+        # files: it is not entered. When that part is a plain path, nothing else can match the
+        # pattern, so files are not tested against it at all (`.git/**`, the default).
+        folders = [p[:-3] for p in excludes if p.endswith("/**") and len(p) > 3]
+        self.pruned = [glob_to_regex(p) for p in folders]
+        self.include = _matcher(include)
+        self.exclude_all = _matcher(excludes)
+        self.exclude = _matcher([p for p in excludes if not (p.endswith("/**") and len(p) > 3 and _is_literal(p[:-3]))])
+        self.real_root = os.path.realpath(root)
+        self.inside = self.real_root.rstrip("/") + "/"
+        self.skip_ids: set[tuple[int, int]] = set()
+        for path in skip or set():
+            try:
+                info = os.stat(path)
+                self.skip_ids.add((info.st_dev, info.st_ino))
+            except OSError:
+                pass
+        self.skip_inodes = {ino for _, ino in self.skip_ids}
+        self.outside: list[str] = []
+        self.loops: list[str] = []
+
+    def __iter__(self) -> Iterator[tuple[str, int, str]]:
+        return self._visit(self.root, "", frozenset({self.real_root}))
+
+    def _skipped(self, entry: os.DirEntry[str]) -> bool:
         try:
-            info = os.stat(path)
-            skip_ids.add((info.st_dev, info.st_ino))
+            info = entry.stat()
         except OSError:
-            pass
-    skip_inodes = {ino for _, ino in skip_ids}
-    found: list[tuple[str, int]] = []
-    sel = Selection()
+            return False
+        return (info.st_dev, info.st_ino) in self.skip_ids
 
-    def visit(folder: str, rel: str, ancestors: frozenset[str]) -> None:
+    def _visit(self, folder: str, rel: str, ancestors: frozenset[str]) -> Iterator[tuple[str, int, str]]:
+        keys: list[str] = []
+        links: set[str] = set()
+        skip = self.skip_inodes
         with os.scandir(folder) as it:
-            entries = sorted(it, key=lambda e: e.name)
-        for entry in entries:
-            name = rel + entry.name
-            if entry.is_symlink():
-                real = os.path.realpath(entry.path)
-                if real != real_root and not real.startswith(inside):
-                    if not _matches(name, exc):
-                        sel.outside.append(name)
+            for entry in it:
+                try:
+                    if entry.is_file(follow_symlinks=False):  # most entries: one test
+                        if not (skip and entry.inode() in skip and self._skipped(entry)):
+                            keys.append(entry.name)
+                    elif entry.is_dir(follow_symlinks=False):
+                        keys.append(entry.name + "/")
+                    elif entry.is_symlink():
+                        links.add(entry.name)
+                        keys.append(entry.name + "/" if entry.is_dir() else entry.name)
+                except OSError:
                     continue
-            if entry.is_dir():
-                real_dir = os.path.realpath(entry.path)
+        keys.sort()
+        exclude, include, sizes = self.exclude, self.include, self.sizes
+        for key in keys:
+            if key[-1] == "/":
+                name = key[:-1]
+                path = folder + "/" + name
+                relname = rel + name
+                if (name in links and self._leaves(relname, path)) or any(rx.match(relname) for rx in self.pruned):
+                    continue
+                real_dir = os.path.realpath(path)
                 if real_dir in ancestors:
-                    sel.loops.append(name)
+                    self.loops.append(relname)
                     continue
-                visit(entry.path, name + "/", ancestors | {real_dir})
-            elif entry.is_file():
-                if _matches(name, exc) or (inc and not _matches(name, inc)):
+                yield from self._visit(path, relname + "/", ancestors | {real_dir})
+                continue
+            relname = rel + key
+            if (exclude and _matches(relname, exclude)) or (include and not _matches(relname, include)):
+                continue
+            path = folder + "/" + key
+            size = -1
+            if key in links:
+                if self._leaves(relname, path):
                     continue
-                if entry.inode() in skip_inodes:
-                    info = entry.stat()
-                    if (info.st_dev, info.st_ino) in skip_ids:
-                        continue
-                found.append((name, entry.stat().st_size if sizes else -1))
+                try:
+                    info = os.stat(path)
+                except OSError:
+                    continue  # a link to nothing
+                if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) in self.skip_ids:
+                    continue
+                size = info.st_size if sizes else -1
+            elif sizes:
+                try:
+                    size = os.stat(path).st_size
+                except OSError:
+                    continue  # vanished since the folder was listed
+            yield relname, size, path
 
-    visit(str(root), "", frozenset({real_root}))
-    found.sort()
-    sel.files = [name for name, _ in found]
-    sel.sizes = [size for _, size in found]
-    return sel
+    def _leaves(self, relname: str, path: str) -> bool:
+        """Whether a symlink resolves outside the root (then noted in `outside`, unless excluded)."""
+        real = os.path.realpath(path)
+        if real == self.real_root or real.startswith(self.inside):
+            return False
+        if not _matches(relname, self.exclude_all):
+            self.outside.append(relname)
+        return True

@@ -1,34 +1,58 @@
 """`reprogate dataset verify`: do the bytes under a root still match a manifest?
 
-Two passes, cheapest first. Sizes (a stat, or a HEAD request) catch missing and truncated shards
-in seconds on any dataset; only when they all match are checksums computed, in parallel. Each
-problem is reported by shard name and by its line in the manifest, in separate kinds: missing,
-extra, truncated, corrupt, unsafe (a name that would reach outside the root) and unreachable.
+Cheapest first. Every shard's size is checked (a stat as the hashing worker opens it, or a HEAD
+request) before it is hashed, and the first wrong size stops the hashing: missing and truncated
+shards are reported in seconds on any dataset, and checksums only count when every size matched
+(--keep-going hashes the rest anyway). Each problem is reported by shard name and by its line in
+the manifest, in separate kinds: missing, extra, truncated, corrupt, unsafe (a name that would
+reach outside the root) and unreachable.
+
+A JSON Lines manifest is read once, a line at a time, and its shards come sorted by name, so
+extra files are found by merging it with the (equally sorted) walk of the root: memory stays flat
+however many shards there are. YAML and JSON manifests are loaded whole.
 """
 
 from __future__ import annotations
 
-import gc
 import stat
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic, ExitCode, Location
-from reprogate.core.documents import Document, DocumentError, display_path, load_document
+from reprogate.core.documents import Document, DocumentError, display_path
+from reprogate.core.progress import Progress
 from reprogate.datasets.dvcdir import dvc_directory_md5
-from reprogate.datasets.hashing import AlgorithmUnavailable, hash_files, new_hasher
+from reprogate.datasets.hashing import (
+    SIZE,
+    UNREADABLE,
+    UNSAFE,
+    AlgorithmUnavailable,
+    Control,
+    hash_batches,
+    new_hasher,
+)
+from reprogate.datasets.manifests import (
+    LineDocument,
+    ShardLines,
+    load_manifest,
+    shard_checker,
+)
 from reprogate.datasets.names import RootGuard, UnsafeName, check_name, is_url
 from reprogate.datasets.remote import Missing, Remote, Unreachable
-from reprogate.datasets.select import select
-from reprogate.core.progress import Progress
+from reprogate.datasets.select import Walk
+from reprogate.datasets.verify_lines import NAME_HINT, check_shard_lines, order_problem
 
 MANIFEST_MAX_BYTES = 256 * 1024 * 1024  # a million shards fit; records keep the 16 MiB default
 KINDS = ("missing", "extra", "truncated", "corrupt", "unsafe", "unreachable")
 
 
-@dataclass
+MAX_LINE_FINDINGS = 100  # damaged lines reported before a streamed manifest is given up on
+
+
+@dataclass(slots=True)
 class Entry:
     where: tuple[Any, ...]  # ("shards", i) or ("files", i)
     name: str
@@ -75,6 +99,7 @@ class VerifyOptions:
     max_bytes: int = MANIFEST_MAX_BYTES
 
 
+
 def _entries(data: dict[str, Any]) -> list[Entry]:
     out = []
     for section in ("shards", "files"):
@@ -98,22 +123,91 @@ def resolve_root(manifest_path: Path, data: dict[str, Any], root: str | None) ->
     return str(spec if root is not None else (manifest_path.resolve().parent / spec))
 
 
+
+class _Source:
+    """A manifest's entries, in file order.
+
+    A loaded manifest (YAML, JSON) keeps them in a list. A JSON Lines manifest is read a line at a
+    time; each shard line is checked against the schema and the sorted order as it is read, and
+    what is wrong goes to `problems` (a manifest with any is not used). With a local root its
+    shard lines are handed to the hashing workers instead (verify_lines), and only its side files
+    come from here.
+    """
+
+    def __init__(self, doc: Document) -> None:
+        self.doc = doc
+        shards = doc.data.get("shards")
+        self.lines = shards if isinstance(shards, ShardLines) else None
+        self.loaded = None if self.lines is not None else _entries(doc.data)
+        self.side = [] if self.lines is None else _entries({"files": doc.data.get("files")})
+        self.problems: list[Diagnostic] = []
+
+    def entries(self, shards: bool = True) -> Iterator[Entry]:
+        if self.loaded is not None:
+            yield from self.loaded
+            return
+        assert self.lines is not None
+        checker = shard_checker()
+        valid = checker.valid
+        previous = ""
+        for line, text, shard in self.lines.numbered() if shards else ():
+            index = line - 2
+            if not valid(shard):
+                self.problems.extend(checker.explain(self.doc.path, index, line, text, shard))
+                if len(self.problems) >= MAX_LINE_FINDINGS:
+                    return
+                continue
+            name = shard["name"]
+            if name <= previous:
+                self.problems.append(order_problem(self.doc.path, line, name, previous))
+                return
+            previous = name
+            yield Entry(("shards", index), name, shard["bytes"], shard["checksum"], shard.get("kind", "file"))
+        yield from self.side
+
+
+class _Extras:
+    """Files the walk of the root finds but the manifest does not name.
+
+    Both the walk and the manifest's names come sorted, so one merge finds them, holding neither
+    list: `known(name)` is called with the manifest's names in increasing order.
+    """
+
+    def __init__(self, walk: Walk, also_known: set[str]) -> None:
+        self.walk = iter(walk)
+        self.also_known = also_known
+        self.next = next(self.walk, None)
+        self.found: list[str] = []
+
+    def known(self, name: str) -> None:
+        while self.next is not None and self.next[0] < name:
+            if self.next[0] not in self.also_known:
+                self.found.append(self.next[0])
+            self.next = next(self.walk, None)
+        if self.next is not None and self.next[0] == name:
+            self.next = next(self.walk, None)
+
+    def finish(self) -> list[str]:
+        self.known("\U0010ffff" * 2)  # after every name
+        return self.found
+
+
 def verify(manifest_path: Path, options: VerifyOptions) -> VerifyReport:
     report = VerifyReport(display_path(manifest_path))
     try:
-        doc = load_document(manifest_path, report.manifest, options.max_bytes)
+        doc = load_manifest(manifest_path, report.manifest, options.max_bytes)
     except DocumentError as exc:
-        report.findings.extend(exc.diagnostics)
-        report.exit_code = ExitCode.USAGE
-        return report
+        return _unusable(report, exc.diagnostics)
     from reprogate.core.schema_check import schema_diagnostics
 
     data = doc.data
-    invalid = schema_diagnostics(doc, "DatasetManifest") if isinstance(data, dict) else []
-    if not isinstance(data, dict) or invalid or data.get("kind") != "DatasetManifest":
-        report.findings.extend(invalid or [Diagnostic(report.manifest, "not a dataset manifest (kind: DatasetManifest)", "not-a-manifest")])
-        report.exit_code = ExitCode.USAGE
-        return report
+    source = _Source(doc) if isinstance(data, dict) else None
+    header = doc
+    if source is not None and source.lines is not None:  # the header alone, as a manifest without shards
+        header = LineDocument(doc.path, {**data, "shards": []}, doc.syntax, text=doc.text)
+    invalid = schema_diagnostics(header, "DatasetManifest") if isinstance(data, dict) else []
+    if source is None or invalid or data.get("kind") != "DatasetManifest":
+        return _unusable(report, invalid or [Diagnostic(report.manifest, "not a dataset manifest (kind: DatasetManifest)", "not-a-manifest")])
     algorithm = data["algorithm"]
     try:
         new_hasher(algorithm)
@@ -123,63 +217,203 @@ def verify(manifest_path: Path, options: VerifyOptions) -> VerifyReport:
         report.exit_code = ExitCode.USAGE
         return report
 
-    entries = _entries(data)
-    report.checked = len(entries)
-    # A large manifest is a big, long-lived heap; without this every collection triggered by the
-    # hashing loop rescans it (measured: ~40% of the time on 20,000 small shards).
-    gc.freeze()
-    remote = Remote(timeout=options.timeout, retries=options.retries)
+    if source.loaded is not None:
+        # A large loaded manifest is a big, long-lived heap; without this every collection
+        # triggered by the hashing loop rescans it (measured: ~40% of the time on 20,000 shards).
+        import gc
+
+        gc.freeze()
     remote_root = is_url(report.root)
-    sized = _size_pass(doc, report, entries, remote, remote_root)
-    if not remote_root and "selection" in data:
-        _extra_pass(doc, report, entries, data["selection"], manifest_path)
-    size_failed = any(report.by_kind[k] for k in ("missing", "truncated", "corrupt", "unsafe"))
-    if size_failed and not options.keep_going:
-        report.checksums_skipped = bool(sized)
-    else:
-        _checksum_pass(doc, report, sized, remote, algorithm, options)
+    walk = extras = None
+    if not remote_root and "selection" in data and Path(report.root).is_dir():
+        selection = data["selection"]
+        walk = Walk(Path(report.root), list(selection.get("include", [])), list(selection.get("exclude", [])), skip={manifest_path}, sizes=False)
+        extras = _Extras(walk, {e.name for e in source.side})
+    try:
+        _check(doc, report, source, Remote(timeout=options.timeout, retries=options.retries), extras, algorithm, options)
+    except DocumentError as exc:  # a damaged line of a JSON Lines manifest
+        return _unusable(report, [*source.problems, *exc.diagnostics])
+    if source.problems:
+        return _unusable(report, source.problems)
+    if extras is not None and walk is not None:
+        _report_extras(doc, report, extras, walk)
     mismatch = any(report.by_kind[k] for k in ("missing", "extra", "truncated", "corrupt", "unsafe"))
     report.exit_code = ExitCode.FAILED if mismatch else (ExitCode.INFRA if report.by_kind["unreachable"] else ExitCode.OK)
     return report
 
 
-def _size_pass(doc: Document, report: VerifyReport, entries: list[Entry], remote: Remote, remote_root: bool) -> list[Entry]:
-    """Stat every shard; return those whose size matches (and so deserve a checksum)."""
+def _unusable(report: VerifyReport, diagnostics: list[Diagnostic]) -> VerifyReport:
+    """The manifest cannot be used: only why is reported, and nothing counts as verified."""
+    report.findings = list(diagnostics)
+    report.by_kind = {k: [] for k in KINDS}
+    report.exit_code = ExitCode.USAGE
+    return report
+
+
+class _Checks:
+    """What one verify pass collects while workers report back."""
+
+    def __init__(self, doc: Document, report: VerifyReport, options: VerifyOptions, remote: Remote, control: Control) -> None:
+        self.doc, self.report, self.options, self.remote, self.control = doc, report, options, remote, control
+        self.folders: list[Entry] = []
+        self.urls: list[Entry] = []
+        self.later: list[tuple[str, tuple[Any, ...], str, str]] = []  # checksum-stage findings: kept until sizes all match
+        self.passed = 0  # entries whose size matched
+
+    def size_problem(self, kind: str, where: tuple[Any, ...], name: str, message: str) -> None:
+        """A wrong size (or a file that is not there, or may not be read): reported at once, and
+        unless --keep-going no more files are read."""
+        self.report.problem(self.doc, kind, where, name, message, NAME_HINT if kind == "unsafe" else "")
+        if not self.options.keep_going:
+            self.control.read = False
+
+    def elsewhere(self, entry: Entry, guard: RootGuard | None, root: str) -> None:
+        """A remote shard (HEAD now, GET later) or a DVC folder: checked here, not by a worker."""
+        if _size_ok(self.doc, self.report, entry, guard, root, self.remote):
+            self.passed += 1
+            (self.urls if entry.url else self.folders).append(entry)
+        elif not self.options.keep_going:
+            self.control.read = False
+
+
+def _check(doc: Document, report: VerifyReport, source: _Source, remote: Remote, extras: _Extras | None, algorithm: str, options: VerifyOptions) -> None:
+    """One pass over the manifest. Local files go to the hashing workers, which open each one,
+    check its size (and where a symlink leads) and hash it only if that holds. The first wrong
+    size stops the hashing unless --keep-going: later files are only checked, every size problem
+    is still reported, and no checksum result is, as if all sizes had been checked first."""
     root = report.root
-    guard = None if remote_root else RootGuard(root)
-    passed = []
-    for entry in entries:
-        info = None
-        try:
-            if guard is None or is_url(entry.name):
-                check_name(entry.name)
-                entry.url = entry.name if is_url(entry.name) else root + entry.name
+    guard = None if is_url(root) else RootGuard(root)
+    checks = _Checks(doc, report, options, remote, Control(real_root=guard.real_root if guard else None))
+    total = (len(source.loaded), sum(max(e.size, 0) for e in source.loaded)) if source.loaded is not None else (None, None)
+    progress = Progress("verifying", *total, quiet=options.quiet)
+    try:
+        lines_here = source.lines is not None and guard is not None
+        if lines_here:
+            _check_lines(source, checks, extras, algorithm, progress)
+        if source.problems:
+            return
+        _check_entries(source.entries(shards=not lines_here), checks, guard, extras if not lines_here else None, algorithm, progress)
+        if not checks.control.read:
+            report.checksums_skipped = checks.passed > 0
+            return
+        for kind, where, name, message in checks.later:
+            report.problem(doc, kind, where, name, message)
+        for entry in checks.folders:
+            assert entry.path is not None
+            size, count, checksum = dvc_directory_md5(Path(entry.path), options.jobs)
+            progress.advance(size, 1)
+            if checksum != entry.checksum:
+                report.problem(doc, "corrupt", entry.where, entry.name, f"DVC directory hash differs ({count} files, {size:,} bytes)")
+        if checks.urls:
+            with ThreadPoolExecutor(max_workers=max(1, options.jobs or 4)) as pool:
+                results = list(pool.map(lambda e: _remote_digest(e, remote, algorithm, progress), checks.urls))
+            for entry, (kind, message) in zip(checks.urls, results):
+                if kind:
+                    report.problem(doc, kind, entry.where, entry.name, message)
+    finally:
+        progress.close()
+
+
+def _check_lines(source: _Source, checks: _Checks, extras: _Extras | None, algorithm: str, progress: Progress) -> None:
+    """The shard lines of a JSON Lines manifest, parsed, checked and hashed by the workers."""
+    assert source.lines is not None
+    doc, report = checks.doc, checks.report
+    known = extras.known if extras is not None else None
+    last = ""
+    results = check_shard_lines(source.lines, doc.path, report.root, algorithm, checks.options.jobs, checks.control)
+    try:
+        for result in results:
+            progress.advance(result.bytes, len(result.names))
+            report.checked += len(result.names)
+            if result.names and result.names[0] <= last:
+                source.problems.append(order_problem(doc.path, result.first_name_line, result.names[0], last))
+            source.problems.extend(result.invalid)
+            source.problems.extend(result.damaged)
+            if result.damaged or len(source.problems) >= MAX_LINE_FINDINGS or (result.invalid and result.invalid[-1].code == "manifest-order"):
+                return
+            if result.names:
+                last = result.names[-1]
+                if known is not None:
+                    for name in result.names:
+                        known(name)
+            checks.passed += result.passed
+            for index, name, kind, message in result.sizes:
+                checks.size_problem(kind, ("shards", index), name, message)
+            checks.later.extend((kind, ("shards", index), name, message) for index, name, kind, message in result.checksums)
+            for index, shard in result.deferred:
+                checks.elsewhere(Entry(("shards", index), shard["name"], shard["bytes"], shard["checksum"], shard.get("kind", "file")), None, report.root)
+    finally:
+        results.close()
+
+
+def _check_entries(entries: Iterator[Entry], checks: _Checks, guard: RootGuard | None, extras: _Extras | None, algorithm: str, progress: Progress) -> None:
+    """Entries parsed here (a loaded manifest, side files, shards under a remote root): local
+    files go to the workers by path; the rest are checked here."""
+    report, root = checks.report, checks.report.root
+    names: list[str] = []
+
+    def local() -> Iterator[tuple[str, int, Entry]]:
+        for entry in entries:
+            report.checked += 1
+            if extras is not None:
+                names.append(entry.name)
+            if guard is None or entry.kind != "file" or ("://" in entry.name and is_url(entry.name)):
+                checks.elsewhere(entry, guard, root)
+                continue
+            try:
+                entry.path = guard.folder_checked(entry.name)
+            except UnsafeName as exc:
+                checks.size_problem("unsafe", entry.where, entry.name, f"refused, never read ({exc})")
+                continue
+            yield entry.path, entry.size, entry
+
+    for batch in hash_batches(local(), algorithm, checks.options.jobs, progress.advance, checks.control):
+        for i, item in enumerate(batch.items):
+            entry = item[2]
+            problem = batch.problems.get(i)
+            if problem is None:
+                checks.passed += 1
+                checksum = batch.checksums[i]
+                if checksum and checksum != entry.checksum:
+                    checks.later.append(("corrupt", entry.where, entry.name, f"checksum differs: manifest {entry.checksum[:24]}..., file {checksum[:24]}..."))
+            elif problem[0] == UNREADABLE:
+                checks.passed += 1
+                checks.later.append(("missing", entry.where, entry.name, f"cannot read: {problem[1]}"))
             else:
-                entry.path, info = guard.stat(entry.name)
-        except UnsafeName as exc:
-            report.problem(doc, "unsafe", entry.where, entry.name, f"refused, never read ({exc})", "shard names are relative POSIX paths inside the dataset root")
-            continue
-        if entry.url:
-            passed.extend(_remote_size(doc, report, entry, remote))
-            continue
-        assert entry.path is not None
-        if entry.kind == "dvc-directory":
-            if info is None or not stat.S_ISDIR(info.st_mode):
-                report.problem(doc, "missing", entry.where, entry.name, f"no folder at {entry.path}")
-            else:
-                passed.append(entry)
-            continue
-        if info is None or not stat.S_ISREG(info.st_mode):
-            report.problem(doc, "missing", entry.where, entry.name, f"no file at {entry.path}")
-            continue
-        actual = info.st_size
-        if 0 <= actual < entry.size:
-            report.problem(doc, "truncated", entry.where, entry.name, f"{actual:,} bytes, the manifest says {entry.size:,}")
-        elif entry.size >= 0 and actual != entry.size:
-            report.problem(doc, "corrupt", entry.where, entry.name, f"{actual:,} bytes, the manifest says {entry.size:,}")
+                checks.size_problem(*_worker_problem(entry, batch.sizes[i], *problem))
+    if extras is not None:  # a loaded manifest's names, sorted for the merge with the walk
+        for name in sorted(set(names)):
+            extras.known(name)
+
+
+def _worker_problem(entry: Entry, size: int, problem: str, detail: str) -> tuple[str, tuple[Any, ...], str, str]:
+    """(kind, where, name, message) of a problem a hashing worker found before reading a file."""
+    if problem == SIZE:
+        kind = "truncated" if size < entry.size else "corrupt"
+        return kind, entry.where, entry.name, f"{size:,} bytes, the manifest says {entry.size:,}"
+    if problem == UNSAFE:
+        return "unsafe", entry.where, entry.name, f"refused, never read ({entry.name!r}: resolves through a symlink to {detail}, outside the dataset root)"
+    return "missing", entry.where, entry.name, f"no file at {entry.path}" + (f" ({detail})" if "regular" in detail else "")
+
+
+def _size_ok(doc: Document, report: VerifyReport, entry: Entry, guard: RootGuard | None, root: str, remote: Remote) -> bool:
+    """The size check of a remote shard (HEAD) or a DVC folder, made here rather than by a worker."""
+    info = None
+    try:
+        if guard is None or is_url(entry.name):
+            check_name(entry.name)
+            entry.url = entry.name if is_url(entry.name) else root + entry.name
         else:
-            passed.append(entry)
-    return passed
+            entry.path, info = guard.stat(entry.name)
+    except UnsafeName as exc:
+        report.problem(doc, "unsafe", entry.where, entry.name, f"refused, never read ({exc})", NAME_HINT)
+        return False
+    if entry.url:
+        return bool(_remote_size(doc, report, entry, remote))
+    if info is None or not stat.S_ISDIR(info.st_mode):
+        report.problem(doc, "missing", entry.where, entry.name, f"no folder at {entry.path}")
+        return False
+    return True
 
 
 def _remote_size(doc: Document, report: VerifyReport, entry: Entry, remote: Remote) -> list[Entry]:
@@ -201,44 +435,13 @@ def _remote_size(doc: Document, report: VerifyReport, entry: Entry, remote: Remo
     return [entry]
 
 
-def _extra_pass(doc: Document, report: VerifyReport, entries: list[Entry], selection: dict[str, Any], manifest_path: Path) -> None:
-    root = Path(report.root)
-    if not root.is_dir():
-        return
-    known = {e.name for e in entries}
-    chosen = select(root, list(selection.get("include", [])), list(selection.get("exclude", [])), skip={manifest_path}, sizes=False)
-    for name in chosen.files:
-        if name not in known:
-            report.problem(doc, "extra", ("shards",), name, "present under the root and chosen by the manifest's selection, but not in the manifest", "rebuild the manifest if the file belongs to the dataset, or remove it")
-    for name in (n for n in chosen.outside if n not in known):  # known names were reported already
+def _report_extras(doc: Document, report: VerifyReport, extras: _Extras, walk: Walk) -> None:
+    for name in extras.finish():
+        why = "present under the root and chosen by the manifest's selection, but not in the manifest"
+        report.problem(doc, "extra", ("shards",), name, why, "rebuild the manifest if the file belongs to the dataset, or remove it")
+    reported = set(report.by_kind["unsafe"])  # a listed name whose link leaves the root was refused already
+    for name in (n for n in walk.outside if n not in reported):
         report.problem(doc, "unsafe", ("shards",), name, "a symlink under the root that leads outside it; not followed")
-
-
-def _checksum_pass(doc: Document, report: VerifyReport, entries: list[Entry], remote: Remote, algorithm: str, options: VerifyOptions) -> None:
-    files = [e for e in entries if e.path is not None and e.kind == "file"]
-    folders = [e for e in entries if e.path is not None and e.kind == "dvc-directory"]
-    urls = [e for e in entries if e.url is not None]
-    progress = Progress("verifying", len(entries), sum(max(e.size, 0) for e in entries), options.quiet)
-    try:
-        digests = hash_files([Path(e.path) for e in files if e.path], algorithm, options.jobs, [e.size for e in files], progress.advance)
-        for entry, digest in zip(files, digests):
-            if digest.error:
-                report.problem(doc, "missing", entry.where, entry.name, f"cannot read: {digest.error}")
-            elif digest.checksum != entry.checksum:
-                report.problem(doc, "corrupt", entry.where, entry.name, f"checksum differs: manifest {entry.checksum[:24]}..., file {digest.checksum[:24]}...")
-        for entry in folders:
-            assert entry.path is not None
-            size, count, checksum = dvc_directory_md5(Path(entry.path), options.jobs)
-            progress.advance(size, 1)
-            if checksum != entry.checksum:
-                report.problem(doc, "corrupt", entry.where, entry.name, f"DVC directory hash differs ({count} files, {size:,} bytes)")
-        with ThreadPoolExecutor(max_workers=max(1, options.jobs or 4)) as pool:
-            results = list(pool.map(lambda e: _remote_digest(e, remote, algorithm, progress), urls))
-        for entry, (kind, message) in zip(urls, results):
-            if kind:
-                report.problem(doc, kind, entry.where, entry.name, message)
-    finally:
-        progress.close()
 
 
 def _remote_digest(entry: Entry, remote: Remote, algorithm: str, progress: Progress) -> tuple[str, str]:

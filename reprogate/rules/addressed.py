@@ -7,13 +7,15 @@ Remote artifacts (uri only) are resolved by `rebuild` and `audit`, not here.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Iterator
 
 from reprogate.core.canonical import CanonicalError, canonical_digest, file_digest
 from reprogate.datasets import manifest_digest
 from reprogate.core.diagnostics import Diagnostic
-from reprogate.core.documents import Document, DocumentError, display_path, load_document
+from reprogate.core.documents import Document, DocumentError, display_path
+from reprogate.datasets.manifests import load_manifest
 from reprogate.rules.base import RuleContext, get
 
 
@@ -24,7 +26,30 @@ class AddressError(Exception):
 
 
 def resolve(ctx: RuleContext, rel: str) -> Path:
-    """The file a repository path names, refusing anything that leaves the repository."""
+    """The file a repository path names, refusing anything that leaves the repository.
+
+    Remembered for the run (the cache lives as long as one `validate`): a thousand records that
+    address the same lock file resolve it once, not a thousand times a dozen system calls."""
+    key = ("resolve", ctx.root, rel)
+    if key not in ctx.cache:
+        try:
+            ctx.cache[key] = _resolve(ctx, rel)
+        except AddressError as exc:
+            ctx.cache[key] = exc
+    found = ctx.cache[key]
+    if isinstance(found, AddressError):
+        raise found
+    return found
+
+
+def _stat(ctx: RuleContext, real: Path) -> os.stat_result:
+    key = ("stat", real)
+    if key not in ctx.cache:
+        ctx.cache[key] = real.stat()
+    return ctx.cache[key]
+
+
+def _resolve(ctx: RuleContext, rel: str) -> Path:
     try:
         candidate = ctx.root / rel
         real, root = candidate.resolve(), ctx.root.resolve()
@@ -41,7 +66,7 @@ def resolve(ctx: RuleContext, rel: str) -> Path:
 
 
 def bytes_digest(ctx: RuleContext, real: Path) -> str:
-    st = real.stat()
+    st = _stat(ctx, real)
     key = ("sha256", str(real), st.st_size, st.st_mtime_ns)
     if key not in ctx.cache:
         ctx.cache[key] = file_digest(real)
@@ -50,11 +75,11 @@ def bytes_digest(ctx: RuleContext, real: Path) -> str:
 
 def load_addressed(ctx: RuleContext, real: Path) -> Document:
     """Parse an addressed YAML/JSON file once per run (many records may address one config)."""
-    st = real.stat()
+    st = _stat(ctx, real)
     key = ("doc", str(real), st.st_size, st.st_mtime_ns)
     if key not in ctx.cache:
         try:
-            ctx.cache[key] = load_document(real, display_path(real), ctx.max_bytes)
+            ctx.cache[key] = load_manifest(real, display_path(real), ctx.max_bytes)  # any YAML/JSON; .jsonl manifests stream
         except DocumentError as exc:
             ctx.cache[key] = exc
     value = ctx.cache[key]
@@ -64,16 +89,24 @@ def load_addressed(ctx: RuleContext, real: Path) -> Document:
     return value
 
 
-def _file_refs(data: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], dict[str, Any]]]:
-    """Every object in the record that pairs a repository `path` with a `checksum`."""
+FileRefs = list[tuple[tuple[Any, ...], dict[str, Any]]]
+
+
+def _file_refs(data: Any, path: tuple[Any, ...] = (), found: FileRefs | None = None) -> FileRefs:
+    """Every object in the record that pairs a repository `path` with a `checksum`, in document
+    order. Descends only into containers: most of a record is scalars, which cost nothing here."""
+    found = [] if found is None else found
     if isinstance(data, dict):
         if isinstance(data.get("path"), str) and isinstance(data.get("checksum"), str):
-            yield path, data
+            found.append((path, data))
         for key, value in data.items():
-            yield from _file_refs(value, path + (key,))
+            if isinstance(value, (dict, list)):
+                _file_refs(value, path + (key,), found)
     elif isinstance(data, list):
         for i, value in enumerate(data):
-            yield from _file_refs(value, path + (i,))
+            if isinstance(value, (dict, list)):
+                _file_refs(value, path + (i,), found)
+    return found
 
 
 def checksums_match(ctx: RuleContext) -> Iterator[Diagnostic]:
@@ -92,8 +125,9 @@ def checksums_match(ctx: RuleContext) -> Iterator[Diagnostic]:
             yield ctx.finding(where + ("path",), exc.message, exc.code, exc.hint)
             continue
         size = ref.get("bytes")
-        if isinstance(size, int) and not isinstance(size, bool) and real.stat().st_size != size:
-            yield ctx.finding(where + ("bytes",), f"{ref['path']} is {real.stat().st_size:,} bytes, the record says {size:,}", "size-mismatch", "the file changed since the record was made")
+        actual_size = _stat(ctx, real).st_size
+        if isinstance(size, int) and not isinstance(size, bool) and actual_size != size:
+            yield ctx.finding(where + ("bytes",), f"{ref['path']} is {actual_size:,} bytes, the record says {size:,}", "size-mismatch", "the file changed since the record was made")
             continue
         actual = bytes_digest(ctx, real)
         if actual != ref["checksum"]:
@@ -154,7 +188,11 @@ def dataset_manifest_matches(ctx: RuleContext) -> Iterator[Diagnostic]:
 def _manifest_digest_of(data: Any) -> str:
     if not isinstance(data, dict):
         raise CanonicalError("a dataset manifest is a mapping")
-    return manifest_digest(data)
+    try:
+        return manifest_digest(data)
+    except DocumentError as exc:  # a damaged line of a JSON Lines manifest
+        first = exc.diagnostics[0]
+        raise AddressError("addressed-unreadable", f"cannot read {first.path}:{first.location.line}: {first.message}") from None
 
 
 def addressed_manifest(ctx: RuleContext) -> dict[str, Any] | None:

@@ -22,10 +22,29 @@ def _strings(node: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any,
         yield path, node
 
 
+def _may_hold_secret(data: Any) -> bool:
+    """A quick screen of the whole document at once: every string value joined by newlines, which
+    no credential shape, registered value or URL credential can span (they stop at whitespace),
+    so no match here means no value matches on its own (the common case): the walk with paths
+    below is needed only when one might."""
+    strings: list[str] = []
+    stack = [data]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            strings.append(node)
+        elif isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return looks_secret("\n".join(strings))
+
+
 def no_secrets(ctx: RuleContext) -> Iterator[Diagnostic]:
-    for path, value in _strings(ctx.data):
-        if looks_secret(value):
-            yield ctx.finding(path, "this value looks like a credential (token or private key); it is not shown here", "secret-in-record", _HINT)
+    if _may_hold_secret(ctx.data):
+        for path, value in _strings(ctx.data):
+            if looks_secret(value):
+                yield ctx.finding(path, "this value looks like a credential (token or private key); it is not shown here", "secret-in-record", _HINT)
     for section in ("env",):
         env = ctx.data.get("execution", {}).get(section) if isinstance(ctx.data.get("execution"), dict) else None
         if isinstance(env, dict):

@@ -8,6 +8,7 @@ from reprogate.core.canonical import CanonicalError, canonical_digest, file_dige
 from reprogate.core.documents import load_document
 from reprogate.core.errors import UsageError
 from reprogate.datasets import manifest_digest
+from reprogate.datasets.manifests import load_manifest
 
 
 def digest_for(path: Path, canonical: bool = False, manifest: bool = False) -> str:
@@ -15,7 +16,7 @@ def digest_for(path: Path, canonical: bool = False, manifest: bool = False) -> s
     (a dataset manifest without its own digest field); UsageError when it cannot be computed."""
     if not canonical:
         return file_digest(path)
-    data = load_document(path).data
+    data = load_manifest(path).data if manifest else load_document(path).data  # a .jsonl manifest streams
     try:
         if manifest:
             if not isinstance(data, dict):

@@ -17,7 +17,7 @@ from pathlib import Path
 from reprogate.core.diagnostics import Diagnostic, Severity
 from reprogate.core.documents import display_path
 
-DOCUMENT_SUFFIXES = (".yaml", ".yml", ".json")
+DOCUMENT_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")  # .jsonl: large dataset manifests
 # Folders no one keeps records in, and that are large: never descended into when walking.
 SKIPPED_FOLDERS = {"node_modules", "__pycache__", "venv", "site-packages"}
 _GLOB_CHARS = re.compile(r"[*?\[]")

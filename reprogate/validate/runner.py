@@ -8,18 +8,21 @@ named by pre-commit is skipped, not failed.
 from __future__ import annotations
 
 import datetime
+import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from reprogate.core.config import CONFIG_NAME, load_config
 from reprogate.core.diagnostics import Diagnostic, ExitCode, Severity
-from reprogate.validate.discovery import discover
-from reprogate.core.documents import DEFAULT_MAX_BYTES, Document, DocumentError, display_path, load_document
+from reprogate.validate.discovery import Target, discover
+from reprogate.core.documents import DEFAULT_MAX_BYTES, Document, DocumentError, display_path
+from reprogate.datasets.manifests import is_stream, load_manifest
 from reprogate.rules import RuleContext, rules_for
 from reprogate.rules.environment import CODE as DRIFT_CODE
 from reprogate.core.config import repository_root
-from reprogate.core.schema_check import schema_diagnostics
+from reprogate.core.schema_check import _quick_check, schema_diagnostics
 from reprogate.core.schemas import API_VERSION, SCHEMA_FILES
 
 
@@ -125,13 +128,23 @@ def classify(doc: Document, filename: str) -> tuple[str | None, list[Diagnostic]
 
 def validate_document(doc: Document, kind: str, options: Options, cache: dict[Any, Any], source: Path | None = None) -> list[Diagnostic]:
     """Schema findings and semantic findings of one loaded document."""
-    found = schema_diagnostics(doc, kind)
+    if doc.syntax == "jsonl":  # a JSON Lines manifest: the header here, its shard lines in its rule
+        from reprogate.rules.manifest import stream_schema_diagnostics
+
+        found = stream_schema_diagnostics(doc, kind)
+        if kind != "DatasetManifest":
+            return found
+    else:
+        found = schema_diagnostics(doc, kind)
     if options.root is not None:
         root = options.root
     elif kind == "Config" and source is not None:
         root = source.resolve().parent
     else:
-        root = repository_root(source.parent if source is not None else Path("."))
+        folder = source.parent if source is not None else Path(".")
+        if ("repository-root", folder) not in cache:  # a walk up with a stat per level: once per folder
+            cache[("repository-root", folder)] = repository_root(folder)
+        root = cache[("repository-root", folder)]
     ctx = RuleContext(doc, kind, root, options.today, options.max_bytes, cache)
     for check in rules_for(kind, options.addressed_files):
         try:
@@ -145,8 +158,10 @@ def validate_document(doc: Document, kind: str, options: Options, cache: dict[An
 def validate_file(path: Path, explicit: bool, options: Options, cache: dict[Any, Any]) -> FileResult:
     display = display_path(path)
     try:
-        doc = load_document(path, display, options.max_bytes)
+        doc = load_manifest(path, display, options.max_bytes)  # YAML and JSON go to load_document
     except DocumentError as exc:
+        if is_stream(path) and not explicit:  # JSON Lines met while walking is usually data
+            return FileResult(display, None, [], ExitCode.OK, skipped="not a reprogate document")
         return FileResult(display, None, exc.diagnostics, exc.exit_code)
     kind, problems = classify(doc, path.name)
     if kind is None:
@@ -154,7 +169,10 @@ def validate_file(path: Path, explicit: bool, options: Options, cache: dict[Any,
         return FileResult(display, None, [], ExitCode.OK, skipped=why if explicit else "not a reprogate document")
     if problems:
         return FileResult(display, kind, problems, ExitCode.FAILED)
-    found = validate_document(doc, kind, options, cache, path)
+    try:
+        found = validate_document(doc, kind, options, cache, path)
+    except DocumentError as exc:  # a damaged line of a JSON Lines manifest, met while reading it
+        return FileResult(display, kind, exc.diagnostics, exc.exit_code)
     status = ExitCode.FAILED if any(d.severity is Severity.ERROR for d in found) else ExitCode.OK
     return FileResult(display, kind, found, status)
 
@@ -183,9 +201,7 @@ def validate(args: list[str], options: Options) -> Report:
             return report
     found = discover(args, base)
     report.problems.extend(found.problems)
-    cache: dict[Any, Any] = {}
-    for target in found.targets:
-        report.files.append(validate_file(target.path, target.explicit, options, cache))
+    report.files = _validate_all(found.targets, options)
     if not report.checked and not report.problems and not any(t.explicit for t in found.targets):
         # a folder or glob that holds no record is a mistake, not a pass; a file named explicitly
         # and skipped (pre-commit passes every YAML file) is fine
@@ -194,3 +210,30 @@ def validate(args: list[str], options: Options) -> Report:
         report.problems.append(Diagnostic(where, f"no reprogate document found in {where}", "no-documents", hint=hint))
         report.problems_code = ExitCode.USAGE
     return report
+
+
+PARALLEL_MIN_FILES = 64  # below this, one process is done before a pool would have started
+
+
+def _validate_chunk(targets: list[Target], options: Options) -> list[FileResult]:
+    cache: dict[Any, Any] = {}  # addressed files are read and hashed once per process
+    return [validate_file(target.path, target.explicit, options, cache) for target in targets]
+
+
+def _validate_all(targets: list[Target], options: Options) -> list[FileResult]:
+    """Results in the order of `targets`. Many files are split across forked processes, one per
+    core: validating a record is CPU work in Python (parsing, schema, rules), so threads would
+    not help, and each record is independent of the others."""
+    jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if len(targets) < PARALLEL_MIN_FILES or jobs < 2 or not sys.platform.startswith("linux"):
+        return _validate_chunk(targets, options)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    for kind in SCHEMA_FILES:  # compile once here; the forked workers inherit it
+        rules_for(kind)
+        _quick_check(kind)
+    size = max(1, -(-len(targets) // (jobs * 4)))
+    chunks = [targets[i : i + size] for i in range(0, len(targets), size)]
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+        return [result for done in pool.map(_validate_chunk, chunks, [options] * len(chunks)) for result in done]

@@ -122,10 +122,11 @@ def _owners(ctx: RebuildContext, folder: str) -> dict[str, str]:
             claim(item.get("path"), "environment")
     manifest = ctx.section("dataset", "manifest", "path")
     if isinstance(manifest, str) and manifest.startswith(prefix):
-        from reprogate.core.documents import DocumentError, load_document
+        from reprogate.core.documents import DocumentError
+        from reprogate.datasets.manifests import load_manifest
 
         try:
-            data = load_document(ctx.root / manifest).data
+            data = load_manifest(ctx.root / manifest).data
         except (DocumentError, OSError):
             data = {}
         base = Path(manifest).parent / str((data or {}).get("namespace") or ".") if isinstance(data, dict) else Path(manifest).parent

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reprogate.core.documents import load_document
 from reprogate.datasets import manifest_digest
+from reprogate.datasets.manifests import load_manifest
 from reprogate.rebuild.context import RebuildContext, StageResult, failed, passed, skipped
 from reprogate.rebuild.stages.artifacts import copy_in
 
@@ -33,7 +33,7 @@ def dataset(ctx: RebuildContext) -> StageResult:
     from reprogate.datasets.verify import VerifyOptions, verify
 
     manifest = ctx.workdir / manifest_rel
-    data = load_document(manifest).data
+    data = load_manifest(manifest).data  # a JSON Lines manifest's shards are read as they are iterated
     pinned = ctx.section("dataset", "manifest", "digest")
     found = manifest_digest(data)
     if found != pinned:

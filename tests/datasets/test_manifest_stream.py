@@ -1,0 +1,414 @@
+"""JSON Lines manifests: written and read a line at a time, same digest as YAML and JSON, damage
+reported by line, nothing half-written, memory that does not grow with the shard count."""
+
+from __future__ import annotations
+
+import json
+import os
+import tracemalloc
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import Result
+from support import edit_record
+
+from reprogate.core.canonical import canonical_digest
+from reprogate.core.documents import Document, load_document, load_text
+from reprogate.core.yamlout import FlowMap, _RoundTripDumper, flow_item
+from reprogate.datasets import manifest_digest
+from reprogate.datasets.build import write_manifest
+from reprogate.datasets.manifests import (
+    ManifestDigest,
+    ShardLines,
+    StreamedManifest,
+    load_manifest,
+)
+from reprogate.datasets.select import Walk
+from reprogate.rebuild.context import RebuildContext, RebuildOptions
+from reprogate.rebuild.stages.artifacts import copy_in
+from reprogate.rebuild.stages.dataset import dataset
+
+Cli = Callable[..., Result]
+FORMS = ("m.yaml", "m.json", "m.jsonl")
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    """Shards at two depths with names that sort differently as paths and as folder entries."""
+    root = tmp_path / "data"
+    for name, content in {
+        "a/x.bin": b"under a",
+        "a-b.bin": b"a dash, sorts before a/ in code-point order",
+        "a0.bin": b"zero",
+        "b/c/d.bin": os.urandom(300_000),
+        "b/c.bin": b"file beside folder c",
+        "tok/tokenizer.json": b'{"vocab": {}}',
+    }.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(content)
+    return root
+
+
+def build(cli: Cli, root: Path, out: Path, *extra: str) -> Result:
+    result = cli("dataset", "manifest", str(root), "-o", str(out), "-q", "--file", "tokenizer=tok/tokenizer.json", "--id", "D-9", *extra)
+    assert result.exit_code == 0, result.output + result.stderr
+    return result
+
+
+def verify(cli: Cli, manifest: Path, root: Path, *extra: str) -> tuple[Result, dict[str, Any]]:
+    result = cli("dataset", "verify", str(manifest), "--root", str(root), "-q", "--format", "json", *extra)
+    return result, json.loads(result.output)
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def line_of(path: Path, name: str) -> int:
+    """1-based line of the shard named `name` in a JSON Lines manifest."""
+    return next(i for i, text in enumerate(lines(path), 1) if i > 1 and json.loads(text)["name"] == name)
+
+
+# round trip and digest ---------------------------------------------------------------------------
+
+def test_jsonl_round_trip_header_then_one_sorted_shard_per_line(cli: Cli, data: Path, tmp_path: Path) -> None:
+    out = tmp_path / "m.jsonl"
+    result = build(cli, data, out, "--version", "2")
+    text = lines(out)
+    header = json.loads(text[0])
+    assert "shards" not in header and header["id"] == "D-9" and header["version"] == "2" and header["files"][0]["name"] == "tok/tokenizer.json"
+    shards = [json.loads(t) for t in text[1:]]
+    names = [s["name"] for s in shards]
+    assert names == ["a-b.bin", "a/x.bin", "a0.bin", "b/c.bin", "b/c/d.bin"] == sorted(names)
+    assert header["digest"] in result.output
+    doc = load_manifest(out)
+    assert isinstance(doc.data, StreamedManifest) and list(doc.data["shards"]) == shards
+    yaml_twin = tmp_path / "m.yaml"
+    build(cli, data, yaml_twin, "--version", "2")
+    assert load_document(yaml_twin).data["shards"] == shards
+    assert verify(cli, out, data)[0].exit_code == 0
+    assert cli("validate", str(out)).exit_code == 0
+
+
+def test_the_digest_is_the_same_in_every_form(cli: Cli, data: Path, tmp_path: Path) -> None:
+    digests = set()
+    for form in FORMS:
+        result = build(cli, data, tmp_path / form)
+        digests.add(result.output.split("digest ")[1].strip())
+        printed = cli("digest", "--manifest", str(tmp_path / form))
+        assert printed.exit_code == 0, printed.output + printed.stderr
+        digests.add(printed.output.split()[0])
+    assert len(digests) == 1
+    whole = load_document(tmp_path / "m.yaml").data
+    assert digests == {canonical_digest({k: v for k, v in whole.items() if k != "digest"})}
+
+
+TRICKY = [
+    {"name": 'quote"and\\backslash', "bytes": 1, "checksum": "sha256:" + "1" * 64},
+    {"name": "tab\tnew\nline", "bytes": 2, "checksum": "sha256:" + "2" * 64},
+    {"name": "ünïcødé/😀.bin", "bytes": 3, "checksum": "sha256:" + "3" * 64},
+    {"name": "yes", "bytes": 4, "checksum": "sha256:" + "4" * 64, "kind": "file"},
+    {"name": "1e3", "bytes": 0, "checksum": "sha256:" + "5" * 64},
+]
+
+
+AROUND_SHARDS = {  # canonical-v1 sorts keys: these fall before and after "shards"
+    "retention": {"expires": "2031-01-01"},
+    "source": {"tool": "reprogate"},
+    "split": {"method": "shards"},
+    "version": "7",
+    "streaming": {"snapshot_id": "s"},
+}
+
+
+@pytest.mark.parametrize("extra", [{}, AROUND_SHARDS], ids=["plain", "fields-sorting-before-and-after-shards"])
+def test_incremental_digest_equals_canonical_digest_of_the_whole(extra: dict[str, Any], tmp_path: Path) -> None:
+    shards = sorted(TRICKY, key=lambda s: s["name"])
+    manifest = {"apiVersion": "reprogate/v1", "kind": "DatasetManifest", "id": "D", **extra, "algorithm": "sha256", "shards": shards}
+    expected = canonical_digest(manifest)
+    digest = ManifestDigest({k: v for k, v in manifest.items() if k != "shards"})
+    for shard in manifest["shards"]:
+        digest.add(shard)
+    assert digest.value() == expected
+    for form in FORMS:
+        assert write_manifest({**manifest, "digest": expected}, tmp_path / form) == expected
+        loaded = load_manifest(tmp_path / form).data
+        assert manifest_digest(loaded) == expected == loaded["digest"]
+        if form != "m.jsonl":
+            assert loaded["shards"] == manifest["shards"]
+    assert list(load_manifest(tmp_path / "m.jsonl").data["shards"]) == manifest["shards"]
+
+
+def test_empty_dataset_in_every_form(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    digests = set()
+    for form in FORMS:
+        result = cli("dataset", "manifest", str(tmp_path / "empty"), "-o", str(tmp_path / form), "-q", "--id", "E")
+        assert result.exit_code == 0, result.stderr
+        digests.add(result.output.split("digest ")[1].strip())
+        assert cli("validate", str(tmp_path / form)).exit_code == 0
+    assert len(digests) == 1 and lines(tmp_path / "m.jsonl")[1:] == []
+
+
+def test_yaml_items_written_directly_read_back_as_pyyaml_would_write_them() -> None:
+    more = [{"name": "a/b-c_d.bin", "bytes": 10, "checksum": "md5:" + "a" * 32}, {"name": "-x", "bytes": 1, "checksum": "x"}]
+    more.append({"name": "on", "bytes": 0, "checksum": "c"})  # a YAML 1.1 boolean
+    for shard in [*TRICKY, *more]:
+        fast = flow_item(shard)
+        pyyaml = yaml.dump([FlowMap(shard)], Dumper=_RoundTripDumper, sort_keys=False, allow_unicode=True, width=1 << 30)
+        assert load_text("x:\n" + fast, "fast").data["x"] == [shard] == load_text("x:\n" + pyyaml, "pyyaml").data["x"]
+        assert fast.count("\n") == 1
+
+
+# damage is reported by line ----------------------------------------------------------------------
+
+@pytest.fixture
+def manifest(cli: Cli, data: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "m.jsonl"
+    build(cli, data, out)
+    return out
+
+
+def test_truncated_last_line_is_exit_2_with_its_line(cli: Cli, manifest: Path, data: Path) -> None:
+    raw = manifest.read_bytes()
+    manifest.write_bytes(raw[: len(raw) - 30])  # cut inside the last shard line
+    last = len(lines(manifest))
+    result, report = verify(cli, manifest, data)
+    assert result.exit_code == 2 and report["ok"] is False
+    assert [f["line"] for f in report["findings"]] == [last]
+    assert f"line {last}:" in report["findings"][0]["message"] and "cut short" in report["findings"][0]["message"]
+    checked = cli("validate", str(manifest), "--format", "json")
+    assert checked.exit_code == 2 and f"line {last}" in checked.output
+    digest = cli("digest", "--manifest", str(manifest))
+    assert digest.exit_code == 2 and f"line {last}" in digest.stderr
+
+
+@pytest.mark.parametrize("damage", ["{not json", "", '{"name": "a/x.bin"} trailing', "[1, 2]", '{"name": "x", "bytes": NaN, "checksum": "c"}'])
+def test_a_damaged_line_in_the_middle_is_exit_2_with_its_line(cli: Cli, manifest: Path, data: Path, damage: str) -> None:
+    text = lines(manifest)
+    text[2] = damage
+    manifest.write_text("\n".join(text) + "\n")
+    result, report = verify(cli, manifest, data)
+    assert result.exit_code == 2, report
+    assert report["findings"][0]["line"] == 3 and report["findings"][0]["message"].startswith("line 3:")
+    assert "nothing was verified" in cli("dataset", "verify", str(manifest), "--root", str(data), "-q").output
+    assert cli("validate", str(manifest)).exit_code == 2
+
+
+def test_a_shard_line_against_the_schema_is_reported_with_line_and_field(cli: Cli, manifest: Path, data: Path) -> None:
+    text = lines(manifest)
+    shard = json.loads(text[3])
+    shard["bytes"] = -1
+    shard["colour"] = "blue"
+    text[3] = json.dumps(shard)
+    manifest.write_text("\n".join(text) + "\n")
+    result, report = verify(cli, manifest, data)
+    assert result.exit_code == 2
+    assert {(f["line"], f["field"]) for f in report["findings"]} == {(4, "shards[2].bytes"), (4, "shards[2].colour")}
+    checked = cli("validate", str(manifest), "--format", "json")
+    assert checked.exit_code == 1 and "shards[2].colour" in checked.output
+
+
+def test_out_of_order_and_repeated_shards(cli: Cli, manifest: Path, data: Path) -> None:
+    text = lines(manifest)
+    swapped = [text[0], text[2], text[1], *text[3:]]
+    manifest.write_text("\n".join(swapped) + "\n")
+    result, report = verify(cli, manifest, data)
+    assert result.exit_code == 2 and report["findings"][0]["line"] == 3 and "out of order" in report["findings"][0]["message"]
+    found = json.loads(cli("validate", str(manifest), "--format", "json").output)
+    assert "manifest-order" in {f["code"] for f in found["files"][0]["findings"]}
+    repeated = [text[0], text[1], text[1], *text[2:]]
+    manifest.write_text("\n".join(repeated) + "\n")
+    assert "listed twice" in verify(cli, manifest, data)[1]["findings"][0]["message"]
+    found = json.loads(cli("validate", str(manifest), "--format", "json").output)
+    assert "manifest-duplicate-shard" in {f["code"] for f in found["files"][0]["findings"]}
+
+
+def test_edited_content_no_longer_matches_its_digest(cli: Cli, manifest: Path) -> None:
+    text = lines(manifest)
+    shard = json.loads(text[1])
+    shard["bytes"] += 1
+    text[1] = json.dumps(shard)
+    manifest.write_text("\n".join(text) + "\n")
+    found = json.loads(cli("validate", str(manifest), "--format", "json").output)
+    assert [f["code"] for f in found["files"][0]["findings"]] == ["manifest-digest-mismatch"]
+
+
+def test_missing_extra_truncated_corrupt_and_unsafe_by_name_and_line(cli: Cli, manifest: Path, data: Path, tmp_path: Path) -> None:
+    (data / "a0.bin").unlink()
+    (data / "b" / "c.bin").write_bytes(b"file beside folder C")  # same size, other bytes
+    (data / "a-b.bin").write_bytes(b"cut")
+    (data / "a" / "new.bin").write_bytes(b"extra")
+    (tmp_path / "outside.bin").write_bytes(b"under a")
+    (data / "a" / "x.bin").unlink()
+    os.symlink(tmp_path / "outside.bin", data / "a" / "x.bin")
+    result, report = verify(cli, manifest, data, "--keep-going")
+    assert result.exit_code == 1
+    assert report["missing"] == ["a0.bin"] and report["truncated"] == ["a-b.bin"] and report["corrupt"] == ["b/c.bin"]
+    assert report["unsafe"] == ["a/x.bin"] and report["extra"] == ["a/new.bin"]
+    by_name = {f["message"].split(": ")[1]: f["line"] for f in report["findings"]}
+    for name in ("a0.bin", "a-b.bin", "b/c.bin", "a/x.bin"):
+        assert by_name[name] == line_of(manifest, name)
+    assert by_name["a/new.bin"] == 1  # extra files point at the header, which holds the selection
+    fast = verify(cli, manifest, data)[1]
+    assert fast["corrupt"] == [] and fast["checksums_skipped"] is True and fast["missing"] == ["a0.bin"]
+
+
+def test_worker_processes_report_what_one_process_reports(cli: Cli, tmp_path: Path) -> None:
+    root = tmp_path / "many"
+    for i in range(1_300):  # enough lines for the forked workers
+        folder = root / f"{i // 400:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{i:05d}.bin").write_bytes(i.to_bytes(3, "little") * (1 + i % 7))
+    manifest = tmp_path / "many.jsonl"
+    assert cli("dataset", "manifest", str(root), "-o", str(manifest), "-q", "--jobs", "2").exit_code == 0
+    single = tmp_path / "single.jsonl"
+    assert cli("dataset", "manifest", str(root), "-o", str(single), "-q", "--jobs", "1").exit_code == 0
+    assert manifest.read_bytes() == single.read_bytes()
+    (root / "00" / "00007.bin").unlink()
+    (root / "01" / "00500.bin").write_bytes(b"\xff" * 12)  # same size (3 x (1 + 500 % 7)), other bytes
+    (root / "02" / "00900.bin").write_bytes(b"longer than before")
+    (root / "03" / "extra.bin").write_bytes(b"new")
+    reports = [verify(cli, manifest, root, "--keep-going", "--jobs", jobs)[1] for jobs in ("2", "1")]
+    assert reports[0] == reports[1]
+    assert reports[0]["missing"] == ["00/00007.bin"] and reports[0]["extra"] == ["03/extra.bin"]
+    assert sorted(reports[0]["corrupt"]) == ["01/00500.bin", "02/00900.bin"]
+    assert {f["line"] for f in reports[0]["findings"] if "00500" in f["message"]} == {line_of(manifest, "01/00500.bin")}
+
+
+# nothing half-written ----------------------------------------------------------------------------
+
+def test_interrupted_streaming_build_leaves_the_old_manifest_and_no_temporary(cli: Cli, data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for i in range(40):
+        (data / "many" / f"{i:02d}.bin").parent.mkdir(exist_ok=True)
+        (data / "many" / f"{i:02d}.bin").write_bytes(bytes([i]) * 100)
+    out = tmp_path / "m.jsonl"
+    out.write_text("previous manifest\n")
+    import reprogate.datasets.build as build_module
+
+    real = build_module.hash_batches
+    written = []
+
+    def interrupted(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        for batch in real(*args, **kwargs):
+            if written:
+                raise KeyboardInterrupt  # Ctrl-C after a batch of shards was written
+            written.append(len(batch.items))
+            yield batch
+
+    monkeypatch.setattr(build_module, "hash_batches", interrupted)
+    assert cli("dataset", "manifest", str(data), "-o", str(out), "-q", "--jobs", "1").exit_code != 0
+    assert len(written) == 1 and 0 < written[0] < 45
+    assert out.read_text() == "previous manifest\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "m.jsonl"]
+
+
+def test_a_shard_that_vanishes_mid_build_stops_it_without_writing(cli: Cli, data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import reprogate.datasets.build as build_module
+
+    class Racing(Walk):
+        def __iter__(self) -> Iterator[tuple[str, int, str]]:
+            for name, size, path in super().__iter__():
+                if name == "b/c.bin":
+                    os.unlink(path)  # deleted between the walk and the read
+                yield name, size, path
+
+    monkeypatch.setattr(build_module, "Walk", Racing)
+    result = cli("dataset", "manifest", str(data), "-o", str(tmp_path / "m.jsonl"), "-q")
+    assert result.exit_code == 1 and "b/c.bin" in result.stderr and "nothing written" in result.stderr
+    assert not (tmp_path / "m.jsonl").exists() and sorted(p.name for p in tmp_path.iterdir()) == ["data"]
+
+
+def test_a_file_name_that_is_not_utf8_is_refused_by_name(cli: Cli, data: Path, tmp_path: Path) -> None:
+    (data / "b" / os.fsdecode(b"caf\xe9.bin")).write_bytes(b"latin-1 name")
+    result = cli("dataset", "manifest", str(data), "-o", str(tmp_path / "m.jsonl"), "-q")
+    assert result.exit_code == 1 and "not valid UTF-8" in result.stderr and "b/caf" in result.stderr
+    assert not (tmp_path / "m.jsonl").exists()
+
+
+# readers that address a manifest -----------------------------------------------------------------
+
+def test_a_record_pins_a_jsonl_manifest_by_its_digest(cli: Cli, project: Path) -> None:
+    yaml_manifest = project / "data" / "d77.manifest.yaml"
+    source = load_document(yaml_manifest).data
+    pinned = write_manifest(source, project / "data" / "d77.manifest.jsonl")
+    assert pinned == manifest_digest(source)
+    record = project / "records" / "drill.yaml"
+    edit_record(record, lambda r: r["dataset"]["manifest"].update(path="data/d77.manifest.jsonl", digest=pinned))
+    assert cli("validate", str(record)).exit_code == 0, cli("validate", str(record)).output
+    text = lines(project / "data" / "d77.manifest.jsonl")
+    text[1] = text[1].replace('"bytes": ', '"bytes": 1')
+    (project / "data" / "d77.manifest.jsonl").write_text("\n".join(text) + "\n")
+    found = cli("validate", str(record), "--format", "json")
+    assert found.exit_code == 1 and "canonical-mismatch" in found.output
+
+
+def test_rebuild_dataset_stage_fetches_and_checks_a_jsonl_dataset(cli: Cli, data: Path, tmp_path: Path) -> None:
+    repo = tmp_path
+    manifest = repo / "data.jsonl"
+    digest = build(cli, data, manifest, "--namespace", "data").output.split("digest ")[1].strip()
+    record = {"dataset": {"manifest": {"path": "data.jsonl", "digest": digest}}}
+    ctx = RebuildContext(repo / "record.yaml", Document("record.yaml", record, "yaml"), repo, tmp_path / "work", RebuildOptions())
+    copy_in(ctx, "data.jsonl")  # what the artifacts stage does with an addressed manifest
+    result = dataset(ctx)
+    assert result.status == "pass", result.detail
+    assert (tmp_path / "work" / "data" / "b" / "c" / "d.bin").is_file() and (tmp_path / "work" / "data" / "tok" / "tokenizer.json").is_file()
+    (data / "a0.bin").write_bytes(b"Zero")  # the repository's copy changed: fetched again, and caught
+    failed = dataset(RebuildContext(repo / "record.yaml", Document("record.yaml", record, "yaml"), repo, tmp_path / "work", RebuildOptions()))
+    assert failed.status == "fail" and "a0.bin" in failed.detail
+
+
+# memory stays flat -------------------------------------------------------------------------------
+
+def _synthetic(path: Path, count: int) -> str:
+    fields = {"apiVersion": "reprogate/v1", "kind": "DatasetManifest", "id": "S", "algorithm": "sha256", "selection": {}}
+    shards = ({"name": f"d{i // 1000:04d}/f{i:07d}.bin", "bytes": i, "checksum": "sha256:" + f"{i:064x}"} for i in range(count))
+    return write_manifest({**fields, "shards": shards}, path)  # a generator: written as it is produced
+
+
+def test_reading_and_digesting_a_jsonl_manifest_holds_one_line_at_a_time(tmp_path: Path) -> None:
+    peaks = []
+    for count in (2_000, 40_000):
+        path = tmp_path / f"m{count}.jsonl"
+        written = _synthetic(path, count)
+        tracemalloc.start()
+        data = load_manifest(path).data
+        assert isinstance(data["shards"], ShardLines)
+        assert manifest_digest(data) == written
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    assert peaks[1] < peaks[0] * 1.5 + 256 * 1024  # 20x the shards, about the same memory
+
+
+def test_verify_memory_does_not_grow_with_the_shard_count(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from reprogate.datasets import hashing
+    from reprogate.datasets.build import BuildOptions, build_manifest
+    from reprogate.datasets.verify import VerifyOptions
+    from reprogate.datasets.verify import verify as run_verify
+
+    monkeypatch.setattr(hashing, "BATCH_FILES", 64)  # both sizes below span many batches
+    peaks = []
+    for count in (1_000, 8_000):
+        root = tmp_path / f"d{count}"
+        for i in range(count):
+            folder = root / f"{i // 500:03d}"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"{i:05d}.bin").write_bytes(i.to_bytes(4, "little"))
+        manifest = tmp_path / f"m{count}.jsonl"
+        build_manifest(BuildOptions(root, manifest, quiet=True, jobs=1))
+        tracemalloc.start()
+        report = run_verify(manifest, VerifyOptions(root=str(root), quiet=True, jobs=1))
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        assert report.exit_code == 0 and report.checked == count
+    assert peaks[1] < peaks[0] * 1.5 + 512 * 1024, peaks
+
+
+def test_walk_yields_code_point_order_holding_one_folder_at_a_time(data: Path) -> None:
+    walked = [name for name, _, _ in Walk(data, [], [])]
+    assert walked == sorted(walked) and "tok/tokenizer.json" in walked
+    sized = {name: size for name, size, _ in Walk(data, [], [])}
+    assert sized["b/c/d.bin"] == 300_000 and {s for _, s, _ in Walk(data, [], [], sizes=False)} == {-1}
