@@ -115,7 +115,7 @@ def validate_document(doc: Document, kind: str, options: Options, cache: dict[An
         root = source.resolve().parent
     else:
         root = repository_root(source.parent if source is not None else Path("."))
-    ctx = RuleContext(doc, kind, root, options.today, options.max_bytes, cache)
+    ctx = RuleContext(doc, kind, root, options.today, options.max_bytes, cache, source)
     for check in rules_for(kind, options.addressed_files):
         try:
             found.extend(check(ctx))
