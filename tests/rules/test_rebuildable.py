@@ -84,3 +84,13 @@ def test_strict_makes_the_warning_fail(project: Path) -> None:
 
     record = tiny(project, change)
     assert validate([str(record)], Options(strict=True, today=datetime.date.today())).exit_code == ExitCode.FAILED
+
+
+def test_a_dirty_source_is_addressed_by_its_folders_tree(project: Path) -> None:
+    """What ran is pinned by the tree id of the project folder's files, so a dirty working tree
+    needs no diff digest; a commit-pinned source still does."""
+    def dirty(r: dict[str, Any]) -> None:
+        r["source"]["dirty"] = True
+
+    report = validate([str(tiny(project, dirty))], Options(today=datetime.date.today()))
+    assert report.exit_code == ExitCode.OK and not [d for f in report.files for d in f.diagnostics], report.files
