@@ -114,4 +114,5 @@ def _training_determinism(data: dict[str, Any], document: dict[str, Any], root: 
     if isinstance(previous, dict):
         software["determinism"] = previous
     where = f"{rel} has no meta event with them" if isinstance(rel, str) else "the record has no reference trace"
-    return [f"software.determinism {'kept as recorded' if isinstance(previous, dict) else 'left out'}: {where} (this CLI process's settings say nothing of training)"]
+    kept = "kept as recorded" if isinstance(previous, dict) else "left out"
+    return [f"software.determinism {kept}: {where} (this CLI process's settings say nothing of training)"]

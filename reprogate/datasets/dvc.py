@@ -91,7 +91,8 @@ def _pipeline_data(data: dict[str, Any], folder: Path, stage: str | None, result
         result.notes.append(f"stage outputs, not data: {', '.join(outputs)}" + ("" if stage else " (--stage NAME takes the data a stage reads)"))
     if not taken:
         where = f"stage {stage!r} reads" if stage else "the pipeline's inputs include"
-        raise DvcError(f"dvc.lock: {where} no data DVC manages (a .dvc file's or another stage's outputs)" + ("" if stage else "; name the stage whose inputs are the training data with --stage NAME (its stages: " + ", ".join(stages) + ")"))
+        advice = "" if stage else f"; name the stage whose inputs are the training data with --stage NAME (its stages: {', '.join(stages)})"
+        raise DvcError(f"dvc.lock: {where} no data DVC manages (a .dvc file's or another stage's outputs){advice}")
     return list(taken.values())
 
 

@@ -22,7 +22,6 @@ from reprogate.init.discover import Found, discover
 from reprogate.init.draft import LEVELS, PORTABLE_CPU_ENV, Plan, before_reference, complete, trace_text
 from reprogate.output.result import CommandResult
 
-
 LOCK_NAMES = ("requirements.txt", "uv.lock")  # the usual name first, before requirements-dev.txt and the like
 
 
@@ -98,7 +97,10 @@ def layout(options: InitOptions) -> tuple[Path, Path, Path, str]:
         raise UsageError(f"{options.project}: not a folder (PROJECT is the folder that holds the training code)")
     root = _marked_root(project)
     if root is None:
-        raise UsageError(f"{options.project} is not inside a repository (no .git or .reprogate.yaml above it)", hint="run `git init` at the repository root; the training code goes in a folder of its own below it")
+        raise UsageError(
+            f"{options.project} is not inside a repository (no .git or .reprogate.yaml above it)",
+            hint="run `git init` at the repository root; the training code goes in a folder of its own below it",
+        )
     if project == root:
         raise UsageError(
             f"{options.project} is the repository root ({root}); its tree would contain the record, so no record of it could be rebuilt",
@@ -108,7 +110,10 @@ def layout(options: InitOptions) -> tuple[Path, Path, Path, str]:
     name = options.name or project.name
     record = (options.record or root / "records" / f"{name}.yaml").resolve()
     if _inside(record, project):
-        raise UsageError(f"{record}: inside {_rel(project, root)}, the folder whose tree the record pins; writing it would change that tree", hint="put records outside the project folder: --record records/NAME.yaml")
+        raise UsageError(
+            f"{record}: inside {_rel(project, root)}, the folder whose tree the record pins; writing it would change that tree",
+            hint="put records outside the project folder: --record records/NAME.yaml",
+        )
     if not _inside(record, root):
         raise UsageError(f"{record}: outside the repository root {root}; a record addresses files relative to it")
     if record.exists() and not options.force:
@@ -122,7 +127,9 @@ def _config(options: InitOptions, found: Found, root: Path) -> tuple[str, str]:
 
     path = options.config or found.config
     if path is None:
-        raise UsageError("no configuration file found in the project", hint="--config PATH (YAML, JSON or TOML): its canonical hash is the record's job.config.hash")
+        raise UsageError(
+            "no configuration file found in the project", hint="--config PATH (YAML, JSON or TOML): its canonical hash is the record's job.config.hash"
+        )
     path = path.resolve()
     if not path.is_file() or not _inside(path, root):
         raise UsageError(f"--config {path}: not a file inside the repository {root}")
@@ -160,8 +167,8 @@ def _dataset(options: InitOptions, found: Found, root: Path, written: Written, n
         return {"id": str(content.get("id")), "path": _rel(manifest, root), "digest": manifest_digest(content)}, None
     if not data.is_dir() or not _inside(data, root):
         raise UsageError(f"--data {data}: not a folder inside the repository {root}")
-    from reprogate.datasets.build import BuildError, BuildOptions, build_manifest, manifest_json
     from reprogate.core.yamlout import dump_yaml
+    from reprogate.datasets.build import BuildError, BuildOptions, build_manifest, manifest_json
 
     existing = sorted(p for p in data.iterdir() if p.is_file() and ".manifest." in p.name)
     target = manifest or (existing[0] if len(existing) == 1 else data / f"{data.name}.manifest.yaml")
@@ -172,19 +179,35 @@ def _dataset(options: InitOptions, found: Found, root: Path, written: Written, n
         if verify(target, VerifyOptions(quiet=True)).exit_code == 0:  # still true of the data: keep it as written
             content = load_document(target).data
             notes.append(f"{_rel(target, root)} still matches {_rel(data, root)}: kept as it is")
-            return {"id": str(content.get("id")), "path": _rel(target, root), "digest": manifest_digest(content), **({"version": str(content["version"])} if content.get("version") else {})}, None
+            return {
+                "id": str(content.get("id")),
+                "path": _rel(target, root),
+                "digest": manifest_digest(content),
+                **({"version": str(content["version"])} if content.get("version") else {}),
+            }, None
     if target.exists():
         try:
             base = load_document(target).data
         except DocumentError:
             base = {}
     namespace = None if target.parent == data else Path(os.path.relpath(data, target.parent)).as_posix()
-    build = BuildOptions(data, target, quiet=True, id=(base.get("id") if isinstance(base, dict) else None) or data.name, namespace=namespace, base=base if isinstance(base, dict) else {})
+    build = BuildOptions(
+        data,
+        target,
+        quiet=True,
+        id=(base.get("id") if isinstance(base, dict) else None) or data.name,
+        namespace=namespace,
+        base=base if isinstance(base, dict) else {},
+    )
     try:
         content = build_manifest(build)
     except BuildError as exc:
         raise UsageError(f"the dataset in {_rel(data, root)} cannot be described: {exc.message}") from None
-    text = manifest_json(content) if target.suffix == ".json" else dump_yaml(content, "Dataset manifest written by `reprogate init`; rebuild it with `reprogate dataset manifest`.")
+    text = (
+        manifest_json(content)
+        if target.suffix == ".json"
+        else dump_yaml(content, "Dataset manifest written by `reprogate init`; rebuild it with `reprogate dataset manifest`.")
+    )
     if not target.exists() or target.read_text(encoding="utf-8", errors="replace") != text:
         written.write(target, text)
         notes.append(f"wrote {_rel(target, root)}: {len(content['shards'])} shard(s) of {_rel(data, root)}")
@@ -225,7 +248,10 @@ def _realizer(options: InitOptions, source: dict[str, Any]) -> tuple[str, dict[s
         raise UsageError(f"--image {options.image}: pin the image by digest (REF@sha256:...)", hint="reprogate image resolve REF prints the digest")
     realizer = options.realizer or ("container" if options.image else "venv" if source.get("lock_files") else "current")
     if realizer == "venv" and not source.get("lock_files"):
-        raise UsageError("the venv realizer needs a lock file, and the project has none", hint="make one with hashes: uv pip compile --generate-hashes requirements.in -o requirements.txt")
+        raise UsageError(
+            "the venv realizer needs a lock file, and the project has none",
+            hint="make one with hashes: uv pip compile --generate-hashes requirements.in -o requirements.txt",
+        )
     if realizer == "container":
         if not options.image:
             raise UsageError("the container realizer needs the image the reference runs in: --image REF@sha256:...")
@@ -255,7 +281,10 @@ def run_init(options: InitOptions) -> CommandResult:
     found = discover(project, root)
     entrypoint = options.entrypoint or found.entrypoint(project)
     if not entrypoint:
-        raise UsageError(f"no entrypoint found in {_rel(project, root)} (looked for train.py, main.py, run.py)", hint="--entrypoint 'python train.py --config ../config.yaml' (run from the project folder)")
+        raise UsageError(
+            f"no entrypoint found in {_rel(project, root)} (looked for train.py, main.py, run.py)",
+            hint="--entrypoint 'python train.py --config ../config.yaml' (run from the project folder)",
+        )
     config_path, config_hash = _config(options, found, root)
     trace_path = root / "reference" / name / "trace.jsonl"
     if _inside(trace_path, project):
@@ -275,9 +304,25 @@ def run_init(options: InitOptions) -> CommandResult:
             recipe = {"path": _rel(found.recipe, root), "checksum": "sha256:" + hashlib.sha256(found.recipe.read_bytes()).hexdigest()}
         env = {**(PORTABLE_CPU_ENV if options.portable_cpu else {}), **options.env}
         plan = Plan(
-            name=name, project=_rel(project, root), tree=tree_id(project), entrypoint=list(entrypoint), config=config_path, config_hash=config_hash,
-            realizer=realizer, world_size=options.world_size, seeds=list(options.seeds), env=env, manifest=manifest, no_dataset=no_dataset,
-            recipe=recipe, source=source, container=container, level=options.level, metric=options.metric, direction=options.direction, tensors=list(options.tensors),
+            name=name,
+            project=_rel(project, root),
+            tree=tree_id(project),
+            entrypoint=list(entrypoint),
+            config=config_path,
+            config_hash=config_hash,
+            realizer=realizer,
+            world_size=options.world_size,
+            seeds=list(options.seeds),
+            env=env,
+            manifest=manifest,
+            no_dataset=no_dataset,
+            recipe=recipe,
+            source=source,
+            container=container,
+            level=options.level,
+            metric=options.metric,
+            direction=options.direction,
+            tensors=list(options.tensors),
         )
         record = before_reference(plan)
         runs = run_reference(record, root, len(plan.seeds), options.timeout, options.cache)
@@ -285,8 +330,18 @@ def run_init(options: InitOptions) -> CommandResult:
         text = trace_text(primary)
         checksum = "sha256:" + hashlib.sha256(text.encode()).hexdigest()
         capture = CaptureContext(root=project, framework=False)
-        notes += complete(record, plan, runs.events, _rel(trace_path, root), checksum, runs.probe, runs.backend,
-                          run_layer(host_layer, capture), run_layer(cpu_layer, capture), run_layer(devices_layer, capture))
+        notes += complete(
+            record,
+            plan,
+            runs.events,
+            _rel(trace_path, root),
+            checksum,
+            runs.probe,
+            runs.backend,
+            run_layer(host_layer, capture),
+            run_layer(cpu_layer, capture),
+            run_layer(devices_layer, capture),
+        )
         written.write(trace_path, text)
         wrote_config = _write_config(root, record_path, written, notes)
         _write_record(record, record_path, root, written)
@@ -298,14 +353,18 @@ def run_init(options: InitOptions) -> CommandResult:
     interval = metric.get("interval")
     said = f", {metric['name']} interval [{interval['low']:.6g}, {interval['high']:.6g}] from {interval['n']} seeds" if interval else ""
     lines = [
-        f"wrote {_rel(record_path, root)}: {contract['level']} contract, {plan.world_size} rank(s), seeds {plan.seeds}, {contract['steps']['count']} step(s){said}",
+        f"wrote {_rel(record_path, root)}: {contract['level']} contract, {plan.world_size} rank(s), seeds {plan.seeds}, "
+        f"{contract['steps']['count']} step(s){said}",
         f"wrote {_rel(trace_path, root)}: the reference trace (seed {plan.seeds[0]}, every rank)",
     ]
     if wrote_config:
         lines.append(f"wrote .reprogate.yaml: records/*.yaml, reference {_rel(record_path, root)}")
     stderr = [f"note: {n}" for n in notes]
     stderr += ["the reference ran as a rebuild will run it:", *runs.stages]
-    stderr += [f"next: git add {' '.join(sorted({_rel(p, root).split('/')[0] for p, _ in written.done}))} && reprogate validate && reprogate rebuild {_rel(record_path, root)}"]
+    stderr += [
+        f"next: git add {' '.join(sorted({_rel(p, root).split('/')[0] for p, _ in written.done}))} && reprogate validate "
+        f"&& reprogate rebuild {_rel(record_path, root)}"
+    ]
     return CommandResult(ExitCode.OK, lines, stderr)
 
 
@@ -326,7 +385,7 @@ def _write_config(root: Path, record_path: Path, written: Written, notes: list[s
         return False
     text = (
         "# reprogate configuration: where the records are and which one the gate rebuilds (see the README's\n"
-        "# \"Adopting reprogate\"). Paths are relative to this folder, the repository root.\n"
+        '# "Adopting reprogate"). Paths are relative to this folder, the repository root.\n'
         "apiVersion: reprogate/v1\nkind: Config\nrecords:\n  - records/*.yaml\n"
         f"reference: {rel}\n"
     )

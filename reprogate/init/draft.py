@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import platform
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from reprogate import __version__
@@ -47,21 +46,32 @@ class Plan:
 
 def before_reference(plan: Plan) -> dict[str, Any]:
     source: dict[str, Any] = {"path": plan.project, "tree": plan.tree}
-    source.update({k: v for k, v in plan.source.items() if k in ("repository", "commit", "dirty", "diff_digest", "untracked_digest", "lock_files", "job_start_installs")})
+    source.update(
+        {k: v for k, v in plan.source.items() if k in ("repository", "commit", "dirty", "diff_digest", "untracked_digest", "lock_files", "job_start_installs")}
+    )
     source.setdefault("dirty", False)
     if plan.recipe is not None:
         source["build_recipe"] = dict(plan.recipe)
     record: dict[str, Any] = {
         "apiVersion": "reprogate/v1",
         "kind": "RunRecord",
-        "metadata": {"name": plan.name, "description": plan.description or f"Reference run of {plan.project}, recorded by reprogate {__version__} init.", "created": _now()},
+        "metadata": {
+            "name": plan.name,
+            "description": plan.description or f"Reference run of {plan.project}, recorded by reprogate {__version__} init.",
+            "created": _now(),
+        },
         "contract": {"level": plan.level or "bitwise", "envelope": {}},
         "container": plan.container or {"used": False, "reason": f"the environment is realized by the {plan.realizer} realizer (job.environment)"},
         "source": source,
         "dataset": {"manifest": plan.manifest} if plan.manifest else {"used": False, "reason": plan.no_dataset or "the run reads no dataset file"},
         "seeds": {"global": plan.seeds[0], **({"evaluation": list(plan.seeds)} if len(plan.seeds) > 1 else {})},
         "execution": {"world_size": plan.world_size, "nodes": 1, "ranks_per_node": plan.world_size, **({"env": dict(plan.env)} if plan.env else {})},
-        "job": {"environment": {"realizer": plan.realizer}, "entrypoint": list(plan.entrypoint), "workdir": plan.project, "config": {"path": plan.config, "hash": plan.config_hash}},
+        "job": {
+            "environment": {"realizer": plan.realizer},
+            "entrypoint": list(plan.entrypoint),
+            "workdir": plan.project,
+            "config": {"path": plan.config, "hash": plan.config_hash},
+        },
     }
     return record
 
@@ -121,8 +131,18 @@ def choose_level(plan: Plan, events: list[dict[str, Any]], metric: str | None) -
     return "behavioral"
 
 
-def complete(record: dict[str, Any], plan: Plan, events: dict[int, list[dict[str, Any]]], trace_path: str, trace_checksum: str,
-             probe: dict[str, Any], backend: str, host: dict[str, Any], cpu: dict[str, Any], devices: dict[str, Any]) -> list[str]:
+def complete(
+    record: dict[str, Any],
+    plan: Plan,
+    events: dict[int, list[dict[str, Any]]],
+    trace_path: str,
+    trace_checksum: str,
+    probe: dict[str, Any],
+    backend: str,
+    host: dict[str, Any],
+    cpu: dict[str, Any],
+    devices: dict[str, Any],
+) -> list[str]:
     """Fill in what the reference runs told; returns notes for the user."""
     from reprogate.rebuild.compare import metrics
     from reprogate.rebuild.interval import compute
@@ -149,7 +169,10 @@ def complete(record: dict[str, Any], plan: Plan, events: dict[int, list[dict[str
         if missing:
             from reprogate.core.errors import CheckFailed
 
-            raise CheckFailed(f"seed(s) {missing} reported no metric {metric!r} (Tracer.metric on rank 0)", hint="the metric's name is what the script passes to tracer.metric(NAME, value)")
+            raise CheckFailed(
+                f"seed(s) {missing} reported no metric {metric!r} (Tracer.metric on rank 0)",
+                hint="the metric's name is what the script passes to tracer.metric(NAME, value)",
+            )
         contract["metric"] = {"name": metric, "direction": plan.direction, "alpha": 0.05, "resolution": 0.0}
         reference["metric"] = {"name": metric, "values": values}
         record["reference"] = reference
@@ -181,7 +204,23 @@ def complete(record: dict[str, Any], plan: Plan, events: dict[int, list[dict[str
     if packages:
         software["packages"] = packages
     record["software"] = software
-    ordered = ["apiVersion", "kind", "metadata", "contract", "container", "source", "host", "cpu", "devices", "software", "dataset", "seeds", "execution", "job", "reference"]
+    ordered = [
+        "apiVersion",
+        "kind",
+        "metadata",
+        "contract",
+        "container",
+        "source",
+        "host",
+        "cpu",
+        "devices",
+        "software",
+        "dataset",
+        "seeds",
+        "execution",
+        "job",
+        "reference",
+    ]
     rebuilt = {key: record[key] for key in ordered if key in record}
     record.clear()
     record.update(rebuilt)

@@ -50,7 +50,9 @@ WAY_FORWARD: dict[str, str] = {
     "test failed). Rebuild more seeds (`--seeds N`, with contract.metric.margin) to tell noise from a shift; a metric "
     "resolution or margin is changed only in the record.",
 }
-INFRASTRUCTURE = "The rebuild could not run to a verdict (the stage above says why): fix the runner or the service and rerun. The status is `error`, never a pass."
+INFRASTRUCTURE = (
+    "The rebuild could not run to a verdict (the stage above says why): fix the runner or the service and rerun. The status is `error`, never a pass."
+)
 
 
 def _cell(text: Any) -> str:

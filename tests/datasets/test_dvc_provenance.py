@@ -35,12 +35,14 @@ def manifest(cli: Cli, dvc_file: Path, out: Path, *args: str) -> tuple[Result, d
 def test_an_import_keeps_its_source_repository_and_locked_revision(cli: Cli, tmp_path: Path) -> None:
     result, found = manifest(cli, DVC / "import" / "data" / "data.xml.dvc", tmp_path / "m.yaml")
     assert result.exit_code == 0, result.output
-    assert found["source"]["imports"] == [{
-        "out": "data.xml",
-        "repository": "https://github.com/iterative/dataset-registry",
-        "path": "get-started/data.xml",
-        "rev_lock": "f59388cd04276e75d70b2136597aaa27e7937cc3",
-    }]
+    assert found["source"]["imports"] == [
+        {
+            "out": "data.xml",
+            "repository": "https://github.com/iterative/dataset-registry",
+            "path": "get-started/data.xml",
+            "rev_lock": "f59388cd04276e75d70b2136597aaa27e7937cc3",
+        }
+    ]
     assert found["shards"] == [{"name": "data.xml", "bytes": 14445097, "checksum": "md5:22a1a2931c8370d3aeedd7183606fd7f"}]
     assert found["digest"] == manifest_digest(found), "the provenance is part of what the digest pins"
     assert cli("validate", str(tmp_path / "m.yaml")).exit_code == 0
@@ -65,7 +67,9 @@ def test_a_pipelines_data_is_its_dvc_tracked_input_not_its_stage_outputs(cli: Cl
 def test_a_stages_data_is_what_it_reads_that_dvc_manages(cli: Cli, pipeline: Path) -> None:
     result, found = manifest(cli, pipeline / "dvc.lock", pipeline / "m.yaml", "--stage", "train")
     assert result.exit_code == 0, result.output
-    assert found["shards"] == [{"name": "data/features", "bytes": 1556290, "checksum": "md5:f8f5cbc3188008a7542d02d63054d9d2", "kind": "dvc-directory", "files": 2}]
+    assert found["shards"] == [
+        {"name": "data/features", "bytes": 1556290, "checksum": "md5:f8f5cbc3188008a7542d02d63054d9d2", "kind": "dvc-directory", "files": 2}
+    ]
     assert found["source"] == {"tool": "dvc", "file": "dvc.lock", "stage": "train"}
     result, found = manifest(cli, pipeline / "dvc.lock", pipeline / "e.yaml", "--stage", "evaluate")
     assert "model.pkl" in [s["name"] for s in found["shards"]], "a stage that reads the model gets it as an input"

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import pytest
 import yaml
 from click.testing import Result
-from support import EXAMPLES, FIXTURES, git, require_tool
+from support import EXAMPLES, FIXTURES, git
 
 from reprogate.core.canonical import file_digest
 from reprogate.core.gittree import tree_id
@@ -59,8 +59,12 @@ def test_init_writes_a_record_that_validates_and_rebuilds(cli: Cli, tiny: Path) 
     assert written(tiny) == {".reprogate.yaml", "records/project.yaml", "reference/project/trace.jsonl"}, "the manifest still matched, so it was kept"
     record = load(tiny / "records" / "project.yaml")
     assert record["source"]["path"] == "project" and record["source"]["tree"] == tree_id(tiny / "project")
-    assert record["job"] == {"environment": {"realizer": "current"}, "entrypoint": ["python", "train.py", "--config", "../config/tiny.yaml"], "workdir": "project",
-                             "config": {"path": "config/tiny.yaml", "hash": record["job"]["config"]["hash"]}}
+    assert record["job"] == {
+        "environment": {"realizer": "current"},
+        "entrypoint": ["python", "train.py", "--config", "../config/tiny.yaml"],
+        "workdir": "project",
+        "config": {"path": "config/tiny.yaml", "hash": record["job"]["config"]["hash"]},
+    }
     assert record["dataset"]["manifest"]["path"] == "data/tiny.manifest.yaml"
     assert record["contract"]["level"] == "bitwise" and record["contract"]["steps"] == {"start": 0, "count": 80}
     assert record["contract"]["envelope"]["cpu"] == {"capability": ["default"], "architectures": ["x86_64"], "mkl_cbwr": ["COMPATIBLE"]}
@@ -127,16 +131,17 @@ def test_at_a_terminal_what_was_not_given_is_asked_with_what_was_found(cli: Cli,
     assert record["contract"]["level"] == "behavioral" and record["contract"]["tolerance"] == {"abs": 0.0, "rel": 1e-6}
 
 
-@pytest.fixture(scope="module")
-def venv_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    require_tool("uv")
-    return tmp_path_factory.mktemp("reprogate-cache")
-
-
 def test_init_runs_the_reference_in_the_venv_its_lock_file_makes(cli: Cli, tmp_path: Path, venv_cache: Path) -> None:
     locked = FIXTURES / "projects" / "locked"
-    repo = repository(tmp_path / "repo", {"project": locked / "project", "config.yaml": locked / "config.yaml", "requirements.txt": locked / "requirements.txt",
-                                          "requirements-numpy2.txt": locked / "requirements-numpy2.txt"})
+    repo = repository(
+        tmp_path / "repo",
+        {
+            "project": locked / "project",
+            "config.yaml": locked / "config.yaml",
+            "requirements.txt": locked / "requirements.txt",
+            "requirements-numpy2.txt": locked / "requirements-numpy2.txt",
+        },
+    )
     result = cli("init", "project", "--world-size", "2", "--seeds", "3", "--cache", str(venv_cache), "--env", "OMP_NUM_THREADS=1", cwd=repo)
     assert result.exit_code == 0, result.output
     record = load(repo / "records" / "project.yaml")

@@ -89,6 +89,7 @@ def test_strict_makes_the_warning_fail(project: Path) -> None:
 def test_a_dirty_source_is_addressed_by_its_folders_tree(project: Path) -> None:
     """What ran is pinned by the tree id of the project folder's files, so a dirty working tree
     needs no diff digest; a commit-pinned source still does."""
+
     def dirty(r: dict[str, Any]) -> None:
         r["source"]["dirty"] = True
 
