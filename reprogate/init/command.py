@@ -388,6 +388,7 @@ def _write_config(root: Path, record_path: Path, written: Written, notes: list[s
         '# "Adopting reprogate"). Paths are relative to this folder, the repository root.\n'
         "apiVersion: reprogate/v1\nkind: Config\nrecords:\n  - records/*.yaml\n"
         f"reference: {rel}\n"
+        "rebuild:\n  workflow: reference-rebuild.yml  # the name of the example rebuild workflow (examples/workflows)\n"
     )
     written.write(path, text)
     return True
