@@ -29,6 +29,16 @@ def project(tmp_path: Path) -> Path:
     return target
 
 
+@pytest.fixture(scope="session")
+def venv_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One venv-realizer cache for the whole run: the first test that realizes a lock file builds
+    its venv (a minute), every later one with the same lock reuses it (seconds)."""
+    from support import require_tool
+
+    require_tool("uv")
+    return tmp_path_factory.mktemp("reprogate-cache")
+
+
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Result]:
     """Run `reprogate ARGS` in-process, from a given folder."""

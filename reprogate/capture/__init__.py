@@ -25,6 +25,7 @@ class CaptureContext:
     image: str | None = None  # --image REF@sha256:... given by the user
     framework: bool = True  # import torch to describe it (costs about a second)
     lock_globs: list[str] = field(default_factory=list)
+    exclude: list[Path] = field(default_factory=list)  # files left out of the dirty state (the record being filled)
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     results: dict[str, Any] = field(default_factory=dict)  # sections captured so far
 

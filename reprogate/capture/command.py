@@ -44,7 +44,8 @@ def run_capture(output: Path | None, record: Path | None, image: str | None, roo
             raise UsageError(f"--image {image!r}: {exc.message}", hint="give REF@sha256:<digest> instead") from None
         messages.append(f"note: {image} resolved to {found.digest}")
         image = f"{image}@{found.digest}"
-    document = capture_all(CaptureContext(root=root, image=image, framework=framework, lock_globs=_lock_globs(root)))
+    exclude = [record] if record is not None else []
+    document = capture_all(CaptureContext(root=root, image=image, framework=framework, lock_globs=_lock_globs(root), exclude=exclude))
     for section in ("source", "devices", "software", "host"):
         value = document.get(section)
         if isinstance(value, dict) and value.get("present") is False:
@@ -66,7 +67,52 @@ def _merge(record: Path, document: dict[str, Any]) -> list[str]:
     doc = load_document(record)
     if not isinstance(doc.data, dict) or doc.data.get("kind") != "RunRecord":
         raise UsageError(f"{record}: not a run record (kind: RunRecord); left unchanged")
-    merge = plan(doc.data, document)
+    from reprogate.core.config import repository_root
+
+    root = repository_root(record.parent)
+    notes = _training_determinism(doc.data, document, root)
+    merge = plan(doc.data, document, _recipe_checksum(doc.data, root))
+    merge.notes[:0] = notes
     text = record.read_text(encoding="utf-8")
     atomic_write(record, apply(doc, text, merge))
     return [*(f"note: {n}" for n in merge.notes), f"updated {record}: {', '.join('.'.join(p) for p, _ in merge.changes)}"]
+
+
+def _recipe_checksum(data: dict[str, Any], root: Path) -> str | None:
+    """The build recipe's checksum now (capture owns it like the lock files'), or None."""
+    from reprogate.core.canonical import file_digest
+
+    recipe = (data.get("source") or {}).get("build_recipe") if isinstance(data.get("source"), dict) else None
+    rel = recipe.get("path") if isinstance(recipe, dict) else None
+    if not isinstance(rel, str) or not (root / rel).is_file():
+        return None
+    return file_digest(root / rel)
+
+
+def _training_determinism(data: dict[str, Any], document: dict[str, Any], root: Path) -> list[str]:
+    """software.determinism as the training process had it (the reference trace's meta, rank 0),
+    never as this CLI process has it: capture runs before or beside training, whose
+    seed_everything and torch.backends settings are what the steps ran with."""
+    from reprogate.rules.trace_meta import leading_meta_events
+
+    software = document.get("software")
+    if not isinstance(software, dict):
+        return []
+    software.pop("determinism", None)
+    previous = (data.get("software") or {}).get("determinism") if isinstance(data.get("software"), dict) else None
+    rel = ((data.get("reference") or {}).get("trace") or {}).get("path") if isinstance(data.get("reference"), dict) else None
+    metas: list[dict[str, Any]] = []
+    if isinstance(rel, str) and (root / rel).is_file():
+        try:
+            metas = leading_meta_events(root / rel)
+        except (OSError, UnicodeDecodeError):
+            metas = []
+    found = next((m["determinism"] for m in sorted(metas, key=lambda m: m.get("rank", 0)) if isinstance(m.get("determinism"), dict)), None)
+    if found is not None:
+        software["determinism"] = found
+        return [f"software.determinism from the training process (the meta of {rel})"]
+    if isinstance(previous, dict):
+        software["determinism"] = previous
+    where = f"{rel} has no meta event with them" if isinstance(rel, str) else "the record has no reference trace"
+    kept = "kept as recorded" if isinstance(previous, dict) else "left out"
+    return [f"software.determinism {kept}: {where} (this CLI process's settings say nothing of training)"]

@@ -30,7 +30,9 @@ class Merge:
     notes: list[str] = field(default_factory=list)
 
 
-def plan(record: dict[str, Any], capture: dict[str, Any]) -> Merge:
+def plan(record: dict[str, Any], capture: dict[str, Any], recipe_checksum: str | None = None) -> Merge:
+    """The changes: environment sections replaced, the captured source keys refreshed, and the
+    build recipe's checksum (`recipe_checksum`, read by the caller) brought up to date."""
     merge = Merge()
     for section in ("host", "cpu", "devices", "software"):
         if isinstance(capture.get(section), dict):
@@ -42,6 +44,10 @@ def plan(record: dict[str, Any], capture: dict[str, Any]) -> Merge:
             merged.pop(key, None)
             if key in source:
                 merged[key] = source[key]
+        recipe = merged.get("build_recipe")
+        if recipe_checksum is not None and isinstance(recipe, dict) and recipe.get("checksum") != recipe_checksum:
+            merge.notes.append(f"source.build_recipe {recipe.get('path')}: checksum {recipe.get('checksum')} -> {recipe_checksum}")
+            merged["build_recipe"] = {**recipe, "checksum": recipe_checksum}
         merge.changes.append((("source",), merged))
     elif isinstance(source, dict):
         merge.notes.append(f"source not captured ({source.get('reason')}); the record's source section is unchanged")

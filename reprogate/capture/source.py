@@ -61,13 +61,14 @@ def capture(ctx: CaptureContext) -> dict[str, Any]:
         code, tree, _ = _git(top, "rev-parse", f"HEAD:{relative}")
         if code == 0:
             section["tree"] = tree.decode().strip()
-    _, status, _ = _git(top, "status", "--porcelain=v1", "-z", "--untracked-files=all")
-    entries = [e for e in status.decode("utf-8", "replace").split("\0") if e]
+    left_out = _left_out(top, ctx.exclude)
+    _, status, _ = _git(top, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", ".", *left_out)
+    entries = _status_entries(status.decode("utf-8", "replace"))
     tracked_changes = any(not e.startswith("??") for e in entries)
     untracked = [e[3:] for e in entries if e.startswith("??")]
     section["dirty"] = bool(entries)
     if tracked_changes:
-        _, diff, _ = _git(top, "diff", "HEAD", "--binary", "--no-ext-diff", "--no-color")
+        _, diff, _ = _git(top, "diff", "HEAD", "--binary", "--no-ext-diff", "--no-color", "--", ".", *left_out)
         section["diff_digest"] = "sha256:" + hashlib.sha256(diff).hexdigest()
     if untracked:
         section["untracked_digest"] = _untracked_digest(top, untracked)
@@ -75,6 +76,32 @@ def capture(ctx: CaptureContext) -> dict[str, Any]:
     section["lock_files"] = lock_files
     section["job_start_installs"] = unpinned_installs([top / lf["path"] for lf in lock_files])
     return section
+
+
+def _left_out(top: Path, exclude: list[Path]) -> list[str]:
+    """Pathspecs for the files capture must not count as changes: the record being filled is
+    written by capture itself (and by a person), so it would make every capture --into dirty."""
+    specs = []
+    for path in exclude:
+        try:
+            rel = path.resolve().relative_to(top.resolve()).as_posix()
+        except ValueError:
+            continue  # outside the repository: git never saw it
+        specs.append(f":(exclude,literal){rel}")
+    return specs
+
+
+def _status_entries(text: str) -> list[str]:
+    """`git status --porcelain=v1 -z` entries; a rename's second (original) path is not an entry."""
+    parts = [p for p in text.split("\0") if p]
+    entries, skip = [], False
+    for part in parts:
+        if skip:
+            skip = False
+            continue
+        entries.append(part)
+        skip = part[:1] in ("R", "C") or part[1:2] in ("R", "C")
+    return entries
 
 
 def _lock_files(top: Path, ctx: CaptureContext) -> list[dict[str, Any]]:

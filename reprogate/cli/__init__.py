@@ -11,7 +11,7 @@ from __future__ import annotations
 import click
 
 from reprogate import __version__
-from reprogate.cli import audit, capture, datasets, detect, github, images, rebuild, validate
+from reprogate.cli import audit, capture, datasets, detect, github, images, init, rebuild, validate
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -25,6 +25,7 @@ def main() -> None:
 
 
 COMMANDS: dict[str, click.Command] = {
+    "init": init.init,
     "validate": validate.validate,
     "digest": validate.digest,
     "capture": capture.capture,

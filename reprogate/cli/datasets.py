@@ -54,8 +54,9 @@ def dataset_verify(manifest: Path, root: str | None, fmt: str, jobs: int | None,
 @click.argument("dvc_file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Manifest file to write (atomically).")
 @click.option("--id", "manifest_id", default=None, help="Dataset id (default: the .dvc file's stem or the dvc.lock's folder).")
-def dataset_from_dvc(dvc_file: Path, output: Path, manifest_id: str | None) -> None:
+@click.option("--stage", default=None, help="dvc.lock: take the DVC-managed inputs of this stage (default: the pipeline's inputs that .dvc files track). Stage outputs such as a model are never data.")
+def dataset_from_dvc(dvc_file: Path, output: Path, manifest_id: str | None, stage: str | None) -> None:
     """Make a manifest from DVC's dvc.lock or FILE.dvc, without re-hashing."""
     from reprogate.datasets.command import from_dvc_command
 
-    finish(lambda: from_dvc_command(dvc_file, output, manifest_id), "text", "dataset from-dvc")
+    finish(lambda: from_dvc_command(dvc_file, output, manifest_id, stage), "text", "dataset from-dvc")

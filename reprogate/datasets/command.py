@@ -44,13 +44,13 @@ def verify_command(manifest: Path, root: str | None, fmt: str, jobs: int | None,
     return render_verify(verify(manifest, VerifyOptions(root, jobs, quiet, timeout, retries, keep_going)), fmt)
 
 
-def from_dvc_command(dvc_file: Path, output: Path, manifest_id: str | None) -> CommandResult:
+def from_dvc_command(dvc_file: Path, output: Path, manifest_id: str | None, stage: str | None = None) -> CommandResult:
     from reprogate.datasets.build import write_manifest
     from reprogate.datasets.dvc import DvcError, from_dvc
 
     try:
-        found = from_dvc(dvc_file, output, manifest_id)
+        found = from_dvc(dvc_file, output, manifest_id, stage)
     except DvcError as exc:
         raise DvcError(f"{exc.message}; nothing written") from None
     write_manifest(found.manifest, output, f"reprogate dataset from-dvc {dvc_file.name}")
-    return CommandResult(ExitCode.OK, [f"wrote {output}: {len(found.manifest['shards'])} output(s) from {dvc_file}, digest {found.manifest['digest']}"], [f"warning: {w}" for w in found.warnings])
+    return CommandResult(ExitCode.OK, [f"wrote {output}: {len(found.manifest['shards'])} output(s) from {dvc_file}, digest {found.manifest['digest']}"], [*(f"note: {n}" for n in found.notes), *(f"warning: {w}" for w in found.warnings)])

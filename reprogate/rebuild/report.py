@@ -3,7 +3,8 @@
 Sections: the verdict and diagnosis, the stage table, the bounded claim and what it does not
 cover, the statistical tests with α, margin, n and m, the reference and rebuilt loss curves as a
 Mermaid xychart-beta (GitHub renders it), the failing run's log tail, and the way forward when the
-rebuild failed: a new reference record promoted through the baseline label, never a bypass.
+rebuild failed: what to do about the stage that failed first (WAY_FORWARD), and, where the change
+is meant, a new reference record promoted through the baseline label — never a bypass.
 """
 
 from __future__ import annotations
@@ -13,6 +14,45 @@ from typing import Any
 
 ICONS = {"pass": "✅", "fail": "❌", "skipped": "⏭️", "not-run": "⏸️"}
 MAX_POINTS = 60
+PROMOTE = (
+    "If the change is intended, record a new reference run on it (`reprogate init`, or `reprogate capture --into`, "
+    "the reference seeds and `reprogate interval`) and promote it through the baseline label; its own rebuild must pass."
+)
+# What to do when a stage is the first to fail, by stage (rebuild.stages.STAGES names them all).
+WAY_FORWARD: dict[str, str] = {
+    "artifacts": "An addressed file is missing or no longer what the record pins (the paths are named above). If the code in "
+    "the project folder changed on purpose, that is a new reference. If a file is missing, commit it, or fetch the full "
+    "history (`actions/checkout` with `fetch-depth: 0`) so the pinned versions can be found.",
+    "digest": "The environment could not be realized, or it is not the one pinned (uv's or the engine's message is above). "
+    "Fix the lock file or the image; pin images by digest (`reprogate image resolve REF`). With `--environment candidate` "
+    "this is the pull request's own lock file or Dockerfile failing to build.",
+    "preflight": "A rank could not prove its devices, framework or collective before any data was fetched: this is the "
+    "runner, not the change. Run `reprogate preflight` on the runner, check its GPUs, driver and network, and rerun.",
+    "dataset": "The shards no longer match the manifest the record pins (the shards are named above). Restore them from the "
+    "dataset's namespace (`reprogate dataset verify MANIFEST --root ...` shows which), or, if the data changed on purpose, "
+    "write a new manifest (`reprogate dataset manifest`).",
+    "config": "The configuration differs from the reference's (the keys are named above). Revert the change, or make it a "
+    "new reference.",
+    "envelope": "This rebuild lies outside the contract's envelope, or the record contradicts its own reference trace "
+    "(both named above). Run on a machine inside the envelope, or correct the record; an envelope is widened only in "
+    "the record, on purpose, where reviewers see it — never by a rebuild.",
+    "run": "The entrypoint failed or wrote no trace (log tail below). Run it as the rebuild does — each rank with "
+    "REPROGATE_SEED, REPROGATE_TRACE_DIR and torchrun's variables, in the realized environment — and fix the script "
+    "or the environment it needs.",
+    "batches": "A step saw other input batches: data order, sampler seeding, preprocessing or the world size changed. "
+    "Check that the script seeds its sampler from `seed_everything`'s generator and reads the data the manifest pins.",
+    "model-state": "The model's bits differ at the step named above; the loss line says whether the numbers moved too. "
+    "Kernels, library versions and thread counts change bits: pin them (execution.env, the portable CPU mode), or, if "
+    "equal bits are more than this run needs, state a behavioral contract in the record.",
+    "steps": "The per-step numbers left the declared tolerance at the step named above. Find what changed the numbers "
+    "(a library bump in the lock file is the usual cause); a tolerance is changed only in the record, on purpose.",
+    "metric": "The evaluation metric fell outside the interval predeclared from the reference seeds (or the equivalence "
+    "test failed). Rebuild more seeds (`--seeds N`, with contract.metric.margin) to tell noise from a shift; a metric "
+    "resolution or margin is changed only in the record.",
+}
+INFRASTRUCTURE = (
+    "The rebuild could not run to a verdict (the stage above says why): fix the runner or the service and rerun. The status is `error`, never a pass."
+)
 
 
 def _cell(text: Any) -> str:
@@ -84,18 +124,21 @@ def markdown(verdict: dict[str, Any]) -> str:
     tail = next((s.get("log_tail") for s in verdict["stages"] if s.get("log_tail")), None)
     if tail:
         lines += ["### Log tail of the failing run", "", "```text", tail, "```", ""]
-    if not passed and not verdict.get("infrastructure"):
-        lines += [
-            "### Way forward",
-            "",
-            "If this change is intended, record a new reference run (`reprogate capture`, the reference seeds, "
-            "`reprogate interval`) and promote it through the baseline label; its own rebuild must pass. "
-            "reprogate has no bypass flag: a gate stricter than the measurement is fixed in the record "
-            "(declare `contract.metric.resolution`, widen the envelope on purpose), where reviewers see it.",
-            "",
-        ]
+    if not passed:
+        lines += ["### Way forward", "", way_forward(verdict), ""]
     lines.append(f"<sub>{verdict['tool']} · record digest `{record['digest'][20:36]}…` · {verdict['seconds']:.1f} s · {verdict['started_at']}</sub>")
     return "\n".join(lines) + "\n"
+
+
+def way_forward(verdict: dict[str, Any]) -> str:
+    """What to do about a failed rebuild: specific to the stage that failed first."""
+    if verdict.get("infrastructure"):
+        return INFRASTRUCTURE
+    stage = str(verdict.get("diagnosis"))
+    specific = WAY_FORWARD.get(stage, "")
+    tail = " reprogate has no bypass flag: whatever makes the gate pass is stated in the record, where reviewers see it."
+    promote = "" if stage == "preflight" else " " + PROMOTE
+    return (specific + promote + tail).strip()
 
 
 def _short(value: Any) -> str:

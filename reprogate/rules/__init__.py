@@ -7,7 +7,7 @@ Adding a rule is one function in a module below and one line here.
 
 from __future__ import annotations
 
-from reprogate.rules import addressed, config, contract, credentials, driver_compat, environment, envelope, manifest, ranks, retention, trace_meta
+from reprogate.rules import addressed, config, contract, credentials, driver_compat, environment, envelope, manifest, ranks, rebuildable, retention, trace_meta
 from reprogate.rules.base import Rule, RuleContext, RuleSpec, get, items
 
 RECORD, MANIFEST, CONFIG = "RunRecord", "DatasetManifest", "Config"
@@ -33,6 +33,7 @@ RULES: dict[str, RuleSpec] = {
     "contract-lifetime-current": RuleSpec(retention.contract_lifetime_current, (RECORD,)),
     "no-credentials": RuleSpec(credentials.no_secrets, (RECORD, MANIFEST, CONFIG)),
     "reference-trace-meta-agrees": RuleSpec(trace_meta.reference_trace_meta_agrees, (RECORD,), reads_files=True),
+    "record-is-rebuildable": RuleSpec(rebuildable.record_is_rebuildable, (RECORD,)),
 }
 
 

@@ -133,7 +133,7 @@ def checksums_match(ctx: RuleContext) -> Iterator[Diagnostic]:
         if actual != ref["checksum"]:
             yield ctx.finding(
                 where + ("checksum",),
-                f"{ref['path']} does not match its checksum: the record pins {ref['checksum'][:19]}..., the file is {actual[:19]}...",
+                f"{ref['path']} does not match its checksum: the record pins {ref['checksum']}, the file is {actual}",
                 "checksum-mismatch",
                 f"if the change is intended, update the record: checksum: {actual}",
             )
@@ -159,7 +159,7 @@ def _canonical_check(ctx: RuleContext, where: tuple[Any, ...], rel: Any, pinned:
         field = where[-1] if where else ""
         yield ctx.finding(
             where + (("digest",) if field == "manifest" else ("hash",)),
-            f"{what} {rel} does not match the record: pinned {pinned[:32]}..., content is {actual[:32]}...",
+            f"{what} {rel} does not match the record: pinned {pinned}, content is {actual}",
             "canonical-mismatch",
             f"if the change is intended, update the record to {actual}",
         )

@@ -45,6 +45,7 @@ class RuleContext:
     today: datetime.date
     max_bytes: int
     cache: dict[Any, Any] = field(default_factory=dict)
+    source: Path | None = None  # the document's own file, where it was read from one
 
     @property
     def data(self) -> Any:

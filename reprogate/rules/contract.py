@@ -55,6 +55,8 @@ def dirty_source_has_diff(ctx: RuleContext) -> Iterator[Diagnostic]:
     source = get(ctx.data, "source")
     if get(source, "dirty") is not True or get(source, "diff_digest"):
         return
+    if isinstance(get(source, "path"), str) and isinstance(get(source, "tree"), str):
+        return  # the project folder is pinned by the tree id of its files: what ran is addressed, dirty or not
     if get(ctx.data, "contract", "level") == "bitwise":
         yield ctx.finding(("source", "dirty"), "a bitwise contract cannot rest on a dirty source without the digest of its diff", "bitwise-dirty-source", "commit the changes and record the new commit, or record diff_digest (reprogate capture does)")
     else:

@@ -244,10 +244,30 @@ def digest_algorithm(value: Any) -> str | None:
 
 def _memory(t: Any) -> Any:
     """A zero-copy byte buffer over a contiguous CPU tensor's memory (bytes, whatever the dtype:
-    blake3 takes only byte buffers, and NumPy lacks bfloat16 and float8)."""
+    blake3 takes only byte buffers, and NumPy lacks bfloat16 and float8).
+
+    Through NumPy where the training environment has it; a lock file without NumPy (torch does
+    not require it) gets a ctypes view of the same bytes, valid while `t` lives (the caller
+    holds it until the hash has read them)."""
     import torch
 
-    return t.reshape(-1).view(torch.uint8).numpy()
+    flat = t.reshape(-1).view(torch.uint8)
+    if _NUMPY_WORKS:
+        try:
+            return flat.numpy()
+        except RuntimeError:  # "Numpy is not available": torch runs without it
+            _no_numpy()
+    import ctypes
+
+    return (ctypes.c_ubyte * flat.numel()).from_address(flat.data_ptr())
+
+
+_NUMPY_WORKS = True
+
+
+def _no_numpy() -> None:
+    global _NUMPY_WORKS
+    _NUMPY_WORKS = False
 
 
 def _blocks(t: Any, limit: int) -> Iterator[Any]:

@@ -145,7 +145,7 @@ def validate_document(doc: Document, kind: str, options: Options, cache: dict[An
         if ("repository-root", folder) not in cache:  # a walk up with a stat per level: once per folder
             cache[("repository-root", folder)] = repository_root(folder)
         root = cache[("repository-root", folder)]
-    ctx = RuleContext(doc, kind, root, options.today, options.max_bytes, cache)
+    ctx = RuleContext(doc, kind, root, options.today, options.max_bytes, cache, source)
     for check in rules_for(kind, options.addressed_files):
         try:
             found.extend(check(ctx))

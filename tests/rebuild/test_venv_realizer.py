@@ -20,20 +20,13 @@ import pytest
 import yaml
 from click.testing import Result
 
-from support import FIXTURES, git, require_tool
+from support import FIXTURES, git
 
 from reprogate.core.canonical import canonical_digest, file_digest
 from reprogate.core.gittree import tree_id
 
 Cli = Callable[..., Result]
 SOURCE = FIXTURES / "projects" / "locked"
-
-
-@pytest.fixture(scope="module")
-def venv_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One realizer cache for the module: the first test builds the venv, the others reuse it."""
-    require_tool("uv")
-    return tmp_path_factory.mktemp("reprogate-cache")
 
 
 def _record(repo: Path) -> dict[str, Any]:

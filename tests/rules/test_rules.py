@@ -32,8 +32,11 @@ def drill(project: Path) -> Path:
 
 
 def test_examples_pass_every_rule(project: Path) -> None:
+    """Every example holds; the illustrative records (made-up commits, remote traces) are only
+    warned that no rebuild could replay them — the tiny example can be."""
     found = codes(project)
-    assert found and all(v == [] for v in found.values()), found
+    assert found and all(all(c == ("not-rebuildable", "warning") for c in v) for v in found.values()), found
+    assert found["tiny.yaml"] == []
 
 
 # addressed files ---------------------------------------------------------------------------------
@@ -168,7 +171,7 @@ def test_bitwise_contract_forbids_dirty_source_without_diff_digest(project: Path
 
 def test_dirty_source_without_diff_is_a_warning_for_other_levels(drill: Path) -> None:
     edit_record(drill, lambda r: r["source"].update(dirty=True))
-    assert codes(drill)["drill.yaml"] == [("dirty-without-diff", "warning")]
+    assert [c for c in codes(drill)["drill.yaml"] if c[0] != "not-rebuildable"] == [("dirty-without-diff", "warning")]
 
 
 def test_behavioral_contract_declares_steps_and_tolerance(project: Path) -> None:

@@ -1,0 +1,193 @@
+"""`reprogate init`: options, and prompts for what was not given when a person is at a terminal."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from reprogate.cli.common import finish
+
+if TYPE_CHECKING:
+    from reprogate.init.command import InitOptions
+    from reprogate.output.result import CommandResult
+
+LEVELS = click.Choice(["bitwise", "behavioral", "statistical", "startup"])
+
+
+def _seeds(text: str) -> list[int]:
+    try:
+        return [int(part) for part in text.replace(" ", "").split(",") if part]
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: write integers separated by commas, e.g. 1,2,3", param_hint="--seeds") from None
+
+
+def _env(pairs: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise click.BadParameter(f"{pair!r}: write NAME=VALUE", param_hint="--env")
+        out[name] = value
+    return out
+
+
+@click.command()
+@click.argument("project", required=False, type=click.Path(file_okay=False, exists=True, path_type=Path), default=Path("."))
+@click.option(
+    "--record",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Where to write the record (default records/NAME.yaml at the repository root, outside PROJECT).",
+)
+@click.option("--name", default=None, help="The record's name (default the project folder's name).")
+@click.option("--entrypoint", default=None, help="The command every rank runs, from PROJECT (default: python train.py [--config ...] if found).")
+@click.option(
+    "--config",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="The configuration file whose canonical hash is pinned (default: the one found in PROJECT).",
+)
+@click.option(
+    "--data",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="The data folder: its manifest is built (default: PROJECT/data if present).",
+)
+@click.option(
+    "--manifest",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The dataset manifest to pin (with --data: where to write it; default DATA/NAME.manifest.yaml).",
+)
+@click.option("--no-dataset", metavar="REASON", default=None, help="The run reads no dataset file (generated data): say why.")
+@click.option("--level", type=LEVELS, default=None, help="The contract level (default bitwise when the trace digests the model state, else behavioral).")
+@click.option("--seeds", "seeds_text", default=None, help="Reference seeds, comma-separated; the first is the rebuild's (default 1,2,3).")
+@click.option("--world-size", type=click.IntRange(min=1), default=None, help="Ranks of the reference run, on this machine (default 1).")
+@click.option("--metric", default=None, help="The evaluation metric the contract judges (default: the one the trace reports).")
+@click.option("--direction", type=click.Choice(["lower", "higher"]), default="lower", show_default=True, help="Which way the metric is better.")
+@click.option("--tensors", default="model_state", show_default=True, help="Tensors a bitwise contract compares, comma-separated.")
+@click.option(
+    "--realizer",
+    type=click.Choice(["venv", "container", "current"]),
+    default=None,
+    help="The environment the reference runs in (default venv with a lock file, container with --image, else current).",
+)
+@click.option("--image", default=None, help="The image the reference runs in, REF@sha256:... (container realizer).")
+@click.option("--env", "env_pairs", multiple=True, metavar="NAME=VALUE", help="A behaviour-changing variable every rank gets (execution.env; repeatable).")
+@click.option(
+    "--portable-cpu", is_flag=True, help="Pin CPU kernels every x86-64 CPU runs (OMP_NUM_THREADS=1, ATEN_CPU_CAPABILITY=default, MKL_CBWR=COMPATIBLE)."
+)
+@click.option("--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True, help="Seconds each seed's run may take.")
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where realized venvs are cached (default ~/.cache/reprogate).")
+@click.option("--force", is_flag=True, help="Replace an existing record (its reference is made again).")
+@click.option("-y", "--yes", "no_prompt", is_flag=True, help="Never prompt, even at a terminal (use what was found).")
+def init(
+    project: Path,
+    record: Path | None,
+    name: str | None,
+    entrypoint: str | None,
+    config: Path | None,
+    data: Path | None,
+    manifest: Path | None,
+    no_dataset: str | None,
+    level: str | None,
+    seeds_text: str | None,
+    world_size: int | None,
+    metric: str | None,
+    direction: str,
+    tensors: str,
+    realizer: str | None,
+    image: str | None,
+    env_pairs: tuple[str, ...],
+    portable_cpu: bool,
+    timeout: float,
+    cache: Path | None,
+    force: bool,
+    no_prompt: bool,
+) -> None:
+    """Write a complete record: capture, manifest, config hash, reference seeds, interval."""
+    from reprogate.init.command import InitOptions, run_init
+
+    options = InitOptions(
+        project=project,
+        record=record,
+        name=name,
+        entrypoint=shlex.split(entrypoint) if entrypoint else None,
+        config=config,
+        data=data,
+        manifest=manifest,
+        no_dataset=no_dataset,
+        level=level,
+        seeds=_seeds(seeds_text) if seeds_text else [1, 2, 3],
+        world_size=world_size or 1,
+        metric=metric,
+        direction=direction,
+        tensors=[t for t in tensors.split(",") if t],
+        realizer=realizer,
+        image=image,
+        env=_env(env_pairs),
+        portable_cpu=portable_cpu,
+        timeout=timeout,
+        cache=cache,
+        force=force,
+    )
+    interactive = at_terminal() and not no_prompt
+
+    def work() -> CommandResult:
+        if interactive:
+            _ask(
+                options,
+                given={
+                    "entrypoint": entrypoint,
+                    "config": config,
+                    "data": data or manifest or no_dataset,
+                    "seeds": seeds_text,
+                    "world_size": world_size,
+                    "level": level,
+                },
+            )
+        return run_init(options)
+
+    finish(work, "text", "init")
+
+
+def at_terminal() -> bool:
+    """Prompts only for a person at a terminal: a job, a pipe or CI gets none, and never waits."""
+    return sys.stdin.isatty()
+
+
+def _ask(options: InitOptions, given: dict[str, object]) -> None:
+    """Prompt for what was not given, offering what the project folder holds as the default."""
+    import os
+
+    from reprogate.init.command import layout
+    from reprogate.init.discover import discover
+
+    root, project, _, _ = layout(options)
+    found = discover(project, root)
+
+    def shown(path: Path | None) -> str:
+        return os.path.relpath(path) if path is not None else ""
+
+    if given["entrypoint"] is None:
+        default = found.entrypoint(project)
+        options.entrypoint = shlex.split(click.prompt("Entrypoint (run in the project folder by every rank)", default=shlex.join(default) if default else None))
+    if given["config"] is None:
+        options.config = Path(click.prompt("Configuration file", default=shown(found.config) or None))
+    if given["data"] is None:
+        answer = click.prompt("Data folder (empty: the run reads no dataset file)", default=shown(found.data), show_default=True)
+        if answer.strip():
+            options.data = Path(answer)
+        else:
+            options.no_dataset = "the run reads no dataset file (said at reprogate init)"
+    if given["world_size"] is None:
+        options.world_size = click.prompt("Ranks (world size) of the reference run", default=1, type=click.IntRange(min=1))
+    if given["seeds"] is None:
+        options.seeds = _seeds(click.prompt("Reference seeds (the first is the one a rebuild runs)", default="1,2,3"))
+    if given["level"] is None:
+        answer = click.prompt("Contract level (empty: bitwise if the trace digests the model state, else behavioral)", default="", show_default=False)
+        options.level = answer.strip() or None

@@ -1,0 +1,415 @@
+"""`reprogate init [PROJECT]`: check what it was told, run the reference, write all or nothing.
+
+Layout (what makes a record rebuildable): the training code lives in a folder of its own inside
+the repository (PROJECT, pinned by the git tree id of its files); the record goes to
+`records/NAME.yaml` and the reference trace to `reference/NAME/trace.jsonl` at the repository
+root, both outside that folder, since writing them must not change the tree they pin. The data,
+its manifest, the configuration, lock files and Dockerfile may live inside the folder: the
+rebuild checks each at its own stage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reprogate.core.diagnostics import ExitCode
+from reprogate.core.errors import CheckFailed, UsageError
+from reprogate.init.discover import Found, discover
+from reprogate.init.draft import LEVELS, PORTABLE_CPU_ENV, Plan, before_reference, complete, trace_text
+from reprogate.output.result import CommandResult
+
+LOCK_NAMES = ("requirements.txt", "uv.lock")  # the usual name first, before requirements-dev.txt and the like
+
+
+@dataclass
+class InitOptions:
+    project: Path = Path(".")
+    record: Path | None = None
+    name: str | None = None
+    entrypoint: list[str] | None = None
+    config: Path | None = None
+    data: Path | None = None
+    manifest: Path | None = None
+    no_dataset: str | None = None
+    level: str | None = None
+    seeds: list[int] = field(default_factory=lambda: [1, 2, 3])
+    world_size: int = 1
+    metric: str | None = None
+    direction: str = "lower"
+    tensors: list[str] = field(default_factory=lambda: ["model_state"])
+    realizer: str | None = None
+    image: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    portable_cpu: bool = False
+    timeout: float = 900.0
+    cache: Path | None = None
+    force: bool = False
+
+
+class Written:
+    """Files init writes, and what was there before: undone together if anything fails."""
+
+    def __init__(self) -> None:
+        self.done: list[tuple[Path, bytes | None]] = []
+
+    def write(self, path: Path, text: str) -> None:
+        from reprogate.core.fileio import atomic_write
+
+        self.done.append((path, path.read_bytes() if path.exists() else None))
+        atomic_write(path, text)
+
+    def undo(self) -> None:
+        for path, before in reversed(self.done):
+            try:
+                if before is None:
+                    path.unlink(missing_ok=True)
+                else:
+                    path.write_bytes(before)
+            except OSError:
+                pass
+        self.done.clear()
+
+
+def _rel(path: Path, root: Path) -> str:
+    return path.resolve().relative_to(root).as_posix()
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    path, folder = path.resolve(), folder.resolve()
+    return path == folder or folder in path.parents
+
+
+def _marked_root(start: Path) -> Path | None:
+    """The nearest folder at or above `start` that a .git or .reprogate.yaml marks as the repository root."""
+    from reprogate.core.config import CONFIG_NAME
+
+    return next((f for f in (start, *start.parents) if (f / CONFIG_NAME).is_file() or (f / ".git").exists()), None)
+
+
+def layout(options: InitOptions) -> tuple[Path, Path, Path, str]:
+    """(repository root, project folder, record path, name), refusing a layout no rebuild could replay."""
+    project = options.project.resolve()
+    if not project.is_dir():
+        raise UsageError(f"{options.project}: not a folder (PROJECT is the folder that holds the training code)")
+    root = _marked_root(project)
+    if root is None:
+        raise UsageError(
+            f"{options.project} is not inside a repository (no .git or .reprogate.yaml above it)",
+            hint="run `git init` at the repository root; the training code goes in a folder of its own below it",
+        )
+    if project == root:
+        raise UsageError(
+            f"{options.project} is the repository root ({root}); its tree would contain the record, so no record of it could be rebuilt",
+            hint="keep the training code in a folder of its own (e.g. `mkdir train && git mv train.py config data train/`), "
+            "then run `reprogate init train` from the repository root (a .git or .reprogate.yaml marks it)",
+        )
+    name = options.name or project.name
+    record = (options.record or root / "records" / f"{name}.yaml").resolve()
+    if _inside(record, project):
+        raise UsageError(
+            f"{record}: inside {_rel(project, root)}, the folder whose tree the record pins; writing it would change that tree",
+            hint="put records outside the project folder: --record records/NAME.yaml",
+        )
+    if not _inside(record, root):
+        raise UsageError(f"{record}: outside the repository root {root}; a record addresses files relative to it")
+    if record.exists() and not options.force:
+        raise UsageError(f"{_rel(record, root)} exists; nothing was run", hint="--force replaces it (its reference is remade), or --name chooses another")
+    return root, project, record, name
+
+
+def _config(options: InitOptions, found: Found, root: Path) -> tuple[str, str]:
+    from reprogate.core.canonical import CanonicalError, canonical_digest
+    from reprogate.core.documents import DocumentError, load_document
+
+    path = options.config or found.config
+    if path is None:
+        raise UsageError(
+            "no configuration file found in the project", hint="--config PATH (YAML, JSON or TOML): its canonical hash is the record's job.config.hash"
+        )
+    path = path.resolve()
+    if not path.is_file() or not _inside(path, root):
+        raise UsageError(f"--config {path}: not a file inside the repository {root}")
+    try:
+        return _rel(path, root), canonical_digest(load_document(path).data)
+    except DocumentError as exc:
+        raise UsageError(f"{_rel(path, root)}: {exc.diagnostics[0].message}") from None
+    except CanonicalError as exc:
+        raise UsageError(f"{_rel(path, root)} has no canonical form: {exc}") from None
+
+
+def _dataset(options: InitOptions, found: Found, root: Path, written: Written, notes: list[str]) -> tuple[dict[str, Any] | None, str | None]:
+    """(record's dataset.manifest, or None and why): an existing manifest, or one built from the data folder."""
+    from reprogate.core.documents import DocumentError, load_document
+    from reprogate.datasets import manifest_digest
+
+    if options.no_dataset:
+        return None, options.no_dataset
+    data = options.data.resolve() if options.data else None
+    manifest = options.manifest.resolve() if options.manifest else None
+    if data is None and manifest is None:
+        data = found.data
+        manifest = found.manifest if found.manifest is not None and data is not None and _inside(found.manifest, data) else None
+    if data is None and manifest is None:
+        notes.append("no data folder found: the record says the run reads no dataset (--data DIR if it does)")
+        return None, "reprogate init found no data folder and was given none"
+    if data is None:
+        assert manifest is not None
+        try:
+            content = load_document(manifest).data
+        except DocumentError as exc:
+            raise UsageError(f"--manifest {manifest}: {exc.diagnostics[0].message}") from None
+        if not isinstance(content, dict) or not _inside(manifest, root):
+            raise UsageError(f"--manifest {manifest}: not a dataset manifest inside the repository")
+        return {"id": str(content.get("id")), "path": _rel(manifest, root), "digest": manifest_digest(content)}, None
+    if not data.is_dir() or not _inside(data, root):
+        raise UsageError(f"--data {data}: not a folder inside the repository {root}")
+    from reprogate.core.yamlout import dump_yaml
+    from reprogate.datasets.build import BuildError, BuildOptions, build_manifest, manifest_json
+
+    existing = sorted(p for p in data.iterdir() if p.is_file() and ".manifest." in p.name)
+    target = manifest or (existing[0] if len(existing) == 1 else data / f"{data.name}.manifest.yaml")
+    base: Any = {}
+    if target.exists() and manifest is None:
+        from reprogate.datasets.verify import VerifyOptions, verify
+
+        if verify(target, VerifyOptions(quiet=True)).exit_code == 0:  # still true of the data: keep it as written
+            content = load_document(target).data
+            notes.append(f"{_rel(target, root)} still matches {_rel(data, root)}: kept as it is")
+            return {
+                "id": str(content.get("id")),
+                "path": _rel(target, root),
+                "digest": manifest_digest(content),
+                **({"version": str(content["version"])} if content.get("version") else {}),
+            }, None
+    if target.exists():
+        try:
+            base = load_document(target).data
+        except DocumentError:
+            base = {}
+    namespace = None if target.parent == data else Path(os.path.relpath(data, target.parent)).as_posix()
+    build = BuildOptions(
+        data,
+        target,
+        quiet=True,
+        id=(base.get("id") if isinstance(base, dict) else None) or data.name,
+        namespace=namespace,
+        base=base if isinstance(base, dict) else {},
+    )
+    try:
+        content = build_manifest(build)
+    except BuildError as exc:
+        raise UsageError(f"the dataset in {_rel(data, root)} cannot be described: {exc.message}") from None
+    text = (
+        manifest_json(content)
+        if target.suffix == ".json"
+        else dump_yaml(content, "Dataset manifest written by `reprogate init`; rebuild it with `reprogate dataset manifest`.")
+    )
+    if not target.exists() or target.read_text(encoding="utf-8", errors="replace") != text:
+        written.write(target, text)
+        notes.append(f"wrote {_rel(target, root)}: {len(content['shards'])} shard(s) of {_rel(data, root)}")
+    ref = {"id": str(content["id"]), "path": _rel(target, root), "digest": manifest_digest(content)}
+    if content.get("version"):
+        ref["version"] = str(content["version"])
+    return ref, None
+
+
+def _source(project: Path, root: Path, exclude: list[Path]) -> dict[str, Any]:
+    """What capture's source layer finds, with paths relative to the repository root and only
+    the lock files of the project (inside its folder, else at the root)."""
+    from reprogate.capture import CaptureContext, run_layer
+    from reprogate.capture import source as source_layer
+    from reprogate.capture.command import _lock_globs
+
+    found = run_layer(source_layer, CaptureContext(root=project, framework=False, lock_globs=_lock_globs(root), exclude=exclude))
+    if found.get("present") is False:
+        return {"dirty": False}
+    from reprogate.capture._run import run
+
+    code, out, _ = run(["git", "-C", str(project), "rev-parse", "--show-toplevel"], timeout=30)
+    top = Path(out.decode().strip()) if code == 0 and out.strip() else root
+    locks = []
+    for entry in found.get("lock_files") or []:
+        path = (top / entry["path"]).resolve()
+        if _inside(path, root):
+            locks.append({**entry, "path": _rel(path, root)})
+    prefix = _rel(project, root) + "/"
+    mine = [e for e in locks if e["path"].startswith(prefix)] or [e for e in locks if "/" not in e["path"]]
+    found["lock_files"] = sorted(mine, key=lambda e: (e["path"].rsplit("/", 1)[-1] not in LOCK_NAMES, e["path"]))  # the venv realizer installs the first
+    found["job_start_installs"] = found.get("job_start_installs") or []
+    return found
+
+
+def _realizer(options: InitOptions, source: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    if options.image and "@sha256:" not in options.image:
+        raise UsageError(f"--image {options.image}: pin the image by digest (REF@sha256:...)", hint="reprogate image resolve REF prints the digest")
+    realizer = options.realizer or ("container" if options.image else "venv" if source.get("lock_files") else "current")
+    if realizer == "venv" and not source.get("lock_files"):
+        raise UsageError(
+            "the venv realizer needs a lock file, and the project has none",
+            hint="make one with hashes: uv pip compile --generate-hashes requirements.in -o requirements.txt",
+        )
+    if realizer == "container":
+        if not options.image:
+            raise UsageError("the container realizer needs the image the reference runs in: --image REF@sha256:...")
+        from reprogate.capture import CaptureContext
+        from reprogate.capture import container as container_layer
+
+        found = container_layer.capture(CaptureContext(root=options.project, image=options.image, framework=False))
+        return realizer, {k: found[k] for k in ("registry", "repository", "tag", "digest") if k in found}
+    return realizer, None
+
+
+def run_init(options: InitOptions) -> CommandResult:
+    from reprogate.capture import CaptureContext, run_layer
+    from reprogate.capture import cpu as cpu_layer
+    from reprogate.capture import devices as devices_layer
+    from reprogate.capture import host as host_layer
+    from reprogate.core.gittree import tree_id
+    from reprogate.init.reference import run_reference
+
+    if options.level is not None and options.level not in LEVELS:
+        raise UsageError(f"--level must be one of {', '.join(LEVELS)}")
+    if not options.seeds or len(set(options.seeds)) != len(options.seeds):
+        raise UsageError("--seeds: give distinct integers, e.g. 1,2,3")
+    if options.level == "statistical" and len(options.seeds) < 2:
+        raise UsageError("a statistical contract needs at least 2 reference seeds (5 or more recommended): --seeds 1,2,3,4,5")
+    root, project, record_path, name = layout(options)
+    found = discover(project, root)
+    entrypoint = options.entrypoint or found.entrypoint(project)
+    if not entrypoint:
+        raise UsageError(
+            f"no entrypoint found in {_rel(project, root)} (looked for train.py, main.py, run.py)",
+            hint="--entrypoint 'python train.py --config ../config.yaml' (run from the project folder)",
+        )
+    config_path, config_hash = _config(options, found, root)
+    trace_path = root / "reference" / name / "trace.jsonl"
+    if _inside(trace_path, project):
+        raise UsageError(f"the reference trace would go inside {_rel(project, root)}; choose another --name")
+    notes = list(found.notes)
+    written = Written()
+    try:
+        manifest, no_dataset = _dataset(options, found, root, written, notes)
+        source = _source(project, root, [record_path, trace_path])
+        realizer, container = _realizer(options, source)
+        if realizer != "current":  # the environment is the lock or the image; what this CLI has installed says nothing of it
+            source["job_start_installs"] = []
+        if len(source.get("lock_files") or []) > 1 and realizer == "venv":
+            notes.append(f"several lock files; the venv is made from {source['lock_files'][0]['path']} (the first)")
+        recipe = None
+        if found.recipe is not None and _inside(found.recipe, root):
+            recipe = {"path": _rel(found.recipe, root), "checksum": "sha256:" + hashlib.sha256(found.recipe.read_bytes()).hexdigest()}
+        env = {**(PORTABLE_CPU_ENV if options.portable_cpu else {}), **options.env}
+        plan = Plan(
+            name=name,
+            project=_rel(project, root),
+            tree=tree_id(project),
+            entrypoint=list(entrypoint),
+            config=config_path,
+            config_hash=config_hash,
+            realizer=realizer,
+            world_size=options.world_size,
+            seeds=list(options.seeds),
+            env=env,
+            manifest=manifest,
+            no_dataset=no_dataset,
+            recipe=recipe,
+            source=source,
+            container=container,
+            level=options.level,
+            metric=options.metric,
+            direction=options.direction,
+            tensors=list(options.tensors),
+        )
+        record = before_reference(plan)
+        runs = run_reference(record, root, len(plan.seeds), options.timeout, options.cache)
+        primary = runs.events.get(plan.seeds[0]) or []
+        text = trace_text(primary)
+        checksum = "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+        capture = CaptureContext(root=project, framework=False)
+        notes += complete(
+            record,
+            plan,
+            runs.events,
+            _rel(trace_path, root),
+            checksum,
+            runs.probe,
+            runs.backend,
+            run_layer(host_layer, capture),
+            run_layer(cpu_layer, capture),
+            run_layer(devices_layer, capture),
+        )
+        written.write(trace_path, text)
+        wrote_config = _write_config(root, record_path, written, notes)
+        _write_record(record, record_path, root, written)
+    except BaseException:
+        written.undo()
+        raise
+    contract = record["contract"]
+    metric = contract.get("metric") or {}
+    interval = metric.get("interval")
+    said = f", {metric['name']} interval [{interval['low']:.6g}, {interval['high']:.6g}] from {interval['n']} seeds" if interval else ""
+    lines = [
+        f"wrote {_rel(record_path, root)}: {contract['level']} contract, {plan.world_size} rank(s), seeds {plan.seeds}, "
+        f"{contract['steps']['count']} step(s){said}",
+        f"wrote {_rel(trace_path, root)}: the reference trace (seed {plan.seeds[0]}, every rank)",
+    ]
+    if wrote_config:
+        lines.append(f"wrote .reprogate.yaml: records/*.yaml, reference {_rel(record_path, root)}")
+    stderr = [f"note: {n}" for n in notes]
+    stderr += ["the reference ran as a rebuild will run it:", *runs.stages]
+    stderr += [
+        f"next: git add {' '.join(sorted({_rel(p, root).split('/')[0] for p, _ in written.done}))} && reprogate validate "
+        f"&& reprogate rebuild {_rel(record_path, root)}"
+    ]
+    return CommandResult(ExitCode.OK, lines, stderr)
+
+
+def _write_config(root: Path, record_path: Path, written: Written, notes: list[str]) -> bool:
+    from reprogate.core.config import CONFIG_NAME
+
+    path = root / CONFIG_NAME
+    rel = _rel(record_path, root)
+    if path.exists():
+        from reprogate.core.documents import DocumentError, load_document
+
+        try:
+            data = load_document(path).data
+        except DocumentError:
+            data = {}
+        if isinstance(data, dict) and not data.get("reference"):
+            notes.append(f"{CONFIG_NAME} names no reference record: add `reference: {rel}` so the gate rebuilds it")
+        return False
+    text = (
+        "# reprogate configuration: where the records are and which one the gate rebuilds (see the README's\n"
+        '# "Adopting reprogate"). Paths are relative to this folder, the repository root.\n'
+        "apiVersion: reprogate/v1\nkind: Config\nrecords:\n  - records/*.yaml\n"
+        f"reference: {rel}\n"
+        "rebuild:\n  workflow: reference-rebuild.yml  # the name of the example rebuild workflow (examples/workflows)\n"
+    )
+    written.write(path, text)
+    return True
+
+
+def _write_record(record: dict[str, Any], path: Path, root: Path, written: Written) -> None:
+    """Validate the record where it will live (its paths resolve from the root), then write it."""
+    import datetime
+
+    from reprogate.core.documents import load_text
+    from reprogate.core.yamlout import dump_yaml
+    from reprogate.validate.runner import Options, validate_document
+
+    header = (
+        "Written by `reprogate init`: the reference trace and the metric of each seed come from running the\n"
+        "entrypoint as `reprogate rebuild` runs it. Review the contract (level, steps, tolerance, envelope)\n"
+        "before committing: it is what a rebuild must reproduce."
+    )
+    text = dump_yaml(record, header)
+    doc = load_text(text, _rel(path, root))
+    findings = [d for d in validate_document(doc, "RunRecord", Options(root=root, today=datetime.date.today()), {}, path) if d.severity.value == "error"]
+    if findings:
+        raise CheckFailed("the record init made does not validate; nothing was written", diagnostics=findings)
+    written.write(path, text)

@@ -1,0 +1,227 @@
+"""The record `reprogate init` writes, section by section.
+
+`before_reference` is everything a rebuild needs to run the entrypoint (the pins, the shape, the
+environment); `complete` adds what only the reference runs can tell: the trace, the metric per
+seed and its interval, the contract's steps and tensors, the envelope the reference lies inside,
+and the software the training process really had (its trace's meta and the environment's probe).
+"""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass, field
+from typing import Any
+
+from reprogate import __version__
+
+LEVELS = ("bitwise", "behavioral", "statistical", "startup")
+PORTABLE_CPU_ENV = {"OMP_NUM_THREADS": "1", "ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}
+
+
+@dataclass
+class Plan:
+    """What init was told or found, with every path relative to the repository root."""
+
+    name: str
+    project: str  # source.path
+    tree: str
+    entrypoint: list[str]
+    config: str
+    config_hash: str
+    realizer: str
+    world_size: int
+    seeds: list[int]
+    env: dict[str, str] = field(default_factory=dict)
+    manifest: dict[str, Any] | None = None  # {id, version?, path, digest}
+    no_dataset: str | None = None  # why the run reads no dataset
+    recipe: dict[str, str] | None = None  # {path, checksum}
+    source: dict[str, Any] = field(default_factory=dict)  # what capture found (commit, lock files, ...)
+    container: dict[str, Any] | None = None
+    level: str | None = None
+    metric: str | None = None
+    direction: str = "lower"
+    tensors: list[str] = field(default_factory=lambda: ["model_state"])
+    description: str = ""
+
+
+def before_reference(plan: Plan) -> dict[str, Any]:
+    source: dict[str, Any] = {"path": plan.project, "tree": plan.tree}
+    source.update(
+        {k: v for k, v in plan.source.items() if k in ("repository", "commit", "dirty", "diff_digest", "untracked_digest", "lock_files", "job_start_installs")}
+    )
+    source.setdefault("dirty", False)
+    if plan.recipe is not None:
+        source["build_recipe"] = dict(plan.recipe)
+    record: dict[str, Any] = {
+        "apiVersion": "reprogate/v1",
+        "kind": "RunRecord",
+        "metadata": {
+            "name": plan.name,
+            "description": plan.description or f"Reference run of {plan.project}, recorded by reprogate {__version__} init.",
+            "created": _now(),
+        },
+        "contract": {"level": plan.level or "bitwise", "envelope": {}},
+        "container": plan.container or {"used": False, "reason": f"the environment is realized by the {plan.realizer} realizer (job.environment)"},
+        "source": source,
+        "dataset": {"manifest": plan.manifest} if plan.manifest else {"used": False, "reason": plan.no_dataset or "the run reads no dataset file"},
+        "seeds": {"global": plan.seeds[0], **({"evaluation": list(plan.seeds)} if len(plan.seeds) > 1 else {})},
+        "execution": {"world_size": plan.world_size, "nodes": 1, "ranks_per_node": plan.world_size, **({"env": dict(plan.env)} if plan.env else {})},
+        "job": {
+            "environment": {"realizer": plan.realizer},
+            "entrypoint": list(plan.entrypoint),
+            "workdir": plan.project,
+            "config": {"path": plan.config, "hash": plan.config_hash},
+        },
+    }
+    return record
+
+
+def _now() -> str:
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def _first_meta(events: list[dict[str, Any]]) -> dict[str, Any]:
+    metas = sorted((e for e in events if e.get("type") == "meta"), key=lambda e: e.get("rank", 0))
+    return metas[0] if metas else {}
+
+
+def _release(version: str) -> str:
+    return ".".join(version.split("+")[0].split(".")[:2])
+
+
+def envelope(record: dict[str, Any], meta: dict[str, Any], level: str, gpus: list[str], driver: str | None) -> dict[str, Any]:
+    """The narrowest envelope the reference lies inside: its world size and node count, its GPU
+    models and driver branch, its framework release, and for a bitwise contract on CPUs the
+    kernels its ranks ran (torch's capability, MKL's mode, the architecture)."""
+    execution = record["execution"]
+    found: dict[str, Any] = {
+        "gpu_models": sorted(set(gpus)),
+        "nodes": {"min": execution["nodes"], "max": execution["nodes"]},
+        "world_sizes": [execution["world_size"]],
+    }
+    if driver and driver.split(".")[0].isdigit():
+        found["driver_branch"] = ["R" + driver.split(".")[0]]
+    if isinstance(meta.get("torch"), str):
+        found["framework"] = {"name": "torch", "release": _release(meta["torch"])}
+    cpu = meta.get("cpu") if isinstance(meta.get("cpu"), dict) else {}
+    if level == "bitwise" and not gpus and cpu.get("capability"):
+        found["cpu"] = {"capability": [str(cpu["capability"])], "architectures": [str(cpu.get("architecture") or platform.machine())]}
+        if cpu.get("mkl_cbwr"):
+            found["cpu"]["mkl_cbwr"] = [str(cpu["mkl_cbwr"])]
+    found["topology_changes"] = []
+    return found
+
+
+def trace_text(events: list[dict[str, Any]]) -> str:
+    """The reference trace as one file: every rank's events, meta first (validate reads the head)."""
+    import json
+
+    return "".join(json.dumps(e, sort_keys=True, allow_nan=False) + "\n" for e in events)
+
+
+def choose_level(plan: Plan, events: list[dict[str, Any]], metric: str | None) -> str:
+    """bitwise when the trace digests the model state; else behavioral (per-step losses); a
+    statistical contract only when asked for (it needs a metric and several seeds)."""
+    if plan.level:
+        return plan.level
+    if any(e.get("type") == "step" and "model_state" in e for e in events):
+        return "bitwise"
+    return "behavioral"
+
+
+def complete(
+    record: dict[str, Any],
+    plan: Plan,
+    events: dict[int, list[dict[str, Any]]],
+    trace_path: str,
+    trace_checksum: str,
+    probe: dict[str, Any],
+    backend: str,
+    host: dict[str, Any],
+    cpu: dict[str, Any],
+    devices: dict[str, Any],
+) -> list[str]:
+    """Fill in what the reference runs told; returns notes for the user."""
+    from reprogate.rebuild.compare import metrics
+    from reprogate.rebuild.interval import compute
+
+    notes: list[str] = []
+    primary = events[plan.seeds[0]]
+    meta = _first_meta(primary)
+    found = {seed: metrics(seed_events) for seed, seed_events in events.items()}
+    names = sorted({name for values in found.values() for name in values})
+    metric = plan.metric or (names[0] if len(names) == 1 else None)
+    if plan.metric is None and len(names) > 1:
+        notes.append(f"the trace reports several metrics ({', '.join(names)}); none is in the contract (--metric NAME chooses one)")
+    level = choose_level(plan, primary, metric)
+    steps = [e["step"] for e in primary if e.get("type") == "step" and isinstance(e.get("step"), int)]
+    contract: dict[str, Any] = {"level": level, "steps": {"start": 0, "count": max(steps) if steps else 1}}
+    if level == "bitwise":
+        contract["tensors"] = list(plan.tensors)
+    if level == "behavioral":
+        contract["tolerance"] = {"abs": 0.0, "rel": 1e-6}
+    reference: dict[str, Any] = {"trace": {"path": trace_path, "checksum": trace_checksum}}
+    if metric is not None:
+        values = [{"seed": seed, "value": found[seed][metric]} for seed in plan.seeds if metric in found.get(seed, {})]
+        missing = [seed for seed in plan.seeds if metric not in found.get(seed, {})]
+        if missing:
+            from reprogate.core.errors import CheckFailed
+
+            raise CheckFailed(
+                f"seed(s) {missing} reported no metric {metric!r} (Tracer.metric on rank 0)",
+                hint="the metric's name is what the script passes to tracer.metric(NAME, value)",
+            )
+        contract["metric"] = {"name": metric, "direction": plan.direction, "alpha": 0.05, "resolution": 0.0}
+        reference["metric"] = {"name": metric, "values": values}
+        record["reference"] = reference
+        record["contract"] = contract
+        if len(values) >= 2:
+            contract["metric"]["interval"] = compute(record)
+        elif level == "statistical":
+            from reprogate.core.errors import UsageError
+
+            raise UsageError("a statistical contract needs at least 2 reference seeds (5 or more recommended): --seeds 1,2,3,4,5")
+    elif level == "statistical":
+        from reprogate.core.errors import UsageError
+
+        raise UsageError("a statistical contract needs a metric, and the trace reports none", hint="report it on rank 0 with tracer.metric('val_loss', value)")
+    gpus = [str(g.get("name")) for g in devices.get("gpus") or [] if isinstance(g, dict) and g.get("name")]
+    contract["envelope"] = envelope(record, meta, level, gpus, devices.get("driver_version") if isinstance(devices.get("driver_version"), str) else None)
+    record["contract"] = contract
+    record["reference"] = reference
+    record["execution"]["collective"] = {"backend": backend}
+    record["host"], record["cpu"], record["devices"] = host, cpu, devices
+    software: dict[str, Any] = {"present": True}
+    if probe.get("python"):
+        software["python"] = probe["python"]
+    packages = probe.get("packages") or {}
+    if isinstance(meta.get("torch"), str) or "torch" in packages:
+        software["framework"] = {"name": "torch", "version": str(meta.get("torch") or packages["torch"])}
+    if isinstance(meta.get("determinism"), dict):
+        software["determinism"] = meta["determinism"]
+    if packages:
+        software["packages"] = packages
+    record["software"] = software
+    ordered = [
+        "apiVersion",
+        "kind",
+        "metadata",
+        "contract",
+        "container",
+        "source",
+        "host",
+        "cpu",
+        "devices",
+        "software",
+        "dataset",
+        "seeds",
+        "execution",
+        "job",
+        "reference",
+    ]
+    rebuilt = {key: record[key] for key in ordered if key in record}
+    record.clear()
+    record.update(rebuilt)
+    return notes

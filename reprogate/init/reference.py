@@ -1,0 +1,71 @@
+"""The reference seeds, run exactly as a rebuild will run them.
+
+The drafted record (everything but its reference) is walked through the rebuild's own stages up
+to `run`: `artifacts` copies the pinned project folder, configuration, manifest and lock files
+into an empty work folder and checks the tree; `digest` realizes the environment the record
+names (a venv from the lock file, the image, or the current interpreter) and probes it from
+inside; `preflight` starts the rank hosts through the launcher; `dataset` fetches and verifies
+the shards; `config` checks the hash; `run` runs every reference seed on the ranks with
+REPROGATE_SEED and REPROGATE_TRACE_DIR. Whatever fails here would fail the first rebuild, so it
+fails `init` instead, with the same diagnosis.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reprogate.core.diagnostics import ExitCode
+from reprogate.core.errors import CheckFailed, InfrastructureError, UsageError
+from reprogate.core.fileio import atomic_write
+from reprogate.core.yamlout import dump_yaml
+
+STAGES_BEFORE_THE_REFERENCE = ("artifacts", "digest", "preflight", "dataset", "config", "run")
+
+
+@dataclass
+class ReferenceRuns:
+    """What the reference runs left: each seed's events, and what the environment said of itself."""
+
+    events: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    probe: dict[str, Any] = field(default_factory=dict)
+    realized: dict[str, Any] = field(default_factory=dict)
+    backend: str = "gloo"
+    stages: list[str] = field(default_factory=list)  # one line per stage, for the output
+
+
+def run_reference(draft: dict[str, Any], root: Path, seeds: int, timeout: float, cache: Path | None) -> ReferenceRuns:
+    from reprogate.core.documents import load_document
+    from reprogate.rebuild.context import RebuildContext, RebuildOptions
+    from reprogate.rebuild.inject import make_writable
+    from reprogate.rebuild.stages import STAGES
+
+    scratch = Path(tempfile.mkdtemp(prefix="reprogate-init-"))
+    record = scratch / "draft.yaml"
+    atomic_write(record, dump_yaml(draft))
+    workdir = scratch / "work"
+    workdir.mkdir()
+    options = RebuildOptions(workdir=workdir, seeds=seeds, timeout=timeout, cache=cache, output=scratch / "out")
+    ctx = RebuildContext(record, load_document(record), root, workdir, options)
+    runs = ReferenceRuns()
+    try:
+        for name in STAGES_BEFORE_THE_REFERENCE:
+            result = STAGES[name].run(ctx)
+            runs.stages.append(f"  {name:<10} {result.status:<8} {result.detail}")
+            if result.status == "fail":
+                message = f"the reference run could not be made: {name}: {result.detail}"
+                hint = f"log tail:\n{result.log_tail}" if result.log_tail else ""
+                error = {ExitCode.USAGE: UsageError, ExitCode.INFRA: InfrastructureError}.get(ExitCode(result.exit_code), CheckFailed)
+                raise error(message, hint=hint)
+        runs.events = {run.seed: run.events for run in ctx.runs}
+        runs.probe = dict(ctx.probe)
+        runs.realized = dict(ctx.realized.facts) if ctx.realized is not None else {}
+        runs.backend = str(ctx.facts.get("backend") or "gloo")
+    finally:
+        ctx.close()
+        make_writable(scratch)
+        shutil.rmtree(scratch, ignore_errors=True)
+    return runs

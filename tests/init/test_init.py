@@ -1,0 +1,156 @@
+"""`reprogate init`: from a project folder to a record that validates and rebuilds.
+
+The projects are real: the tiny example (2 gloo ranks, committed shards, a configuration, a
+metric) in the interpreter reprogate runs in, and the locked regression whose environment is a
+venv made by uv from a `uv pip compile --generate-hashes` lock file. Each reference is made by
+init itself, so nothing depends on the machine that wrote a fixture.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+import yaml
+from click.testing import Result
+from support import EXAMPLES, FIXTURES, git
+
+from reprogate.core.canonical import file_digest
+from reprogate.core.gittree import tree_id
+
+Cli = Callable[..., Result]
+
+
+def repository(target: Path, parts: dict[str, Path]) -> Path:
+    """A git repository holding `parts` (name -> source folder or file), committed."""
+    target.mkdir(parents=True)
+    for name, source in parts.items():
+        if source.is_dir():
+            shutil.copytree(source, target / name)
+        else:
+            shutil.copyfile(source, target / name)
+    git(target, "init", "-q", "-b", "main")
+    git(target, "add", "-A")
+    git(target, "commit", "-qm", "the project")
+    return target
+
+
+@pytest.fixture
+def tiny(tmp_path: Path) -> Path:
+    """The tiny example laid out as a new user's repository: project/, config/, data/."""
+    return repository(tmp_path / "repo", {part: EXAMPLES / "tiny" / part for part in ("project", "config", "data")})
+
+
+def written(repo: Path) -> set[str]:
+    """Files git does not know yet, and files changed since the commit."""
+    return {line[3:] for line in git(repo, "status", "--porcelain", "--untracked-files=all").splitlines()}
+
+
+def load(path: Path) -> dict[str, Any]:
+    return yaml.safe_load(path.read_text())
+
+
+def test_init_writes_a_record_that_validates_and_rebuilds(cli: Cli, tiny: Path) -> None:
+    result = cli("init", "project", "--world-size", "2", "--seeds", "1,2", "--portable-cpu", cwd=tiny)
+    assert result.exit_code == 0, result.output
+    assert written(tiny) == {".reprogate.yaml", "records/project.yaml", "reference/project/trace.jsonl"}, "the manifest still matched, so it was kept"
+    record = load(tiny / "records" / "project.yaml")
+    assert record["source"]["path"] == "project" and record["source"]["tree"] == tree_id(tiny / "project")
+    assert record["job"] == {
+        "environment": {"realizer": "current"},
+        "entrypoint": ["python", "train.py", "--config", "../config/tiny.yaml"],
+        "workdir": "project",
+        "config": {"path": "config/tiny.yaml", "hash": record["job"]["config"]["hash"]},
+    }
+    assert record["dataset"]["manifest"]["path"] == "data/tiny.manifest.yaml"
+    assert record["contract"]["level"] == "bitwise" and record["contract"]["steps"] == {"start": 0, "count": 80}
+    assert record["contract"]["envelope"]["cpu"] == {"capability": ["default"], "architectures": ["x86_64"], "mkl_cbwr": ["COMPATIBLE"]}
+    values = record["reference"]["metric"]["values"]
+    assert [v["seed"] for v in values] == [1, 2] and record["contract"]["metric"]["interval"]["n"] == 2
+    trace = tiny / record["reference"]["trace"]["path"]
+    assert file_digest(trace) == record["reference"]["trace"]["checksum"]
+    metas = [json.loads(line) for line in trace.read_text().splitlines()[:2]]
+    assert [m["type"] for m in metas] == ["meta", "meta"] and record["software"]["determinism"] == metas[0]["determinism"]
+    assert load(tiny / ".reprogate.yaml")["reference"] == "records/project.yaml"
+    check = cli("validate", cwd=tiny)
+    assert check.exit_code == 0 and "0 warning(s)" in check.output, check.output
+    git(tiny, "add", "-A")
+    git(tiny, "commit", "-qm", "the reference record")
+    rebuilt = cli("rebuild", "records/project.yaml", "--out", str(tiny.parent / "out"), cwd=tiny)
+    assert rebuilt.exit_code == 0, rebuilt.output
+
+
+def test_a_project_folder_that_is_the_repository_root_is_refused_with_the_layout(cli: Cli, tmp_path: Path) -> None:
+    repo = repository(tmp_path / "flat", {"train.py": EXAMPLES / "tiny" / "project" / "train.py", "tiny.yaml": EXAMPLES / "tiny" / "config" / "tiny.yaml"})
+    result = cli("init", cwd=repo)
+    assert result.exit_code == 2 and "is the repository root" in result.output and "git mv train.py" in result.output
+    assert written(repo) == set()
+
+
+def test_a_record_inside_the_project_folder_is_refused(cli: Cli, tiny: Path) -> None:
+    result = cli("init", "project", "--record", "project/records/run.yaml", cwd=tiny)
+    assert result.exit_code == 2 and "the folder whose tree the record pins" in result.output
+    assert written(tiny) == set()
+
+
+def test_a_failing_reference_run_leaves_nothing_written(cli: Cli, tiny: Path) -> None:
+    (tiny / "data" / "tiny.manifest.yaml").unlink()
+    config = tiny / "config" / "tiny.yaml"
+    config.write_text(config.read_text().replace("manifest: tiny.manifest.yaml", "manifest: data.manifest.yaml"))
+    git(tiny, "commit", "-qam", "the manifest is made by init")
+    result = cli("init", "project", "--world-size", "2", "--seeds", "1", "--env", "EXAMPLE_CRASH_STEP=3", cwd=tiny)
+    assert result.exit_code == 1, result.output
+    assert "the reference run could not be made: run: seed 1: rank" in result.output and "crashing at step 3" in result.output
+    assert written(tiny) == set(), "the manifest init wrote before the run is gone again"
+
+
+def test_without_a_terminal_nothing_is_asked(cli: Cli, tiny: Path) -> None:
+    (tiny / "project" / "train.py").rename(tiny / "project" / "fit.py")
+    result = cli("init", "project", cwd=tiny)
+    assert result.exit_code == 2 and "no entrypoint found" in result.output and "--entrypoint" in result.output
+    assert "Entrypoint" not in result.output
+
+
+def test_at_a_terminal_what_was_not_given_is_asked_with_what_was_found(cli: Cli, tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from reprogate.cli import init, main
+
+    monkeypatch.setattr(init, "at_terminal", lambda: True)
+    monkeypatch.chdir(tiny)
+    answers = "\n".join(["", "", "", "2", "4", "behavioral"]) + "\n"  # accept the found entrypoint, config and data
+    result = CliRunner().invoke(main, ["init", "project", "--portable-cpu"], input=answers, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "Entrypoint (run in the project folder by every rank) [python train.py --config ../config/tiny.yaml]" in result.output
+    assert "Data folder (empty: the run reads no dataset file) [data]" in result.output
+    record = load(tiny / "records" / "project.yaml")
+    assert record["seeds"] == {"global": 4} and record["execution"]["world_size"] == 2
+    assert record["contract"]["level"] == "behavioral" and record["contract"]["tolerance"] == {"abs": 0.0, "rel": 1e-6}
+
+
+def test_init_runs_the_reference_in_the_venv_its_lock_file_makes(cli: Cli, tmp_path: Path, venv_cache: Path) -> None:
+    locked = FIXTURES / "projects" / "locked"
+    repo = repository(
+        tmp_path / "repo",
+        {
+            "project": locked / "project",
+            "config.yaml": locked / "config.yaml",
+            "requirements.txt": locked / "requirements.txt",
+            "requirements-numpy2.txt": locked / "requirements-numpy2.txt",
+        },
+    )
+    result = cli("init", "project", "--world-size", "2", "--seeds", "3", "--cache", str(venv_cache), "--env", "OMP_NUM_THREADS=1", cwd=repo)
+    assert result.exit_code == 0, result.output
+    record = load(repo / "records" / "project.yaml")
+    assert record["job"]["environment"] == {"realizer": "venv"} and record["source"]["lock_files"][0]["path"] == "requirements.txt"
+    assert record["source"]["job_start_installs"] == [] and record["software"]["packages"]["numpy"] == "1.26.4", "told from inside the venv"
+    assert "several lock files; the venv is made from requirements.txt" in result.output
+    assert record["contract"]["level"] == "bitwise" and "metric" not in record["contract"]
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "the reference record")
+    rebuilt = cli("rebuild", "records/project.yaml", "--out", str(tmp_path / "out"), "--cache", str(venv_cache), cwd=repo)
+    assert rebuilt.exit_code == 0, rebuilt.output
+    assert json.loads((tmp_path / "out" / "verdict.json").read_text())["environment"]["cache"] == "hit"
