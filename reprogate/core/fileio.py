@@ -43,5 +43,64 @@ def _umask() -> int:
     return mask
 
 
-from collections.abc import Iterator
-from typing import BinaryIO
+def open_input(path: str | Path) -> BinaryIO:
+    """Open a file given as input for reading, never waiting on it.
+
+    A FIFO nobody writes to makes a plain open() wait forever. Opening without blocking and then
+    switching back makes a writerless FIFO read as empty (the caller says so), while a pipe that
+    has a writer (`<(...)` process substitution) is read as usual. A folder is refused with the
+    error open() would give a file reader (IsADirectoryError)."""
+    import errno
+    import fcntl
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", str(path))
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_input(path: str | Path, limit: int) -> bytes | None:
+    """At most `limit` bytes of an input file (None when it holds more), read in chunks so a small
+    file does not allocate `limit` bytes up front; never waits on a FIFO without a writer."""
+    chunks, total = [], 0
+    with open_input(path) as fh:
+        while chunk := fh.read(1 << 20):
+            total += len(chunk)
+            if total > limit:
+                return None
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str | Path, buffering: int = 1024 * 1024) -> Iterator[BinaryIO]:
+    """A binary file to write `path` through, for output too large to hold as one string.
+
+    Same promise as atomic_write: the content appears at `path` only when the block ends without
+    an exception; an interrupted or failed write leaves the old file (or none) and no temporary.
+    The file is seekable, so a writer may go back and fill in a field it learns at the end.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w+b", buffering=buffering) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        if target.exists():
+            os.chmod(tmp, target.stat().st_mode & 0o777)
+        else:
+            os.chmod(tmp, 0o644 & ~_umask())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
