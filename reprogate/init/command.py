@@ -167,8 +167,9 @@ def _dataset(options: InitOptions, found: Found, root: Path, written: Written, n
         return {"id": str(content.get("id")), "path": _rel(manifest, root), "digest": manifest_digest(content)}, None
     if not data.is_dir() or not _inside(data, root):
         raise UsageError(f"--data {data}: not a folder inside the repository {root}")
-    from reprogate.core.yamlout import dump_yaml
-    from reprogate.datasets.build import BuildError, BuildOptions, build_manifest, manifest_json
+    import tempfile
+
+    from reprogate.datasets.build import BuildError, BuildOptions, build_manifest, manifest_fields
 
     existing = sorted(p for p in data.iterdir() if p.is_file() and ".manifest." in p.name)
     target = manifest or (existing[0] if len(existing) == 1 else data / f"{data.name}.manifest.yaml")
@@ -191,29 +192,30 @@ def _dataset(options: InitOptions, found: Found, root: Path, written: Written, n
         except DocumentError:
             base = {}
     namespace = None if target.parent == data else Path(os.path.relpath(data, target.parent)).as_posix()
-    build = BuildOptions(
-        data,
-        target,
-        quiet=True,
-        id=(base.get("id") if isinstance(base, dict) else None) or data.name,
-        namespace=namespace,
-        base=base if isinstance(base, dict) else {},
-    )
-    try:
-        content = build_manifest(build)
-    except BuildError as exc:
-        raise UsageError(f"the dataset in {_rel(data, root)} cannot be described: {exc.message}") from None
-    text = (
-        manifest_json(content)
-        if target.suffix == ".json"
-        else dump_yaml(content, "Dataset manifest written by `reprogate init`; rebuild it with `reprogate dataset manifest`.")
-    )
+    inside = target.resolve().parent == data.resolve() or data.resolve() in target.resolve().parents
+    with tempfile.TemporaryDirectory(prefix="reprogate-init-") as scratch:
+        # built aside and written with the record, so a failure later leaves nothing written
+        build = BuildOptions(
+            data,
+            Path(scratch) / target.name,
+            exclude=[Path(os.path.relpath(target, data)).as_posix()] if inside else [],
+            quiet=True,
+            id=(base.get("id") if isinstance(base, dict) else None) or data.name,
+            namespace=namespace,
+            base=base if isinstance(base, dict) else {},
+        )
+        try:
+            built = build_manifest(build, written_by="reprogate init")
+        except BuildError as exc:
+            raise UsageError(f"the dataset in {_rel(data, root)} cannot be described: {exc.message}") from None
+        text = build.output.read_text(encoding="utf-8")
     if not target.exists() or target.read_text(encoding="utf-8", errors="replace") != text:
         written.write(target, text)
-        notes.append(f"wrote {_rel(target, root)}: {len(content['shards'])} shard(s) of {_rel(data, root)}")
-    ref = {"id": str(content["id"]), "path": _rel(target, root), "digest": manifest_digest(content)}
-    if content.get("version"):
-        ref["version"] = str(content["version"])
+        notes.append(f"wrote {_rel(target, root)}: {built.shards} shard(s) of {_rel(data, root)}")
+    fields = manifest_fields(build)
+    ref = {"id": str(fields["id"]), "path": _rel(target, root), "digest": built.digest}
+    if fields.get("version"):
+        ref["version"] = str(fields["version"])
     return ref, None
 
 

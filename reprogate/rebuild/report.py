@@ -1,7 +1,7 @@
 """A verdict as the Markdown a reviewer reads in a pull request, or as JSON.
 
 Sections: the verdict and diagnosis, the stage table, the bounded claim and what it does not
-cover, the statistical tests with α, margin, n and m, the reference and rebuilt loss curves as a
+cover, the reference and rebuilt environments side by side, the statistical tests with α, margin, n and m, the reference and rebuilt loss curves as a
 Mermaid xychart-beta (GitHub renders it), the failing run's log tail, and the way forward when the
 rebuild failed: what to do about the stage that failed first (WAY_FORWARD), and, where the change
 is meant, a new reference record promoted through the baseline label — never a bypass.
@@ -111,6 +111,11 @@ def markdown(verdict: dict[str, Any]) -> str:
     lines += ["", "### Claim", "", claim["text"], ""]
     if claim["not_covered"]:
         lines += ["This claim does not cover:", *[f"- {item}" for item in claim["not_covered"]], ""]
+    compared = (verdict.get("environment") or {}).get("compared") or []
+    if compared:
+        lines += ["### Environment: reference and rebuild", "", "| | reference (the record) | rebuild (inside the ranks' environment) |", "|---|---|---|"]
+        lines += [f"| {_cell(row['what'])} | {_cell(row['reference'])} | {'' if row['same'] else '≠ '}{_cell(row['rebuilt'])} |" for row in compared]
+        lines.append("")
     if verdict["tests"]:
         lines += ["### Tests", "", "| test | result | details |", "|---|---|---|"]
         for test in verdict["tests"]:

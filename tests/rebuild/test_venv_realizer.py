@@ -80,6 +80,7 @@ def locked_template(tmp_path_factory: pytest.TempPathFactory, venv_cache: Path) 
     record = _record(repo)
     trace = _reference_trace(repo, record, venv_cache)
     record["reference"] = {"trace": {"path": "reference/trace.jsonl", "checksum": file_digest(trace)}}
+    record["software"] = {"present": True, "packages": {"numpy": "1.26.4"}}  # as capture lists it (abridged)
     (repo / "records").mkdir()
     (repo / "records" / "locked.yaml").write_text(yaml.safe_dump(record, sort_keys=False))
     git(repo, "init", "-q")
@@ -124,6 +125,9 @@ def test_a_numpy_bump_is_installed_by_the_candidate_rebuild_and_its_first_diverg
     assert result.exit_code == 1 and verdict["diagnosis"] == "model-state", result.output
     detail = next(s["detail"] for s in verdict["stages"] if s["name"] == "model-state")
     assert detail.startswith("step 5,"), detail  # the first step the trace digests the model state
+    row = next(r for r in verdict["environment"]["compared"] if r["what"] == "package numpy")
+    assert (row["reference"], row["rebuilt"], row["same"]) == ("1.26.4", "2.4.6", False)
+    assert "| package numpy | 1.26.4 | ≠ 2.4.6 |" in (locked.parent / "out" / "report.md").read_text()
 
 
 def test_the_reference_lock_comes_from_history_when_the_pr_changed_it(cli: Cli, locked: Path, venv_cache: Path) -> None:

@@ -1,0 +1,98 @@
+"""The reference environment (what the record says) beside the rebuilt one (what the ranks got).
+
+A reviewer of a lock-file or image pull request wants one table: which Python, torch, image, lock
+file, OS, CPU kernels and packages the reference ran with, and which the rebuild ran with. The
+reference side comes from the record's captured sections; the rebuilt side from the realizer's facts
+and from the probe run inside the realized environment, so it is what the ranks really saw, not
+what was asked for. Values a record did not capture are shown as "not recorded", never guessed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MAX_PACKAGES = 12  # package rows beyond this are counted, not listed
+UNKNOWN = "not recorded"
+
+
+def _get(data: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _text(value: Any) -> str:
+    if value in (None, "", [], {}):
+        return UNKNOWN
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return str(value)
+
+
+def _image(record: dict[str, Any]) -> Any:
+    box = record.get("container")
+    if not isinstance(box, dict) or box.get("used") is False:
+        return "no container" if isinstance(box, dict) else None
+    name = "/".join(str(box[k]) for k in ("registry", "repository") if box.get(k))
+    return f"{name}@{box['digest']}" if box.get("digest") else box.get("image_id")
+
+
+def _rebuilt_image(env: dict[str, Any]) -> Any:
+    if env.get("realizer") != "container":
+        return "no container"
+    image = str(env.get("image_id") or "?")
+    if env.get("built_from"):
+        return f"{image} (built from {env['built_from']})"
+    if env.get("digest_verified_by_engine"):
+        return f"{env['digest_verified_by_engine']} (confirmed by the engine)"
+    return image
+
+
+def _locks(record: dict[str, Any]) -> Any:
+    found = [f"{e.get('path')} {str(e.get('checksum', ''))[:19]}" for e in _get(record, "source", "lock_files") or [] if isinstance(e, dict)]
+    return found or None
+
+
+def _packages(recorded: Any, inside: Any) -> list[dict[str, Any]]:
+    """One row per recorded package whose version differs or that is gone, by name; packages only
+    the rebuild has are counted in one row (a record may list only the packages that matter)."""
+    if not isinstance(recorded, dict) or not isinstance(inside, dict):
+        return []
+    rows = []
+    for name in sorted(recorded):
+        if recorded[name] != inside.get(name):
+            rows.append({"what": f"package {name}", "reference": _text(recorded[name]), "rebuilt": _text(inside.get(name)).replace(UNKNOWN, "absent"), "same": False})
+    if len(rows) > MAX_PACKAGES:
+        rest = len(rows) - MAX_PACKAGES
+        rows = rows[:MAX_PACKAGES] + [{"what": f"{rest} more package(s) differ", "reference": "…", "rebuilt": "…", "same": False}]
+    extra = sorted(set(inside) - set(recorded))
+    if extra:
+        shown = ", ".join(extra[:5]) + (", …" if len(extra) > 5 else "")
+        rows.append({"what": "packages the record does not list", "reference": "-", "rebuilt": f"{len(extra)}: {shown}", "same": True})
+    return rows
+
+
+def side_by_side(record: dict[str, Any], env: dict[str, Any], packages: dict[str, str] | None) -> list[dict[str, Any]]:
+    """Rows of {what, reference, rebuilt, same} for the verdict and the report."""
+    inside = env.get("inside") or {}
+    rows = [
+        ("environment", f"the one the record pins (realizer {_get(record, 'job', 'environment', 'realizer') or 'chosen from the record'})", f"{env.get('requested', '?')} environment, realized by {env.get('realizer', '?')}"),
+        ("image", _image(record), _rebuilt_image(env)),
+        ("lock file", _locks(record), f"{env['lock_file']} {str(env.get('lock_digest', ''))[:19]}" if env.get("lock_file") else "none installed"),
+        ("Python", _get(record, "software", "python"), inside.get("python") or env.get("python")),
+        ("torch", _get(record, "software", "framework", "version"), env.get("torch")),
+        ("OS", _get(record, "host", "os", "pretty_name"), inside.get("os_pretty") or env.get("os")),
+        ("CPU", _get(record, "cpu", "model") or _get(record, "host", "cpu_model"), env.get("cpu_model")),
+        ("torch CPU kernels", _get(record, "cpu", "capability", "effective"), env.get("cpu_capability")),
+        ("MKL_CBWR", _get(record, "cpu", "mkl_cbwr"), env.get("mkl_cbwr")),
+        ("GPUs", [g.get("name") for g in _get(record, "devices", "gpus") or [] if isinstance(g, dict)] or None, env.get("gpu_models") or "none"),
+        ("world size", _get(record, "execution", "world_size"), env.get("world_size")),
+    ]
+    compared = []
+    for what, reference, rebuilt in rows:
+        left, right = _text(reference), _text(rebuilt)
+        # "same" is false only for two known values that differ: an uncaptured side is no difference
+        compared.append({"what": what, "reference": left, "rebuilt": right, "same": what == "environment" or UNKNOWN in (left, right) or left == right})
+    return compared + _packages(_get(record, "software", "packages"), packages)
