@@ -74,3 +74,13 @@ def test_every_detector_and_lock_format_module_is_registered() -> None:
             assert detect.DETECTORS.get(getattr(module, "LAYER", None)) is module, f"{module.__name__} is not in DETECTORS"
     for module in _modules(lockfiles):
         assert lockfiles.FORMATS.get(getattr(module, "FORMAT", None)) is module, f"{module.__name__} is not in FORMATS"
+
+
+def test_every_capture_layer_is_registered_under_its_section() -> None:
+    import reprogate.capture as capture
+
+    members = {m.__name__.rsplit(".", 1)[1]: m for m in _modules(capture) if hasattr(m, "SECTION")}
+    assert set(members) == set(capture.LAYERS.values()), "a module with SECTION and capture() that LAYERS does not list does nothing"
+    for name in capture.LAYERS:
+        found = capture.layer(name)
+        assert found.SECTION == name and callable(found.capture)

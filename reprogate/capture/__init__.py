@@ -1,7 +1,8 @@
 """`reprogate capture`: the environment half of a run record, one module per layer.
 
-Each layer module exposes SECTION (where its result goes) and capture(ctx) -> dict. A layer that
-cannot be read (no git, no NVIDIA driver, no torch, no Docker) returns `present: false` with the
+Each layer module is a CaptureLayer: SECTION (where its result goes) and capture(ctx) -> dict,
+listed by name in LAYERS in the order they run (source first: later layers read its result). A
+layer that cannot be read (no git, no NVIDIA driver, no torch, no Docker) returns `present: false` with the
 reason; a layer that fails unexpectedly is turned into the same shape by `run_layer`, so capture
 never crashes because one part of the machine is missing. Adding a layer is one module and one
 line in LAYERS.
@@ -14,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol
 
 from reprogate import __version__
 
@@ -34,13 +35,35 @@ def absent(reason: str) -> dict[str, Any]:
     return {"present": False, "reason": reason}
 
 
-def _layers() -> list[ModuleType]:
-    from reprogate.capture import container, cpu, devices, envvars, host, software, source
+class CaptureLayer(Protocol):
+    """What a capture layer module provides."""
 
-    return [source, host, cpu, container, devices, software, envvars]
+    SECTION: str  # the capture document's key its result goes under
+
+    def capture(self, ctx: CaptureContext) -> dict[str, Any]: ...
 
 
-def run_layer(layer: ModuleType, ctx: CaptureContext) -> dict[str, Any]:
+LAYERS: dict[str, str] = {  # name -> module under reprogate.capture, in the order they run
+    "source": "source",
+    "host": "host",
+    "cpu": "cpu",
+    "container": "container",
+    "devices": "devices",
+    "software": "software",
+    "environment": "envvars",
+}
+
+
+def layer(name: str) -> CaptureLayer:
+    """The layer module registered under `name` (imported on use: the layers import this module
+    for CaptureContext, and capture --no-framework must not pay for the ones it skips)."""
+    import importlib
+
+    module: Any = importlib.import_module(f"reprogate.capture.{LAYERS[name]}")
+    return module
+
+
+def run_layer(layer: ModuleType | CaptureLayer, ctx: CaptureContext) -> dict[str, Any]:
     try:
         return layer.capture(ctx)
     except Exception as exc:  # noqa: BLE001 - one broken layer must not lose the others
@@ -59,8 +82,9 @@ def capture_all(ctx: CaptureContext) -> dict[str, Any]:
         "captured_at": datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
         "captured_by": f"reprogate {__version__}",
     }
-    for layer in _layers():
-        ctx.results[layer.SECTION] = document[layer.SECTION] = run_layer(layer, ctx)
+    for name in LAYERS:
+        found = layer(name)
+        ctx.results[found.SECTION] = document[found.SECTION] = run_layer(found, ctx)
     verdict = classify_record_sections(document.get("software"), document.get("devices"))
     if verdict is not None:
         document["compatibility"] = verdict.as_dict()

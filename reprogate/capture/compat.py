@@ -1,6 +1,6 @@
 """Can this driver run this CUDA build? A table from NVIDIA's documentation, not a guess.
 
-Sources (read 2026-11-29, see ../shared/reference/tech.md §2):
+Sources (read 2026-11-29):
 - CUDA Toolkit release notes, Table 3 "CUDA Toolkit and Corresponding Driver Versions" (the
   driver each toolkit shipped with, GA and updates) and Table 2 (minor-version compatibility
   minimums): https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html

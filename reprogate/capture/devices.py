@@ -2,7 +2,7 @@
 
 Every NVML call is wrapped: a field the driver does not support (ECC on consumer cards, MIG on
 pre-Ampere parts) is left out rather than failing the layer. Devices are keyed by UUID because
-NVML indices are not stable across reboots (NVML docs; ../shared/reference/tech.md §1).
+NVML indices are not stable across reboots.
 """
 
 from __future__ import annotations

@@ -2,9 +2,8 @@
 
 Allowlist, not denylist: only variables under these names and prefixes are recorded at all
 (NCCL, cuBLAS, cuDNN, CUDA, PyTorch and its CPU capability, OpenMP/MKL/OpenBLAS threading, MKL's
-reproducibility mode, oneDNN's instruction-set cap, hash seeds; sources in
-../shared/reference/tech.md §3). Among those, any whose name or value looks like a credential
-(reprogate/secrets.py) is dropped without a trace but a count: it is written nowhere.
+reproducibility mode, oneDNN's instruction-set cap, hash seeds). Among those, any whose name or value looks like a credential
+(core/redact) is dropped without a trace but a count: it is written nowhere.
 """
 
 from __future__ import annotations

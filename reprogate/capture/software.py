@@ -2,7 +2,7 @@
 
 torch is imported only here and only when asked (it costs about a second); everything is read
 defensively because CPU builds lack CUDA, cuDNN and NCCL attributes (torch.cuda.nccl.version()
-raises AttributeError on CPU builds: ../shared/reference/tech.md §3).
+raises AttributeError on CPU builds).
 """
 
 from __future__ import annotations

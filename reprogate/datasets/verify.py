@@ -64,7 +64,7 @@ class Entry:
 
 
 @dataclass
-class VerifyReport:
+class VerifyOutcome:
     manifest: str
     root: str = ""
     checked: int = 0
@@ -192,8 +192,8 @@ class _Extras:
         return self.found
 
 
-def verify(manifest_path: Path, options: VerifyOptions) -> VerifyReport:
-    report = VerifyReport(display_path(manifest_path))
+def verify(manifest_path: Path, options: VerifyOptions) -> VerifyOutcome:
+    report = VerifyOutcome(display_path(manifest_path))
     try:
         doc = load_manifest(manifest_path, report.manifest, options.max_bytes)
     except DocumentError as exc:
@@ -242,7 +242,7 @@ def verify(manifest_path: Path, options: VerifyOptions) -> VerifyReport:
     return report
 
 
-def _unusable(report: VerifyReport, diagnostics: list[Diagnostic]) -> VerifyReport:
+def _unusable(report: VerifyOutcome, diagnostics: list[Diagnostic]) -> VerifyOutcome:
     """The manifest cannot be used: only why is reported, and nothing counts as verified."""
     report.findings = list(diagnostics)
     report.by_kind = {k: [] for k in KINDS}
@@ -253,7 +253,7 @@ def _unusable(report: VerifyReport, diagnostics: list[Diagnostic]) -> VerifyRepo
 class _Checks:
     """What one verify pass collects while workers report back."""
 
-    def __init__(self, doc: Document, report: VerifyReport, options: VerifyOptions, remote: Remote, control: Control) -> None:
+    def __init__(self, doc: Document, report: VerifyOutcome, options: VerifyOptions, remote: Remote, control: Control) -> None:
         self.doc, self.report, self.options, self.remote, self.control = doc, report, options, remote, control
         self.folders: list[Entry] = []
         self.urls: list[Entry] = []
@@ -276,7 +276,7 @@ class _Checks:
             self.control.read = False
 
 
-def _check(doc: Document, report: VerifyReport, source: _Source, remote: Remote, extras: _Extras | None, algorithm: str, options: VerifyOptions) -> None:
+def _check(doc: Document, report: VerifyOutcome, source: _Source, remote: Remote, extras: _Extras | None, algorithm: str, options: VerifyOptions) -> None:
     """One pass over the manifest. Local files go to the hashing workers, which open each one,
     check its size (and where a symlink leads) and hash it only if that holds. The first wrong
     size stops the hashing unless --keep-going: later files are only checked, every size problem
@@ -396,7 +396,7 @@ def _worker_problem(entry: Entry, size: int, problem: str, detail: str) -> tuple
     return "missing", entry.where, entry.name, f"no file at {entry.path}" + (f" ({detail})" if "regular" in detail else "")
 
 
-def _size_ok(doc: Document, report: VerifyReport, entry: Entry, guard: RootGuard | None, root: str, remote: Remote) -> bool:
+def _size_ok(doc: Document, report: VerifyOutcome, entry: Entry, guard: RootGuard | None, root: str, remote: Remote) -> bool:
     """The size check of a remote shard (HEAD) or a DVC folder, made here rather than by a worker."""
     info = None
     try:
@@ -416,7 +416,7 @@ def _size_ok(doc: Document, report: VerifyReport, entry: Entry, guard: RootGuard
     return True
 
 
-def _remote_size(doc: Document, report: VerifyReport, entry: Entry, remote: Remote) -> list[Entry]:
+def _remote_size(doc: Document, report: VerifyOutcome, entry: Entry, remote: Remote) -> list[Entry]:
     assert entry.url is not None
     try:
         size = remote.size(entry.url)
@@ -435,7 +435,7 @@ def _remote_size(doc: Document, report: VerifyReport, entry: Entry, remote: Remo
     return [entry]
 
 
-def _report_extras(doc: Document, report: VerifyReport, extras: _Extras, walk: Walk) -> None:
+def _report_extras(doc: Document, report: VerifyOutcome, extras: _Extras, walk: Walk) -> None:
     for name in extras.finish():
         why = "present under the root and chosen by the manifest's selection, but not in the manifest"
         report.problem(doc, "extra", ("shards",), name, why, "rebuild the manifest if the file belongs to the dataset, or remove it")

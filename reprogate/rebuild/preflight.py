@@ -51,7 +51,7 @@ class Stage:
 
 
 @dataclass
-class PreflightReport:
+class PreflightOutcome:
     stages: list[Stage] = field(default_factory=lambda: [Stage(name) for name in STAGES])
     mode: str = "local"
     world_size: int = 0
@@ -156,8 +156,8 @@ def check_devices(record: Path | None) -> tuple[Stage, int]:
     return stage, len(assigned)
 
 
-def run_preflight(options: PreflightOptions) -> PreflightReport:
-    report = PreflightReport(started_at=datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"))
+def run_preflight(options: PreflightOptions) -> PreflightOutcome:
+    report = PreflightOutcome(started_at=datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"))
     started = time.monotonic()
     try:
         devices, gpus = check_devices(options.record)
@@ -194,7 +194,7 @@ def run_preflight(options: PreflightOptions) -> PreflightReport:
     return report
 
 
-def _run_ranks(report: PreflightReport, ranks: dict[int, dict[str, str]], options: PreflightOptions) -> None:
+def _run_ranks(report: PreflightOutcome, ranks: dict[int, dict[str, str]], options: PreflightOptions) -> None:
     procs: dict[int, subprocess.Popen[bytes]] = {}
     selector = selectors.DefaultSelector()
     buffers: dict[int, bytes] = {}
@@ -254,7 +254,7 @@ def _run_ranks(report: PreflightReport, ranks: dict[int, dict[str, str]], option
         selector.close()
 
 
-def _event(report: PreflightReport, event: dict[str, Any], current: dict[int, tuple[str, float]], options: PreflightOptions) -> None:
+def _event(report: PreflightOutcome, event: dict[str, Any], current: dict[int, tuple[str, float]], options: PreflightOptions) -> None:
     rank, name, status = int(event["rank"]), event["stage"], event["status"]
     if name == "startup":
         report.could_not_start = event.get("detail", "a rank could not start")
@@ -275,13 +275,13 @@ def _event(report: PreflightReport, event: dict[str, Any], current: dict[int, tu
         stage.detail = "; ".join(sorted({r["detail"] for r in stage.ranks.values()}))[:500]
 
 
-def _fail(report: PreflightReport, name: str, rank: int, detail: str) -> None:
+def _fail(report: PreflightOutcome, name: str, rank: int, detail: str) -> None:
     stage = report.stage("framework-op" if name == "startup" else name)
     stage.status, stage.detail = "fail", detail
     stage.ranks.setdefault(rank, {"status": "fail", "detail": detail})
 
 
-def render_text(report: PreflightReport) -> str:
+def render_text(report: PreflightOutcome) -> str:
     lines = [f"preflight ({report.mode}, {report.world_size} rank(s), {report.backend}): {report.as_json()['verdict']} in {report.seconds:.1f} s"]
     for stage in report.stages:
         lines.append(f"  {stage.name:<14} {stage.status:<8} {stage.seconds:6.2f} s  {stage.detail}")

@@ -52,7 +52,7 @@ def rank_variables(record_env: Mapping[str, Any], workdir: Path, runtime: Path, 
 
 
 @dataclass
-class StageReport:
+class StageOutcome:
     """One preflight stage over all ranks."""
 
     name: str
@@ -65,7 +65,7 @@ class StageReport:
 class Readiness:
     """How the rank hosts' preflight went."""
 
-    stages: list[StageReport] = field(default_factory=lambda: [StageReport(n) for n in PREFLIGHT_STAGES])
+    stages: list[StageOutcome] = field(default_factory=lambda: [StageOutcome(n) for n in PREFLIGHT_STAGES])
     failed: str | None = None  # the first failing stage
     detail: str = ""
     infrastructure: bool = False  # could not start at all (torch missing, a rank died at start)
@@ -74,7 +74,7 @@ class Readiness:
     spare_port: int | None = None
     gpu_models: list[str] = field(default_factory=list)  # as the ranks named their GPUs
 
-    def stage(self, name: str) -> StageReport:
+    def stage(self, name: str) -> StageOutcome:
         return next(s for s in self.stages if s.name == name)
 
 

@@ -10,7 +10,7 @@
 - Metric, m >= 2 rebuild seeds: Welch's two one-sided tests (Schuirmann 1987; Lakens 2017) for
   equivalence within ±margin at level α, equivalently the (1-2α) Welch interval of the difference
   lying inside (-margin, margin).
-Sources and the numbers these reproduce: ../shared/reference/tech.md §5.
+tests/rebuild/test_rebuild.py holds these to scipy's own ttest_ind and confidence intervals.
 """
 
 from __future__ import annotations

@@ -58,7 +58,10 @@ class FileResult:
 
 
 @dataclass
-class Report:
+class Validation:
+    """Everything one `validate` found: per-file results and problems with the arguments (what the
+    renderers in output/findings turn into text, JSON or GitHub annotations)."""
+
     files: list[FileResult] = field(default_factory=list)
     problems: list[Diagnostic] = field(default_factory=list)  # about the arguments, not a file
     problems_code: ExitCode = ExitCode.USAGE  # what an error among `problems` exits with
@@ -177,7 +180,7 @@ def validate_file(path: Path, explicit: bool, options: Options, cache: dict[Any,
     return FileResult(display, kind, found, status)
 
 
-def default_targets(start: Path, report: Report) -> tuple[list[str], Path | None]:
+def default_targets(start: Path, report: Validation) -> tuple[list[str], Path | None]:
     """Record globs from `.reprogate.yaml` when the user names no paths; problems go to `report`."""
     try:
         config = load_config(start)
@@ -192,8 +195,8 @@ def default_targets(start: Path, report: Report) -> tuple[list[str], Path | None
     return [*config.records, str(config.path)], config.folder
 
 
-def validate(args: list[str], options: Options) -> Report:
-    report = Report(strict=options.strict)
+def validate(args: list[str], options: Options) -> Validation:
+    report = Validation(strict=options.strict)
     base: Path | None = None
     if not args:
         args, base = default_targets(Path.cwd(), report)
