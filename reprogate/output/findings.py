@@ -114,12 +114,12 @@ def annotate(findings: list[Diagnostic]) -> list[str]:
             overflow.append(d)
     if overflow:
         out.append(f"{len(overflow)} more finding(s) not annotated (GitHub shows 10 errors and 10 warnings per step); all are in the step summary:")
-        out += workflow.stop_commands(format_line(d) for d in overflow)
+        out += workflow.stop_commands(line for d in overflow for line in format_line(d).split("\n"))  # a hint on its own line, not shown as \x0a
     return out
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")  # CommonMark ends a line at \r too
 
 
 def summary_markdown(title: str, ok: bool, summary: str, findings: list[Diagnostic]) -> str:

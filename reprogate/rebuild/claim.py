@@ -28,7 +28,7 @@ def claim(ctx: RebuildContext, verdict: dict[str, Any]) -> dict[str, Any]:
         elif test["test"] == "step tolerance":
             compared.append(f"{'/'.join(test['quantities'])} within {test['abs']:g} + {test['rel']:g}*|ref| at {test['compared']} (step, rank) points")
         elif test["test"].startswith("t prediction"):
-            compared.append(f"{test['metric']} against its predeclared {100 - round(test['alpha'] * 100)}% prediction interval [{test['interval'][0]:.6g}, {test['interval'][1]:.6g}] (t-based, n={test['n']} reference seeds, m=1)")
+            compared.append(f"{test['metric']} against its predeclared {100 - test['alpha'] * 100:g}% prediction interval [{test['interval'][0]:.6g}, {test['interval'][1]:.6g}] (t-based, n={test['n']} reference seeds, m=1)")
         elif test["test"].startswith("Welch"):
             compared.append(f"{test['metric']} by Welch TOST within ±{test['margin']:g} (α={test['alpha']:g}, n={test['n']}, m={test['m']})")
     kernels = f", torch CPU kernels {facts['cpu_capability']}, MKL_CBWR {facts.get('mkl_cbwr', '?')}" if facts.get("cpu_capability") else ""

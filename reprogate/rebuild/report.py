@@ -10,6 +10,7 @@ is meant, a new reference record promoted through the baseline label — never a
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 ICONS = {"pass": "✅", "fail": "❌", "skipped": "⏭️", "not-run": "⏸️"}
@@ -56,7 +57,7 @@ INFRASTRUCTURE = (
 
 
 def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    return str(text).replace("|", "\\|").replace("\r", " ").replace("\n", " ")  # CommonMark ends a line at \r too
 
 
 def _downsample(points: list[list[float]] | list[tuple[int, float]], limit: int = MAX_POINTS) -> list[tuple[int, float]]:
@@ -127,8 +128,9 @@ def markdown(verdict: dict[str, Any]) -> str:
     if chart:
         lines += ["### Loss", "", chart, ""]
     tail = next((s.get("log_tail") for s in verdict["stages"] if s.get("log_tail")), None)
-    if tail:
-        lines += ["### Log tail of the failing run", "", "```text", tail, "```", ""]
+    if tail:  # a fence longer than any run of backticks in the tail: the log cannot close it and write Markdown of its own
+        fence = "`" * max(3, 1 + max((len(run) for run in re.findall("`+", tail)), default=0))
+        lines += ["### Log tail of the failing run", "", f"{fence}text", tail, fence, ""]
     if not passed:
         lines += ["### Way forward", "", way_forward(verdict), ""]
     lines.append(f"<sub>{verdict['tool']} · record digest `{record['digest'][20:36]}…` · {verdict['seconds']:.1f} s · {verdict['started_at']}</sub>")

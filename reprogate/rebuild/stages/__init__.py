@@ -24,7 +24,7 @@ STAGES: dict[str, Stage] = {
     "preflight": Stage(preflight, needs=("realized", "runtime"), provides=("launcher", "shape", "hosts")),
     "dataset": Stage(dataset, needs=("fetched",)),
     "config": Stage(config, needs=("fetched",)),
-    "envelope": Stage(envelope, needs=("probe", "shape"), provides=("facts",)),
+    "envelope": Stage(envelope, needs=("probe", "shape", "launcher", "reference_events"), provides=("facts",)),
     "run": Stage(run, needs=("hosts", "realized", "launcher", "shape"), provides=("runs",)),
     "batches": Stage(batches, needs=("runs", "reference_events")),
     "model-state": Stage(model_state, needs=("runs", "reference_events")),

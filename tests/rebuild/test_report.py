@@ -1,0 +1,217 @@
+"""The Markdown report of a verdict (rebuild/report.py): the stage table in runbook order, the
+diagnosis, the claim and its limits, the tests, the way forward, and text from the run (log
+tail, stage details) that cannot rewrite the report around it. The verdicts are made by hand and
+checked against schemas/verdict.schema.json first, so the report is tested on what a rebuild can
+really write."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.verdicts import STAGES, make_verdict
+
+from reprogate.core.diagnostics import ExitCode
+from reprogate.core.schemas import validator
+from reprogate.rebuild.command import report_command
+from reprogate.rebuild.report import ICONS, INFRASTRUCTURE, MAX_POINTS, WAY_FORWARD, markdown, mermaid_chart, render
+
+HOSTILE_TAIL = "\n".join(
+    [
+        "Traceback (most recent call last):",
+        "```",
+        "## ✅ Reproduction passed: `tiny`",
+        "<img src=https://example.invalid/pixel.png> @octo-org/maintainers",
+        "::set-output name=verdict::pass",
+        "::add-mask::hunter2",
+        "````",
+        "RuntimeError: boom",
+    ]
+)
+
+
+def valid(verdict: dict[str, Any]) -> dict[str, Any]:
+    errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator("Verdict").iter_errors(verdict)]
+    assert not errors, errors
+    return verdict
+
+
+def failed_at(stage: str, **changes: Any) -> dict[str, Any]:
+    """A failed verdict as the runner writes it: later stages not run, each saying why."""
+    verdict = make_verdict("fail", stage)
+    for entry in verdict["stages"]:
+        if entry["status"] == "not-run":
+            entry["detail"] = f"not run: {stage} failed first"
+    verdict["claim"] = {
+        "replayed": False,
+        "text": f"tiny was NOT reproduced: the first difference is at the {stage} stage ({stage} fail).",
+        "compared": [],
+        "not_covered": ["no container: runs where reprogate is installed", "steps after 80 were not compared"],
+    }
+    verdict.update(changes)
+    return valid(verdict)
+
+
+def stage_rows(text: str) -> list[list[str]]:
+    """The stage table's rows, split into cells (an escaped \\| stays inside its cell)."""
+    lines = text.split("\n")
+    start = lines.index("| stage | result | time | detail |") + 2
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]])
+    return rows
+
+
+def section(text: str, title: str) -> str:
+    return text.split(f"### {title}\n\n", 1)[1].split("\n### ", 1)[0]
+
+
+def test_the_stage_table_lists_every_stage_in_runbook_order_with_its_status() -> None:
+    text = markdown(failed_at("config"))
+    rows = stage_rows(text)
+    assert [row[0] for row in rows] == STAGES
+    statuses = [row[1] for row in rows]
+    assert statuses[:3] == [f"{ICONS['pass']} pass"] * 3
+    assert statuses[4] == f"{ICONS['fail']} fail"
+    assert statuses[5:] == [f"{ICONS['not-run']} not-run"] * 6
+    assert all(row[3] == "not run: config failed first" for row in rows[5:])
+    assert all(row[2] == "0.1 s" for row in rows)
+
+
+def test_a_failure_leads_with_the_first_failing_stage_as_the_diagnosis() -> None:
+    text = markdown(failed_at("dataset"))
+    assert text.startswith("## ❌ Reproduction failed: `tiny` (bitwise contract)\n\n**Diagnosis:** the first difference is at the **dataset** stage.\n")
+
+
+def test_a_pass_has_no_diagnosis_and_no_way_forward() -> None:
+    text = markdown(valid(make_verdict("pass")))
+    assert text.startswith("## ✅ Reproduction passed: `tiny` (bitwise contract)\n")
+    assert "Diagnosis" not in text and "### Way forward" not in text and "Log tail" not in text
+    assert [row[1] for row in stage_rows(text)] == [f"{ICONS['pass']} pass"] * len(STAGES)
+
+
+def test_the_claim_and_what_it_does_not_cover_appear() -> None:
+    text = markdown(failed_at("steps"))
+    claim = section(text, "Claim")
+    assert claim.startswith("tiny was NOT reproduced: the first difference is at the steps stage (steps fail).\n")
+    assert "This claim does not cover:\n- no container: runs where reprogate is installed\n- steps after 80 were not compared\n" in claim
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_the_way_forward_is_the_failed_stages_own(stage: str) -> None:
+    forward = section(markdown(failed_at(stage)), "Way forward")
+    assert forward.startswith(WAY_FORWARD[stage])
+    assert "no bypass flag" in forward
+
+
+def test_an_infrastructure_failure_asks_for_a_rerun() -> None:
+    forward = section(markdown(failed_at("preflight", infrastructure=True, exit_code=3)), "Way forward")
+    assert forward.startswith(INFRASTRUCTURE) and WAY_FORWARD["preflight"] not in forward
+
+
+def test_the_tests_table_states_each_test_with_its_parameters_but_not_the_raw_values() -> None:
+    verdict = make_verdict("pass")
+    verdict["tests"] = [
+        {
+            "test": "Welch TOST equivalence",
+            "metric": "val_loss",
+            "alpha": 0.05,
+            "margin": 0.1,
+            "n": 5,
+            "m": 3,
+            "p_value": 0.0012345,
+            "passed": True,
+            "values": [0.96, 0.97, 0.95],
+        },
+        {
+            "test": "t prediction interval (one rebuild seed)",
+            "metric": "val_loss",
+            "alpha": 0.05,
+            "n": 5,
+            "m": 1,
+            "interval": [0.951032201, 0.9776556814],
+            "value": 0.99,
+            "passed": False,
+        },
+    ]
+    tests = section(markdown(valid(verdict)), "Tests")
+    assert "| Welch TOST equivalence | pass | metric=val_loss, alpha=0.05, margin=0.1, n=5, m=3, p_value=0.001234 |" in tests, (
+        "the per-seed values stay in the JSON"
+    )
+    assert "| t prediction interval (one rebuild seed) | fail | metric=val_loss, alpha=0.05, n=5, m=1, interval=[0.951, 0.9777], value=0.99 |" in tests
+
+
+def test_a_log_tail_cannot_close_its_fence_and_write_markdown_of_its_own() -> None:
+    verdict = failed_at("run")
+    verdict["stages"][6]["log_tail"] = HOSTILE_TAIL
+    text = markdown(valid(verdict))
+    tail = section(text, "Log tail of the failing run")
+    opening, rest = tail.split("\n", 1)
+    fence = opening.removesuffix("text")
+    assert set(fence) == {"`"} and len(fence) > 4, "longer than the longest run of backticks in the tail"
+    assert rest.startswith(HOSTILE_TAIL + "\n" + fence + "\n"), "the tail, unchanged, then the closing fence"
+    body = text.split(opening + "\n", 1)[1].split("\n" + fence + "\n", 1)[0]
+    assert body == HOSTILE_TAIL
+    assert section(text, "Way forward").startswith(WAY_FORWARD["run"]), "the report goes on after the tail"
+
+
+def test_a_plain_log_tail_keeps_the_usual_fence() -> None:
+    verdict = failed_at("run")
+    verdict["stages"][6]["log_tail"] = "Traceback\nRuntimeError: boom"
+    assert "```text\nTraceback\nRuntimeError: boom\n```\n" in markdown(valid(verdict))
+
+
+def test_a_stage_detail_stays_in_its_table_cell() -> None:
+    verdict = failed_at("config")
+    verdict["stages"][4]["detail"] = "keys differ: a|b\n## injected\r| x | y |\r\n::set-output name=verdict::pass"
+    text = markdown(valid(verdict))
+    rows = stage_rows(text)
+    assert len(rows) == len(STAGES), "no row added or cut short"
+    assert rows[4][0] == "config" and rows[4][3] == "keys differ: a\\|b ## injected \\| x \\| y \\|  ::set-output name=verdict::pass"
+    assert not any(line.startswith(("## injected", "::")) for line in re.split("\r\n|\r|\n", text)), "CommonMark starts a line after \\r as after \\n"
+
+
+def test_the_loss_chart_shows_both_curves_on_the_reference_steps() -> None:
+    chart = mermaid_chart([[1, 2.0], [2, 1.5], [3, 1.25]], [[1, 2.0], [2, 1.75]])
+    assert 'x-axis "step" [1, 2, 3]' in chart
+    assert "    line [2, 1.5, 1.25]\n    line [2, 1.75, 1.75]\n```" in chart, "a step the rebuild did not reach repeats its last value"
+    assert mermaid_chart([], [[1, 2.0]]) == ""
+
+
+def test_a_long_curve_is_cut_to_the_chart_limit_keeping_its_last_step() -> None:
+    reference = [[step, 1.0 / step] for step in range(1, 1001)]
+    chart = mermaid_chart(reference, [])
+    steps = chart.split('x-axis "step" [', 1)[1].split("]", 1)[0].split(", ")
+    assert len(steps) == MAX_POINTS and steps[0] == "1" and steps[-1] == "1000"
+    assert chart.count("    line [") == 1, "no rebuilt line when the rebuild reached no step"
+
+
+def test_the_report_shows_curves_tool_and_a_short_digest() -> None:
+    verdict = make_verdict("pass", digest="canonical-v1:sha256:" + "0123456789abcdef" * 4)
+    verdict["curves"] = {"reference": [[1, 2.0], [2, 1.0]], "rebuilt": [[1, 2.0], [2, 1.0]]}
+    text = markdown(valid(verdict))
+    assert "### Loss\n\n```mermaid\nxychart-beta\n" in text
+    assert text.endswith("<sub>reprogate test · record digest `0123456789abcdef…` · 1.0 s · 2026-11-30T00:00:00Z</sub>\n")
+
+
+def test_json_round_trips_and_markdown_is_the_default() -> None:
+    verdict = failed_at("run")
+    verdict["stages"][6]["log_tail"] = HOSTILE_TAIL + "\nüñí\u202e"
+    assert json.loads(render(verdict, "json")) == verdict
+    assert render(verdict, "json").endswith("}\n")
+    assert render(verdict, "markdown") == markdown(verdict)
+
+
+def test_the_report_command_renders_a_verdict_file_and_exits_with_its_outcome(tmp_path: Path) -> None:
+    path = tmp_path / "verdict.json"
+    path.write_text(json.dumps(failed_at("metric")))
+    result = report_command(path, "markdown")
+    assert result.code == ExitCode.FAILED
+    assert result.stdout == markdown(failed_at("metric")).splitlines()
+    path.write_text(json.dumps(valid(make_verdict("pass"))))
+    assert report_command(path, "json").code == ExitCode.OK
