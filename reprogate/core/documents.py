@@ -441,14 +441,13 @@ class _Builder:
         if node.tag != expected:
             raise _error(self.display, "unsupported-tag", f"tag {node.tag!r} is not supported; records use plain YAML", _mark(node.start_mark))
 
-    @staticmethod
-    def _plain(node: Any) -> Any:
+    def _plain(self, node: Any) -> Any:
         """A plain (unquoted, untagged) scalar's value: most values are, so build() resolves them
-        here without a call per node or a path."""
+        here without a call per node or a path; numbers go through _scalar's length guard."""
         value = node.value
         if value and value[0] not in _NUMBER_START and value not in _WORDS:
             return value
-        return _resolve_plain(value)
+        return self._scalar(node)
 
     def _scalar(self, node: Any) -> Any:
         try:

@@ -101,6 +101,11 @@ def atomic_writer(path: str | Path, buffering: int = 1024 * 1024) -> Iterator[Bi
         else:
             os.chmod(tmp, 0o644 & ~_umask())
         os.replace(tmp, target)
+    except OSError as exc:  # a full disk names the file it could not write; a named error keeps its name
+        Path(tmp).unlink(missing_ok=True)
+        if exc.filename is None:
+            raise OSError(exc.errno, exc.strerror, str(target)) from None
+        raise
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -51,7 +51,7 @@ def environment_pins_match(ctx: RuleContext) -> Iterator[Diagnostic]:
         if actual != checksum:
             yield ctx.finding(
                 where + ("checksum",),
-                f"environment drift: {rel} changed since the reference run (pinned {checksum[:19]}..., now {actual[:19]}...)",
+                f"environment drift: {rel} changed since the reference run (the record pins {checksum}, the file is {actual})",
                 CODE,
                 HINT,
                 Severity.NOTICE,

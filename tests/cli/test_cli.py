@@ -51,7 +51,7 @@ def test_no_command_is_a_placeholder(cli: Cli) -> None:
 def test_examples_validate(cli: Cli) -> None:
     result = cli("validate", str(EXAMPLES))
     assert result.exit_code == 0, result.output
-    assert "9 document(s) checked, 9 valid" in result.output
+    assert "10 document(s) checked, 10 valid" in result.output
 
 
 def test_text_findings_are_file_line_col_field_message_with_hints(cli: Cli, project: Path) -> None:
@@ -85,7 +85,7 @@ def test_missing_path_and_empty_glob_are_usage_errors(cli: Cli, project: Path) -
 def test_globs_with_double_star(cli: Cli, project: Path) -> None:
     result = cli("validate", "**/*.yaml", cwd=project)
     assert result.exit_code == 0
-    assert "8 document(s) checked" in result.output  # 6 records + 2 manifests; the config is hidden
+    assert "9 document(s) checked" in result.output  # 7 records + 2 manifests; the config is hidden
 
 
 def test_no_paths_uses_the_records_globs_of_reprogate_yaml(cli: Cli, project: Path) -> None:
@@ -113,7 +113,7 @@ def test_folder_with_symlink_loop_terminates_with_a_warning(cli: Cli, project: P
     result = cli("validate", "records", cwd=project)
     assert result.exit_code == 0, result.output
     assert "symlink loop" in result.output
-    assert "9 document(s) checked" in result.output  # `up` legitimately reaches the config, tiny/ and the manifest
+    assert "10 document(s) checked" in result.output  # `up` legitimately reaches the config, tiny/ (two records) and the manifest
 
 
 def test_json_record_validates_and_reports_positions(cli: Cli, project: Path) -> None:
