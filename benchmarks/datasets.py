@@ -225,14 +225,16 @@ def bench_million(base: Path, count: int, reuse: Path | None) -> None:
     rows = []
     for name, (seconds, rss, cpu) in work.items():
         hashing = name in ("manifest", "verify")
-        rows.append([
-            f"{name}, {count:,} shards",
-            f"{seconds:.1f} s, {count / seconds:,.0f} shards/s",
-            f"xargs -P2 openssl: {anchor[0]:.1f} s" if hashing else "-",
-            f"{seconds / anchor[0]:.2f}" if hashing else "-",
-            f"{rss / 2**20:.0f} / {anchor[1] / 2**20:.0f} MiB" if hashing else f"{rss / 2**20:.0f} MiB",
-            f"{cpu:.1f} / {anchor[2]:.1f} s ({cpu / anchor[2]:.2f})" if hashing else f"{cpu:.1f} s",
-        ])
+        rows.append(
+            [
+                f"{name}, {count:,} shards",
+                f"{seconds:.1f} s, {count / seconds:,.0f} shards/s",
+                f"xargs -P2 openssl: {anchor[0]:.1f} s" if hashing else "-",
+                f"{seconds / anchor[0]:.2f}" if hashing else "-",
+                f"{rss / 2**20:.0f} / {anchor[1] / 2**20:.0f} MiB" if hashing else f"{rss / 2**20:.0f} MiB",
+                f"{cpu:.1f} / {anchor[2]:.1f} s ({cpu / anchor[2]:.2f})" if hashing else f"{cpu:.1f} s",
+            ]
+        )
     print_table(f"million: {count:,} shards, manifest {manifest.stat().st_size / 2**20:.0f} MiB (one round)", rows)
     if reuse is None:
         shutil.rmtree(root)

@@ -30,7 +30,9 @@ WORKFLOWS = sorted(str(p) for p in [*(REPO / ".github" / "workflows").glob("*.ym
 def test_workflows_and_the_action_match_githubs_schemas() -> None:
     result = subprocess.run([require_tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", *WORKFLOWS], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
-    action = subprocess.run([require_tool("check-jsonschema"), "--builtin-schema", "vendor.github-actions", str(REPO / "action.yml")], capture_output=True, text=True)
+    action = subprocess.run(
+        [require_tool("check-jsonschema"), "--builtin-schema", "vendor.github-actions", str(REPO / "action.yml")], capture_output=True, text=True
+    )
     assert action.returncode == 0, action.stdout + action.stderr
 
 

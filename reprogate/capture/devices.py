@@ -7,7 +7,8 @@ NVML indices are not stable across reboots.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from reprogate.capture import CaptureContext, absent
 

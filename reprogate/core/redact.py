@@ -14,7 +14,7 @@ passes `redact` first. It recognises
 from __future__ import annotations
 
 import re
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 MARK = "[redacted]"
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import datetime
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 Check = Callable[[Any], bool]
 

@@ -55,6 +55,7 @@ def is_stream(path: str | Path) -> bool:
 
 # digest ------------------------------------------------------------------------------------------
 
+
 class ManifestDigest:
     """canonical-v1 digest of a manifest whose shards arrive one at a time.
 
@@ -109,6 +110,7 @@ def streamed_digest(fields: dict[str, Any], shards: Iterable[Any]) -> str:
 
 
 # reading JSON Lines --------------------------------------------------------------------------------
+
 
 class ManifestLineError(DocumentError):
     """A line of a JSON Lines manifest that cannot be read: exit 2, with its line number."""
@@ -277,6 +279,7 @@ def digest_of(manifest: dict[str, Any]) -> str:
 
 
 # writing -----------------------------------------------------------------------------------------
+
 
 @final
 class ManifestWriter:

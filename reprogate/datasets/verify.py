@@ -99,7 +99,6 @@ class VerifyOptions:
     max_bytes: int = MANIFEST_MAX_BYTES
 
 
-
 def _entries(data: dict[str, Any]) -> list[Entry]:
     out = []
     for section in ("shards", "files"):
@@ -121,7 +120,6 @@ def resolve_root(manifest_path: Path, data: dict[str, Any], root: str | None) ->
     if is_url(spec):
         raise ValueError(f"namespace {spec} cannot be read by reprogate; pass --root with a local copy or an http(s) mirror")
     return str(spec if root is not None else (manifest_path.resolve().parent / spec))
-
 
 
 class _Source:

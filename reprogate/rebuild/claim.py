@@ -28,7 +28,9 @@ def claim(ctx: RebuildContext, verdict: dict[str, Any]) -> dict[str, Any]:
         elif test["test"] == "step tolerance":
             compared.append(f"{'/'.join(test['quantities'])} within {test['abs']:g} + {test['rel']:g}*|ref| at {test['compared']} (step, rank) points")
         elif test["test"].startswith("t prediction"):
-            compared.append(f"{test['metric']} against its predeclared {100 - round(test['alpha'] * 100)}% prediction interval [{test['interval'][0]:.6g}, {test['interval'][1]:.6g}] (t-based, n={test['n']} reference seeds, m=1)")
+            compared.append(
+                f"{test['metric']} against its predeclared {100 - round(test['alpha'] * 100)}% prediction interval [{test['interval'][0]:.6g}, {test['interval'][1]:.6g}] (t-based, n={test['n']} reference seeds, m=1)"
+            )
         elif test["test"].startswith("Welch"):
             compared.append(f"{test['metric']} by Welch TOST within ±{test['margin']:g} (α={test['alpha']:g}, n={test['n']}, m={test['m']})")
     kernels = f", torch CPU kernels {facts['cpu_capability']}, MKL_CBWR {facts.get('mkl_cbwr', '?')}" if facts.get("cpu_capability") else ""
@@ -37,12 +39,16 @@ def claim(ctx: RebuildContext, verdict: dict[str, Any]) -> dict[str, Any]:
     limits = []
     environment = _environment(ctx)
     if ctx.choice is not None and ctx.choice.name == "current":
-        limits.append("the environment was not rebuilt: the record asks to run in the Python environment reprogate is installed in (job.environment.realizer: current), so a lock-file or image change is not exercised")
+        limits.append(
+            "the environment was not rebuilt: the record asks to run in the Python environment reprogate is installed in (job.environment.realizer: current), so a lock-file or image change is not exercised"
+        )
     topo = _topology(ctx)
     if topo is not None:
         machine += f"; ranks on {topo.words()}, started by {facts.get('launcher', '?')}"
         if topo.changes:
-            limits.append(f"topology changed against the reference: {', '.join(topo.changes)}" + (f" ({'; '.join(topo.remapped[:3])})" if topo.remapped else ""))
+            limits.append(
+                f"topology changed against the reference: {', '.join(topo.changes)}" + (f" ({'; '.join(topo.remapped[:3])})" if topo.remapped else "")
+            )
     container = ctx.section("container")
     if isinstance(container, dict) and container.get("used") is False:
         limits.append(f"no container: {container.get('reason', 'none declared')}")
@@ -55,7 +61,9 @@ def claim(ctx: RebuildContext, verdict: dict[str, Any]) -> dict[str, Any]:
     if last:
         limits.append(f"steps after {last} were not compared")
     envelope = ctx.section("contract", "envelope") or {}
-    limits.append(f"hardware and software outside the envelope (GPUs {envelope.get('gpu_models') or 'none: CPU only'}, framework {envelope.get('framework', {}).get('name', '?')} {envelope.get('framework', {}).get('release', '')}, world sizes {envelope.get('world_sizes') or [ctx.section('execution', 'world_size')]})")
+    limits.append(
+        f"hardware and software outside the envelope (GPUs {envelope.get('gpu_models') or 'none: CPU only'}, framework {envelope.get('framework', {}).get('name', '?')} {envelope.get('framework', {}).get('release', '')}, world sizes {envelope.get('world_sizes') or [ctx.section('execution', 'world_size')]})"
+    )
     if replayed:
         text = f"{name} was replayed from an empty worker in {environment}, on {machine}, inside its contract's envelope. Seeds rebuilt: {verdict['seeds']['rebuilt']}. Compared: {'; '.join(compared) or 'the run started and reached its steps'}."
     else:
@@ -81,7 +89,15 @@ def _environment(ctx: RebuildContext) -> str:
     kind = ctx.choice.name if ctx.choice is not None else "no realized environment"
     if kind == "container":
         image = str(facts.get("image_id", "?"))[:19]
-        source = f"built from {facts['built_from']}" if facts.get("built_from") else (f"pinned digest {facts['digest_verified_by_engine']} confirmed by the engine" if facts.get("digest_verified_by_engine") else str(facts.get("image_source", "")))
+        source = (
+            f"built from {facts['built_from']}"
+            if facts.get("built_from")
+            else (
+                f"pinned digest {facts['digest_verified_by_engine']} confirmed by the engine"
+                if facts.get("digest_verified_by_engine")
+                else str(facts.get("image_source", ""))
+            )
+        )
         return f"the {which} environment: image {image} ({source})"
     if kind == "venv":
         return f"the {which} environment: a venv from {facts.get('lock_file')} ({facts.get('lock_digest', '?')})"

@@ -11,7 +11,7 @@ from typing import Any
 
 from reprogate.core.errors import UsageError
 from reprogate.rebuild.realizers import container, current, venv
-from reprogate.rebuild.realizers.base import Choice, RealizeFailed, Realized, Realizer, RealizeRequest
+from reprogate.rebuild.realizers.base import Choice, Realized, RealizeFailed, Realizer, RealizeRequest
 
 REALIZERS: dict[str, Realizer] = {
     container.NAME: container.ContainerRealizer(),
