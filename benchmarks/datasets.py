@@ -129,7 +129,7 @@ def check_against_openssl(manifest: Path, root: Path, sample: int = 2000) -> Non
     expected = {}
     with open(manifest, encoding="utf-8") as fh:
         fh.readline()
-        for line, _ in zip(fh, range(sample)):
+        for line, _ in zip(fh, range(sample), strict=False):
             shard = json.loads(line)
             expected[shard["name"]] = shard["checksum"].split(":", 1)[1]
     out = subprocess.run(["openssl", "dgst", "-sha256", "-r", *expected], cwd=root, capture_output=True, text=True, check=True).stdout
@@ -154,7 +154,7 @@ def print_table(title: str, rows: list[list[str]]) -> None:
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     print(f"\n{title}")
     for r in [head, ["-" * w for w in widths], *rows]:
-        print("  " + "  ".join(cell.ljust(w) for cell, w in zip(r, widths)))
+        print("  " + "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)))
 
 
 def bench_files(name: str, root: Path, count: int, total: int, args: argparse.Namespace, unit: tuple[str, float]) -> None:

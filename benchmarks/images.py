@@ -40,7 +40,8 @@ def main() -> None:
         finally:
             registry.stop()
     print(
-        f"{args.count} references: reprogate {ours:.2f} s ({ours / args.count * 1000:.1f} ms each, one process), skopeo inspect --raw per reference {theirs:.2f} s ({theirs / args.count * 1000:.1f} ms each); ratio {ours / theirs:.2f}"
+        f"{args.count} references: reprogate {ours:.2f} s ({ours / args.count * 1000:.1f} ms each, one process), skopeo "
+        f"inspect --raw per reference {theirs:.2f} s ({theirs / args.count * 1000:.1f} ms each); ratio {ours / theirs:.2f}"
     )
 
 

@@ -152,8 +152,8 @@ def main() -> None:
     for label, _, _ in VARIANTS[1:]:
         mine = times[label]
         in_tracer = statistics.median(t["in the tracer"] for t in mine)
-        wall = statistics.median(t["wall"] / b for t, b in zip(mine, bare["wall"]))
-        cpu = statistics.median(t["training thread CPU"] / b for t, b in zip(mine, bare["training thread CPU"]))
+        wall = statistics.median(t["wall"] / b for t, b in zip(mine, bare["wall"], strict=True))
+        cpu = statistics.median(t["training thread CPU"] / b for t, b in zip(mine, bare["training thread CPU"], strict=True))
         print(f"  {label:<40} {in_tracer * 1e3:7.2f} ms {100 * in_tracer / (args.step_ms / 1000):9.2f}% {wall:11.3f} {cpu:10.3f}")
 
 

@@ -157,6 +157,7 @@ def audit(records: list[Path], today: datetime.date | None = None, timeout: floa
         total.unreachable += one.unreachable
         total.unchecked += one.unchecked
     total.lines.append(
-        f"{len(records)} record(s) audited: {total.missing} missing, {total.expired} expired, {total.unreachable} unreachable, {total.unchecked} not checkable here"
+        f"{len(records)} record(s) audited: {total.missing} missing, {total.expired} "
+        f"expired, {total.unreachable} unreachable, {total.unchecked} not checkable here"
     )
     return total

@@ -148,7 +148,10 @@ def capture(ctx: CaptureContext) -> dict[str, Any]:
         section["digest_unknown"] = (
             f"image reference {image!r} carries no @sha256 digest"
             if image
-            else f"no image digest: pass --image REF@sha256:..., set REPROGATE_IMAGE, or let reprogate reach the Docker engine ({docker_reason or 'engine gave none'})"
+            else (
+                "no image digest: pass --image REF@sha256:..., set REPROGATE_IMAGE, or let "
+                f"reprogate reach the Docker engine ({docker_reason or 'engine gave none'})"
+            )
         )
     section["detected"] = why or "image given"
     if "runtime" in docker_facts:

@@ -87,7 +87,10 @@ def dataset_verify(manifest: Path, root: str | None, fmt: str, jobs: int | None,
 @click.option(
     "--stage",
     default=None,
-    help="dvc.lock: take the DVC-managed inputs of this stage (default: the pipeline's inputs that .dvc files track). Stage outputs such as a model are never data.",
+    help=(
+        "dvc.lock: take the DVC-managed inputs of this stage (default: the pipeline's "
+        "inputs that .dvc files track). Stage outputs such as a model are never data."
+    ),
 )
 def dataset_from_dvc(dvc_file: Path, output: Path, manifest_id: str | None, stage: str | None) -> None:
     """Make a manifest from DVC's dvc.lock or FILE.dvc, without re-hashing."""

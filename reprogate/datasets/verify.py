@@ -305,7 +305,7 @@ def _check(doc: Document, report: VerifyOutcome, source: _Source, remote: Remote
         if checks.urls:
             with ThreadPoolExecutor(max_workers=max(1, options.jobs or 4)) as pool:
                 results = list(pool.map(lambda e: _remote_digest(e, remote, algorithm, progress), checks.urls))
-            for entry, (kind, message) in zip(checks.urls, results):
+            for entry, (kind, message) in zip(checks.urls, results, strict=True):
                 if kind:
                     report.problem(doc, kind, entry.where, entry.name, message)
     finally:

@@ -112,7 +112,10 @@ def interval_command(record: Path, alpha: float | None) -> CommandResult:
     from reprogate.rebuild.interval import store
 
     stored = store(record, alpha)
-    line = f"{record}: {100 - stored['alpha'] * 100:g}% prediction interval [{stored['low']:.6g}, {stored['high']:.6g}] from n={stored['n']} seeds (mean {stored['mean']:.6g}, sd {stored['sd']:.3g})"
+    line = (
+        f"{record}: {100 - stored['alpha'] * 100:g}% prediction interval [{stored['low']:.6g}, "
+        f"{stored['high']:.6g}] from n={stored['n']} seeds (mean {stored['mean']:.6g}, sd {stored['sd']:.3g})"
+    )
     return CommandResult(ExitCode.OK, [line])
 
 

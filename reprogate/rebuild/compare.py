@@ -130,6 +130,7 @@ def compare_values(
     step, rank = result.first_outside  # type: ignore[misc]
     return Outcome(
         "fail",
-        f"step {step}, rank {rank}: {result.quantity} outside {rule} (max deviation {result.max_deviation:.3g} at step {result.max_deviation_step[0] if result.max_deviation_step else '?'})",
+        f"step {step}, rank {rank}: {result.quantity} outside {rule} (max deviation {result.max_deviation:.3g} "
+        f"at step {result.max_deviation_step[0] if result.max_deviation_step else '?'})",
         {**result.as_dict(), "first_step": step, "rank": rank},
     ), result

@@ -158,7 +158,7 @@ def test_parallel_hashing_returns_results_in_input_order(tmp_path: Path) -> None
         paths.append(path)
     results = hash_files(paths, "sha256", jobs=4)
     assert [r.path for r in results] == paths
-    assert all(r.checksum == "sha256:" + hashlib.sha256(p.read_bytes()).hexdigest() for r, p in zip(results, paths))
+    assert all(r.checksum == "sha256:" + hashlib.sha256(p.read_bytes()).hexdigest() for r, p in zip(results, paths, strict=True))
 
 
 def test_blake3_is_an_option(cli: Cli, data: Path, tmp_path: Path) -> None:

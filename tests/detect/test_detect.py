@@ -26,7 +26,9 @@ def repo(tmp_path: Path) -> Path:
         shutil.copy(path, root / path.name)
     (root / "README.md").write_text("# project\n")
     (root / "Dockerfile").write_text(
-        f"ARG BASE=nvcr.io/nvidia/cuda\nARG TAG=12.4.1-runtime-ubuntu22.04\nFROM --platform=linux/amd64 ${{BASE}}:${{TAG}}@{DIGEST_A} AS build\nRUN pip install --no-cache-dir torch==2.4.0 \\\n    numpy==1.26.4\nRUN apt-get install -y cuda-compat-12-4\nFROM build\n"
+        "ARG BASE=nvcr.io/nvidia/cuda\nARG TAG=12.4.1-runtime-ubuntu22.04\n"
+        f"FROM --platform=linux/amd64 ${{BASE}}:${{TAG}}@{DIGEST_A} AS build\n"
+        "RUN pip install --no-cache-dir torch==2.4.0 \\\n    numpy==1.26.4\nRUN apt-get install -y cuda-compat-12-4\nFROM build\n"
     )
     shutil.copytree(EXAMPLES / "data", root / "data")
     shutil.copytree(EXAMPLES / "records", root / "records")

@@ -33,7 +33,8 @@ def test_dependency_groups_are_labelled() -> None:
 def test_conda_environment_with_a_pip_section(tmp_path: Path) -> None:
     env = tmp_path / "environment.yml"
     env.write_text(
-        "name: train\nchannels: [conda-forge]\ndependencies:\n  - python=3.11\n  - conda-forge::numpy=1.26.4=py311h64a7726_0\n  - cudatoolkit>=11.8\n  - pip\n  - pip:\n      - torch==2.4.0\n"
+        "name: train\nchannels: [conda-forge]\ndependencies:\n  - python=3.11\n  - conda-forge::numpy=1.26.4=py311h64a7726_0\n"
+        "  - cudatoolkit>=11.8\n  - pip\n  - pip:\n      - torch==2.4.0\n"
     )
     pins = {(p.name, p.manager): p for p in parse_file(env)}
     assert pins[("numpy", "conda")].version == "1.26.4"

@@ -67,7 +67,7 @@ class Cluster:
 
     def run_pods(self, job: str, nodes: list[str]) -> None:
         """Schedule pod i on nodes[i] and run its container's command here, as a kubelet would."""
-        for pod, node in zip(self.pods_of(job), nodes):
+        for pod, node in zip(self.pods_of(job), nodes, strict=False):
             container = pod["spec"]["containers"][0]
             env = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
             for item in container.get("env", []):

@@ -268,7 +268,7 @@ def start_cluster(folder: Path) -> SlurmCluster:
         )
         daemons.wait_until(socket_path.exists, 15, "munged", munge / "munged.stdout", cluster.processes["munged"])
         ports = [daemons.free_port() for _ in range(1 + len(NODES))]
-        node_lines = "\n".join(NODE_LINE.format(name=name, addr=NODE_ADDR, port=port) for name, port in zip(NODES, ports[1:]))
+        node_lines = "\n".join(NODE_LINE.format(name=name, addr=NODE_ADDR, port=port) for name, port in zip(NODES, ports[1:], strict=True))
         cluster.conf.write_text(
             SLURM_CONF.format(
                 controller_port=ports[0], munge_socket=socket_path, folder=folder, node_lines=node_lines, partition=PARTITION, node_list=",".join(NODES)

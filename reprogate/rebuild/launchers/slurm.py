@@ -423,8 +423,12 @@ class SlurmLauncher:
             have = int(os.environ.get("SLURM_JOB_NUM_NODES") or os.environ.get("SLURM_NNODES") or 1)
             if shape.nodes > have:
                 raise UsageError(
-                    f"the record's shape is {shape.nodes} node(s) x {shape.ranks_per_node} rank(s); the allocation {allocation} reprogate runs in has {have} node(s)",
-                    hint=f"run the rebuild in an allocation of {shape.nodes} nodes (sbatch -N {shape.nodes}), or outside one, where reprogate submits its own job",
+                    f"the record's shape is {shape.nodes} node(s) x {shape.ranks_per_node} "
+                    f"rank(s); the allocation {allocation} reprogate runs in has {have} node(s)",
+                    hint=(
+                        f"run the rebuild in an allocation of {shape.nodes} nodes (sbatch -N "
+                        f"{shape.nodes}), or outside one, where reprogate submits its own job"
+                    ),
                 )
             return
         wanted = os.environ.get("SBATCH_PARTITION", "").split(",")[0] or None

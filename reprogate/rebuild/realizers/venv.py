@@ -239,7 +239,8 @@ class VenvRealizer:
         version = find_version(request.root, str(entry["path"]), lambda data: "sha256:" + hashlib.sha256(data).hexdigest() == pinned)
         if version is None:
             raise UsageError(
-                f"{entry['path']} in this checkout is {found}, not the {pinned} the record pins, and no commit in this repository's history has the pinned version",
+                f"{entry['path']} in this checkout is {found}, not the {pinned} the record "
+                "pins, and no commit in this repository's history has the pinned version",
                 hint="rebuild with --environment candidate (what this tree declares), or fetch the history (fetch-depth: 0)",
             )
         commit, content = version

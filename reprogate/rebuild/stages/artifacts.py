@@ -99,7 +99,8 @@ def _source_changes(ctx: RebuildContext, folder: str, pinned: str, found: str) -
     before = recorded_files(ctx.root, pinned)
     if before is None:
         return failed(
-            f"source folder {folder} has git tree {found}, the record pins {pinned}; this repository does not hold the pinned tree, so the changed paths cannot be named (fetch the full history: actions/checkout with fetch-depth: 0)",
+            f"source folder {folder} has git tree {found}, the record pins {pinned}; this repository does not hold the "
+            "pinned tree, so the changed paths cannot be named (fetch the full history: actions/checkout with fetch-depth: 0)",
             expected=pinned,
             found=found,
         )
