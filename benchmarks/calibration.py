@@ -64,7 +64,10 @@ def main() -> None:
         x = rng.normal(mu, sigma, (args.trials, N_REFERENCE))
         y1 = rng.normal(mu, sigma, (args.trials, 1))
         y3 = rng.normal(mu, sigma, (args.trials, 3))
-        print(f"  {sigma:>7} {prediction_fail(x, y1).mean():>14.3f} {tost_fail(x, y3, sigma).mean():>9.3f} {percent_fail(x, y1, 0.01).mean():>10.3f} {mlperf_fail(x, y1).mean():>17.3f} {mlperf_fail(x, y3).mean():>17.3f}")
+        print(
+            f"  {sigma:>7} {prediction_fail(x, y1).mean():>14.3f} {tost_fail(x, y3, sigma).mean():>9.3f} "
+            f"{percent_fail(x, y1, 0.01).mean():>10.3f} {mlperf_fail(x, y1).mean():>17.3f} {mlperf_fail(x, y3).mean():>17.3f}"
+        )
 
     sigma = 0.01
     print(f"\nPower: share of drills that fail when the rebuild is worse by shift x sigma (sigma={sigma}, mu={mu}):")
@@ -74,7 +77,10 @@ def main() -> None:
         y1 = rng.normal(mu + shift * sigma, sigma, (args.trials, 1))
         y3 = rng.normal(mu + shift * sigma, sigma, (args.trials, 3))
         y5 = rng.normal(mu + shift * sigma, sigma, (args.trials, 5))
-        print(f"  {shift:>5} {prediction_fail(x, y1).mean():>14.3f} {tost_fail(x, y3, sigma).mean():>9.3f} {tost_fail(x, y5, sigma).mean():>9.3f} {percent_fail(x, y1, 0.01).mean():>10.3f} {mlperf_fail(x, y1).mean():>11.3f} {mlperf_fail(x, y5).mean():>11.3f}")
+        print(
+            f"  {shift:>5} {prediction_fail(x, y1).mean():>14.3f} {tost_fail(x, y3, sigma).mean():>9.3f} {tost_fail(x, y5, sigma).mean():>9.3f} "
+            f"{percent_fail(x, y1, 0.01).mean():>10.3f} {mlperf_fail(x, y1).mean():>11.3f} {mlperf_fail(x, y5).mean():>11.3f}"
+        )
     print("\nWelch TOST (n=5): its alpha bounds wrongly declaring equivalence when the true shift equals the margin.")
     print(f"  {'margin':>7} {'m':>3} {'fail at shift 0':>16} {'PASS at shift = margin (<= alpha)':>34}")
     for margin in (1.0, 2.0, 3.0, 4.0):

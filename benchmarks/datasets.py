@@ -129,7 +129,7 @@ def check_against_openssl(manifest: Path, root: Path, sample: int = 2000) -> Non
     expected = {}
     with open(manifest, encoding="utf-8") as fh:
         fh.readline()
-        for line, _ in zip(fh, range(sample)):
+        for line, _ in zip(fh, range(sample), strict=False):
             shard = json.loads(line)
             expected[shard["name"]] = shard["checksum"].split(":", 1)[1]
     out = subprocess.run(["openssl", "dgst", "-sha256", "-r", *expected], cwd=root, capture_output=True, text=True, check=True).stdout
@@ -154,7 +154,7 @@ def print_table(title: str, rows: list[list[str]]) -> None:
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     print(f"\n{title}")
     for r in [head, ["-" * w for w in widths], *rows]:
-        print("  " + "  ".join(cell.ljust(w) for cell, w in zip(r, widths)))
+        print("  " + "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)))
 
 
 def bench_files(name: str, root: Path, count: int, total: int, args: argparse.Namespace, unit: tuple[str, float]) -> None:
@@ -225,14 +225,16 @@ def bench_million(base: Path, count: int, reuse: Path | None) -> None:
     rows = []
     for name, (seconds, rss, cpu) in work.items():
         hashing = name in ("manifest", "verify")
-        rows.append([
-            f"{name}, {count:,} shards",
-            f"{seconds:.1f} s, {count / seconds:,.0f} shards/s",
-            f"xargs -P2 openssl: {anchor[0]:.1f} s" if hashing else "-",
-            f"{seconds / anchor[0]:.2f}" if hashing else "-",
-            f"{rss / 2**20:.0f} / {anchor[1] / 2**20:.0f} MiB" if hashing else f"{rss / 2**20:.0f} MiB",
-            f"{cpu:.1f} / {anchor[2]:.1f} s ({cpu / anchor[2]:.2f})" if hashing else f"{cpu:.1f} s",
-        ])
+        rows.append(
+            [
+                f"{name}, {count:,} shards",
+                f"{seconds:.1f} s, {count / seconds:,.0f} shards/s",
+                f"xargs -P2 openssl: {anchor[0]:.1f} s" if hashing else "-",
+                f"{seconds / anchor[0]:.2f}" if hashing else "-",
+                f"{rss / 2**20:.0f} / {anchor[1] / 2**20:.0f} MiB" if hashing else f"{rss / 2**20:.0f} MiB",
+                f"{cpu:.1f} / {anchor[2]:.1f} s ({cpu / anchor[2]:.2f})" if hashing else f"{cpu:.1f} s",
+            ]
+        )
     print_table(f"million: {count:,} shards, manifest {manifest.stat().st_size / 2**20:.0f} MiB (one round)", rows)
     if reuse is None:
         shutil.rmtree(root)

@@ -56,7 +56,14 @@ def main() -> None:
         for _ in range(args.repeat):
             fake = FakeGitHub(api, "octo/repro")
             server, url = serve(fake)
-            env = {**os.environ, "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(path), "GITHUB_REPOSITORY": "octo/repro", "GITHUB_TOKEN": "ghs_benchmark", "GITHUB_API_URL": url}
+            env = {
+                **os.environ,
+                "GITHUB_EVENT_NAME": "pull_request",
+                "GITHUB_EVENT_PATH": str(path),
+                "GITHUB_REPOSITORY": "octo/repro",
+                "GITHUB_TOKEN": "ghs_benchmark",
+                "GITHUB_API_URL": url,
+            }
             start = time.perf_counter()
             done = subprocess.run([sys.executable, "-m", "reprogate", "gate", "--repo", str(repo), "--format", "text"], capture_output=True, text=True, env=env)
             times.append(time.perf_counter() - start)

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from registry import start_registry  # noqa: E402  (the same registry the tests start)
+from registry import start_registry  # the same registry the tests start
 
 
 def main() -> None:
@@ -39,7 +39,10 @@ def main() -> None:
             theirs = time.perf_counter() - start
         finally:
             registry.stop()
-    print(f"{args.count} references: reprogate {ours:.2f} s ({ours / args.count * 1000:.1f} ms each, one process), skopeo inspect --raw per reference {theirs:.2f} s ({theirs / args.count * 1000:.1f} ms each); ratio {ours / theirs:.2f}")
+    print(
+        f"{args.count} references: reprogate {ours:.2f} s ({ours / args.count * 1000:.1f} ms each, one process), skopeo "
+        f"inspect --raw per reference {theirs:.2f} s ({theirs / args.count * 1000:.1f} ms each); ratio {ours / theirs:.2f}"
+    )
 
 
 if __name__ == "__main__":

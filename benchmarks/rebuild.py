@@ -60,7 +60,16 @@ def bare_once() -> float:
             subprocess.Popen(
                 [sys.executable, *record["job"]["entrypoint"][1:]],
                 cwd=TINY / "project",
-                env={**env, "RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "REPROGATE_TRACE_DIR": trace},
+                env={
+                    **env,
+                    "RANK": str(r),
+                    "LOCAL_RANK": str(r),
+                    "WORLD_SIZE": "2",
+                    "LOCAL_WORLD_SIZE": "2",
+                    "MASTER_ADDR": "127.0.0.1",
+                    "MASTER_PORT": str(port),
+                    "REPROGATE_TRACE_DIR": trace,
+                },
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )

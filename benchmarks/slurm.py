@@ -46,8 +46,12 @@ def stamps(folder: Path, tag: str, kind: str) -> list[float]:
 
 def with_srun(folder: Path, tag: str, env: dict[str, str]) -> tuple[float, float]:
     begin = time.time()
-    subprocess.run(["srun", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1", "sh", "-c", STAMP], env={**env, "OUT": str(folder), "TAG": tag},
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["srun", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1", "sh", "-c", STAMP],
+        env={**env, "OUT": str(folder), "TAG": tag},
+        check=True,
+        capture_output=True,
+    )
     done = time.time()
     return min(stamps(folder, tag, "start")) - begin, done - max(stamps(folder, tag, "end"))
 

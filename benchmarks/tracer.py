@@ -144,15 +144,18 @@ def main() -> None:
         for label, every, options in order.sample(VARIANTS, len(VARIANTS)):  # no variant always first
             times[label].append(run(batch, args.steps, every, options))
     bare = {kind: [t[kind] for t in times["bare"]] for kind in KINDS[1:]}
-    print(f"{args.rounds} rounds of {args.steps} steps, variants shuffled in each; bare loop: {statistics.median(bare['wall']) * 1e3:.1f} ms/step wall, "
-          f"{statistics.median(bare['training thread CPU']) * 1e3:.1f} ms/step training-thread CPU. Medians per variant:")
+    print(
+        f"{args.rounds} rounds of {args.steps} steps, variants shuffled in each; bare loop: {statistics.median(bare['wall']) * 1e3:.1f} ms/step wall, "
+        f"{statistics.median(bare['training thread CPU']) * 1e3:.1f} ms/step training-thread CPU. Medians per variant:"
+    )
     print(f"  {'':<40} {'in tracer':>10} {'% of ' + format(args.step_ms, 'g') + ' ms':>10} {'ratio wall':>11} {'ratio CPU':>10}")
     for label, _, _ in VARIANTS[1:]:
         mine = times[label]
         in_tracer = statistics.median(t["in the tracer"] for t in mine)
-        wall = statistics.median(t["wall"] / b for t, b in zip(mine, bare["wall"]))
-        cpu = statistics.median(t["training thread CPU"] / b for t, b in zip(mine, bare["training thread CPU"]))
+        wall = statistics.median(t["wall"] / b for t, b in zip(mine, bare["wall"], strict=True))
+        cpu = statistics.median(t["training thread CPU"] / b for t, b in zip(mine, bare["training thread CPU"], strict=True))
         print(f"  {label:<40} {in_tracer * 1e3:7.2f} ms {100 * in_tracer / (args.step_ms / 1000):9.2f}% {wall:11.3f} {cpu:10.3f}")
+
 
 if __name__ == "__main__":
     main()

@@ -70,7 +70,11 @@ def run_script(venv: Path, cwd: Path, **inputs: str) -> list[str]:
         ({"command": "validate", "fail_on": "warning"}, False, ["validate", "--format", "github", "--strict"]),
         ({"command": "detect", "base": "origin/main"}, False, ["detect", "--base", "origin/main", "--head", "HEAD", "--format", "github"]),
         ({"command": "rebuild", "record": "r.yaml"}, False, ["rebuild", "r.yaml", "--environment", "reference", "--format", "github"]),
-        ({"command": "rebuild", "record": "r.yaml", "environment": "candidate"}, False, ["rebuild", "r.yaml", "--environment", "candidate", "--format", "github"]),
+        (
+            {"command": "rebuild", "record": "r.yaml", "environment": "candidate"},
+            False,
+            ["rebuild", "r.yaml", "--environment", "candidate", "--format", "github"],
+        ),
         ({"command": "audit"}, False, ["audit"]),
     ],
 )

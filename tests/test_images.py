@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 from click.testing import Result
-
 from support import edit_record, require_tool
 from support.registry import Registry, start_registry
+
 from reprogate.images.registry import ImageError, RegistryClient, Unreachable, parse_reference
 
 Cli = Callable[..., Result]
@@ -109,7 +109,12 @@ def test_basic_auth_with_credentials_and_a_wrong_password(registry: Registry, se
 def test_stopped_registry_is_exit_3_within_the_timeout(registry: Registry) -> None:
     registry.push("demo/app", "v1", "payload A")
     registry.stop()
-    done = subprocess.run([sys.executable, "-m", "reprogate", "image", "resolve", "--timeout", "1", "--retries", "1", f"{registry.host}/demo/app:v1"], capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        [sys.executable, "-m", "reprogate", "image", "resolve", "--timeout", "1", "--retries", "1", f"{registry.host}/demo/app:v1"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert done.returncode == 3 and "unreachable" in done.stdout
     with pytest.raises(Unreachable):
         RegistryClient(timeout=1, retries=0).resolve(f"{registry.host}/demo/app:v1")
@@ -152,7 +157,13 @@ def test_audit_reports_a_vanished_image_and_expired_dates(cli: Cli, registry: Re
     registry.push("demo/app", "v1", "payload A")
     digest = registry.inspect_digest("demo/app:v1")
     record = project / "records" / "behavioral.yaml"
-    edit_record(record, lambda r: (r["container"].update(registry=registry.host, repository="demo/app", tag="v1", digest=digest), r["contract"].update(lifetime={"expires": "2027-01-01"})))
+    edit_record(
+        record,
+        lambda r: (
+            r["container"].update(registry=registry.host, repository="demo/app", tag="v1", digest=digest),
+            r["contract"].update(lifetime={"expires": "2027-01-01"}),
+        ),
+    )
     fine = cli("audit", str(record))  # s3:// checkpoint and trace: listed, not counted
     assert fine.exit_code == 0, fine.output
     assert "present" in fine.output and "not checked" in fine.output and "days left" in fine.output

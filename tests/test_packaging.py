@@ -8,7 +8,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from support import REPO
 
 
@@ -38,12 +37,19 @@ def test_installed_package_validates_from_its_own_schemas(wheel: Path, tmp_path:
     code = "from reprogate.core.schemas import schema_dir; print(schema_dir())"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})
     assert result.stdout.strip() == str(site / "reprogate" / "schemas"), result.stderr
-    run = subprocess.run([sys.executable, "-m", "reprogate", "validate", str(REPO / "examples")], capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})
+    run = subprocess.run(
+        [sys.executable, "-m", "reprogate", "validate", str(REPO / "examples")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
+    )
     assert run.returncode == 0, run.stdout + run.stderr
 
 
 def test_pre_commit_accepts_the_hook_manifest() -> None:
     from pre_commit import clientlib  # a dev extra: always present where the tests run
+
     hooks = clientlib.load_manifest(str(REPO / ".pre-commit-hooks.yaml"))
     assert [h["id"] for h in hooks] == ["reprogate-validate"]
     assert hooks[0]["entry"] == "reprogate validate"

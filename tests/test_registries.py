@@ -22,7 +22,11 @@ SHARED = {"base", "local"}  # modules holding a family's shared parts, not membe
 
 
 def _modules(package: ModuleType) -> list[ModuleType]:
-    return [importlib.import_module(f"{package.__name__}.{m.name}") for m in pkgutil.iter_modules(package.__path__) if m.name not in SHARED and not m.name.startswith("_")]
+    return [
+        importlib.import_module(f"{package.__name__}.{m.name}")
+        for m in pkgutil.iter_modules(package.__path__)
+        if m.name not in SHARED and not m.name.startswith("_")
+    ]
 
 
 def test_every_rule_function_is_registered() -> None:
@@ -42,7 +46,12 @@ def test_every_stage_function_is_registered_in_the_runbooks_order() -> None:
     for module in _modules(stages):
         for name, fn in inspect.getmembers(module, inspect.isfunction):
             hints = inspect.signature(fn)
-            if fn.__module__ == module.__name__ and not name.startswith("_") and list(hints.parameters) == ["ctx"] and "StageResult" in str(hints.return_annotation):
+            if (
+                fn.__module__ == module.__name__
+                and not name.startswith("_")
+                and list(hints.parameters) == ["ctx"]
+                and "StageResult" in str(hints.return_annotation)
+            ):
                 assert fn in registered, f"{module.__name__}.{name} is a stage function no STAGES entry runs"
 
 

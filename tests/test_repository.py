@@ -1,10 +1,14 @@
-"""The repository's own promises: README set-up lines, CI script, workflows that lint clean."""
+"""The repository's own promises: README set-up lines, CI script, workflows that lint clean, Python that ruff passes."""
 
 from __future__ import annotations
 
+import importlib.util
+import re
 import subprocess
+import sys
 from pathlib import Path
 
+import yaml
 from support import REPO, require_tool
 
 
@@ -30,7 +34,9 @@ WORKFLOWS = sorted(str(p) for p in [*(REPO / ".github" / "workflows").glob("*.ym
 def test_workflows_and_the_action_match_githubs_schemas() -> None:
     result = subprocess.run([require_tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", *WORKFLOWS], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
-    action = subprocess.run([require_tool("check-jsonschema"), "--builtin-schema", "vendor.github-actions", str(REPO / "action.yml")], capture_output=True, text=True)
+    action = subprocess.run(
+        [require_tool("check-jsonschema"), "--builtin-schema", "vendor.github-actions", str(REPO / "action.yml")], capture_output=True, text=True
+    )
     assert action.returncode == 0, action.stdout + action.stderr
 
 
@@ -62,3 +68,25 @@ def test_every_action_reference_is_pinned_to_a_full_commit() -> None:
         for line in Path(path).read_text().splitlines():
             if re.match(r"^\s*(-\s+)?uses:", line):
                 assert re.search(r"uses:\s*[\w./-]+@[0-9a-f]{40}\b", line), f"{path}: {line.strip()}"
+
+
+def ruff() -> list[str]:
+    """The ruff of the dev extra, installed beside this interpreter; else one on PATH."""
+    if importlib.util.find_spec("ruff") is not None:
+        return [sys.executable, "-m", "ruff"]
+    return [require_tool("ruff")]
+
+
+def test_ruff_check_and_ruff_format_pass() -> None:
+    """The configuration is pyproject.toml's [tool.ruff]; .pre-commit-config.yaml runs the same two."""
+    for command in (["check", "--no-cache", "."], ["format", "--check", "--no-cache", "."]):
+        result = subprocess.run([*ruff(), *command], cwd=REPO, capture_output=True, text=True)
+        assert result.returncode == 0, f"ruff {' '.join(command)} (fix with: ruff check --fix . && ruff format .)\n{result.stdout}{result.stderr}"
+
+
+def test_pre_commit_runs_the_ruff_the_dev_extra_pins() -> None:
+    pinned = re.search(r'"ruff==([0-9.]+)"', (REPO / "pyproject.toml").read_text())
+    assert pinned, "pyproject.toml's dev extra pins ruff exactly"
+    config = yaml.safe_load((REPO / ".pre-commit-config.yaml").read_text())
+    revs = [r["rev"] for r in config["repos"] if r["repo"] == "https://github.com/astral-sh/ruff-pre-commit"]
+    assert revs == [f"v{pinned.group(1)}"]

@@ -13,11 +13,11 @@ import tempfile
 from pathlib import Path
 
 from reprogate.core.canonical import canonical_digest, file_digest
-from reprogate.datasets import manifest_digest
 from reprogate.core.documents import load_document
 from reprogate.core.gittree import tree_id
-from reprogate.rebuild.interval import store
+from reprogate.datasets import manifest_digest
 from reprogate.rebuild.compare import metrics
+from reprogate.rebuild.interval import store
 from reprogate.rebuild.launch import launch
 from reprogate.trace import read_trace
 

@@ -65,7 +65,9 @@ def run_seed(launcher: SlurmLauncher, shape, env: dict, work: Path, seed: int) -
         ready = hosts.wait_ready()
         if ready.failed:
             raise SystemExit(f"seed {seed}: the ranks did not start: {ready.detail}\n{ready.log_tail}")
-        hosts.go(ENTRYPOINT, work / "tiny" / "project", {"REPROGATE_SEED": str(seed), "REPROGATE_TRACE_DIR": str(trace_dir), "MASTER_PORT": str(ready.spare_port)})
+        hosts.go(
+            ENTRYPOINT, work / "tiny" / "project", {"REPROGATE_SEED": str(seed), "REPROGATE_TRACE_DIR": str(trace_dir), "MASTER_PORT": str(ready.spare_port)}
+        )
         done = hosts.wait_done(600.0)
         if not done.ok:
             raise SystemExit(f"seed {seed} failed: {done.detail}\n{done.log_tail}")

@@ -11,9 +11,10 @@ gs://, hf://) are listed as not checked, never counted as present.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from reprogate.core.diagnostics import ExitCode
 
@@ -68,11 +69,11 @@ def _uris(data: Any, path: str = "") -> Iterator[tuple[str, str]]:
 
 
 def audit_record(record: Path, today: datetime.date, timeout: float = 10.0, retries: int = 2) -> AuditResult:
-    from reprogate.datasets.remote import Missing, Remote, Unreachable
+    from reprogate.core.config import repository_root
     from reprogate.core.documents import load_document
+    from reprogate.datasets.remote import Missing, Remote, Unreachable
     from reprogate.images.command import verify_record
     from reprogate.images.registry import RegistryClient
-    from reprogate.core.config import repository_root
 
     result = AuditResult()
     data = load_document(record).data
@@ -155,5 +156,8 @@ def audit(records: list[Path], today: datetime.date | None = None, timeout: floa
         total.expired += one.expired
         total.unreachable += one.unreachable
         total.unchecked += one.unchecked
-    total.lines.append(f"{len(records)} record(s) audited: {total.missing} missing, {total.expired} expired, {total.unreachable} unreachable, {total.unchecked} not checkable here")
+    total.lines.append(
+        f"{len(records)} record(s) audited: {total.missing} missing, {total.expired} "
+        f"expired, {total.unreachable} unreachable, {total.unchecked} not checkable here"
+    )
     return total

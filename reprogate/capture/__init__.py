@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import datetime
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Mapping, Protocol
+from typing import Any, Protocol
 
 from reprogate import __version__
 

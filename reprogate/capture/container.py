@@ -17,9 +17,30 @@ from typing import Any
 from reprogate.capture import CaptureContext
 
 SECTION = "container"
-_DIGEST_REF = re.compile(r"^(?P<repo>(?:(?P<registry>[A-Za-z0-9.-]+(?::[0-9]+)?)/)?[a-z0-9]+(?:[._/-][a-z0-9]+)*)(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?@(?P<digest>sha256:[0-9a-f]{64})$")
+_DIGEST_REF = re.compile(
+    r"^(?P<repo>(?:(?P<registry>[A-Za-z0-9.-]+(?::[0-9]+)?)/)?[a-z0-9]+(?:[._/-][a-z0-9]+)*)(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?@(?P<digest>sha256:[0-9a-f]{64})$"
+)
 # Filesystems that every container has and that say nothing about the run.
-_BORING_FS = {"proc", "sysfs", "cgroup", "cgroup2", "devpts", "mqueue", "securityfs", "debugfs", "tracefs", "pstore", "bpf", "configfs", "fusectl", "hugetlbfs", "autofs", "binfmt_misc", "rpc_pipefs", "nsfs"}
+_BORING_FS = {
+    "proc",
+    "sysfs",
+    "cgroup",
+    "cgroup2",
+    "devpts",
+    "mqueue",
+    "securityfs",
+    "debugfs",
+    "tracefs",
+    "pstore",
+    "bpf",
+    "configfs",
+    "fusectl",
+    "hugetlbfs",
+    "autofs",
+    "binfmt_misc",
+    "rpc_pipefs",
+    "nsfs",
+}
 
 
 def in_container(root: Path = Path("/")) -> str | None:
@@ -54,7 +75,9 @@ def _kind(mount_point: str, source: str, fstype: str) -> str:
         return "plugin"
     if mount_point.startswith("/etc") or mount_point.endswith((".conf", ".cfg", ".ini", ".yaml", ".json", "resolv.conf", "hosts", "hostname")):
         return "config"
-    if fstype in ("nfs", "nfs4", "lustre", "gpfs", "beegfs", "cifs", "fuse", "overlay") or mount_point.startswith(("/data", "/mnt", "/datasets", "/scratch", "/lustre")):
+    if fstype in ("nfs", "nfs4", "lustre", "gpfs", "beegfs", "cifs", "fuse", "overlay") or mount_point.startswith(
+        ("/data", "/mnt", "/datasets", "/scratch", "/lustre")
+    ):
         return "data"
     return "other"
 
@@ -123,7 +146,12 @@ def capture(ctx: CaptureContext) -> dict[str, Any]:
         section["digest"] = match.group("digest")
     else:
         section["digest_unknown"] = (
-            f"image reference {image!r} carries no @sha256 digest" if image else f"no image digest: pass --image REF@sha256:..., set REPROGATE_IMAGE, or let reprogate reach the Docker engine ({docker_reason or 'engine gave none'})"
+            f"image reference {image!r} carries no @sha256 digest"
+            if image
+            else (
+                "no image digest: pass --image REF@sha256:..., set REPROGATE_IMAGE, or let "
+                f"reprogate reach the Docker engine ({docker_reason or 'engine gave none'})"
+            )
         )
     section["detected"] = why or "image given"
     if "runtime" in docker_facts:

@@ -31,9 +31,29 @@ SECTION = "cpu"
 X86 = ("x86_64", "amd64", "i386", "i686")
 # /proc/cpuinfo flags that change which kernels torch, MKL or oneDNN run.
 KERNEL_FLAGS = (
-    "sse2", "ssse3", "sse4_1", "sse4_2", "avx", "f16c", "fma", "avx2", "avx_vnni",
-    "avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni", "avx512_bf16", "avx512_fp16", "avx512ifma", "avx512vbmi",
-    "amx_tile", "amx_bf16", "amx_int8", "amx_fp16",
+    "sse2",
+    "ssse3",
+    "sse4_1",
+    "sse4_2",
+    "avx",
+    "f16c",
+    "fma",
+    "avx2",
+    "avx_vnni",
+    "avx512f",
+    "avx512cd",
+    "avx512bw",
+    "avx512dq",
+    "avx512vl",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "avx512ifma",
+    "avx512vbmi",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+    "amx_fp16",
 )
 # torch's x86 capabilities, weakest first, and the CPU flags each needs (DispatchStub.cpp).
 CAPABILITY_NEEDS: dict[str, tuple[str, ...]] = {"default": (), "avx2": ("avx2", "fma"), "avx512": ("avx512vl", "avx512bw", "avx512dq", "fma")}
@@ -42,7 +62,14 @@ CAPABILITY_ENV = "ATEN_CPU_CAPABILITY"
 # CPUs that have it and runs AUTO anywhere else (oneMKL developer guide, "Getting Started with
 # Conditional Numerical Reproducibility").
 MKL_BRANCH_NEEDS = {
-    "SSE2": "sse2", "SSSE3": "ssse3", "SSE4_1": "sse4_1", "SSE4_2": "sse4_2", "AVX": "avx", "AVX2": "avx2", "AVX512": "avx512f", "AVX512_E1": "avx512_vnni",
+    "SSE2": "sse2",
+    "SSSE3": "ssse3",
+    "SSE4_1": "sse4_1",
+    "SSE4_2": "sse4_2",
+    "AVX": "avx",
+    "AVX2": "avx2",
+    "AVX512": "avx512f",
+    "AVX512_E1": "avx512_vnni",
 }
 
 
@@ -101,6 +128,7 @@ def read_cpuinfo(path: Path = Path("/proc/cpuinfo"), architecture: str | None = 
 
 
 # predictions -------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class CapabilityPrediction:
@@ -179,6 +207,7 @@ def normalise_capability(value: Any) -> str:
 
 
 # the capture layer -------------------------------------------------------------------------------
+
 
 def capture(ctx: CaptureContext) -> dict[str, Any]:
     cpu = read_cpuinfo()

@@ -7,7 +7,8 @@ NVML indices are not stable across reboots.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from reprogate.capture import CaptureContext, absent
 
@@ -48,35 +49,37 @@ def _read(nv: Any) -> dict[str, Any]:
     if cuda:
         section["cuda_driver_version"] = f"{cuda // 1000}.{cuda % 1000 // 10}"
     handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(nv.nvmlDeviceGetCount())]
-    gpus = []
-    for index, handle in enumerate(handles):
-        gpu: dict[str, Any] = {"index": index, "name": _text(nv.nvmlDeviceGetName(handle)), "uuid": _text(nv.nvmlDeviceGetUUID(handle))}
-        pci = _try(lambda: nv.nvmlDeviceGetPciInfo(handle))
-        if pci is not None:
-            gpu["pci_bus_id"] = _text(pci.busId)
-        memory = _try(lambda: nv.nvmlDeviceGetMemoryInfo(handle))
-        if memory is not None:
-            gpu["memory_bytes"] = int(memory.total)
-        capability = _try(lambda: nv.nvmlDeviceGetCudaComputeCapability(handle))
-        if capability:
-            gpu["compute_capability"] = f"{capability[0]}.{capability[1]}"
-        mig = _try(lambda: nv.nvmlDeviceGetMigMode(handle))
-        if mig is not None:
-            gpu["mig_mode"] = bool(mig[0])
-        ecc = _try(lambda: nv.nvmlDeviceGetEccMode(handle))
-        if ecc is not None:
-            gpu["ecc_mode"] = bool(ecc[0])
-        persistence = _try(lambda: nv.nvmlDeviceGetPersistenceMode(handle))
-        if persistence is not None:
-            gpu["persistence_mode"] = persistence == nv.NVML_FEATURE_ENABLED
-        power = _try(lambda: nv.nvmlDeviceGetEnforcedPowerLimit(handle))
-        if power is not None:
-            gpu["power_limit_watts"] = power / 1000
-        gpus.append(gpu)
+    gpus = [_gpu(nv, index, handle) for index, handle in enumerate(handles)]
     section["gpus"] = gpus
     if len(handles) > 1:
         section["topology"] = _topology(nv, handles, gpus)
     return section
+
+
+def _gpu(nv: Any, index: int, handle: Any) -> dict[str, Any]:
+    gpu: dict[str, Any] = {"index": index, "name": _text(nv.nvmlDeviceGetName(handle)), "uuid": _text(nv.nvmlDeviceGetUUID(handle))}
+    pci = _try(lambda: nv.nvmlDeviceGetPciInfo(handle))
+    if pci is not None:
+        gpu["pci_bus_id"] = _text(pci.busId)
+    memory = _try(lambda: nv.nvmlDeviceGetMemoryInfo(handle))
+    if memory is not None:
+        gpu["memory_bytes"] = int(memory.total)
+    capability = _try(lambda: nv.nvmlDeviceGetCudaComputeCapability(handle))
+    if capability:
+        gpu["compute_capability"] = f"{capability[0]}.{capability[1]}"
+    mig = _try(lambda: nv.nvmlDeviceGetMigMode(handle))
+    if mig is not None:
+        gpu["mig_mode"] = bool(mig[0])
+    ecc = _try(lambda: nv.nvmlDeviceGetEccMode(handle))
+    if ecc is not None:
+        gpu["ecc_mode"] = bool(ecc[0])
+    persistence = _try(lambda: nv.nvmlDeviceGetPersistenceMode(handle))
+    if persistence is not None:
+        gpu["persistence_mode"] = persistence == nv.NVML_FEATURE_ENABLED
+    power = _try(lambda: nv.nvmlDeviceGetEnforcedPowerLimit(handle))
+    if power is not None:
+        gpu["power_limit_watts"] = power / 1000
+    return gpu
 
 
 def _topology(nv: Any, handles: list[Any], gpus: list[dict[str, Any]]) -> dict[str, Any]:
@@ -84,11 +87,7 @@ def _topology(nv: Any, handles: list[Any], gpus: list[dict[str, Any]]) -> dict[s
     peers: dict[int, set[str]] = {i: set() for i in range(len(handles))}
     bus_to_index = {g.get("pci_bus_id", "").lower(): i for i, g in enumerate(gpus)}
     for i, handle in enumerate(handles):
-        for link in range(getattr(nv, "NVML_NVLINK_MAX_LINKS", 18)):
-            if _try(lambda: nv.nvmlDeviceGetNvLinkState(handle, link)) != 1:
-                continue
-            remote = _try(lambda: nv.nvmlDeviceGetNvLinkRemotePciInfo(handle, link))
-            peer = _text(remote.busId) if remote is not None else "unknown"
+        for link, peer in _nvlinks(nv, handle):
             nvlinks.append({"gpu": gpus[i]["uuid"], "link": link, "peer": peer})
             peers[i].add(peer.lower())
     matrix = []
@@ -100,7 +99,23 @@ def _topology(nv: Any, handles: list[Any], gpus: list[dict[str, Any]]) -> dict[s
             elif any(bus_to_index.get(p) == j for p in peers[i]) or (peers[i] and not any(p in bus_to_index for p in peers[i])):
                 row.append("NV")  # direct NVLink, or links to NVSwitches (all-to-all)
             else:
-                level = _try(lambda: nv.nvmlDeviceGetTopologyCommonAncestor(first, second))
+                level = _common_ancestor(nv, first, second)
                 row.append(TOPOLOGY.get(level, "SYS") if level is not None else "SYS")
         matrix.append(row)
     return {"matrix": matrix, "nvlinks": nvlinks}
+
+
+def _nvlinks(nv: Any, handle: Any) -> list[tuple[int, str]]:
+    """The device's active NVLinks, each with the PCI bus id of its far end ("unknown" where NVML cannot say)."""
+    links = []
+    for link in range(getattr(nv, "NVML_NVLINK_MAX_LINKS", 18)):
+        # _try calls each lambda at once; the default binds this iteration's link all the same.
+        if _try(lambda link=link: nv.nvmlDeviceGetNvLinkState(handle, link)) != 1:
+            continue
+        remote = _try(lambda link=link: nv.nvmlDeviceGetNvLinkRemotePciInfo(handle, link))
+        links.append((link, _text(remote.busId) if remote is not None else "unknown"))
+    return links
+
+
+def _common_ancestor(nv: Any, first: Any, second: Any) -> Any:
+    return _try(lambda: nv.nvmlDeviceGetTopologyCommonAncestor(first, second))

@@ -16,11 +16,46 @@ from reprogate.core.redact import is_secret_name, looks_secret
 SECTION = "environment"
 
 PREFIXES = (
-    "NCCL_", "TORCH_NCCL_", "CUBLAS_", "CUBLASLT_", "CUDNN_", "CUDA_", "TORCH_", "PYTORCH_", "NVIDIA_",
-    "OMP_", "KMP_", "MKL_", "OPENBLAS_", "GOMP_", "DNNL_", "ONEDNN_", "XLA_", "JAX_", "UCX_", "FI_", "GLOO_",
+    "NCCL_",
+    "TORCH_NCCL_",
+    "CUBLAS_",
+    "CUBLASLT_",
+    "CUDNN_",
+    "CUDA_",
+    "TORCH_",
+    "PYTORCH_",
+    "NVIDIA_",
+    "OMP_",
+    "KMP_",
+    "MKL_",
+    "OPENBLAS_",
+    "GOMP_",
+    "DNNL_",
+    "ONEDNN_",
+    "XLA_",
+    "JAX_",
+    "UCX_",
+    "FI_",
+    "GLOO_",
 )
 # TensorFlow's variables by name: the TF_ prefix also covers Terraform's (TF_VAR_*, TF_CLI_*).
-NAMES = {"ATEN_CPU_CAPABILITY", "TF_DETERMINISTIC_OPS", "TF_CUDNN_DETERMINISTIC", "TF_ENABLE_ONEDNN_OPTS", "TF_GPU_ALLOCATOR", "TF_FORCE_GPU_ALLOW_GROWTH", "TF_XLA_FLAGS", "PYTHONHASHSEED", "TOKENIZERS_PARALLELISM", "CUBLAS_WORKSPACE_CONFIG", "NVIDIA_TF32_OVERRIDE", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "LOCAL_WORLD_SIZE"}
+NAMES = {
+    "ATEN_CPU_CAPABILITY",
+    "TF_DETERMINISTIC_OPS",
+    "TF_CUDNN_DETERMINISTIC",
+    "TF_ENABLE_ONEDNN_OPTS",
+    "TF_GPU_ALLOCATOR",
+    "TF_FORCE_GPU_ALLOW_GROWTH",
+    "TF_XLA_FLAGS",
+    "PYTHONHASHSEED",
+    "TOKENIZERS_PARALLELISM",
+    "CUBLAS_WORKSPACE_CONFIG",
+    "NVIDIA_TF32_OVERRIDE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+}
 MAX_VALUE = 4096
 
 

@@ -39,7 +39,9 @@ def capture(ctx: CaptureContext) -> dict[str, Any]:
     section: dict[str, Any] = {"present": True}
     release = os_release()
     if release:
-        section["os"] = {k: v for k, v in (("id", release.get("ID")), ("version_id", release.get("VERSION_ID")), ("pretty_name", release.get("PRETTY_NAME"))) if v}
+        section["os"] = {
+            k: v for k, v in (("id", release.get("ID")), ("version_id", release.get("VERSION_ID")), ("pretty_name", release.get("PRETTY_NAME"))) if v
+        }
     section["kernel"] = platform.release()
     section["hostname_sha256"] = "sha256:" + hashlib.sha256(socket.gethostname().encode()).hexdigest()
     model = cpu_model()

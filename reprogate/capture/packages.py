@@ -12,8 +12,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from reprogate.lockfiles import LockFileError, normalize, parse_file
 from reprogate.core.yamlout import FlowMap
+from reprogate.lockfiles import LockFileError, normalize, parse_file
 
 
 def _pins(lock_files: list[Path]) -> dict[str, set[str | None]]:

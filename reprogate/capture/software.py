@@ -33,7 +33,12 @@ def capture(ctx: CaptureContext) -> dict[str, Any]:
 def describe_torch() -> dict[str, Any]:
     import torch
 
-    framework: dict[str, Any] = {"name": "torch", "version": str(torch.__version__), "git_version": str(torch.version.git_version), "cuda": torch.version.cuda and str(torch.version.cuda)}
+    framework: dict[str, Any] = {
+        "name": "torch",
+        "version": str(torch.__version__),
+        "git_version": str(torch.version.git_version),
+        "cuda": torch.version.cuda and str(torch.version.cuda),
+    }
     cudnn = _safe(lambda: torch.backends.cudnn.version())
     framework["cudnn"] = cudnn
     nccl = None

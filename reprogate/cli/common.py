@@ -12,7 +12,8 @@ from __future__ import annotations
 import errno
 import os
 import sys
-from typing import Callable, NoReturn
+from collections.abc import Callable
+from typing import NoReturn
 
 import click
 
@@ -25,7 +26,9 @@ MACHINE_ERRNOS = {errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EROFS, errno.ENOM
 
 
 def format_option(default: str = "text") -> Callable[[Callable[..., None]], Callable[..., None]]:
-    return click.option("--format", "fmt", type=FORMATS, default=default, show_default=True, help="Output format: text for people, json for tools, github for workflow logs.")
+    return click.option(
+        "--format", "fmt", type=FORMATS, default=default, show_default=True, help="Output format: text for people, json for tools, github for workflow logs."
+    )
 
 
 def finish(work: Callable[[], CommandResult], fmt: str = "text", command: str = "") -> NoReturn:

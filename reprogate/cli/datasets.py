@@ -16,7 +16,13 @@ def dataset() -> None:
 
 @dataset.command("manifest")
 @click.argument("root", type=click.Path(file_okay=False, exists=True, path_type=Path))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Manifest file to write (atomically): .jsonl (JSON Lines, for large datasets), .json or .yaml.")
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Manifest file to write (atomically): .jsonl (JSON Lines, for large datasets), .json or .yaml.",
+)
 @click.option("--include", multiple=True, help="Glob of files to take (repeatable; default all). Without / it matches names at any depth.")
 @click.option("--exclude", multiple=True, help="Glob of files to leave out (repeatable).")
 @click.option("--algorithm", type=click.Choice(["sha256", "blake3"]), default="sha256", show_default=True, help="blake3 needs the blake3 extra.")
@@ -25,13 +31,37 @@ def dataset() -> None:
 @click.option("--version", "manifest_version", default=None, help="Dataset version.")
 @click.option("--namespace", default=None, help="Where the shards live for readers (s3://..., https://..., a folder).")
 @click.option("--file", "side_files", multiple=True, metavar="ROLE=PATH", help="A side file under ROOT, e.g. tokenizer=tok/tokenizer.json (repeatable).")
-@click.option("--base", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None, help="Previous manifest whose hand-written fields (split, filtering, retention...) are kept.")
+@click.option(
+    "--base",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Previous manifest whose hand-written fields (split, filtering, retention...) are kept.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def dataset_manifest(root: Path, output: Path, include: tuple[str, ...], exclude: tuple[str, ...], algorithm: str, jobs: int | None, manifest_id: str | None, manifest_version: str | None, namespace: str | None, side_files: tuple[str, ...], base: Path | None, quiet: bool) -> None:
+def dataset_manifest(
+    root: Path,
+    output: Path,
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+    algorithm: str,
+    jobs: int | None,
+    manifest_id: str | None,
+    manifest_version: str | None,
+    namespace: str | None,
+    side_files: tuple[str, ...],
+    base: Path | None,
+    quiet: bool,
+) -> None:
     """Hash every shard under ROOT and write a manifest."""
     from reprogate.datasets.command import manifest_command
 
-    finish(lambda: manifest_command(root, output, list(include), list(exclude), algorithm, jobs, quiet, manifest_id, manifest_version, namespace, list(side_files), base), "text", "dataset manifest")
+    finish(
+        lambda: manifest_command(
+            root, output, list(include), list(exclude), algorithm, jobs, quiet, manifest_id, manifest_version, namespace, list(side_files), base
+        ),
+        "text",
+        "dataset manifest",
+    )
 
 
 @dataset.command("verify")
@@ -54,7 +84,14 @@ def dataset_verify(manifest: Path, root: str | None, fmt: str, jobs: int | None,
 @click.argument("dvc_file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Manifest file to write (atomically).")
 @click.option("--id", "manifest_id", default=None, help="Dataset id (default: the .dvc file's stem or the dvc.lock's folder).")
-@click.option("--stage", default=None, help="dvc.lock: take the DVC-managed inputs of this stage (default: the pipeline's inputs that .dvc files track). Stage outputs such as a model are never data.")
+@click.option(
+    "--stage",
+    default=None,
+    help=(
+        "dvc.lock: take the DVC-managed inputs of this stage (default: the pipeline's "
+        "inputs that .dvc files track). Stage outputs such as a model are never data."
+    ),
+)
 def dataset_from_dvc(dvc_file: Path, output: Path, manifest_id: str | None, stage: str | None) -> None:
     """Make a manifest from DVC's dvc.lock or FILE.dvc, without re-hashing."""
     from reprogate.datasets.command import from_dvc_command

@@ -10,18 +10,32 @@ from reprogate.cli.common import finish, format_option
 
 
 @click.command()
-@click.option("--repo", type=click.Path(file_okay=False, exists=True, path_type=Path), default=Path("."), show_default=True, help="The checked-out repository (fetch-depth: 0).")
 @click.option(
-    "--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    "--repo",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="The checked-out repository (fetch-depth: 0).",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
     help="Where .reprogate.yaml lives (default: in --repo); it is always read as the base revision has it.",
 )
 @click.option(
-    "--mode", type=click.Choice(["full", "compute", "publish"]), default="full", show_default=True,
+    "--mode",
+    type=click.Choice(["full", "compute", "publish"]),
+    default="full",
+    show_default=True,
     help="full: judge and post (one workflow, private repositories); compute: judge and annotate only, write --result-file "
     "(unprivileged pull_request workflow); publish: read the pull request number from --result-file and post (privileged workflow_run workflow).",
 )
 @click.option(
-    "--result-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    "--result-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
     help="compute: where to write the result for the privileged workflow; publish: the result to read.",
 )
 @format_option("github")
@@ -38,13 +52,20 @@ def github() -> None:
 
 
 @github.command("status")
-@click.option("--state", type=click.Choice(["pending", "success", "failure", "error"]), default=None, help="The state to post (or derive it with --from-verdict).")
 @click.option(
-    "--from-verdict", "verdicts", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+    "--state", type=click.Choice(["pending", "success", "failure", "error"]), default=None, help="The state to post (or derive it with --from-verdict)."
+)
+@click.option(
+    "--from-verdict",
+    "verdicts",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
     help="Post the one terminal state of the rebuild's verdicts (repeatable; error if any is missing or unreadable: the rebuild never finished).",
 )
 @click.option(
-    "--expect-records", default=None, metavar="JSON",
+    "--expect-records",
+    default=None,
+    metavar="JSON",
     help="The records the rebuild was dispatched for (a JSON list); a record without a verdict makes the state error.",
 )
 @click.option("--description", default="", help="Status text (cut to GitHub's 140 characters).")
@@ -53,12 +74,25 @@ def github() -> None:
 @click.option("--sha", default=None, help="Commit (default GITHUB_SHA).")
 @click.option("--target-url", default=None, help="Link from the status (default: this workflow run).")
 @click.option(
-    "--comment-report", "reports", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+    "--comment-report",
+    "reports",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
     help="Also upsert these Markdown reports as the PR comment (needs --pr).",
 )
 @click.option("--pr", type=click.IntRange(min=1), default=None, help="Pull request number for --comment-report.")
-def github_status(state: str | None, verdicts: tuple[Path, ...], expect_records: str | None, description: str, context: str | None, also_context: str | None,
-                  sha: str | None, target_url: str | None, reports: tuple[Path, ...], pr: int | None) -> None:
+def github_status(
+    state: str | None,
+    verdicts: tuple[Path, ...],
+    expect_records: str | None,
+    description: str,
+    context: str | None,
+    also_context: str | None,
+    sha: str | None,
+    target_url: str | None,
+    reports: tuple[Path, ...],
+    pr: int | None,
+) -> None:
     """Set a commit status (and optionally the report comment)."""
     from reprogate.github.command import StatusRequest, status_command
 

@@ -10,7 +10,12 @@ from reprogate.cli.common import finish, format_option
 
 
 @click.command()
-@click.option("--world-size", type=click.IntRange(min=1), default=None, help="Local ranks to start (default: one per GPU, or 2 on a CPU). Ignored under torchrun, which sets WORLD_SIZE.")
+@click.option(
+    "--world-size",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Local ranks to start (default: one per GPU, or 2 on a CPU). Ignored under torchrun, which sets WORLD_SIZE.",
+)
 @click.option("--backend", type=click.Choice(["gloo", "nccl"]), default=None, help="Collective backend (default: nccl with GPUs, else gloo).")
 @click.option("--timeout", type=click.FloatRange(min=0.5), default=30.0, show_default=True, help="Seconds each stage may take.")
 @click.option("--record", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None, help="Run record whose GPU UUIDs must be present.")
@@ -26,25 +31,83 @@ def preflight(world_size: int | None, backend: str | None, timeout: float, recor
 
 @click.command()
 @click.argument("record", type=click.Path(dir_okay=False, exists=True, path_type=Path))
-@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Empty folder to rebuild in (kept afterwards); default a temporary one.")
-@click.option("--out", "output_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("reprogate-rebuild"), show_default=True, help="Where verdict.json and report.md are written.")
+@click.option(
+    "--workdir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Empty folder to rebuild in (kept afterwards); default a temporary one."
+)
+@click.option(
+    "--out",
+    "output_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("reprogate-rebuild"),
+    show_default=True,
+    help="Where verdict.json and report.md are written.",
+)
 @click.option("--steps", type=click.IntRange(min=1), default=None, help="Compare at most this many steps (the entrypoint sees REPROGATE_MAX_STEPS).")
-@click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True, help="Rebuild seeds: 1 uses the predeclared interval, 2+ a Welch TOST against the reference seeds.")
+@click.option(
+    "--seeds",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Rebuild seeds: 1 uses the predeclared interval, 2+ a Welch TOST against the reference seeds.",
+)
 @click.option("--world-size", type=click.IntRange(min=1), default=None, help="Ranks to run (default the record's); must be inside the envelope.")
-@click.option("--environment", type=click.Choice(["reference", "candidate"]), default="reference", show_default=True, help="Realize what the record pins (reference) or what the checked-out tree declares (candidate: the pull request's lock file or Dockerfile).")
-@click.option("--realizer", type=click.Choice(["container", "venv", "current"]), default=None, help="How to get the environment (default from the record: job.environment.realizer, else container, else venv).")
-@click.option("--launcher", type=click.Choice(["local", "slurm", "kubernetes"]), default=None, help="Where ranks start (default from the record's execution.scheduler_name, else local).")
+@click.option(
+    "--environment",
+    type=click.Choice(["reference", "candidate"]),
+    default="reference",
+    show_default=True,
+    help="Realize what the record pins (reference) or what the checked-out tree declares (candidate: the pull request's lock file or Dockerfile).",
+)
+@click.option(
+    "--realizer",
+    type=click.Choice(["container", "venv", "current"]),
+    default=None,
+    help="How to get the environment (default from the record: job.environment.realizer, else container, else venv).",
+)
+@click.option(
+    "--launcher",
+    type=click.Choice(["local", "slurm", "kubernetes"]),
+    default=None,
+    help="Where ranks start (default from the record's execution.scheduler_name, else local).",
+)
 @click.option("--image", default=None, help="Run this image instead of the record's (container realizer; verified by the engine).")
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where realized venvs are cached (default ~/.cache/reprogate).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True, help="Seconds each seed's run may take.")
 @click.option("--dry-run", is_flag=True, help="Write what the launcher would submit (--launcher kubernetes: the manifests, into --out) and run nothing.")
 @format_option()
-def rebuild(record: Path, workdir: Path | None, output_dir: Path, steps: int | None, seeds: int, world_size: int | None, environment: str, realizer: str | None, launcher: str | None, image: str | None, cache: Path | None, timeout: float, dry_run: bool, fmt: str) -> None:
+def rebuild(
+    record: Path,
+    workdir: Path | None,
+    output_dir: Path,
+    steps: int | None,
+    seeds: int,
+    world_size: int | None,
+    environment: str,
+    realizer: str | None,
+    launcher: str | None,
+    image: str | None,
+    cache: Path | None,
+    timeout: float,
+    dry_run: bool,
+    fmt: str,
+) -> None:
     """Run the rebuild drill: stages in order, verdict, report and rebuild record."""
     from reprogate.rebuild.command import rebuild_command
     from reprogate.rebuild.context import RebuildOptions
 
-    options = RebuildOptions(workdir=workdir, steps=steps, seeds=seeds, world_size=world_size, image=image, timeout=timeout, environment=environment, realizer=realizer, launcher=launcher, cache=cache, dry_run=dry_run)
+    options = RebuildOptions(
+        workdir=workdir,
+        steps=steps,
+        seeds=seeds,
+        world_size=world_size,
+        image=image,
+        timeout=timeout,
+        environment=environment,
+        realizer=realizer,
+        launcher=launcher,
+        cache=cache,
+        dry_run=dry_run,
+    )
     finish(lambda: rebuild_command(record, options, output_dir, fmt), fmt, "rebuild")
 
 
@@ -61,7 +124,9 @@ def interval(record: Path, alpha: float | None) -> None:
 @click.command()
 @click.argument("reference", type=click.Path(dir_okay=False, exists=True, path_type=Path))
 @click.argument("rebuilt", nargs=-1, required=True, type=click.Path(dir_okay=False, exists=True, path_type=Path))
-@click.option("--tolerance", "tolerance", nargs=2, type=float, default=None, metavar="ABS REL", help="Compare losses within |a-b| <= ABS + REL*|b| (default: exactly).")
+@click.option(
+    "--tolerance", "tolerance", nargs=2, type=float, default=None, metavar="ABS REL", help="Compare losses within |a-b| <= ABS + REL*|b| (default: exactly)."
+)
 @click.option("--tensors", default="model_state", show_default=True, help="Comma-separated tensors compared bitwise (empty: none).")
 @click.option("--first", type=int, default=1, show_default=True, help="First step compared.")
 @click.option("--last", type=int, default=None, help="Last step compared (default: all).")

@@ -13,7 +13,12 @@ from reprogate.cli.common import finish, format_option
 @click.argument("paths", nargs=-1)
 @format_option()
 @click.option("--max-bytes", type=click.IntRange(min=1), default=None, help="Largest file read (default 16 MiB).")
-@click.option("--root", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None, help="Repository root for addressed paths (default: nearest folder with .reprogate.yaml or .git).")
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Repository root for addressed paths (default: nearest folder with .reprogate.yaml or .git).",
+)
 @click.option("--strict", is_flag=True, help="Fail on warnings and environment drift too.")
 @click.option("-v", "--verbose", is_flag=True, help="Also list files that passed or were skipped.")
 def validate(paths: tuple[str, ...], fmt: str, max_bytes: int | None, root: Path | None, strict: bool, verbose: bool) -> None:

@@ -7,8 +7,9 @@ the text, JSON and GitHub formatters never need to know which check produced a f
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 
 class ExitCode(enum.IntEnum):

@@ -46,24 +46,22 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _NULL_RE = re.compile(r"^(?:~|null|Null|NULL|)$")
 _BOOL_RE = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
 _INT_RE = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
-_FLOAT_RE = re.compile(
-    r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
-)
+_FLOAT_RE = re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
 
 
 class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
     """libyaml's composer with implicit typing switched off: we type plain scalars ourselves."""
 
-    def resolve(self, kind: type, value: Any, implicit: Any) -> str:  # noqa: D102
+    def resolve(self, kind: type, value: Any, implicit: Any) -> str:
         if kind is yaml.ScalarNode:
             return _PLAIN if implicit[0] else _STR
         return _SEQ if kind is yaml.SequenceNode else _MAP
 
     # Path resolvers are a PyYAML feature we never use; skipping their bookkeeping saves ~10%.
-    def descend_resolver(self, current_node: Any, current_index: Any) -> None:  # noqa: D102
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
         return None
 
-    def ascend_resolver(self) -> None:  # noqa: D102
+    def ascend_resolver(self) -> None:
         return None
 
 

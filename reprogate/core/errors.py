@@ -30,7 +30,7 @@ class ReprogateError(Exception):
 
     exit_code: ExitCode = ExitCode.FAILED
 
-    def __init__(self, message: str, *, hint: str = "", exit_code: ExitCode | None = None, diagnostics: "Iterable[Diagnostic]" = ()) -> None:
+    def __init__(self, message: str, *, hint: str = "", exit_code: ExitCode | None = None, diagnostics: Iterable[Diagnostic] = ()) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint

@@ -23,7 +23,9 @@ def _object(kind: bytes, body: bytes) -> bytes:
 def _ignored(folder: Path) -> set[str] | None:
     """Paths (relative to `folder`) that git would not track, or None outside a git work tree."""
     try:
-        done = subprocess.run(["git", "-C", str(folder), "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory", "."], capture_output=True, timeout=30)
+        done = subprocess.run(
+            ["git", "-C", str(folder), "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory", "."], capture_output=True, timeout=30
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     if done.returncode != 0:

@@ -21,8 +21,9 @@ requests is imported on first use, so commands that never go online do not pay f
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from reprogate.core.errors import InfrastructureError, UsageError

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from typing import Iterable
+from collections.abc import Iterable
 
 
 def end_all(procs: Iterable[subprocess.Popen[bytes]]) -> None:

@@ -52,8 +52,7 @@ class Progress:
             return f"{self.label}: {self.files:,} files, {_size(self.bytes)} at {_size(rate)}/s"
         left = (self.total_bytes - self.bytes) / rate if rate > 0 else 0.0
         return (
-            f"{self.label}: {self.files:,}/{self.total_files:,} files, {_size(self.bytes)}/{_size(self.total_bytes)}"
-            f" at {_size(rate)}/s, {_duration(left)} left"
+            f"{self.label}: {self.files:,}/{self.total_files:,} files, {_size(self.bytes)}/{_size(self.total_bytes)} at {_size(rate)}/s, {_duration(left)} left"
         )
 
     def close(self) -> None:

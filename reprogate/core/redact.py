@@ -14,7 +14,7 @@ passes `redact` first. It recognises
 from __future__ import annotations
 
 import re
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 MARK = "[redacted]"
 
@@ -39,7 +39,10 @@ SECRET_VALUE = re.compile(
 _SCHEME = re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://")
 # user:password@host without a scheme (MASTER_ADDR=admin:pw@host); not host:port/path@digest.
 _BARE_USERINFO = re.compile(r"(?<![\w.@/:%-])[^\s/@:?#=\"'<>]+:(?!//)[^\s/@?#\"'<>]*@(?!sha256:|sha512:)(?=[\w\[])")
-_QUERY_KEYS = "token|access_token|refresh_token|id_token|api_key|apikey|key|password|passwd|secret|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential|auth|code"
+_QUERY_KEYS = (
+    "token|access_token|refresh_token|id_token|api_key|apikey|key|password|passwd|secret|sig|signature"
+    "|x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential|auth|code"
+)
 _QUERY = re.compile(rf"(?P<lead>[?&;](?:{_QUERY_KEYS})=)(?P<value>[^&#\s\"'<>]+)", re.IGNORECASE)
 
 _registered: set[str] = set()

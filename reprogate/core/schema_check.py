@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import difflib
 import functools
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic, field_path
 from reprogate.core.documents import Document
-from reprogate.core.schema_fastpath import Unsupported, compile_schema
 from reprogate.core.redact import redact
+from reprogate.core.schema_fastpath import Unsupported, compile_schema
 from reprogate.core.schemas import SCHEMA_FILES, load_schema, validator
 
 # Hints for string forms, keyed by the schema `$defs` name the pattern comes from.
@@ -30,7 +31,7 @@ _FORM_HINTS = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _quick_check(kind: str) -> Callable[[Any], bool] | None:
     """The compiled yes/no check for a kind, or None if its schema needs the full validator."""
     others = [load_schema(k) for k in SCHEMA_FILES if k != kind]
@@ -173,7 +174,7 @@ def _type_hint(expected: str, instance: Any) -> str:
     if expected in ("integer", "number") and isinstance(instance, str):
         return "remove the quotes around the number"
     if expected == "string" and isinstance(instance, (int, float)) and not isinstance(instance, bool):
-        return "quote the value so YAML keeps it as text (e.g. \"2.10\")"
+        return 'quote the value so YAML keeps it as text (e.g. "2.10")'
     return ""
 
 

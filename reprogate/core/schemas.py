@@ -31,18 +31,16 @@ def schema_dir() -> Path:
     for candidate in (package / "schemas", package.parent / "schemas"):
         if (candidate / SCHEMA_FILES["RunRecord"]).is_file():
             return candidate
-    raise FileNotFoundError(
-        f"reprogate's schemas are missing (looked in {package / 'schemas'} and {package.parent / 'schemas'}); reinstall the package"
-    )
+    raise FileNotFoundError(f"reprogate's schemas are missing (looked in {package / 'schemas'} and {package.parent / 'schemas'}); reinstall the package")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_schema(kind: str) -> dict[str, Any]:
     with open(schema_dir() / SCHEMA_FILES[kind], encoding="utf-8") as fh:
         return json.load(fh)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def validator(kind: str) -> Any:
     """A compiled Draft 2020-12 validator for a kind, with the sibling schemas registered so
     cross-file `$ref`s (a record's inline dataset manifest) resolve without any network access."""

@@ -87,7 +87,7 @@ def _side_files(options: BuildOptions) -> list[dict[str, Any]]:
     for digest in digests:
         if digest.error:
             raise BuildError(f"cannot read {digest.path}: {digest.error}")
-    return [FlowMap(role=role, name=name, bytes=d.size, checksum=d.checksum) for (role, name), d in zip(options.side_files, digests)]
+    return [FlowMap(role=role, name=name, bytes=d.size, checksum=d.checksum) for (role, name), d in zip(options.side_files, digests, strict=True)]
 
 
 def build_manifest(options: BuildOptions, written_by: str = "reprogate dataset manifest") -> BuildSummary:

@@ -9,11 +9,23 @@ from reprogate.core.diagnostics import ExitCode
 from reprogate.core.errors import UsageError
 from reprogate.output.result import CommandResult
 
-
 LARGE_MANIFEST = 100_000  # shards beyond which a YAML or JSON manifest is slow to read back
 
 
-def manifest_command(root: Path, output: Path, include: list[str], exclude: list[str], algorithm: str, jobs: int | None, quiet: bool, manifest_id: str | None, version: str | None, namespace: str | None, side_files: list[str], base: Path | None) -> CommandResult:
+def manifest_command(
+    root: Path,
+    output: Path,
+    include: list[str],
+    exclude: list[str],
+    algorithm: str,
+    jobs: int | None,
+    quiet: bool,
+    manifest_id: str | None,
+    version: str | None,
+    namespace: str | None,
+    side_files: list[str],
+    base: Path | None,
+) -> CommandResult:
     from reprogate.datasets.build import BuildError, BuildOptions, build_manifest
     from reprogate.datasets.manifests import load_manifest
 
@@ -26,7 +38,9 @@ def manifest_command(root: Path, output: Path, include: list[str], exclude: list
     base_data: Any = load_manifest(base).data if base else {}  # any form; only its fields are kept
     if base is not None and (not isinstance(base_data, dict) or base_data.get("kind") != "DatasetManifest"):
         raise UsageError(f"--base {base}: not a dataset manifest (kind: DatasetManifest)")
-    options = BuildOptions(root, output, include, exclude, algorithm, jobs, quiet, manifest_id, version, namespace, pairs, base_data if isinstance(base_data, dict) else {})
+    options = BuildOptions(
+        root, output, include, exclude, algorithm, jobs, quiet, manifest_id, version, namespace, pairs, base_data if isinstance(base_data, dict) else {}
+    )
     try:
         built = build_manifest(options)  # writes the manifest as it hashes
     except BuildError as exc:
@@ -53,4 +67,8 @@ def from_dvc_command(dvc_file: Path, output: Path, manifest_id: str | None, stag
     except DvcError as exc:
         raise DvcError(f"{exc.message}; nothing written") from None
     write_manifest(found.manifest, output, f"reprogate dataset from-dvc {dvc_file.name}")
-    return CommandResult(ExitCode.OK, [f"wrote {output}: {len(found.manifest['shards'])} output(s) from {dvc_file}, digest {found.manifest['digest']}"], [*(f"note: {n}" for n in found.notes), *(f"warning: {w}" for w in found.warnings)])
+    return CommandResult(
+        ExitCode.OK,
+        [f"wrote {output}: {len(found.manifest['shards'])} output(s) from {dvc_file}, digest {found.manifest['digest']}"],
+        [*(f"note: {n}" for n in found.notes), *(f"warning: {w}" for w in found.warnings)],
+    )

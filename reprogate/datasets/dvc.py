@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from reprogate.datasets import manifest_digest
 from reprogate.core.documents import DocumentError, load_document
-from reprogate.core.yamlout import FlowMap
 from reprogate.core.errors import CheckFailed, UsageError
+from reprogate.core.yamlout import FlowMap
+from reprogate.datasets import manifest_digest
 
 
 class DvcError(CheckFailed):

@@ -22,6 +22,6 @@ def dvc_directory_md5(folder: Path, jobs: int | None = None) -> tuple[int, int, 
     """(total bytes, number of files, "md5:<hex>") of a folder as DVC 3 hashes it."""
     names = directory_listing(folder)
     digests = hash_files([folder / n for n in names], "md5", jobs)
-    entries = [{"md5": d.checksum.split(":", 1)[1], "relpath": n} for n, d in zip(names, digests)]
+    entries = [{"md5": d.checksum.split(":", 1)[1], "relpath": n} for n, d in zip(names, digests, strict=True)]
     payload = json.dumps(entries, sort_keys=True).encode("utf-8")
     return sum(d.size for d in digests), len(names), "md5:" + hashlib.md5(payload, usedforsecurity=False).hexdigest()

@@ -55,6 +55,7 @@ def is_stream(path: str | Path) -> bool:
 
 # digest ------------------------------------------------------------------------------------------
 
+
 class ManifestDigest:
     """canonical-v1 digest of a manifest whose shards arrive one at a time.
 
@@ -109,6 +110,7 @@ def streamed_digest(fields: dict[str, Any], shards: Iterable[Any]) -> str:
 
 
 # reading JSON Lines --------------------------------------------------------------------------------
+
 
 class ManifestLineError(DocumentError):
     """A line of a JSON Lines manifest that cannot be read: exit 2, with its line number."""
@@ -278,6 +280,7 @@ def digest_of(manifest: dict[str, Any]) -> str:
 
 # writing -----------------------------------------------------------------------------------------
 
+
 @final
 class ManifestWriter:
     """Write a manifest shard by shard, in the form its file name asks for, atomically.
@@ -338,15 +341,15 @@ class ManifestWriter:
         if not names:
             return
         quoted = [f'"{n}"' if n.isascii() and n.isprintable() and '"' not in n and "\\" not in n else json.dumps(n, ensure_ascii=False) for n in names]
-        canonical = ",".join([f'{{"bytes":{s},"checksum":"{c}","name":{q}}}' for q, s, c in zip(quoted, sizes, checksums)])
+        canonical = ",".join([f'{{"bytes":{s},"checksum":"{c}","name":{q}}}' for q, s, c in zip(quoted, sizes, checksums, strict=True)])
         self.digest.add_canonical(canonical.encode("utf-8"))
         if self.form == "jsonl":
-            self._write("".join([f'{{"name": {q}, "bytes": {s}, "checksum": "{c}"}}\n' for q, s, c in zip(quoted, sizes, checksums)]))
+            self._write("".join([f'{{"name": {q}, "bytes": {s}, "checksum": "{c}"}}\n' for q, s, c in zip(quoted, sizes, checksums, strict=True)]))
         elif self.form == "json":
-            lines = ",\n".join([f'    {{"name": {q}, "bytes": {s}, "checksum": "{c}"}}' for q, s, c in zip(quoted, sizes, checksums)])
+            lines = ",\n".join([f'    {{"name": {q}, "bytes": {s}, "checksum": "{c}"}}' for q, s, c in zip(quoted, sizes, checksums, strict=True)])
             self._write(("\n" if self.count == 0 else ",\n") + lines)
         else:
-            items = "".join([flow_item({"name": n, "bytes": s, "checksum": c}) for n, s, c in zip(names, sizes, checksums)])
+            items = "".join([flow_item({"name": n, "bytes": s, "checksum": c}) for n, s, c in zip(names, sizes, checksums, strict=True)])
             self._write(("\n" if self.count == 0 else "") + items)
         self.count += len(names)
         self.bytes += sum(sizes)

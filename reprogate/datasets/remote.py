@@ -9,11 +9,11 @@ off for being large.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from reprogate.core.errors import CheckFailed, InfrastructureError
-from reprogate.core.http import MiB, HttpClient, HttpPolicy, Reply, origin
+from reprogate.core.http import HttpClient, HttpPolicy, MiB, Reply, origin
 from reprogate.datasets.hashing import new_hasher
 
 SLOWEST_RATE = MiB  # bytes per second a shard download may not fall below, on average
@@ -37,7 +37,13 @@ class Remote:
     @property
     def http(self) -> HttpClient:
         if self._http is None:
-            policy = HttpPolicy(connect_timeout=min(self.timeout, 10.0), read_timeout=self.timeout, deadline=max(60.0, self.timeout * (self.retries + 2)), retries=self.retries, backoff=self.backoff)
+            policy = HttpPolicy(
+                connect_timeout=min(self.timeout, 10.0),
+                read_timeout=self.timeout,
+                deadline=max(60.0, self.timeout * (self.retries + 2)),
+                retries=self.retries,
+                backoff=self.backoff,
+            )
             self._http = HttpClient(policy, user_agent="reprogate-dataset-verify")
         return self._http
 

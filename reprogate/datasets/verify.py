@@ -99,7 +99,6 @@ class VerifyOptions:
     max_bytes: int = MANIFEST_MAX_BYTES
 
 
-
 def _entries(data: dict[str, Any]) -> list[Entry]:
     out = []
     for section in ("shards", "files"):
@@ -121,7 +120,6 @@ def resolve_root(manifest_path: Path, data: dict[str, Any], root: str | None) ->
     if is_url(spec):
         raise ValueError(f"namespace {spec} cannot be read by reprogate; pass --root with a local copy or an http(s) mirror")
     return str(spec if root is not None else (manifest_path.resolve().parent / spec))
-
 
 
 class _Source:
@@ -307,7 +305,7 @@ def _check(doc: Document, report: VerifyOutcome, source: _Source, remote: Remote
         if checks.urls:
             with ThreadPoolExecutor(max_workers=max(1, options.jobs or 4)) as pool:
                 results = list(pool.map(lambda e: _remote_digest(e, remote, algorithm, progress), checks.urls))
-            for entry, (kind, message) in zip(checks.urls, results):
+            for entry, (kind, message) in zip(checks.urls, results, strict=True):
                 if kind:
                     report.problem(doc, kind, entry.where, entry.name, message)
     finally:

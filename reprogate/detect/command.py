@@ -24,6 +24,10 @@ def detect_command(repo: Path, base: str | None, head: str, files_from: Path | N
         return CommandResult(stdout=[output.as_json(result).rstrip("\n")])
     done = CommandResult(stdout=output.text(result).rstrip("\n").split("\n"))
     if fmt == "github":
-        done.outputs = {"changed": "true" if result.changes else "false", "layers": ",".join(result.layers), "rebuild-required": "true" if result.rebuild_required else "false"}
+        done.outputs = {
+            "changed": "true" if result.changes else "false",
+            "layers": ",".join(result.layers),
+            "rebuild-required": "true" if result.rebuild_required else "false",
+        }
         done.summary = output.markdown(result)
     return done

@@ -46,7 +46,9 @@ def _entries(v: Versions, which: str) -> dict[str, str] | None:
 
 def diff(v: Versions, ctx: DetectContext) -> list[Change]:
     if is_side_file(v.name):
-        return [Change(LAYER, v.path, "changed", "tokenizer/vocabulary file", detail="content changed" if v.old and v.new else ("added" if v.new else "removed"))]
+        return [
+            Change(LAYER, v.path, "changed", "tokenizer/vocabulary file", detail="content changed" if v.old and v.new else ("added" if v.new else "removed"))
+        ]
     try:
         old, new = _entries(v, "old"), _entries(v, "new")
     except (ValueError, AttributeError, TypeError) as exc:

@@ -86,7 +86,7 @@ def _dockerfile_facts(v: Versions, which: str, ctx: DetectContext) -> dict[str, 
             facts[f"CUDA ({stage.key})"] = found
         elif stage.unresolved:
             facts[f"CUDA ({stage.key})"] = f"unresolved (the image is set by --build-arg {', '.join(stage.unresolved)})"
-        for command, _, scope in stage.runs:
+        for command, _, _scope in stage.runs:
             for words in _commands(_words(command)):
                 for word in words:
                     if match := _APT_CUDA.match(word):

@@ -238,4 +238,3 @@ def diff(v: Versions, ctx: DetectContext) -> list[Change]:
         elif before is not None and after is not None and before.hashes != after.hashes:
             changes.append(Change(LAYER, v.path, "artifacts", name, before.shown, after.shown, "same version, different artifact hashes", group=group))
     return changes
-

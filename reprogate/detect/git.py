@@ -44,7 +44,11 @@ def resolve(repo: Path, ref: str) -> str:
         return _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").decode().strip()
     except DetectError:
         shallow = (repo / ".git" / "shallow").exists()
-        hint = "this is a shallow clone: check out with `fetch-depth: 0`, or `git fetch origin <base>` first" if shallow else f"fetch it first (git fetch origin {ref})"
+        hint = (
+            "this is a shallow clone: check out with `fetch-depth: 0`, or `git fetch origin <base>` first"
+            if shallow
+            else f"fetch it first (git fetch origin {ref})"
+        )
         raise DetectError(f"revision {ref!r} does not exist in {repo}; {hint}") from None
 
 

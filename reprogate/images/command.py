@@ -41,7 +41,6 @@ def resolve_command(refs: list[str], platform: str | None, fmt: str, client: Reg
 def verify_record(record: Path, pull: bool, client: RegistryClient | None = None) -> CommandResult:
     """The record's image and base images still exist; a recorded tag that moved is reported."""
     from reprogate.core.documents import load_document
-
     from reprogate.core.errors import UsageError
 
     data = load_document(record).data
@@ -55,7 +54,11 @@ def verify_record(record: Path, pull: bool, client: RegistryClient | None = None
     lines: list[str] = []
     code = ExitCode.OK
     targets = [(f"{container.get('registry', 'docker.io')}/{container.get('repository')}", container.get("digest"), container.get("tag"))]
-    targets += [(b["ref"].split("@")[0].rsplit(":", 1)[0] if ":" in b["ref"].rsplit("/", 1)[-1] else b["ref"].split("@")[0], b.get("digest"), None) for b in container.get("base_images") or [] if isinstance(b, dict)]
+    targets += [
+        (b["ref"].split("@")[0].rsplit(":", 1)[0] if ":" in b["ref"].rsplit("/", 1)[-1] else b["ref"].split("@")[0], b.get("digest"), None)
+        for b in container.get("base_images") or []
+        if isinstance(b, dict)
+    ]
     for name, digest, tag in targets:
         try:
             ref = parse_reference(name)
@@ -103,7 +106,9 @@ def _pull(container: dict[str, Any]) -> tuple[ExitCode, list[str]]:
         return ExitCode.FAILED, [f"--pull: {repo}@{digest}: {errors[-1]}"]
     image = client.images.get(f"{repo}@{digest}")
     confirmed = any(d.endswith(digest) for d in image.attrs.get("RepoDigests", []))
-    return (ExitCode.OK if confirmed else ExitCode.FAILED), [f"--pull: {repo}@{digest}: {'pulled; RepoDigests confirm the digest' if confirmed else 'pulled, but RepoDigests do not list the digest'}"]
+    return (ExitCode.OK if confirmed else ExitCode.FAILED), [
+        f"--pull: {repo}@{digest}: {'pulled; RepoDigests confirm the digest' if confirmed else 'pulled, but RepoDigests do not list the digest'}"
+    ]
 
 
 _FROM = re.compile(r"^(?P<lead>\s*FROM\s+(?:--\S+\s+)*)(?P<image>\S+)(?P<rest>.*)$", re.IGNORECASE)
@@ -111,10 +116,9 @@ _FROM = re.compile(r"^(?P<lead>\s*FROM\s+(?:--\S+\s+)*)(?P<image>\S+)(?P<rest>.*
 
 def dockerfile_pins(path: Path, write: bool, client: RegistryClient | None = None) -> CommandResult:
     """Each FROM with the digest it resolves to; with write, pin literal references in place."""
-    from reprogate.detect.dockerfile import from_lines
-    from reprogate.core.fileio import atomic_write
-
     from reprogate.core.documents import read_text
+    from reprogate.core.fileio import atomic_write
+    from reprogate.detect.dockerfile import from_lines
 
     text = read_text(path, str(path))  # bounded, UTF-8, never waits on a FIFO; errors name the file
     client = client or RegistryClient()
@@ -139,7 +143,12 @@ def dockerfile_pins(path: Path, write: bool, client: RegistryClient | None = Non
         for line in text.splitlines(keepends=True):
             match = _FROM.match(line)
             if match and match.group("image") in resolved:
-                line = match.group("lead") + resolved[match.group("image")] + match.group("rest") + ("\n" if line.endswith("\n") and not match.group("rest").endswith("\n") else "")
+                line = (
+                    match.group("lead")
+                    + resolved[match.group("image")]
+                    + match.group("rest")
+                    + ("\n" if line.endswith("\n") and not match.group("rest").endswith("\n") else "")
+                )
             elif match and "$" in match.group("image"):
                 lines.append(f"{match.group('image')}: uses ARG variables; not rewritten (pin the ARG default instead)")
             out.append(line)

@@ -29,7 +29,7 @@ from typing import Any
 
 from reprogate.core.diagnostics import ExitCode
 from reprogate.core.errors import CheckFailed, InfrastructureError
-from reprogate.core.http import MiB, HttpClient, HttpPolicy, Reply, require_secure_transport
+from reprogate.core.http import HttpClient, HttpPolicy, MiB, Reply, require_secure_transport
 
 INDEX_TYPES = ("application/vnd.oci.image.index.v1+json", "application/vnd.docker.distribution.manifest.list.v2+json")
 MANIFEST_TYPES = ("application/vnd.oci.image.manifest.v1+json", "application/vnd.docker.distribution.manifest.v2+json")
@@ -116,7 +116,14 @@ class Resolution:
     platforms: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"reference": str(self.reference), "digest": self.digest, "media_type": self.media_type, "platform": self.platform, "platform_digest": self.platform_digest, "platforms": self.platforms}
+        return {
+            "reference": str(self.reference),
+            "digest": self.digest,
+            "media_type": self.media_type,
+            "platform": self.platform,
+            "platform_digest": self.platform_digest,
+            "platforms": self.platforms,
+        }
 
 
 def _docker_config_auth(registry: str) -> tuple[str, str] | None:
@@ -134,8 +141,17 @@ def _docker_config_auth(registry: str) -> tuple[str, str] | None:
 
 
 class RegistryClient:
-    def __init__(self, timeout: float = 10.0, retries: int = 3, backoff: float = 0.5, insecure: set[str] | None = None, credentials: tuple[str, str] | None = None) -> None:
-        policy = HttpPolicy(connect_timeout=min(timeout, 5.0), read_timeout=timeout, deadline=max(30.0, timeout * (retries + 2)), retries=retries, backoff=backoff, max_body=MANIFEST_LIMIT)
+    def __init__(
+        self, timeout: float = 10.0, retries: int = 3, backoff: float = 0.5, insecure: set[str] | None = None, credentials: tuple[str, str] | None = None
+    ) -> None:
+        policy = HttpPolicy(
+            connect_timeout=min(timeout, 5.0),
+            read_timeout=timeout,
+            deadline=max(30.0, timeout * (retries + 2)),
+            retries=retries,
+            backoff=backoff,
+            max_body=MANIFEST_LIMIT,
+        )
         self.http = HttpClient(policy)
         # plain http for loopback registries (and ones named in REPROGATE_INSECURE_REGISTRIES)
         self.insecure = insecure if insecure is not None else set(filter(None, os.environ.get("REPROGATE_INSECURE_REGISTRIES", "").split(",")))
@@ -248,7 +264,9 @@ class RegistryClient:
             entries = [e for e in document.get("manifests") or [] if isinstance(e, dict) and isinstance(e.get("platform", {}), dict)]
             result.platforms = [_platform(e.get("platform", {})) for e in entries if e.get("platform")]
             if platform:
-                chosen = next((e for e in entries if _platform(e.get("platform", {})) == platform or _platform(e.get("platform", {})).startswith(platform + "/")), None)
+                chosen = next(
+                    (e for e in entries if _platform(e.get("platform", {})) == platform or _platform(e.get("platform", {})).startswith(platform + "/")), None
+                )
                 if chosen is None or not isinstance(chosen.get("digest"), str):
                     raise ImageError(f"{ref}: no manifest for platform {platform} (the index has {', '.join(result.platforms) or 'none'})")
                 _, _, platform_digest = self.manifest(ref, chosen["digest"])

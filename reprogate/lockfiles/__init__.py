@@ -66,5 +66,3 @@ def parse_file(path: str | Path, text: str | None = None) -> list[Locked]:
     if module is None:
         raise LockFileError(f"{path}: not a known lock or requirements file")
     return module.parse(Path(path).read_text(encoding="utf-8") if text is None else text)
-
-

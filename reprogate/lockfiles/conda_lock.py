@@ -15,5 +15,13 @@ def parse(text: str) -> list[Locked]:
         hashes = frozenset(f"{k}:{v}" for k, v in (package.get("hash") or {}).items())
         group = package.get("category", "main")
         platform = package.get("platform", "")
-        found.append(Locked(normalize(str(package["name"])), str(package.get("version")), hashes, "" if group == "main" else group, f"{package.get('manager', 'conda')}@{platform}" if platform else package.get("manager", "conda")))
+        found.append(
+            Locked(
+                normalize(str(package["name"])),
+                str(package.get("version")),
+                hashes,
+                "" if group == "main" else group,
+                f"{package.get('manager', 'conda')}@{platform}" if platform else package.get("manager", "conda"),
+            )
+        )
     return found

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from reprogate.lockfiles.base import Locked, normalize
 from reprogate.lockfiles._toml import load
+from reprogate.lockfiles.base import Locked, normalize
 
 FORMAT = "poetry"
 PATTERNS = ["poetry.lock"]

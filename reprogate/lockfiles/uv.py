@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from reprogate.lockfiles.base import Locked, normalize
 from reprogate.lockfiles._toml import load
+from reprogate.lockfiles.base import Locked, normalize
 
 FORMAT = "uv"
 PATTERNS = ["uv.lock"]

@@ -8,7 +8,7 @@ workflow command; in every format control and bidirectional characters are shown
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from reprogate.core.redact import redact
 from reprogate.output import workflow

@@ -25,7 +25,7 @@ def format_line(d: Diagnostic) -> str:
     return head + (f"\n    hint: {d.hint}" if d.hint else "")
 
 
-def _summary(report: "Validation") -> str:
+def _summary(report: Validation) -> str:
     checked = report.checked
     invalid = sum(1 for f in checked if f.status)
     errors = sum(len(f.errors) for f in report.files) + sum(1 for p in report.problems if p.severity is Severity.ERROR)
@@ -43,11 +43,11 @@ def _summary(report: "Validation") -> str:
     return ", ".join(parts) + f" ({errors} error(s), {warnings} warning(s))"
 
 
-def all_findings(report: "Validation") -> list[Diagnostic]:
+def all_findings(report: Validation) -> list[Diagnostic]:
     return [*report.problems, *(d for f in report.files for d in f.diagnostics)]
 
 
-def render_text(report: "Validation", verbose: bool = False) -> CommandResult:
+def render_text(report: Validation, verbose: bool = False) -> CommandResult:
     out = [format_line(d) for d in all_findings(report)]
     if verbose:
         for f in report.files:
@@ -61,7 +61,7 @@ def render_text(report: "Validation", verbose: bool = False) -> CommandResult:
     return CommandResult(report.exit_code, out)
 
 
-def render_json(report: "Validation", verbose: bool = False) -> CommandResult:
+def render_json(report: Validation, verbose: bool = False) -> CommandResult:
     payload = {
         "version": 1,
         "valid": report.exit_code == 0,
@@ -83,7 +83,7 @@ def render_json(report: "Validation", verbose: bool = False) -> CommandResult:
     return CommandResult(report.exit_code, [json.dumps(payload, indent=2)])
 
 
-def render_github(report: "Validation", verbose: bool = False) -> CommandResult:
+def render_github(report: Validation, verbose: bool = False) -> CommandResult:
     findings = all_findings(report)
     return CommandResult(
         report.exit_code,
@@ -136,7 +136,7 @@ def summary_markdown(title: str, ok: bool, summary: str, findings: list[Diagnost
 RENDERERS = {"text": render_text, "json": render_json, "github": render_github}
 
 
-def render_verify(report: "VerifyOutcome", fmt: str) -> CommandResult:
+def render_verify(report: VerifyOutcome, fmt: str) -> CommandResult:
     """Findings of `dataset verify`, grouped by kind so each list reads on its own."""
     ordered = sorted(report.findings, key=lambda d: (d.code, d.location.line))
     if fmt == "json":

@@ -20,7 +20,7 @@ class CommandResult:
     outputs: dict[str, str] = field(default_factory=dict)  # step outputs ($GITHUB_OUTPUT), github format only
     summary: str = ""  # Markdown for the job's step summary, github format only
 
-    def worst(self, code: ExitCode) -> "CommandResult":
+    def worst(self, code: ExitCode) -> CommandResult:
         """Raise the exit code to `code` if that is worse (2 beats 3 beats 1 beats 0: a usage
         error makes every other answer meaningless, an unreachable service makes a failure unsure)."""
         self.code = worst(self.code, code)

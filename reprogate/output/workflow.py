@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from typing import Iterable
+from collections.abc import Iterable
 
 ANNOTATIONS_PER_LEVEL = 10
 SUMMARY_LIMIT = 1024 * 1024
@@ -130,7 +130,7 @@ def append_summary(markdown: str) -> bool:
         return False
     data = markdown.encode("utf-8")
     if len(data) > SUMMARY_LIMIT - 1024:
-        note = "\n\n_(summary cut to fit GitHub's 1 MiB step-summary limit)_\n".encode()
+        note = b"\n\n_(summary cut to fit GitHub's 1 MiB step-summary limit)_\n"
         data = data[: SUMMARY_LIMIT - 1024 - len(note)].decode("utf-8", "ignore").encode() + note
     _append(target, data)
     return True

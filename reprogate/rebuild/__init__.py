@@ -52,12 +52,18 @@ def check_before_running(doc: Document, record: Path, options: RebuildOptions) -
     findings = [d for d in validate_document(doc, "RunRecord", Options(addressed_files=False), {}, record) if d.severity.value == "error"]
     if findings:
         first = findings[0]
-        raise RebuildUsageError(f"the record is not valid ({first.path}:{first.location.line}:{first.location.col} {first.field} {first.message})", hint=f"run `reprogate validate {record}`")
+        raise RebuildUsageError(
+            f"the record is not valid ({first.path}:{first.location.line}:{first.location.col} {first.field} {first.message})",
+            hint=f"run `reprogate validate {record}`",
+        )
     if options.environment not in ENVIRONMENTS:
         raise RebuildUsageError(f"--environment must be one of {', '.join(ENVIRONMENTS)}")
     metric = (data.get("contract") or {}).get("metric")
     if options.seeds > 1 and not (isinstance(metric, dict) and metric.get("margin") is not None):
-        raise RebuildUsageError(f"--seeds {options.seeds} compares the metric with a Welch TOST, which needs contract.metric.margin; the record declares none", hint="declare the equivalence margin in the record (before the drill), or rebuild one seed against the predeclared interval")
+        raise RebuildUsageError(
+            f"--seeds {options.seeds} compares the metric with a Welch TOST, which needs contract.metric.margin; the record declares none",
+            hint="declare the equivalence margin in the record (before the drill), or rebuild one seed against the predeclared interval",
+        )
     seeds = data.get("seeds") or {}
     available = {s for s in [seeds.get("global"), *(seeds.get("evaluation") or [])] if isinstance(s, int)}
     if options.seeds > max(1, len(available)):
@@ -143,9 +149,21 @@ def _verdict(ctx: RebuildContext, results: list[StageResult], failed: StageResul
         "infrastructure": bool(failed and failed.exit_code == ExitCode.INFRA),
         "exit_code": int(failed.exit_code) if failed else 0,
         "record": {"path": display_path(ctx.record_path), "name": ctx.section("metadata", "name"), "digest": record_digest(ctx.data), "level": ctx.level},
-        "stages": [{"name": r.name, "status": r.status, "seconds": round(r.seconds, 3), "detail": redact(r.detail), **({"log_tail": redact(r.log_tail)} if r.log_tail else {})} for r in results],
+        "stages": [
+            {
+                "name": r.name,
+                "status": r.status,
+                "seconds": round(r.seconds, 3),
+                "detail": redact(r.detail),
+                **({"log_tail": redact(r.log_tail)} if r.log_tail else {}),
+            }
+            for r in results
+        ],
         "environment": _environment(ctx),
-        "seeds": {"rebuilt": [r.seed for r in ctx.runs], "reference": [v["seed"] for v in ctx.section("reference", "metric", "values") or [] if isinstance(v, dict)]},
+        "seeds": {
+            "rebuilt": [r.seed for r in ctx.runs],
+            "reference": [v["seed"] for v in ctx.section("reference", "metric", "values") or [] if isinstance(v, dict)],
+        },
         "tests": ctx.tests,
         "curves": {"reference": loss_curve(ctx.reference_events), "rebuilt": loss_curve(ctx.runs[0].events) if ctx.runs else []},
         "started_at": started_at,

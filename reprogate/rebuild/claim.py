@@ -28,21 +28,33 @@ def claim(ctx: RebuildContext, verdict: dict[str, Any]) -> dict[str, Any]:
         elif test["test"] == "step tolerance":
             compared.append(f"{'/'.join(test['quantities'])} within {test['abs']:g} + {test['rel']:g}*|ref| at {test['compared']} (step, rank) points")
         elif test["test"].startswith("t prediction"):
-            compared.append(f"{test['metric']} against its predeclared {100 - test['alpha'] * 100:g}% prediction interval [{test['interval'][0]:.6g}, {test['interval'][1]:.6g}] (t-based, n={test['n']} reference seeds, m=1)")
+            compared.append(
+                f"{test['metric']} against its predeclared {100 - test['alpha'] * 100:g}% prediction interval "
+                f"[{test['interval'][0]:.6g}, {test['interval'][1]:.6g}] (t-based, n={test['n']} reference seeds, m=1)"
+            )
         elif test["test"].startswith("Welch"):
             compared.append(f"{test['metric']} by Welch TOST within ±{test['margin']:g} (α={test['alpha']:g}, n={test['n']}, m={test['m']})")
     kernels = f", torch CPU kernels {facts['cpu_capability']}, MKL_CBWR {facts.get('mkl_cbwr', '?')}" if facts.get("cpu_capability") else ""
-    machine = f"{', '.join(facts.get('gpu_models') or []) or 'CPU'} ({facts.get('machine', '?')}{kernels}), {facts.get('os', 'unknown OS')}, torch {facts.get('torch', '?')}, {facts.get('world_size', ctx.world_size)} rank(s) over {facts.get('backend', '?')}"
+    gpus = ", ".join(facts.get("gpu_models") or []) or "CPU"
+    machine = (
+        f"{gpus} ({facts.get('machine', '?')}{kernels}), {facts.get('os', 'unknown OS')}, torch {facts.get('torch', '?')}, "
+        f"{facts.get('world_size', ctx.world_size)} rank(s) over {facts.get('backend', '?')}"
+    )
     replayed = verdict["verdict"] == "pass"
     limits = []
     environment = _environment(ctx)
     if ctx.choice is not None and ctx.choice.name == "current":
-        limits.append("the environment was not rebuilt: the record asks to run in the Python environment reprogate is installed in (job.environment.realizer: current), so a lock-file or image change is not exercised")
+        limits.append(
+            "the environment was not rebuilt: the record asks to run in the Python environment reprogate is installed in "
+            "(job.environment.realizer: current), so a lock-file or image change is not exercised"
+        )
     topo = _topology(ctx)
     if topo is not None:
         machine += f"; ranks on {topo.words()}, started by {facts.get('launcher', '?')}"
         if topo.changes:
-            limits.append(f"topology changed against the reference: {', '.join(topo.changes)}" + (f" ({'; '.join(topo.remapped[:3])})" if topo.remapped else ""))
+            limits.append(
+                f"topology changed against the reference: {', '.join(topo.changes)}" + (f" ({'; '.join(topo.remapped[:3])})" if topo.remapped else "")
+            )
     container = ctx.section("container")
     if isinstance(container, dict) and container.get("used") is False:
         limits.append(f"no container: {container.get('reason', 'none declared')}")
@@ -55,11 +67,22 @@ def claim(ctx: RebuildContext, verdict: dict[str, Any]) -> dict[str, Any]:
     if last:
         limits.append(f"steps after {last} were not compared")
     envelope = ctx.section("contract", "envelope") or {}
-    limits.append(f"hardware and software outside the envelope (GPUs {envelope.get('gpu_models') or 'none: CPU only'}, framework {envelope.get('framework', {}).get('name', '?')} {envelope.get('framework', {}).get('release', '')}, world sizes {envelope.get('world_sizes') or [ctx.section('execution', 'world_size')]})")
+    framework = envelope.get("framework", {})
+    limits.append(
+        f"hardware and software outside the envelope (GPUs {envelope.get('gpu_models') or 'none: CPU only'}, "
+        f"framework {framework.get('name', '?')} {framework.get('release', '')}, "
+        f"world sizes {envelope.get('world_sizes') or [ctx.section('execution', 'world_size')]})"
+    )
     if replayed:
-        text = f"{name} was replayed from an empty worker in {environment}, on {machine}, inside its contract's envelope. Seeds rebuilt: {verdict['seeds']['rebuilt']}. Compared: {'; '.join(compared) or 'the run started and reached its steps'}."
+        text = (
+            f"{name} was replayed from an empty worker in {environment}, on {machine}, inside its contract's envelope. "
+            f"Seeds rebuilt: {verdict['seeds']['rebuilt']}. Compared: {'; '.join(compared) or 'the run started and reached its steps'}."
+        )
     else:
-        text = f"{name} was NOT reproduced: the first difference is at the {verdict['diagnosis']} stage ({_detail(verdict)}). Rebuilt in {environment}, on {machine}."
+        text = (
+            f"{name} was NOT reproduced: the first difference is at the {verdict['diagnosis']} stage ({_detail(verdict)}). "
+            f"Rebuilt in {environment}, on {machine}."
+        )
     found = {"replayed": replayed, "text": text, "compared": compared, "not_covered": limits}
     if topo is not None:
         found["placement"] = topo.as_dict()
@@ -81,7 +104,15 @@ def _environment(ctx: RebuildContext) -> str:
     kind = ctx.choice.name if ctx.choice is not None else "no realized environment"
     if kind == "container":
         image = str(facts.get("image_id", "?"))[:19]
-        source = f"built from {facts['built_from']}" if facts.get("built_from") else (f"pinned digest {facts['digest_verified_by_engine']} confirmed by the engine" if facts.get("digest_verified_by_engine") else str(facts.get("image_source", "")))
+        source = (
+            f"built from {facts['built_from']}"
+            if facts.get("built_from")
+            else (
+                f"pinned digest {facts['digest_verified_by_engine']} confirmed by the engine"
+                if facts.get("digest_verified_by_engine")
+                else str(facts.get("image_source", ""))
+            )
+        )
         return f"the {which} environment: image {image} ({source})"
     if kind == "venv":
         return f"the {which} environment: a venv from {facts.get('lock_file')} ({facts.get('lock_digest', '?')})"

@@ -17,7 +17,10 @@ from reprogate.output.result import CommandResult
 
 
 def text_summary(verdict: dict[str, Any]) -> list[str]:
-    lines = [f"rebuild of {verdict['record']['path']} ({verdict['record']['level']} contract): {verdict['verdict'].upper()}" + (f", diagnosis: {verdict['diagnosis']}" if verdict["diagnosis"] else "")]
+    lines = [
+        f"rebuild of {verdict['record']['path']} ({verdict['record']['level']} contract): {verdict['verdict'].upper()}"
+        + (f", diagnosis: {verdict['diagnosis']}" if verdict["diagnosis"] else "")
+    ]
     for stage in verdict["stages"]:
         lines.append(f"  {stage['name']:<12} {stage['status']:<8} {stage['seconds']:6.1f} s  {stage['detail']}")
     tail = next((s.get("log_tail") for s in verdict["stages"] if s.get("log_tail")), None)
@@ -48,13 +51,17 @@ def rebuild_command(record: Path, options: Any, output_dir: Path, fmt: str) -> C
     if options.dry_run:
         return dry_run_command(record, options, output_dir)
     verdict, ctx = run_rebuild(record, options)
-    record_text = dump_yaml(ctx.rebuild_record, f"Run record of a rebuild of {verdict['record']['path']} (reprogate rebuild); its verdict is verdict.json beside it")
+    record_text = dump_yaml(
+        ctx.rebuild_record, f"Run record of a rebuild of {verdict['record']['path']} (reprogate rebuild); its verdict is verdict.json beside it"
+    )
     atomic_write(output_dir / "rebuild-record.yaml", record_text)
     verdict["rebuild_record"] = {"path": str(output_dir / "rebuild-record.yaml"), "checksum": "sha256:" + hashlib.sha256(record_text.encode()).hexdigest()}
     report = markdown(verdict)
     atomic_write(output_dir / "verdict.json", json.dumps(verdict, indent=2) + "\n")
     atomic_write(output_dir / "report.md", report)
-    result = CommandResult(exit_code(verdict), stderr=[f"wrote {output_dir / 'verdict.json'}, {output_dir / 'report.md'} and {output_dir / 'rebuild-record.yaml'}"])
+    result = CommandResult(
+        exit_code(verdict), stderr=[f"wrote {output_dir / 'verdict.json'}, {output_dir / 'report.md'} and {output_dir / 'rebuild-record.yaml'}"]
+    )
     if fmt == "json":
         result.stdout = [json.dumps(verdict, indent=2)]
         return result
@@ -62,7 +69,10 @@ def rebuild_command(record: Path, options: Any, output_dir: Path, fmt: str) -> C
     if fmt == "github":
         failed = next((s for s in verdict["stages"] if s["status"] == "fail"), None)
         if failed:
-            result.stdout.insert(0, workflow.annotation("error", f"{failed['name']}: {failed['detail']}", verdict["record"]["path"], title=f"reprogate rebuild: {failed['name']}"))
+            result.stdout.insert(
+                0,
+                workflow.annotation("error", f"{failed['name']}: {failed['detail']}", verdict["record"]["path"], title=f"reprogate rebuild: {failed['name']}"),
+            )
         result.summary = report
         result.outputs = {"verdict": verdict["verdict"], "diagnosis": verdict["diagnosis"] or "", "report-path": str(output_dir / "report.md")}
     return result
@@ -80,13 +90,20 @@ def dry_run_command(record: Path, options: Any, output_dir: Path) -> CommandResu
     doc = load_document(record)
     check_before_running(doc, record, options)
     if launchers.choose(doc.data, options.launcher).name != kubernetes.NAME:
-        raise UsageError("--dry-run writes the Kubernetes manifests of a rebuild (--launcher kubernetes)",
-                         hint="the slurm launcher leaves the job.sh and rank.sh it submits in the work folder's runs/*/logs (keep them with --workdir)")
+        raise UsageError(
+            "--dry-run writes the Kubernetes manifests of a rebuild (--launcher kubernetes)",
+            hint="the slurm launcher leaves the job.sh and rank.sh it submits in the work folder's runs/*/logs (keep them with --workdir)",
+        )
     workdir = (options.workdir or Path("/reprogate/work")).absolute()
     documents = kubernetes.rendered(doc.data, options.image, workdir, options.world_size, time_limit(options), options.preflight_timeout)
     target = output_dir / "kubernetes.yaml"
-    atomic_write(target, "# reprogate rebuild --dry-run: a headless Service and an indexed Job; the work folder is the claim mounted at " + str(workdir) + "\n"
-                 + yaml.safe_dump_all(documents, sort_keys=False))
+    atomic_write(
+        target,
+        "# reprogate rebuild --dry-run: a headless Service and an indexed Job; the work folder is the claim mounted at "
+        + str(workdir)
+        + "\n"
+        + yaml.safe_dump_all(documents, sort_keys=False),
+    )
     kinds = ", ".join(f"{d['kind']} {d['metadata']['name']}" for d in documents)
     return CommandResult(ExitCode.OK, [f"wrote {target}: {kinds} (not submitted)"])
 
@@ -95,7 +112,10 @@ def interval_command(record: Path, alpha: float | None) -> CommandResult:
     from reprogate.rebuild.interval import store
 
     stored = store(record, alpha)
-    line = f"{record}: {100 - stored['alpha'] * 100:g}% prediction interval [{stored['low']:.6g}, {stored['high']:.6g}] from n={stored['n']} seeds (mean {stored['mean']:.6g}, sd {stored['sd']:.3g})"
+    line = (
+        f"{record}: {100 - stored['alpha'] * 100:g}% prediction interval [{stored['low']:.6g}, "
+        f"{stored['high']:.6g}] from n={stored['n']} seeds (mean {stored['mean']:.6g}, sd {stored['sd']:.3g})"
+    )
     return CommandResult(ExitCode.OK, [line])
 
 
@@ -131,6 +151,7 @@ def _read_traces(paths: list[Path]) -> list[dict[str, Any]]:
             if not isinstance(event, dict):
                 raise UsageError(f"{where}: a trace line is a JSON object, not a {type(event).__name__}")
             events.append(event)
+
     def order(e: dict[str, Any]) -> tuple[str, int, int, str]:
         step, rank = e.get("step", -1), e.get("rank", 0)
         return str(e.get("type", "")), step if isinstance(step, int) else -1, rank if isinstance(rank, int) else 0, str(e.get("name", ""))
@@ -138,7 +159,9 @@ def _read_traces(paths: list[Path]) -> list[dict[str, Any]]:
     return sorted(events, key=order)
 
 
-def compare_command(reference: Path, rebuilt: list[Path], tolerance: tuple[float, float] | None, tensors: list[str], first: int, last: int | None) -> CommandResult:
+def compare_command(
+    reference: Path, rebuilt: list[Path], tolerance: tuple[float, float] | None, tensors: list[str], first: int, last: int | None
+) -> CommandResult:
     from reprogate.rebuild import compare
 
     try:

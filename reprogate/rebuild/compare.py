@@ -6,8 +6,9 @@ Events are keyed by (step, rank), so multi-rank traces compare rank by rank.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from reprogate.rebuild.stats import StepComparison, compare_steps
 
@@ -23,11 +24,7 @@ class Outcome:
 
 def step_events(events: Iterable[dict[str, Any]], first: int, last: int | None) -> dict[Key, dict[str, Any]]:
     """Step events with first <= step <= last (last None: no upper bound)."""
-    return {
-        (e["step"], e.get("rank", 0)): e
-        for e in events
-        if e.get("type") == "step" and e["step"] >= first and (last is None or e["step"] <= last)
-    }
+    return {(e["step"], e.get("rank", 0)): e for e in events if e.get("type") == "step" and e["step"] >= first and (last is None or e["step"] <= last)}
 
 
 def metrics(events: Iterable[dict[str, Any]]) -> dict[str, float]:
@@ -95,7 +92,11 @@ def compare_tensors(reference: dict[Key, dict[str, Any]], rebuilt: dict[Key, dic
                     why = other_algorithms(expected, got)
                     return Outcome("fail", f"step {step}, rank {rank}: {name}: {why}", {"first_step": step, "rank": rank, "tensor": name})
                 what = "is missing from the rebuild" if got is None else "differs"
-                return Outcome("fail", f"step {step}, rank {rank}: {name} {what} ({digest_algorithm(expected)} over dtype, shape, bytes)", {"first_step": step, "rank": rank, "tensor": name})
+                return Outcome(
+                    "fail",
+                    f"step {step}, rank {rank}: {name} {what} ({digest_algorithm(expected)} over dtype, shape, bytes)",
+                    {"first_step": step, "rank": rank, "tensor": name},
+                )
     if not compared:
         return Outcome("fail", f"the reference trace has no digest of {', '.join(names)}: a bitwise contract cannot be checked")
     return Outcome("pass", f"{compared} tensor digest(s) equal ({', '.join(names)})", {"compared": compared})
@@ -112,7 +113,9 @@ def first_loss_difference(reference: dict[Key, dict[str, Any]], rebuilt: dict[Ke
     return None
 
 
-def compare_values(reference: dict[Key, dict[str, Any]], rebuilt: dict[Key, dict[str, Any]], quantities: list[str], abs_tol: float, rel_tol: float) -> tuple[Outcome, StepComparison]:
+def compare_values(
+    reference: dict[Key, dict[str, Any]], rebuilt: dict[Key, dict[str, Any]], quantities: list[str], abs_tol: float, rel_tol: float
+) -> tuple[Outcome, StepComparison]:
     ref = {k: {q: float(e[q]) for q in quantities if q in e} for k, e in reference.items()}
     new = {k: {q: float(e[q]) for q in quantities if q in e} for k, e in rebuilt.items()}
     result = compare_steps(ref, new, quantities, abs_tol, rel_tol)  # type: ignore[arg-type]
@@ -121,6 +124,13 @@ def compare_values(reference: dict[Key, dict[str, Any]], rebuilt: dict[Key, dict
     if result.compared == 0:
         return Outcome("fail", "the reference trace has no steps in the compared range"), result
     if result.passed:
-        return Outcome("pass", f"{'/'.join(quantities)} {rule} at {result.compared} (step, rank) points; max deviation {result.max_deviation:.3g}", result.as_dict()), result
+        return Outcome(
+            "pass", f"{'/'.join(quantities)} {rule} at {result.compared} (step, rank) points; max deviation {result.max_deviation:.3g}", result.as_dict()
+        ), result
     step, rank = result.first_outside  # type: ignore[misc]
-    return Outcome("fail", f"step {step}, rank {rank}: {result.quantity} outside {rule} (max deviation {result.max_deviation:.3g} at step {result.max_deviation_step[0] if result.max_deviation_step else '?'})", {**result.as_dict(), "first_step": step, "rank": rank}), result
+    return Outcome(
+        "fail",
+        f"step {step}, rank {rank}: {result.quantity} outside {rule} (max deviation {result.max_deviation:.3g} "
+        f"at step {result.max_deviation_step[0] if result.max_deviation_step else '?'})",
+        {**result.as_dict(), "first_step": step, "rank": rank},
+    ), result

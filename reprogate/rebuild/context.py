@@ -82,12 +82,12 @@ class RebuildContext:
     fetched: list[str] = field(default_factory=list)  # artifacts
     reference_events: list[dict[str, Any]] = field(default_factory=list)  # artifacts
     runtime: Path | None = None  # artifacts: the injected reprogate runtime
-    choice: "Choice | None" = None  # digest: which realizer, and why
-    realized: "Realized | None" = None  # digest
+    choice: Choice | None = None  # digest: which realizer, and why
+    realized: Realized | None = None  # digest
     probe: dict[str, Any] = field(default_factory=dict)  # digest: facts told from inside
-    launcher: "Launcher | None" = None  # preflight
-    shape: "Shape | None" = None  # preflight
-    hosts: "RankHosts | None" = None  # preflight: rank hosts waiting for their orders
+    launcher: Launcher | None = None  # preflight
+    shape: Shape | None = None  # preflight
+    hosts: RankHosts | None = None  # preflight: rank hosts waiting for their orders
     facts: dict[str, Any] = field(default_factory=dict)  # the rebuild machine, for the envelope and claim
     runs: list[SeedRun] = field(default_factory=list)  # run
     tests: list[dict[str, Any]] = field(default_factory=list)  # steps, metric: statistical tests, stated fully

@@ -63,7 +63,9 @@ def _packages(recorded: Any, inside: Any) -> list[dict[str, Any]]:
     rows = []
     for name in sorted(recorded):
         if recorded[name] != inside.get(name):
-            rows.append({"what": f"package {name}", "reference": _text(recorded[name]), "rebuilt": _text(inside.get(name)).replace(UNKNOWN, "absent"), "same": False})
+            rows.append(
+                {"what": f"package {name}", "reference": _text(recorded[name]), "rebuilt": _text(inside.get(name)).replace(UNKNOWN, "absent"), "same": False}
+            )
     if len(rows) > MAX_PACKAGES:
         rest = len(rows) - MAX_PACKAGES
         rows = rows[:MAX_PACKAGES] + [{"what": f"{rest} more package(s) differ", "reference": "…", "rebuilt": "…", "same": False}]
@@ -78,7 +80,11 @@ def side_by_side(record: dict[str, Any], env: dict[str, Any], packages: dict[str
     """Rows of {what, reference, rebuilt, same} for the verdict and the report."""
     inside = env.get("inside") or {}
     rows = [
-        ("environment", f"the one the record pins (realizer {_get(record, 'job', 'environment', 'realizer') or 'chosen from the record'})", f"{env.get('requested', '?')} environment, realized by {env.get('realizer', '?')}"),
+        (
+            "environment",
+            f"the one the record pins (realizer {_get(record, 'job', 'environment', 'realizer') or 'chosen from the record'})",
+            f"{env.get('requested', '?')} environment, realized by {env.get('realizer', '?')}",
+        ),
         ("image", _image(record), _rebuilt_image(env)),
         ("lock file", _locks(record), f"{env['lock_file']} {str(env.get('lock_digest', ''))[:19]}" if env.get("lock_file") else "none installed"),
         ("Python", _get(record, "software", "python"), inside.get("python") or env.get("python")),

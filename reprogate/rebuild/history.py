@@ -10,8 +10,9 @@ most LIMIT commits are read, and a shallow clone simply finds nothing.
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 LIMIT = 200
 

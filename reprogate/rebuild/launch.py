@@ -13,9 +13,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from reprogate.core.processes import end_all
 
@@ -63,9 +63,15 @@ def launch(argv: Sequence[str], cwd: Path, world_size: int, trace_dir: Path, log
         for rank in range(world_size):
             rank_env = {
                 **base,
-                "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world_size), "LOCAL_WORLD_SIZE": str(world_size),
-                "GROUP_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-                "REPROGATE_TRACE_DIR": str(trace_dir), "REPROGATE_SEED": str(seed),
+                "RANK": str(rank),
+                "LOCAL_RANK": str(rank),
+                "WORLD_SIZE": str(world_size),
+                "LOCAL_WORLD_SIZE": str(world_size),
+                "GROUP_RANK": "0",
+                "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": str(port),
+                "REPROGATE_TRACE_DIR": str(trace_dir),
+                "REPROGATE_SEED": str(seed),
             }
             logs[rank] = log_dir / f"rank{rank}.log"
             with open(logs[rank], "wb") as log:

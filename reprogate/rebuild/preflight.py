@@ -88,7 +88,13 @@ class PreflightOutcome:
             "seconds": round(self.seconds, 3),
             "tool": f"reprogate {__version__}",
             "stages": [
-                {"name": s.name, "status": s.status, "seconds": round(s.seconds, 3), "detail": s.detail, "ranks": {str(r): v for r, v in sorted(s.ranks.items())}}
+                {
+                    "name": s.name,
+                    "status": s.status,
+                    "seconds": round(s.seconds, 3),
+                    "detail": s.detail,
+                    "ranks": {str(r): v for r, v in sorted(s.ranks.items())},
+                }
                 for s in self.stages
             ],
         }
@@ -150,7 +156,11 @@ def check_devices(record: Path | None) -> tuple[Stage, int]:
     if absent:
         stage.status, stage.detail = "fail", f"{len(absent)} GPU(s) of the record are not on this machine: {', '.join(absent[:4])}"
     elif not assigned:
-        stage.status, stage.detail = ("fail", f"the record expects {len(expected)} GPU(s); none assigned") if expected else ("no-gpu", "no GPU assigned; stages run on the CPU with gloo")
+        stage.status, stage.detail = (
+            ("fail", f"the record expects {len(expected)} GPU(s); none assigned")
+            if expected
+            else ("no-gpu", "no GPU assigned; stages run on the CPU with gloo")
+        )
     else:
         stage.status, stage.detail = "pass", f"{len(assigned)} GPU(s) visible: {', '.join(assigned)}"
     return stage, len(assigned)
@@ -181,7 +191,14 @@ def run_preflight(options: PreflightOptions) -> PreflightOutcome:
         ranks = {}
         for rank in range(report.world_size):
             env = dict(os.environ)
-            env.update(RANK=str(rank), WORLD_SIZE=str(report.world_size), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(report.world_size), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+            env.update(
+                RANK=str(rank),
+                WORLD_SIZE=str(report.world_size),
+                LOCAL_RANK=str(rank),
+                LOCAL_WORLD_SIZE=str(report.world_size),
+                MASTER_ADDR="127.0.0.1",
+                MASTER_PORT=str(port),
+            )
             env.setdefault("OMP_NUM_THREADS", "1")
             ranks[rank] = env
     _run_ranks(report, ranks, options)
@@ -204,7 +221,9 @@ def _run_ranks(report: PreflightOutcome, ranks: dict[int, dict[str, str]], optio
         for rank, env in ranks.items():
             env = {**env, "REPROGATE_PREFLIGHT_BACKEND": report.backend, "REPROGATE_PREFLIGHT_TIMEOUT": str(options.timeout)}
             try:
-                procs[rank] = subprocess.Popen([options.python, "-m", "reprogate.runtime.preflight_rank"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                procs[rank] = subprocess.Popen(
+                    [options.python, "-m", "reprogate.runtime.preflight_rank"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+                )
             except OSError as exc:
                 report.could_not_start = f"cannot start rank {rank}: {exc}"
                 return
@@ -219,7 +238,14 @@ def _run_ranks(report: PreflightOutcome, ranks: dict[int, dict[str, str]], optio
             if overdue:
                 rank, name = overdue[0]
                 report.stage("framework-op" if name == "startup" else name).seconds = now - began.get(rank, now)
-                _fail(report, name, rank, f"rank {rank} did not finish {name} within {options.timeout:g} s" if name != "startup" else f"rank {rank} did not start within {STARTUP_GRACE + options.timeout:g} s")
+                _fail(
+                    report,
+                    name,
+                    rank,
+                    f"rank {rank} did not finish {name} within {options.timeout:g} s"
+                    if name != "startup"
+                    else f"rank {rank} did not start within {STARTUP_GRACE + options.timeout:g} s",
+                )
                 return
             wait = max(0.0, min(d for r, (_, d) in current.items() if r in running) - now)
             for key, _ in selector.select(timeout=min(wait, 0.5)):
@@ -232,7 +258,12 @@ def _run_ranks(report: PreflightOutcome, ranks: dict[int, dict[str, str]], optio
                     name = current[rank][0]
                     if code != 0 and report.failed_stage is None and not report.could_not_start:
                         tail = (procs[rank].stderr.read() if procs[rank].stderr else b"").decode(errors="replace").strip().splitlines()[-3:]
-                        _fail(report, name if name != "startup" else "framework-op", rank, f"rank {rank} exited with code {code} during {name}: {' | '.join(tail)}"[:500])
+                        _fail(
+                            report,
+                            name if name != "startup" else "framework-op",
+                            rank,
+                            f"rank {rank} exited with code {code} during {name}: {' | '.join(tail)}"[:500],
+                        )
                     if report.failed_stage or report.could_not_start:
                         return
                     continue

@@ -17,9 +17,10 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from reprogate.core.fileio import atomic_write
 from reprogate.core.redact import redact
@@ -93,7 +94,18 @@ class Finished:
 class RankHosts:
     """Rank hosts for one seed: started through a launcher, driven through the control folder."""
 
-    def __init__(self, launcher: Launcher, realized: Realized, shape: Shape, env: Mapping[str, str], folder: Path, cwd: Path, preflight: bool, backend: str, stage_timeout: float) -> None:
+    def __init__(
+        self,
+        launcher: Launcher,
+        realized: Realized,
+        shape: Shape,
+        env: Mapping[str, str],
+        folder: Path,
+        cwd: Path,
+        preflight: bool,
+        backend: str,
+        stage_timeout: float,
+    ) -> None:
         self.launcher, self.realized, self.shape = launcher, realized, shape
         self.control = folder / "control"
         self.logs = folder / "logs"
@@ -230,12 +242,26 @@ class RankHosts:
             failed = [r for r, c in codes.items() if c not in (None, 0)]
             if failed:
                 rank = failed[0]
-                return Finished(False, time.monotonic() - began, codes, f"rank {rank} on {self.where(rank)} {self.group.describe(rank, codes[rank])}", rank, self.log_tail(rank))
+                return Finished(
+                    False,
+                    time.monotonic() - began,
+                    codes,
+                    f"rank {rank} on {self.where(rank)} {self.group.describe(rank, codes[rank])}",
+                    rank,
+                    self.log_tail(rank),
+                )
             if all(c == 0 for c in codes.values()):
                 return Finished(True, time.monotonic() - began, codes)
             if time.monotonic() - began > timeout:
                 running = [r for r, c in codes.items() if c is None]
-                return Finished(False, time.monotonic() - began, codes, f"the run did not finish within {timeout:g} s (rank {running[0]} on {self.where(running[0])} still running)", running[0], self.log_tail(running[0]))
+                return Finished(
+                    False,
+                    time.monotonic() - began,
+                    codes,
+                    f"the run did not finish within {timeout:g} s (rank {running[0]} on {self.where(running[0])} still running)",
+                    running[0],
+                    self.log_tail(running[0]),
+                )
             time.sleep(POLL)
 
     def stop(self) -> None:

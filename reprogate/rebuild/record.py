@@ -52,7 +52,13 @@ def rebuild_record(ctx: RebuildContext, verdict: dict[str, Any], folder: Path) -
     meta["name"] = f"{name}-rebuild"[:128]
     meta["created"] = verdict["started_at"]
     meta["description"] = f"Rebuild of {verdict['record']['path']} ({ctx.options.environment} environment), written by reprogate {__version__}."
-    meta["rebuild_of"] = {"record": verdict["record"]["path"], "digest": verdict["record"]["digest"], "environment": ctx.options.environment, "verdict": verdict["verdict"], **({"realizer": ctx.choice.name} if ctx.choice else {})}
+    meta["rebuild_of"] = {
+        "record": verdict["record"]["path"],
+        "digest": verdict["record"]["digest"],
+        "environment": ctx.options.environment,
+        "verdict": verdict["verdict"],
+        **({"realizer": ctx.choice.name} if ctx.choice else {}),
+    }
     capture = CaptureContext(root=ctx.root, framework=False)
     data["host"] = run_layer(host_layer, capture)
     data["devices"] = run_layer(devices_layer, capture)
@@ -93,7 +99,12 @@ def rebuild_record(ctx: RebuildContext, verdict: dict[str, Any], folder: Path) -
     reference: dict[str, Any] = {}
     if checksum:
         reference["trace"] = {**_where(trace_path, ctx.root), "checksum": checksum}
-    values = [{"seed": run.seed, "value": metrics(run.events)[m]} for run in ctx.runs for m in [str(ctx.section("contract", "metric", "name"))] if m in metrics(run.events)]
+    values = [
+        {"seed": run.seed, "value": metrics(run.events)[m]}
+        for run in ctx.runs
+        for m in [str(ctx.section("contract", "metric", "name"))]
+        if m in metrics(run.events)
+    ]
     if values:
         reference["metric"] = {"name": str(ctx.section("contract", "metric", "name")), "values": values}
     data["reference"] = reference

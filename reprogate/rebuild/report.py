@@ -32,8 +32,7 @@ WAY_FORWARD: dict[str, str] = {
     "dataset": "The shards no longer match the manifest the record pins (the shards are named above). Restore them from the "
     "dataset's namespace (`reprogate dataset verify MANIFEST --root ...` shows which), or, if the data changed on purpose, "
     "write a new manifest (`reprogate dataset manifest`).",
-    "config": "The configuration differs from the reference's (the keys are named above). Revert the change, or make it a "
-    "new reference.",
+    "config": "The configuration differs from the reference's (the keys are named above). Revert the change, or make it a new reference.",
     "envelope": "This rebuild lies outside the contract's envelope, or the record contradicts its own reference trace "
     "(both named above). Run on a machine inside the envelope, or correct the record; an envelope is widened only in "
     "the record, on purpose, where reviewers see it — never by a rebuild.",
@@ -84,7 +83,7 @@ def mermaid_chart(reference: list[Any], rebuilt: list[Any]) -> str:
         "```mermaid",
         "xychart-beta",
         '    title "Training loss: reference (first line) and rebuild (second line)"',
-        f"    x-axis \"step\" [{', '.join(str(s) for s in steps)}]",
+        f'    x-axis "step" [{", ".join(str(s) for s in steps)}]',
         f'    y-axis "loss" {low - pad:.4g} --> {high + pad:.4g}',
         f"    line [{', '.join(f'{v:.5g}' for _, v in ref)}]",
     ]

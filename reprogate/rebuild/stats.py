@@ -16,8 +16,9 @@ tests/rebuild/test_rebuild.py holds these to scipy's own ttest_ind and confidenc
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 
 @dataclass
@@ -41,7 +42,9 @@ def within(a: float, b: float, abs_tol: float, rel_tol: float) -> bool:
     return abs(a - b) <= abs_tol + rel_tol * abs(b)
 
 
-def compare_steps(reference: dict[int, dict[str, float]], rebuilt: dict[int, dict[str, float]], quantities: Sequence[str], abs_tol: float, rel_tol: float) -> StepComparison:
+def compare_steps(
+    reference: dict[int, dict[str, float]], rebuilt: dict[int, dict[str, float]], quantities: Sequence[str], abs_tol: float, rel_tol: float
+) -> StepComparison:
     """Compare per-step quantities; a step or quantity missing from the rebuild is outside."""
     result = StepComparison(0, None, None, 0.0, None, {"abs": abs_tol, "rel": rel_tol})
     for step in sorted(reference):
@@ -84,7 +87,15 @@ class Interval:
         return self.low <= value <= self.high
 
     def as_record(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"method": self.method, "low": round(self.low, 10), "high": round(self.high, 10), "alpha": self.alpha, "n": self.n, "mean": round(self.mean, 10), "sd": round(self.sd, 10)}
+        out: dict[str, Any] = {
+            "method": self.method,
+            "low": round(self.low, 10),
+            "high": round(self.high, 10),
+            "alpha": self.alpha,
+            "n": self.n,
+            "mean": round(self.mean, 10),
+            "sd": round(self.sd, 10),
+        }
         return out
 
 

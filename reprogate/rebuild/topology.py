@@ -27,8 +27,12 @@ class Topology:
     remapped: list[str] = field(default_factory=list)  # rank-remap in words
 
     def as_dict(self) -> dict[str, Any]:
-        return {"nodes": self.nodes, "ranks": [{"rank": r, "node": n, "node_index": self.nodes.index(n)} for r, n in sorted(self.placement.items())],
-                "ranks_per_node": self.per_node, "changes": self.changes}
+        return {
+            "nodes": self.nodes,
+            "ranks": [{"rank": r, "node": n, "node_index": self.nodes.index(n)} for r, n in sorted(self.placement.items())],
+            "ranks_per_node": self.per_node,
+            "changes": self.changes,
+        }
 
     def words(self) -> str:
         ranks = ", ".join(f"rank {r} on {n}" for r, n in sorted(self.placement.items()))

@@ -18,10 +18,9 @@ MAX_VERDICT_BYTES = 16 * 1024 * 1024
 
 
 def read_verdict(path: Path) -> dict[str, Any]:
-    from reprogate.core.schemas import validator
-
     from reprogate.core.documents import DocumentError, parse_json
     from reprogate.core.fileio import read_input
+    from reprogate.core.schemas import validator
 
     try:
         raw = read_input(path, MAX_VERDICT_BYTES)  # a FIFO without a writer reads as empty, never waits
@@ -40,5 +39,8 @@ def read_verdict(path: Path) -> dict[str, Any]:
     errors = sorted(validator("Verdict").iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
         first = errors[0]
-        raise UsageError(f"{path}: {field_path(first.absolute_path) or '(top level)'}: {first.message[:300]}", hint="the verdict was not written by this reprogate, or was changed")
+        raise UsageError(
+            f"{path}: {field_path(first.absolute_path) or '(top level)'}: {first.message[:300]}",
+            hint="the verdict was not written by this reprogate, or was changed",
+        )
     return data

@@ -7,7 +7,7 @@ Adding a rule is one function in a module below and one line here.
 
 from __future__ import annotations
 
-from reprogate.rules import addressed, config, contract, credentials, driver_compat, environment, envelope, manifest, ranks, rebuildable, retention, trace_meta
+from reprogate.rules import addressed, config, contract, credentials, driver_compat, envelope, environment, manifest, ranks, rebuildable, retention, trace_meta
 from reprogate.rules.base import Rule, RuleContext, RuleSpec, get, items
 
 RECORD, MANIFEST, CONFIG = "RunRecord", "DatasetManifest", "Config"

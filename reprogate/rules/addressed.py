@@ -8,13 +8,14 @@ Remote artifacts (uri only) are resolved by `rebuild` and `audit`, not here.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from reprogate.core.canonical import CanonicalError, canonical_digest, file_digest
-from reprogate.datasets import manifest_digest
 from reprogate.core.diagnostics import Diagnostic
 from reprogate.core.documents import Document, DocumentError, display_path
+from reprogate.datasets import manifest_digest
 from reprogate.datasets.manifests import load_manifest
 from reprogate.rules.base import RuleContext, get
 
@@ -127,7 +128,12 @@ def checksums_match(ctx: RuleContext) -> Iterator[Diagnostic]:
         size = ref.get("bytes")
         actual_size = _stat(ctx, real).st_size
         if isinstance(size, int) and not isinstance(size, bool) and actual_size != size:
-            yield ctx.finding(where + ("bytes",), f"{ref['path']} is {actual_size:,} bytes, the record says {size:,}", "size-mismatch", "the file changed since the record was made")
+            yield ctx.finding(
+                where + ("bytes",),
+                f"{ref['path']} is {actual_size:,} bytes, the record says {size:,}",
+                "size-mismatch",
+                "the file changed since the record was made",
+            )
             continue
         actual = bytes_digest(ctx, real)
         if actual != ref["checksum"]:
@@ -182,7 +188,9 @@ def dataset_manifest_matches(ctx: RuleContext) -> Iterator[Diagnostic]:
         except AddressError:
             return  # already reported above
         if isinstance(manifest, dict) and manifest.get("id") != ref["id"]:
-            yield ctx.finding(("dataset", "manifest", "id"), f"the record names dataset {ref['id']!r}, the manifest is {manifest.get('id')!r}", "manifest-id-mismatch")
+            yield ctx.finding(
+                ("dataset", "manifest", "id"), f"the record names dataset {ref['id']!r}, the manifest is {manifest.get('id')!r}", "manifest-id-mismatch"
+            )
 
 
 def _manifest_digest_of(data: Any) -> str:

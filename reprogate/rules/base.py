@@ -8,9 +8,10 @@ reported the document invalid.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Protocol
+from typing import Any, Protocol
 
 from reprogate.core.diagnostics import Diagnostic, Severity, field_path
 from reprogate.core.documents import Document
@@ -19,7 +20,7 @@ from reprogate.core.documents import Document
 class Rule(Protocol):
     """A check a schema cannot express: reads the context, yields findings."""
 
-    def __call__(self, ctx: "RuleContext") -> Iterable[Diagnostic]: ...
+    def __call__(self, ctx: RuleContext) -> Iterable[Diagnostic]: ...
 
 
 @dataclass(frozen=True)

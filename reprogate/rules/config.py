@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from reprogate.core.diagnostics import Diagnostic
-from reprogate.rules.base import RuleContext, get
 from reprogate.rules.addressed import AddressError, load_addressed, resolve
+from reprogate.rules.base import RuleContext, get
 
 
 def reference_record_exists(ctx: RuleContext) -> Iterator[Diagnostic]:

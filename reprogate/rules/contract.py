@@ -7,7 +7,7 @@ would let the comparison be chosen after seeing the result; the record is reject
 from __future__ import annotations
 
 import math
-from typing import Iterator
+from collections.abc import Iterator
 
 from reprogate.core.diagnostics import Diagnostic, Severity
 from reprogate.rules.base import RuleContext, get, items
@@ -18,11 +18,21 @@ def statistical_has_interval(ctx: RuleContext) -> Iterator[Diagnostic]:
         return
     metric = get(ctx.data, "contract", "metric")
     if not isinstance(metric, dict):
-        yield ctx.finding(("contract", "metric"), "a statistical contract needs contract.metric (name, alpha, interval)", "statistical-no-metric", "declare the metric, then run `reprogate interval RECORD` to compute and store its interval")
+        yield ctx.finding(
+            ("contract", "metric"),
+            "a statistical contract needs contract.metric (name, alpha, interval)",
+            "statistical-no-metric",
+            "declare the metric, then run `reprogate interval RECORD` to compute and store its interval",
+        )
         return
     interval = metric.get("interval")
     if not isinstance(interval, dict):
-        yield ctx.finding(("contract", "metric", "interval"), "a statistical contract carries its predeclared interval, fixed before any rerun", "statistical-no-interval", "run `reprogate interval RECORD` on the reference seeds and commit the result")
+        yield ctx.finding(
+            ("contract", "metric", "interval"),
+            "a statistical contract carries its predeclared interval, fixed before any rerun",
+            "statistical-no-interval",
+            "run `reprogate interval RECORD` on the reference seeds and commit the result",
+        )
         return
     low, high = interval.get("low"), interval.get("high")
     if isinstance(low, (int, float)) and isinstance(high, (int, float)):
@@ -31,10 +41,17 @@ def statistical_has_interval(ctx: RuleContext) -> Iterator[Diagnostic]:
     values = get(ctx.data, "reference", "metric", "values")
     n = interval.get("n")
     if isinstance(values, list) and isinstance(n, int) and n != len(values):
-        yield ctx.finding(("contract", "metric", "interval", "n"), f"interval was computed from n={n} seeds, reference.metric lists {len(values)}", "statistical-n-mismatch", "recompute with `reprogate interval RECORD`")
+        yield ctx.finding(
+            ("contract", "metric", "interval", "n"),
+            f"interval was computed from n={n} seeds, reference.metric lists {len(values)}",
+            "statistical-n-mismatch",
+            "recompute with `reprogate interval RECORD`",
+        )
     ref_name = get(ctx.data, "reference", "metric", "name")
     if isinstance(ref_name, str) and isinstance(metric.get("name"), str) and ref_name != metric["name"]:
-        yield ctx.finding(("reference", "metric", "name"), f"reference metric {ref_name!r} is not the contract's metric {metric['name']!r}", "statistical-metric-mismatch")
+        yield ctx.finding(
+            ("reference", "metric", "name"), f"reference metric {ref_name!r} is not the contract's metric {metric['name']!r}", "statistical-metric-mismatch"
+        )
     seeds = get(ctx.data, "seeds", "evaluation")
     if isinstance(seeds, list) and isinstance(values, list):
         listed = {get(v, "seed") for _, v in items(values)}
@@ -48,7 +65,12 @@ def bitwise_names_tensors(ctx: RuleContext) -> Iterator[Diagnostic]:
         return
     tensors = get(ctx.data, "contract", "tensors")
     if not isinstance(tensors, list) or not tensors:
-        yield ctx.finding(("contract", "tensors"), "a bitwise contract names the tensors it compares", "bitwise-no-tensors", "list parameter names, or `model_state` for the whole state dict")
+        yield ctx.finding(
+            ("contract", "tensors"),
+            "a bitwise contract names the tensors it compares",
+            "bitwise-no-tensors",
+            "list parameter names, or `model_state` for the whole state dict",
+        )
 
 
 def dirty_source_has_diff(ctx: RuleContext) -> Iterator[Diagnostic]:
@@ -58,9 +80,20 @@ def dirty_source_has_diff(ctx: RuleContext) -> Iterator[Diagnostic]:
     if isinstance(get(source, "path"), str) and isinstance(get(source, "tree"), str):
         return  # the project folder is pinned by the tree id of its files: what ran is addressed, dirty or not
     if get(ctx.data, "contract", "level") == "bitwise":
-        yield ctx.finding(("source", "dirty"), "a bitwise contract cannot rest on a dirty source without the digest of its diff", "bitwise-dirty-source", "commit the changes and record the new commit, or record diff_digest (reprogate capture does)")
+        yield ctx.finding(
+            ("source", "dirty"),
+            "a bitwise contract cannot rest on a dirty source without the digest of its diff",
+            "bitwise-dirty-source",
+            "commit the changes and record the new commit, or record diff_digest (reprogate capture does)",
+        )
     else:
-        yield ctx.finding(("source", "dirty"), "the source was dirty and the record has no diff_digest: the code that ran cannot be rebuilt exactly", "dirty-without-diff", "record diff_digest (reprogate capture does), or commit first", Severity.WARNING)
+        yield ctx.finding(
+            ("source", "dirty"),
+            "the source was dirty and the record has no diff_digest: the code that ran cannot be rebuilt exactly",
+            "dirty-without-diff",
+            "record diff_digest (reprogate capture does), or commit first",
+            Severity.WARNING,
+        )
 
 
 def behavioral_has_tolerance(ctx: RuleContext) -> Iterator[Diagnostic]:

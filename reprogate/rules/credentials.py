@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic
-from reprogate.rules.base import RuleContext
 from reprogate.core.redact import is_secret_name, looks_secret
+from reprogate.rules.base import RuleContext
 
 _HINT = "remove it, rotate the credential, and keep secrets in the runner's secret store"
 
@@ -50,5 +51,9 @@ def no_secrets(ctx: RuleContext) -> Iterator[Diagnostic]:
         if isinstance(env, dict):
             for name in env:
                 if is_secret_name(name):
-                    yield ctx.finding(("execution", section, name), f"environment variable {name} is named like a credential; records keep behaviour-changing variables only", "secret-in-record", _HINT)
-
+                    yield ctx.finding(
+                        ("execution", section, name),
+                        f"environment variable {name} is named like a credential; records keep behaviour-changing variables only",
+                        "secret-in-record",
+                        _HINT,
+                    )

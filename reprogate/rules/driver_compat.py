@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from reprogate.capture.compat import FORWARD_ONLY, UNSUPPORTED, classify_record_sections
 from reprogate.core.diagnostics import Diagnostic, Severity
@@ -14,6 +14,14 @@ def driver_runs_framework_cuda(ctx: RuleContext) -> Iterator[Diagnostic]:
     if verdict is None:
         return
     if verdict.status == UNSUPPORTED:
-        yield ctx.finding(("devices", "driver_version"), f"CUDA {verdict.toolkit} with driver {verdict.driver}: unsupported ({verdict.detail})", "cuda-driver-unsupported")
+        yield ctx.finding(
+            ("devices", "driver_version"), f"CUDA {verdict.toolkit} with driver {verdict.driver}: unsupported ({verdict.detail})", "cuda-driver-unsupported"
+        )
     elif verdict.status == FORWARD_ONLY:
-        yield ctx.finding(("devices", "driver_version"), f"CUDA {verdict.toolkit} with driver {verdict.driver}: {verdict.detail}", "cuda-driver-forward-only", "record the cuda-compat package in the image, or use a newer driver", Severity.WARNING)
+        yield ctx.finding(
+            ("devices", "driver_version"),
+            f"CUDA {verdict.toolkit} with driver {verdict.driver}: {verdict.detail}",
+            "cuda-driver-forward-only",
+            "record the cuda-compat package in the image, or use a newer driver",
+            Severity.WARNING,
+        )

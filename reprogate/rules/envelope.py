@@ -7,7 +7,7 @@ contract's terms; that is a mistake in the record, better caught at review than 
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 from reprogate.core.diagnostics import Diagnostic
 from reprogate.rules.base import RuleContext, get, items
@@ -51,7 +51,9 @@ def reference_inside_envelope(ctx: RuleContext) -> Iterator[Diagnostic]:
         if isinstance(name, str) and isinstance(software.get("name"), str) and name != software["name"]:
             yield ctx.finding(("software", "framework", "name"), f"framework {software['name']!r} is not the envelope's {name!r}", "envelope-framework")
         elif isinstance(release, str) and isinstance(version, str) and not release_admits(release, version):
-            yield ctx.finding(("software", "framework", "version"), f"{name} {version} is outside the envelope's release {release}", "envelope-framework-release")
+            yield ctx.finding(
+                ("software", "framework", "version"), f"{name} {version} is outside the envelope's release {release}", "envelope-framework-release"
+            )
     systems = envelope.get("os")
     os_id, os_version = get(ctx.data, "host", "os", "id"), get(ctx.data, "host", "os", "version_id")
     if isinstance(systems, list) and systems and isinstance(os_id, str):

@@ -37,11 +37,20 @@ def manifest_findings(ctx: RuleContext, manifest: Any, at: tuple[Any, ...]) -> I
                 try:
                     check_name(name)
                 except UnsafeName as exc:
-                    yield ctx.finding(at + (section, i, "name"), f"unsafe shard name {exc}", "manifest-unsafe-name", "shard names are relative POSIX paths inside the dataset root")
+                    yield ctx.finding(
+                        at + (section, i, "name"),
+                        f"unsafe shard name {exc}",
+                        "manifest-unsafe-name",
+                        "shard names are relative POSIX paths inside the dataset root",
+                    )
     for i, shard in items(get(manifest, "shards")):
         checksum, name = get(shard, "checksum"), get(shard, "name")
         if isinstance(algorithm, str) and isinstance(checksum, str) and not checksum.startswith(algorithm + ":"):
-            yield ctx.finding(at + ("shards", i, "checksum"), f"checksum {checksum.split(':')[0]}: does not match the manifest's algorithm {algorithm}", "manifest-algorithm-mismatch")
+            yield ctx.finding(
+                at + ("shards", i, "checksum"),
+                f"checksum {checksum.split(':')[0]}: does not match the manifest's algorithm {algorithm}",
+                "manifest-algorithm-mismatch",
+            )
         if isinstance(name, str):
             if name in names:
                 yield ctx.finding(at + ("shards", i, "name"), f"shard {name!r} is listed twice (entries {names[name]} and {i})", "manifest-duplicate-shard")
@@ -50,7 +59,9 @@ def manifest_findings(ctx: RuleContext, manifest: Any, at: tuple[Any, ...]) -> I
     if isinstance(own, str) and isinstance(manifest, dict) and own.startswith("canonical-v1:"):
         actual = manifest_digest(manifest)
         if actual != own:
-            yield ctx.finding(at + ("digest",), "the manifest's digest does not match its content", "manifest-digest-mismatch", f"the content's digest is {actual}")
+            yield ctx.finding(
+                at + ("digest",), "the manifest's digest does not match its content", "manifest-digest-mismatch", f"the content's digest is {actual}"
+            )
 
 
 def stream_schema_diagnostics(doc: Document, kind: str) -> list[Diagnostic]:

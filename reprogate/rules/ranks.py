@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic
 from reprogate.rules.base import RuleContext, get, items
@@ -23,7 +24,12 @@ def _rank_coverage(ctx: RuleContext, where: tuple[Any, ...], entries: Any, world
     missing = sorted(set(range(world)) - set(seen))
     if missing and isinstance(entries, list):
         shown = ", ".join(map(str, missing[:8])) + (" ..." if len(missing) > 8 else "")
-        yield ctx.finding(where, f"{len(entries)} entries for world size {world}: no entry for rank {shown}", f"{what}-rank-missing", f"give one entry per rank 0..{world - 1}")
+        yield ctx.finding(
+            where,
+            f"{len(entries)} entries for world size {world}: no entry for rank {shown}",
+            f"{what}-rank-missing",
+            f"give one entry per rank 0..{world - 1}",
+        )
 
 
 def seeds_cover_every_rank(ctx: RuleContext) -> Iterator[Diagnostic]:
@@ -40,7 +46,9 @@ def rank_mapping_matches_shape(ctx: RuleContext) -> Iterator[Diagnostic]:
     nodes, per_node = get(execution, "nodes"), get(execution, "ranks_per_node")
     elastic = get(execution, "elastic", "enabled") is True
     if isinstance(nodes, int) and isinstance(per_node, int) and not elastic and nodes * per_node != world:
-        yield ctx.finding(("execution", "world_size"), f"world size {world} is not nodes ({nodes}) x ranks per node ({per_node}) = {nodes * per_node}", "world-size-shape")
+        yield ctx.finding(
+            ("execution", "world_size"), f"world size {world} is not nodes ({nodes}) x ranks per node ({per_node}) = {nodes * per_node}", "world-size-shape"
+        )
     mapping = get(execution, "rank_mapping")
     if not isinstance(mapping, list):
         return
@@ -52,11 +60,17 @@ def rank_mapping_matches_shape(ctx: RuleContext) -> Iterator[Diagnostic]:
             yield ctx.finding(("execution", "rank_mapping", i, "node"), f"node {node} is outside the run's {nodes} node(s)", "mapping-node-out-of-range")
         if isinstance(device, str):
             if device in devices:
-                yield ctx.finding(("execution", "rank_mapping", i, "device"), f"device {device} is mapped to two ranks (entries {devices[device]} and {i})", "mapping-device-duplicate")
+                yield ctx.finding(
+                    ("execution", "rank_mapping", i, "device"),
+                    f"device {device} is mapped to two ranks (entries {devices[device]} and {i})",
+                    "mapping-device-duplicate",
+                )
             devices[device] = i
     known = {get(g, "uuid") for _, g in items(get(ctx.data, "devices", "gpus"))} - {None}
     if known:
         for i, entry in items(mapping):
             device = get(entry, "device")
             if isinstance(device, str) and device not in known:
-                yield ctx.finding(("execution", "rank_mapping", i, "device"), f"device {device} is not among the record's devices.gpus", "mapping-device-unknown")
+                yield ctx.finding(
+                    ("execution", "rank_mapping", i, "device"), f"device {device} is not among the record's devices.gpus", "mapping-device-unknown"
+                )

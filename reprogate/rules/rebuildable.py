@@ -11,8 +11,8 @@ the record is still a true statement about its run (`validate --strict` makes th
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from reprogate.core.diagnostics import Diagnostic, Severity
 from reprogate.rules.base import RuleContext, get

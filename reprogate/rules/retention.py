@@ -8,11 +8,12 @@ repositories that want old records retired.
 from __future__ import annotations
 
 import datetime
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic, Severity
-from reprogate.rules.base import RuleContext, get
 from reprogate.rules.addressed import addressed_manifest
+from reprogate.rules.base import RuleContext, get
 
 
 def _expired(ctx: RuleContext, value: Any) -> datetime.date | None:
@@ -32,16 +33,30 @@ def dataset_retention_current(ctx: RuleContext) -> Iterator[Diagnostic]:
         return
     inline = isinstance(get(ctx.data, "dataset", "inline"), dict)
     where = ("dataset", "inline", "retention", "expires") if inline else ("dataset", "manifest")
-    yield ctx.finding(where, f"dataset retention expired on {when.isoformat()}: the addressed bytes may be gone, so exact reproduction is no longer promised", "retention-expired", "re-pin the data and record a new reference run, or retire this record", Severity.WARNING)
+    yield ctx.finding(
+        where,
+        f"dataset retention expired on {when.isoformat()}: the addressed bytes may be gone, so exact reproduction is no longer promised",
+        "retention-expired",
+        "re-pin the data and record a new reference run, or retire this record",
+        Severity.WARNING,
+    )
 
 
 def manifest_retention_current(ctx: RuleContext) -> Iterator[Diagnostic]:
     when = _expired(ctx, get(ctx.data, "retention", "expires"))
     if when is not None:
-        yield ctx.finding(("retention", "expires"), f"retention expired on {when.isoformat()}: the shards may be gone", "retention-expired", "", Severity.WARNING)
+        yield ctx.finding(
+            ("retention", "expires"), f"retention expired on {when.isoformat()}: the shards may be gone", "retention-expired", "", Severity.WARNING
+        )
 
 
 def contract_lifetime_current(ctx: RuleContext) -> Iterator[Diagnostic]:
     when = _expired(ctx, get(ctx.data, "contract", "lifetime", "expires"))
     if when is not None:
-        yield ctx.finding(("contract", "lifetime", "expires"), f"the contract expired on {when.isoformat()} and needs review", "contract-expired", "review the envelope and extend lifetime.expires, or retire the record", Severity.WARNING)
+        yield ctx.finding(
+            ("contract", "lifetime", "expires"),
+            f"the contract expired on {when.isoformat()} and needs review",
+            "contract-expired",
+            "review the envelope and extend lifetime.expires, or retire the record",
+            Severity.WARNING,
+        )

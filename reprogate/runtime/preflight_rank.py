@@ -18,9 +18,9 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, Callable
-
+from typing import Any
 
 Emit = Callable[..., None]
 
@@ -44,7 +44,14 @@ def stage(emit: Emit, name: str, rank: int, work: Any) -> Any:
     try:
         status, detail, value = work()
     except Exception as exc:  # noqa: BLE001 - the failure is the result
-        emit(rank=rank, stage=name, status="fail", seconds=round(time.monotonic() - start, 3), detail=f"{type(exc).__name__}: {exc}"[:500], trace=traceback.format_exc(limit=3)[-800:])
+        emit(
+            rank=rank,
+            stage=name,
+            status="fail",
+            seconds=round(time.monotonic() - start, 3),
+            detail=f"{type(exc).__name__}: {exc}"[:500],
+            trace=traceback.format_exc(limit=3)[-800:],
+        )
         raise CheckFailed(1) from None
     emit(rank=rank, stage=name, status=status, seconds=round(time.monotonic() - start, 3), detail=detail)
     return value

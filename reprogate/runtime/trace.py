@@ -135,8 +135,19 @@ def _check_portable(torch: Any) -> None:
 
 # MKL's conditional numerical reproducibility branches, as mkl_cbwr_get reports them (mkl_cbwr.h).
 _MKL_BRANCHES = {
-    1: "OFF", 2: "AUTO", 3: "COMPATIBLE", 4: "SSE2", 6: "SSSE3", 7: "SSE4_1", 8: "SSE4_2", 9: "AVX", 10: "AVX2",
-    11: "AVX512_MIC", 12: "AVX512", 13: "AVX512_MIC_E1", 14: "AVX512_E1",
+    1: "OFF",
+    2: "AUTO",
+    3: "COMPATIBLE",
+    4: "SSE2",
+    6: "SSSE3",
+    7: "SSE4_1",
+    8: "SSE4_2",
+    9: "AVX",
+    10: "AVX2",
+    11: "AVX512_MIC",
+    12: "AVX512",
+    13: "AVX512_MIC_E1",
+    14: "AVX512_E1",
 }
 _MKL_STRICT = 0x10000
 
@@ -391,6 +402,7 @@ def _snapshot(item: Any) -> Any:
 
 # the tracer --------------------------------------------------------------------------------------
 
+
 class Tracer:
     """Writes one rank's step trace.
 
@@ -443,7 +455,7 @@ class Tracer:
         if dataset_manifest is not None:
             self._meta.setdefault("dataset_digest", _canonical({k: v for k, v in dataset_manifest.items() if k != "digest"}))
         self._meta_written = False
-        self._fh = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - open for the tracer's lifetime; close() closes it
+        self._fh = open(self.path, "w", encoding="utf-8")  # open for the tracer's lifetime; close() closes it
         self._worker: Any = None
         self._pending: list[Any] = []
         self._live: list[Any] = []  # tasks that read parameters in place
@@ -648,6 +660,7 @@ def _canonical(data: Mapping[str, Any]) -> str:
 
 
 # generator state ---------------------------------------------------------------------------------
+
 
 def rng_state(sampler_position: Mapping[str, int] | None = None) -> dict[str, Any]:
     """Every generator's state (and where the sampler stood), to save with a checkpoint."""

@@ -14,16 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reprogate.core.config import CONFIG_NAME, load_config
+from reprogate.core.config import CONFIG_NAME, load_config, repository_root
 from reprogate.core.diagnostics import Diagnostic, ExitCode, Severity
-from reprogate.validate.discovery import Target, discover
 from reprogate.core.documents import DEFAULT_MAX_BYTES, Document, DocumentError, display_path
+from reprogate.core.schema_check import _quick_check, schema_diagnostics
+from reprogate.core.schemas import API_VERSION, SCHEMA_FILES
 from reprogate.datasets.manifests import is_stream, load_manifest
 from reprogate.rules import RuleContext, rules_for
 from reprogate.rules.environment import CODE as DRIFT_CODE
-from reprogate.core.config import repository_root
-from reprogate.core.schema_check import _quick_check, schema_diagnostics
-from reprogate.core.schemas import API_VERSION, SCHEMA_FILES
+from reprogate.validate.discovery import Target, discover
 
 
 @dataclass

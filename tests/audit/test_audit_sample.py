@@ -3,8 +3,8 @@ artifacts checked as well as remote ones."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from click.testing import Result
 

@@ -8,13 +8,14 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from click.testing import Result
-
 from support import EXAMPLES, git
+
 from reprogate.capture import CaptureContext, capture_all, run_layer
 from reprogate.capture import container as container_layer
 from reprogate.capture import source as source_layer
@@ -22,7 +23,6 @@ from reprogate.capture.compat import classify
 from reprogate.core.documents import load_document
 
 Cli = Callable[..., Result]
-
 
 
 @pytest.fixture
@@ -42,11 +42,14 @@ def layer(root: Path, module: Any, **kw: Any) -> dict[str, Any]:
 
 # source ------------------------------------------------------------------------------------------
 
+
 def test_clean_repository(repo: Path) -> None:
     source = layer(repo, source_layer)
     assert source["commit"] == git(repo, "rev-parse", "HEAD")
     assert source["dirty"] is False and "diff_digest" not in source and "untracked_digest" not in source
-    assert source["lock_files"] == [{"path": "requirements.txt", "checksum": "sha256:" + hashlib.sha256((repo / "requirements.txt").read_bytes()).hexdigest(), "format": "pip-requirements"}]
+    assert source["lock_files"] == [
+        {"path": "requirements.txt", "checksum": "sha256:" + hashlib.sha256((repo / "requirements.txt").read_bytes()).hexdigest(), "format": "pip-requirements"}
+    ]
 
 
 def test_dirty_repository_records_the_digest_of_its_diff(repo: Path) -> None:
@@ -98,6 +101,7 @@ def test_installs_no_lock_file_pins_are_listed(repo: Path) -> None:
 
 
 # host, container, devices, software ---------------------------------------------------------------
+
 
 def test_host_hashes_the_hostname(tmp_path: Path) -> None:
     import socket
@@ -201,7 +205,9 @@ def test_twenty_planted_secrets_never_appear_in_anything_capture_writes(repo: Pa
     env = {**os.environ, **SECRETS, "NCCL_ALGO": "Ring", "OMP_NUM_THREADS": "4"}
     record = repo / "records" / "startup.yaml"
     out = tmp_path / "capture.yaml"
-    done = subprocess.run([sys.executable, "-m", "reprogate", "capture", "-o", str(out), "--into", str(record), "--root", str(repo)], capture_output=True, env=env, cwd=repo)
+    done = subprocess.run(
+        [sys.executable, "-m", "reprogate", "capture", "-o", str(out), "--into", str(record), "--root", str(repo)], capture_output=True, env=env, cwd=repo
+    )
     assert done.returncode == 0, done.stderr.decode()
     written = out.read_bytes() + record.read_bytes() + done.stdout + done.stderr
     for value in SECRETS.values():
@@ -230,7 +236,7 @@ def test_into_fills_environment_sections_and_keeps_a_persons_text(cli: Cli, repo
     result = cli("capture", "--into", str(record), "--root", str(repo), "--no-framework")
     assert result.exit_code == 0, result.stderr
     after = record.read_text()
-    person = before[before.index("# reviewed"): before.index("container:")]
+    person = before[before.index("# reviewed") : before.index("container:")]
     assert person in after  # contract, comments included, byte for byte
     assert "  # two ranks, as on the reference node\n" in after and "world_size: 2" in after
     data = load_document(record).data
@@ -252,6 +258,7 @@ def test_an_image_tag_that_cannot_be_resolved_is_refused(cli: Cli, repo: Path) -
 
 
 # driver compatibility --------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     "cuda, driver, status",

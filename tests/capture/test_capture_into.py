@@ -5,8 +5,8 @@ process's (its reference trace's meta), not the CLI's."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 from click.testing import Result

@@ -75,7 +75,7 @@ def test_predictions_are_what_torch_and_mkl_choose_for_every_kind_of_value() -> 
     honours those blindly, which get_cpu_capability shows without running a kernel."""
     needs_torch()
     cpu = read_cpuinfo()
-    cases = [{k: v for k, v in (("ATEN_CPU_CAPABILITY", a), ("MKL_CBWR", m)) if v is not None} for a, m in zip(CAPABILITY_VALUES, MKL_VALUES)]
+    cases = [{k: v for k, v in (("ATEN_CPU_CAPABILITY", a), ("MKL_CBWR", m)) if v is not None} for a, m in zip(CAPABILITY_VALUES, MKL_VALUES, strict=True)]
     with ThreadPoolExecutor(3) as pool:
         found = list(pool.map(torch_reports, cases))
     assert [predict_capability(env, cpu).capability for env in cases] == [capability for capability, _ in found]

@@ -7,13 +7,14 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from click.testing import Result
-
 from support import EXAMPLES, REPO, edit_record
+
 from reprogate import __version__
 from reprogate.cli import main
 
@@ -220,7 +221,7 @@ def run_installed(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[s
 
 @pytest.mark.parametrize(
     "content",
-    [b"\xff\xfe\x00k", b"", b"a: &a [*a]\n", b"kind: RunRecord\nkind: RunRecord\n", b"{\"kind\": \"RunRecord\",}", b"- just\n- a list\n"],
+    [b"\xff\xfe\x00k", b"", b"a: &a [*a]\n", b"kind: RunRecord\nkind: RunRecord\n", b'{"kind": "RunRecord",}', b"- just\n- a list\n"],
     ids=["utf16", "empty", "recursive-alias", "duplicate", "bad-json", "list"],
 )
 def test_bad_input_never_gives_a_traceback(tmp_path: Path, content: bytes) -> None:

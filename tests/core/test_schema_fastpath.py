@@ -8,14 +8,41 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from support import EXAMPLES
+
 from reprogate.core.documents import load_document
 from reprogate.core.schema_fastpath import Unsupported, compile_schema
 from reprogate.core.schemas import SCHEMA_FILES, load_schema, validator
 
-POOL: list[Any] = [None, True, False, 0, -1, 7, 1.5, 2.0, -0.5, "", "x", "sha256:" + "a" * 64, "sha256:XYZ", "2026-02-31", "2026-11-20", "2026-11-20T10:00:00Z", "GPU-1", [], [1], ["a"], {}, {"a": 1}]
-KINDS = {"RunRecord": sorted(EXAMPLES.glob("records/*.yaml")), "DatasetManifest": [EXAMPLES / "data" / "d77.manifest.yaml"], "Config": [EXAMPLES / ".reprogate.yaml"]}
+POOL: list[Any] = [
+    None,
+    True,
+    False,
+    0,
+    -1,
+    7,
+    1.5,
+    2.0,
+    -0.5,
+    "",
+    "x",
+    "sha256:" + "a" * 64,
+    "sha256:XYZ",
+    "2026-02-31",
+    "2026-11-20",
+    "2026-11-20T10:00:00Z",
+    "GPU-1",
+    [],
+    [1],
+    ["a"],
+    {},
+    {"a": 1},
+]
+KINDS = {
+    "RunRecord": sorted(EXAMPLES.glob("records/*.yaml")),
+    "DatasetManifest": [EXAMPLES / "data" / "d77.manifest.yaml"],
+    "Config": [EXAMPLES / ".reprogate.yaml"],
+}
 
 
 def containers(node: Any, out: list[Any]) -> list[Any]:

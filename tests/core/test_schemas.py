@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
-
 from support import EXAMPLES, REPO, require_tool
+
 from reprogate.core.schemas import SCHEMA_FILES, load_schema, schema_dir
 
 SCHEMAS = sorted((REPO / "schemas").glob("*.schema.json"))
@@ -53,7 +54,23 @@ def test_record_schema_covers_every_section_of_the_design() -> None:
     assert {"gpu_models", "nodes", "driver_branch", "framework", "os", "topology_changes"} <= set(defs["contract"]["properties"]["envelope"]["properties"])
     assert {"registry", "repository", "digest", "tag", "platform", "base_images", "runtime", "inventory"} <= set(defs["container"]["else"]["properties"])
     assert {"commit", "dirty", "diff_digest", "build_recipe", "lock_files", "compiler_flags", "job_start_installs"} <= set(defs["source"]["properties"])
-    assert {"world_size", "nodes", "rank_mapping", "batch_per_rank", "gradient_accumulation", "precision", "optimizer", "scheduler", "dataloader_workers", "drop_last", "elastic", "collective", "env", "job_spec", "topology_capture"} <= set(defs["execution"]["properties"])
+    assert {
+        "world_size",
+        "nodes",
+        "rank_mapping",
+        "batch_per_rank",
+        "gradient_accumulation",
+        "precision",
+        "optimizer",
+        "scheduler",
+        "dataloader_workers",
+        "drop_last",
+        "elastic",
+        "collective",
+        "env",
+        "job_spec",
+        "topology_capture",
+    } <= set(defs["execution"]["properties"])
     assert {"trace", "metric", "preflight"} <= set(defs["reference"]["properties"])
     manifest = load_schema("DatasetManifest")["$defs"]["manifestBody"]["properties"]
     assert {"files", "filtering", "split", "sampling_weights", "preprocessing", "streaming", "retention"} <= set(manifest)
@@ -77,7 +94,11 @@ def test_check_jsonschema_agrees_examples_are_valid_and_broken_ones_are_not(tmp_
     broken.write_text((EXAMPLES / "records" / "drill.yaml").read_text().replace("level: statistical", "level: roughly"))
     bad = subprocess.run([exe, "--schemafile", str(REPO / "schemas" / "run-record.schema.json"), str(broken)], capture_output=True, text=True)
     assert bad.returncode == 1
-    manifest = subprocess.run([exe, "--schemafile", str(REPO / "schemas" / "dataset-manifest.schema.json"), str(EXAMPLES / "data" / "d77.manifest.yaml")], capture_output=True, text=True)
+    manifest = subprocess.run(
+        [exe, "--schemafile", str(REPO / "schemas" / "dataset-manifest.schema.json"), str(EXAMPLES / "data" / "d77.manifest.yaml")],
+        capture_output=True,
+        text=True,
+    )
     assert manifest.returncode == 0, manifest.stdout
 
 

@@ -11,16 +11,17 @@ import shutil
 import socket
 import threading
 import tracemalloc
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 from click.testing import Result
-
 from support import REPO
-from reprogate.datasets.hashing import hash_file, hash_files
+
 from reprogate.core.documents import load_document
 from reprogate.core.progress import Progress
+from reprogate.datasets.hashing import hash_file, hash_files
 
 Cli = Callable[..., Result]
 DVC_PROJECT = REPO / "tests" / "fixtures" / "dvc" / "project"
@@ -51,6 +52,7 @@ def verify(cli: Cli, manifest: Path, *extra: str) -> Result:
 
 # build -------------------------------------------------------------------------------------------
 
+
 def test_manifest_names_every_shard_with_size_and_checksum(cli: Cli, data: Path, tmp_path: Path) -> None:
     out = tmp_path / "m.yaml"
     result = build(cli, data, out)
@@ -58,7 +60,11 @@ def test_manifest_names_every_shard_with_size_and_checksum(cli: Cli, data: Path,
     manifest = load_document(out).data
     assert [s["name"] for s in manifest["shards"]] == ["train/part-000.bin", "train/part-001.bin", "val/part-000.bin"]
     first = data / "train" / "part-000.bin"
-    assert manifest["shards"][0] == {"name": "train/part-000.bin", "bytes": first.stat().st_size, "checksum": "sha256:" + hashlib.sha256(first.read_bytes()).hexdigest()}
+    assert manifest["shards"][0] == {
+        "name": "train/part-000.bin",
+        "bytes": first.stat().st_size,
+        "checksum": "sha256:" + hashlib.sha256(first.read_bytes()).hexdigest(),
+    }
     assert manifest["files"][0]["role"] == "tokenizer" and manifest["files"][0]["name"] == "tok/tokenizer.json"
     assert manifest["selection"] == {"exclude": ["*.tmp"]}
     assert manifest["digest"] in result.output
@@ -74,7 +80,7 @@ def test_rebuilding_unchanged_data_gives_identical_bytes(cli: Cli, data: Path, t
 def test_include_globs_and_base_fields_are_kept(cli: Cli, data: Path, tmp_path: Path) -> None:
     base = tmp_path / "base.yaml"
     build(cli, data, base)
-    text = base.read_text().replace("algorithm: sha256", "algorithm: sha256\nretention: {policy: keep, expires: \"2030-01-01\"}\nsplit: {method: shards}")
+    text = base.read_text().replace("algorithm: sha256", 'algorithm: sha256\nretention: {policy: keep, expires: "2030-01-01"}\nsplit: {method: shards}')
     base.write_text(text)
     out = tmp_path / "m.yaml"
     result = cli("dataset", "manifest", str(data), "-o", str(out), "-q", "--include", "train/**", "--base", str(base))
@@ -152,7 +158,7 @@ def test_parallel_hashing_returns_results_in_input_order(tmp_path: Path) -> None
         paths.append(path)
     results = hash_files(paths, "sha256", jobs=4)
     assert [r.path for r in results] == paths
-    assert all(r.checksum == "sha256:" + hashlib.sha256(p.read_bytes()).hexdigest() for r, p in zip(results, paths))
+    assert all(r.checksum == "sha256:" + hashlib.sha256(p.read_bytes()).hexdigest() for r, p in zip(results, paths, strict=True))
 
 
 def test_blake3_is_an_option(cli: Cli, data: Path, tmp_path: Path) -> None:
@@ -190,6 +196,7 @@ def test_progress_line_shows_files_bytes_rate_and_eta() -> None:
 
 
 # verify ------------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def manifest(cli: Cli, data: Path, tmp_path: Path) -> Path:
@@ -281,6 +288,7 @@ def test_github_format_annotates_the_manifest_lines(cli: Cli, manifest: Path, da
 
 # remote shards -----------------------------------------------------------------------------------
 
+
 class _Handler(http.server.SimpleHTTPRequestHandler):
     failures: dict[str, int] = {}
 
@@ -298,7 +306,7 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture
 def http_root(data: Path) -> Iterator[str]:
-    handler = lambda *a, **k: _Handler(*a, directory=str(data), **k)  # noqa: E731
+    handler = lambda *a, **k: _Handler(*a, directory=str(data), **k)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -354,6 +362,7 @@ def test_remote_that_stops_answering_is_exit_3(cli: Cli, manifest: Path, silent_
 
 
 # DVC interop -------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def dvc_project(tmp_path: Path) -> Path:

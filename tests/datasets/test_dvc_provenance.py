@@ -4,8 +4,8 @@ outputs: a trained model.pkl is never a dataset shard."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 from click.testing import Result

@@ -74,6 +74,7 @@ def line_of(path: Path, name: str) -> int:
 
 # round trip and digest ---------------------------------------------------------------------------
 
+
 def test_jsonl_round_trip_header_then_one_sorted_shard_per_line(cli: Cli, data: Path, tmp_path: Path) -> None:
     out = tmp_path / "m.jsonl"
     result = build(cli, data, out, "--version", "2")
@@ -164,6 +165,7 @@ def test_yaml_items_written_directly_read_back_as_pyyaml_would_write_them() -> N
 
 
 # damage is reported by line ----------------------------------------------------------------------
+
 
 @pytest.fixture
 def manifest(cli: Cli, data: Path, tmp_path: Path) -> Path:
@@ -281,6 +283,7 @@ def test_worker_processes_report_what_one_process_reports(cli: Cli, tmp_path: Pa
 
 # nothing half-written ----------------------------------------------------------------------------
 
+
 def test_interrupted_streaming_build_leaves_the_old_manifest_and_no_temporary(cli: Cli, data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for i in range(40):
         (data / "many" / f"{i:02d}.bin").parent.mkdir(exist_ok=True)
@@ -331,6 +334,7 @@ def test_a_file_name_that_is_not_utf8_is_refused_by_name(cli: Cli, data: Path, t
 
 # readers that address a manifest -----------------------------------------------------------------
 
+
 def test_a_record_pins_a_jsonl_manifest_by_its_digest(cli: Cli, project: Path) -> None:
     yaml_manifest = project / "data" / "d77.manifest.yaml"
     source = load_document(yaml_manifest).data
@@ -362,6 +366,7 @@ def test_rebuild_dataset_stage_fetches_and_checks_a_jsonl_dataset(cli: Cli, data
 
 
 # memory stays flat -------------------------------------------------------------------------------
+
 
 def _synthetic(path: Path, count: int) -> str:
     fields = {"apiVersion": "reprogate/v1", "kind": "DatasetManifest", "id": "S", "algorithm": "sha256", "selection": {}}

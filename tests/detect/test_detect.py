@@ -17,7 +17,6 @@ LOCKS = REPO / "tests" / "fixtures" / "locks"
 DIGEST_A, DIGEST_B = "sha256:" + "a" * 64, "sha256:" + "b" * 64
 
 
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     root = tmp_path / "repo"
@@ -26,7 +25,11 @@ def repo(tmp_path: Path) -> Path:
     for path in (LOCKS / "before").iterdir():
         shutil.copy(path, root / path.name)
     (root / "README.md").write_text("# project\n")
-    (root / "Dockerfile").write_text(f"ARG BASE=nvcr.io/nvidia/cuda\nARG TAG=12.4.1-runtime-ubuntu22.04\nFROM --platform=linux/amd64 ${{BASE}}:${{TAG}}@{DIGEST_A} AS build\nRUN pip install --no-cache-dir torch==2.4.0 \\\n    numpy==1.26.4\nRUN apt-get install -y cuda-compat-12-4\nFROM build\n")
+    (root / "Dockerfile").write_text(
+        "ARG BASE=nvcr.io/nvidia/cuda\nARG TAG=12.4.1-runtime-ubuntu22.04\n"
+        f"FROM --platform=linux/amd64 ${{BASE}}:${{TAG}}@{DIGEST_A} AS build\n"
+        "RUN pip install --no-cache-dir torch==2.4.0 \\\n    numpy==1.26.4\nRUN apt-get install -y cuda-compat-12-4\nFROM build\n"
+    )
     shutil.copytree(EXAMPLES / "data", root / "data")
     shutil.copytree(EXAMPLES / "records", root / "records")
     git(root, "add", "-A")
@@ -103,7 +106,15 @@ def test_reordering_comments_and_whitespace_are_not_changes(cli: Cli, repo: Path
 def test_from_digest_change_is_a_base_image_change_even_with_the_same_tag(cli: Cli, repo: Path) -> None:
     change(repo, lambda r: (r / "Dockerfile").write_text((r / "Dockerfile").read_text().replace(DIGEST_A, DIGEST_B)))
     changes = found(detect(cli, repo), "base-image")
-    assert changes == [("Dockerfile", "digest", "FROM (stage build) --platform=linux/amd64", f"nvcr.io/nvidia/cuda:12.4.1-runtime-ubuntu22.04@{DIGEST_A}", f"nvcr.io/nvidia/cuda:12.4.1-runtime-ubuntu22.04@{DIGEST_B}")]
+    assert changes == [
+        (
+            "Dockerfile",
+            "digest",
+            "FROM (stage build) --platform=linux/amd64",
+            f"nvcr.io/nvidia/cuda:12.4.1-runtime-ubuntu22.04@{DIGEST_A}",
+            f"nvcr.io/nvidia/cuda:12.4.1-runtime-ubuntu22.04@{DIGEST_B}",
+        )
+    ]
 
 
 def test_arg_default_change_moves_the_cuda_base_image(cli: Cli, repo: Path) -> None:
@@ -116,7 +127,12 @@ def test_arg_default_change_moves_the_cuda_base_image(cli: Cli, repo: Path) -> N
 
 
 def test_pip_lines_in_dockerfiles_and_cuda_compat_pins(cli: Cli, repo: Path) -> None:
-    change(repo, lambda r: (r / "Dockerfile").write_text((r / "Dockerfile").read_text().replace("torch==2.4.0", "torch==2.5.0").replace("cuda-compat-12-4", "cuda-compat-12-8")))
+    change(
+        repo,
+        lambda r: (r / "Dockerfile").write_text(
+            (r / "Dockerfile").read_text().replace("torch==2.4.0", "torch==2.5.0").replace("cuda-compat-12-4", "cuda-compat-12-8")
+        ),
+    )
     report = detect(cli, repo)
     assert ("Dockerfile", "version", "torch", "==2.4.0", "==2.5.0") in found(report, "framework")
     kinds = {(c[2], c[1]) for c in found(report, "driver")}
@@ -146,7 +162,12 @@ def test_readme_change_requires_nothing(cli: Cli, repo: Path, tmp_path: Path, mo
 
 
 def test_corrupted_lock_file_counts_as_changed_with_the_reason(cli: Cli, repo: Path) -> None:
-    change(repo, lambda r: (r / "poetry.lock").write_text((r / "poetry.lock").read_text().replace('[[package]]\nname = "packaging"', '[[package]\nname = "packaging"', 1)))
+    change(
+        repo,
+        lambda r: (r / "poetry.lock").write_text(
+            (r / "poetry.lock").read_text().replace('[[package]]\nname = "packaging"', '[[package]\nname = "packaging"', 1)
+        ),
+    )
     changes = detect(cli, repo)["changes"]["framework"]
     assert changes[0]["path"] == "poetry.lock" and changes[0]["kind"] == "unparseable" and "head:" in changes[0]["detail"]
 
@@ -172,7 +193,9 @@ def test_image_references_in_compose_and_workflows(cli: Cli, repo: Path) -> None
     def base(r: Path) -> None:
         (r / "compose.yaml").write_text("services:\n  train:\n    image: ghcr.io/org/train:v1\n")
         (r / ".github" / "workflows").mkdir(parents=True)
-        (r / ".github" / "workflows" / "rebuild.yml").write_text("on: workflow_dispatch\njobs:\n  rebuild:\n    runs-on: [self-hosted, gpu-r570]\n    container: ghcr.io/org/train:v1\n    steps: []\n")
+        (r / ".github" / "workflows" / "rebuild.yml").write_text(
+            "on: workflow_dispatch\njobs:\n  rebuild:\n    runs-on: [self-hosted, gpu-r570]\n    container: ghcr.io/org/train:v1\n    steps: []\n"
+        )
 
     change(repo, base)
 
@@ -228,7 +251,16 @@ def test_missing_base_revision_says_how_to_fetch_it(cli: Cli, repo: Path, tmp_pa
 
 def test_pull_request_file_list_without_a_clone(cli: Cli, tmp_path: Path) -> None:
     listing = tmp_path / "files.json"
-    listing.write_text(json.dumps([{"filename": "uv.lock", "status": "modified"}, {"filename": "docs/index.md", "status": "modified"}, {"filename": "docker/Dockerfile", "status": "modified"}, {"filename": "data/train.dvc", "status": "added"}]))
+    listing.write_text(
+        json.dumps(
+            [
+                {"filename": "uv.lock", "status": "modified"},
+                {"filename": "docs/index.md", "status": "modified"},
+                {"filename": "docker/Dockerfile", "status": "modified"},
+                {"filename": "data/train.dvc", "status": "added"},
+            ]
+        )
+    )
     result = cli("detect", "--files-from", str(listing), "--repo", str(tmp_path), "--format", "json")
     report = json.loads(result.output)
     assert report["layers"] == ["framework", "base-image", "dataset"] and report["rebuild_required"] is True

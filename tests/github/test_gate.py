@@ -129,13 +129,23 @@ def test_release_push_requires_a_green_reproduction(run_gate: Callable[..., Resu
     assert run_gate(event, "push").exit_code == 0
 
 
-@pytest.mark.parametrize("verdict, state", [(make_verdict("pass"), "success"), (make_verdict("fail", "metric"), "failure"), (make_verdict("fail", "preflight", True), "error")])
-def test_status_from_a_verdict_is_always_terminal(cli: Cli, github: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, verdict: dict[str, Any], state: str) -> None:
+@pytest.mark.parametrize(
+    "verdict, state", [(make_verdict("pass"), "success"), (make_verdict("fail", "metric"), "failure"), (make_verdict("fail", "preflight", True), "error")]
+)
+def test_status_from_a_verdict_is_always_terminal(
+    cli: Cli, github: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, verdict: dict[str, Any], state: str
+) -> None:
     path = tmp_path / "verdict.json"
     path.write_text(json.dumps(verdict))
     report = tmp_path / "report.md"
     report.write_text("## report\n" + "x" * 70_000)
-    for key, value in {"GITHUB_REPOSITORY": REPOSITORY, "GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": github.url, "GITHUB_SHA": "a" * 40, "REPROGATE_GITHUB_WRITE_INTERVAL": "0"}.items():
+    for key, value in {
+        "GITHUB_REPOSITORY": REPOSITORY,
+        "GITHUB_TOKEN": TOKEN,
+        "GITHUB_API_URL": github.url,
+        "GITHUB_SHA": "a" * 40,
+        "REPROGATE_GITHUB_WRITE_INTERVAL": "0",
+    }.items():
         monkeypatch.setenv(key, value)
     result = cli("github", "status", "--from-verdict", str(path), "--comment-report", str(report), "--pr", "2", "--description", "x" * 300)
     assert result.exit_code == 0, result.output

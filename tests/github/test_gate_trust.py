@@ -319,10 +319,11 @@ def test_status_of_several_records_is_one_terminal_state(cli: Callable[..., Resu
 
 
 def test_the_gate_and_the_rebuild_bind_verdicts_to_the_same_record_digest() -> None:
+    from support import EXAMPLES
+
     from reprogate.core.documents import load_document
     from reprogate.github.touched import rebuild_digest
     from reprogate.rebuild import record_digest
-    from support import EXAMPLES
 
     data = load_document(EXAMPLES / "tiny" / "records" / "tiny.yaml").data
     promoted = dict(data, baseline={"promoted": True, "by": "maintainer"})

@@ -111,7 +111,7 @@ def test_a_dockerfile_builds_on_the_test_image(podman_engine: Engine, tiny_image
     try:
         assert image.id != tiny_image.image_id
         assert run(podman_engine, tiny_image, ["sh", "-c", "test -e /built.txt || echo absent"]).strip() == "absent"
-        out = podman_engine.client.containers.run(image.id, ["sh", "-c", "cat /built.txt; echo \" $BUILT\""], remove=True).decode()
+        out = podman_engine.client.containers.run(image.id, ["sh", "-c", 'cat /built.txt; echo " $BUILT"'], remove=True).decode()
         assert out.strip() == "built yes"
     finally:
         podman_engine.client.images.remove(image.id, force=True)

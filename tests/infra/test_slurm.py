@@ -51,8 +51,18 @@ def test_sbatch_wait_runs_steps_across_the_allocation_and_returns_the_exit_code(
 
 def test_scancel_ends_a_running_job_and_its_tasks(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
     marker = tmp_path / "started"
-    job_id = slurm_cluster.run("sbatch", "--parsable", "-N2", "-D", str(tmp_path), "-o", "/dev/null",
-                               "--wrap", f"srun sh -c 'touch {marker}.$SLURMD_NODENAME; exec sleep 300'", check=True).stdout.strip()
+    job_id = slurm_cluster.run(
+        "sbatch",
+        "--parsable",
+        "-N2",
+        "-D",
+        str(tmp_path),
+        "-o",
+        "/dev/null",
+        "--wrap",
+        f"srun sh -c 'touch {marker}.$SLURMD_NODENAME; exec sleep 300'",
+        check=True,
+    ).stdout.strip()
     wait_for_state(slurm_cluster, job_id, {"RUNNING"})
     _wait(lambda: all(Path(f"{marker}.{n}").exists() for n in slurm_cluster.nodes), "both tasks started")
     slurm_cluster.run("scancel", job_id, check=True)
@@ -63,8 +73,19 @@ def test_scancel_ends_a_running_job_and_its_tasks(slurm_cluster: SlurmCluster, t
 
 def test_a_node_killed_mid_job_fails_the_job_naming_the_node(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
     marker = tmp_path / "started"
-    job_id = slurm_cluster.run("sbatch", "--parsable", "--no-requeue", "-N2", "-D", str(tmp_path), "-o", str(tmp_path / "out.txt"),
-                               "--wrap", f"srun sh -c 'touch {marker}.$SLURMD_NODENAME; exec sleep 300'", check=True).stdout.strip()
+    job_id = slurm_cluster.run(
+        "sbatch",
+        "--parsable",
+        "--no-requeue",
+        "-N2",
+        "-D",
+        str(tmp_path),
+        "-o",
+        str(tmp_path / "out.txt"),
+        "--wrap",
+        f"srun sh -c 'touch {marker}.$SLURMD_NODENAME; exec sleep 300'",
+        check=True,
+    ).stdout.strip()
     _wait(lambda: all(Path(f"{marker}.{n}").exists() for n in slurm_cluster.nodes), "both tasks started")
     slurm_cluster.kill_node("n2")
     # Two outcomes race: the controller marks the job NODE_FAIL when it declares n2 down, or srun

@@ -32,7 +32,10 @@ def test_dependency_groups_are_labelled() -> None:
 
 def test_conda_environment_with_a_pip_section(tmp_path: Path) -> None:
     env = tmp_path / "environment.yml"
-    env.write_text("name: train\nchannels: [conda-forge]\ndependencies:\n  - python=3.11\n  - conda-forge::numpy=1.26.4=py311h64a7726_0\n  - cudatoolkit>=11.8\n  - pip\n  - pip:\n      - torch==2.4.0\n")
+    env.write_text(
+        "name: train\nchannels: [conda-forge]\ndependencies:\n  - python=3.11\n  - conda-forge::numpy=1.26.4=py311h64a7726_0\n"
+        "  - cudatoolkit>=11.8\n  - pip\n  - pip:\n      - torch==2.4.0\n"
+    )
     pins = {(p.name, p.manager): p for p in parse_file(env)}
     assert pins[("numpy", "conda")].version == "1.26.4"
     assert pins[("cudatoolkit", "conda")].version is None  # a range pins nothing
@@ -90,7 +93,10 @@ def test_requirements_options_urls_and_ranges() -> None:
         ("numpy", "numpy==1.26.4", "1.26.4"),
     ]
     assert [(o.label, o.value) for o in parsed.options] == [
-        ("--extra-index-url", "https://download.pytorch.org/whl/nightly/cu121"), ("-r", "base.txt"), ("-c", "constraints.txt"), ("-e", "."),
+        ("--extra-index-url", "https://download.pytorch.org/whl/nightly/cu121"),
+        ("-r", "base.txt"),
+        ("-c", "constraints.txt"),
+        ("-e", "."),
     ]
     with pytest.raises(LockFileError, match="line 2"):
         read("six==1.16.0\nfoo==\n")

@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import yaml
 from click.testing import Result
-
 from support import FIXTURES, git
 
 from reprogate.core.canonical import canonical_digest, file_digest
@@ -36,13 +36,27 @@ def _record(repo: Path, image: Any) -> dict[str, Any]:
         "apiVersion": "reprogate/v1",
         "kind": "RunRecord",
         "metadata": {"name": "contained-regression"},
-        "contract": {"level": "bitwise", "steps": {"start": 0, "count": 20}, "tensors": ["model_state"], "envelope": {"world_sizes": [2], "nodes": {"min": 1, "max": 1}, "framework": {"name": "torch", "release": "2.13"}}},
+        "contract": {
+            "level": "bitwise",
+            "steps": {"start": 0, "count": 20},
+            "tensors": ["model_state"],
+            "envelope": {"world_sizes": [2], "nodes": {"min": 1, "max": 1}, "framework": {"name": "torch", "release": "2.13"}},
+        },
         "container": {"registry": registry, "repository": repository, "digest": image.digest},
-        "source": {"path": "project", "tree": tree_id(repo / "project"), "dirty": False, "build_recipe": {"path": "docker/Dockerfile", "checksum": file_digest(repo / "docker" / "Dockerfile")}},
+        "source": {
+            "path": "project",
+            "tree": tree_id(repo / "project"),
+            "dirty": False,
+            "build_recipe": {"path": "docker/Dockerfile", "checksum": file_digest(repo / "docker" / "Dockerfile")},
+        },
         "dataset": {"used": False, "reason": "the data is generated from the seed"},
         "seeds": {"global": 3},
         "execution": {"world_size": 2, "nodes": 1, "ranks_per_node": 2, "collective": {"backend": "gloo"}, "env": {"OMP_NUM_THREADS": "1"}},
-        "job": {"entrypoint": ["python", "train.py", "--config", "../config.yaml"], "workdir": "project", "config": {"path": "config.yaml", "hash": canonical_digest(yaml.safe_load((repo / "config.yaml").read_text()))}},
+        "job": {
+            "entrypoint": ["python", "train.py", "--config", "../config.yaml"],
+            "workdir": "project",
+            "config": {"path": "config.yaml", "hash": canonical_digest(yaml.safe_load((repo / "config.yaml").read_text()))},
+        },
     }
 
 
@@ -61,7 +75,15 @@ def _reference(repo: Path, record: dict[str, Any], work: Path) -> Path:
     trace = work / "trace"
     port = free_port()
     try:
-        ranks = [realized.spawn(["python", "train.py", "--config", "../config.yaml"], {**env, **torchrun_environment(r, r, 2, 2, 0, "127.0.0.1", port), "REPROGATE_TRACE_DIR": str(trace)}, work / "tree" / "project", work / f"rank{r}.log") for r in range(2)]
+        ranks = [
+            realized.spawn(
+                ["python", "train.py", "--config", "../config.yaml"],
+                {**env, **torchrun_environment(r, r, 2, 2, 0, "127.0.0.1", port), "REPROGATE_TRACE_DIR": str(trace)},
+                work / "tree" / "project",
+                work / f"rank{r}.log",
+            )
+            for r in range(2)
+        ]
         deadline = time.monotonic() + 300
         while any(rank.poll() is None for rank in ranks) and time.monotonic() < deadline:
             time.sleep(0.2)

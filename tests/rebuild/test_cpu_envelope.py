@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from support import EXAMPLES
+
 from reprogate.capture.cpu import CpuInfo
 from reprogate.core.documents import load_document
 from reprogate.rebuild.context import RebuildContext, RebuildOptions

@@ -93,8 +93,14 @@ def test_a_pod_starts_its_ranks_with_torchruns_variables(tmp_path: Path) -> None
     _, job = manifests("rg-test", "default", IMAGE, Shape(4, 2), probe, {"A": "1"}, tmp_path, logs, tmp_path, "claim")
     container = job["spec"]["template"]["spec"]["containers"][0]
     env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
-    done = subprocess.run(container["command"], env={**env, "PATH": "/usr/bin:/bin", "JOB_COMPLETION_INDEX": "1", "NODE_NAME": "k8s-b", "POD_NAME": "rg-test-1"},
-                          capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        container["command"],
+        env={**env, "PATH": "/usr/bin:/bin", "JOB_COMPLETION_INDEX": "1", "NODE_NAME": "k8s-b", "POD_NAME": "rg-test-1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 1  # the pod fails when one of its ranks does
     assert (logs / "rank2.log").read_text().split() == ["2", "0", "1", "1", "4", "2", "rg-test-0.rg-test", "29500"]
     assert (logs / "rank3.log").read_text().split()[:4] == ["3", "1", "1", "1"]

@@ -57,18 +57,30 @@ def test_command_lines_carry_the_environment_and_take_per_task_variables_from_th
     argv = ["python", "-m", "reprogate.runtime.rank_host", "/w/control"]
     env = {"PATH": "/usr/bin", "HOME": "/w/home", "OMP_NUM_THREADS": "1"}
     venv = VenvEnvironment(tmp_path / "venv", {}).command(argv, env, tmp_path, inherit=PER_TASK)
-    assert venv == ["env", f"VIRTUAL_ENV={tmp_path / 'venv'}", f"PATH={tmp_path / 'venv' / 'bin'}:/usr/bin", str(tmp_path / "venv" / "bin" / "python"), *argv[1:]]
+    assert venv == [
+        "env",
+        f"VIRTUAL_ENV={tmp_path / 'venv'}",
+        f"PATH={tmp_path / 'venv' / 'bin'}:/usr/bin",
+        str(tmp_path / "venv" / "bin" / "python"),
+        *argv[1:],
+    ]
     pinned = "registry.example.test/train@sha256:" + "ab" * 32
     box = ContainerEnvironment(None, "sha256:" + "cd" * 32, None, {}, {"/w": "rw"}, False, pinned)  # type: ignore[arg-type]
     line = box.command(argv, {**env, "RANK": "stale"}, tmp_path, inherit=PER_TASK)
     pairs = [line[i + 1] for i, word in enumerate(line) if word == "-e"]
     assert pairs == ["OMP_NUM_THREADS=1", *PER_TASK]  # PATH and HOME are the image's; per-task values pass through from the node
-    assert line[line.index(pinned):] == [pinned, *argv]  # another node's engine pulls the image by its digest
+    assert line[line.index(pinned) :] == [pinned, *argv]  # another node's engine pulls the image by its digest
     assert "--label" in line
 
 
 def test_the_job_environment_is_the_ranks_plus_slurms_settings_and_never_the_runners(tmp_path: Path) -> None:
-    host = {"SLURM_CONF": "/etc/slurm/slurm.conf", "SBATCH_PARTITION": "gpu", "GITHUB_TOKEN": "ghp_secret", "DOCKER_HOST": "unix:///run/docker.sock", "HOME": "/root"}
+    host = {
+        "SLURM_CONF": "/etc/slurm/slurm.conf",
+        "SBATCH_PARTITION": "gpu",
+        "GITHUB_TOKEN": "ghp_secret",
+        "DOCKER_HOST": "unix:///run/docker.sock",
+        "HOME": "/root",
+    }
     ranks = {"PATH": "/usr/bin", "CUDA_VISIBLE_DEVICES": "0", "OMP_NUM_THREADS": "1"}
     plain = job_environment(ranks, CurrentEnvironment(), host)
     assert plain == {"PATH": "/usr/bin", "OMP_NUM_THREADS": "1", "SLURM_CONF": "/etc/slurm/slurm.conf", "SBATCH_PARTITION": "gpu"}
@@ -93,10 +105,15 @@ def test_a_placement_is_judged_against_the_recorded_shape(tmp_path: Path) -> Non
     assert any("ran on 1 node(s) (n1); the record's run used 2" in p for p in _shape_problems(ctx, {}, envelope))
     ctx.facts["placement"] = {0: "n2", 1: "n1"}  # the nodes in another order are just other nodes ...
     assert _shape_problems(ctx, {}, envelope) == []
-    doc.data["execution"]["rank_mapping"] = [{"rank": 0, "node": 1, "local_rank": 0}, {"rank": 1, "node": 0, "local_rank": 0}]  # ... unless the record maps ranks
+    doc.data["execution"]["rank_mapping"] = [
+        {"rank": 0, "node": 1, "local_rank": 0},
+        {"rank": 1, "node": 0, "local_rank": 0},
+    ]  # ... unless the record maps ranks
     problems = _shape_problems(ctx, {}, envelope)
-    assert problems == ["rank mapping differs from the record's (rank 0 ran on node 0 (n2), the reference's on node 1; "
-                        "rank 1 ran on node 1 (n1), the reference's on node 0) and the envelope does not tolerate rank-remap"]
+    assert problems == [
+        "rank mapping differs from the record's (rank 0 ran on node 0 (n2), the reference's on node 1; "
+        "rank 1 ran on node 1 (n1), the reference's on node 0) and the envelope does not tolerate rank-remap"
+    ]
     envelope["topology_changes"] = ["rank-remap"]
     assert _shape_problems(ctx, {}, envelope) == []
     assert topology(doc.data, {0: "n2", 1: "n1"}).changes == ["rank-remap"]

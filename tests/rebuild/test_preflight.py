@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from support import EXAMPLES
+
 from reprogate.rebuild.preflight import PreflightOptions, run_preflight
 
 if os.environ.get("CI") != "true":
@@ -23,7 +23,13 @@ if os.environ.get("CI") != "true":
 def preflight(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> tuple[int, dict[str, Any]]:
     """Run the CLI; the subprocess timeout is a liveness bound (a hang fails the test), not a benchmark."""
     clean = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK")}
-    done = subprocess.run([sys.executable, "-m", "reprogate", "preflight", "--format", "json", *args], capture_output=True, text=True, env={**clean, **(env or {})}, timeout=timeout)
+    done = subprocess.run(
+        [sys.executable, "-m", "reprogate", "preflight", "--format", "json", *args],
+        capture_output=True,
+        text=True,
+        env={**clean, **(env or {})},
+        timeout=timeout,
+    )
     return done.returncode, json.loads(done.stdout)
 
 

@@ -10,12 +10,12 @@ prints on purpose, from a file it was given.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from click.testing import Result
-
 from support import edit_record
 
 Cli = Callable[..., Result]
@@ -58,7 +58,9 @@ def test_ranks_see_only_the_allowlist_and_nothing_planted_leaves(cli: Cli, proje
     verdict = json.loads((out / "verdict.json").read_text())
     assert result.exit_code == 1 and verdict["diagnosis"] == "run", result.output
     tail = next(s["log_tail"] for s in verdict["stages"] if s["name"] == "run")
-    seen = json.loads(next(line for line in (tmp_path / "work" / "runs" / "preflight" / "logs" / "rank0.log").read_text().splitlines() if line.startswith("ENV "))[4:])
+    seen = json.loads(
+        next(line for line in (tmp_path / "work" / "runs" / "preflight" / "logs" / "rank0.log").read_text().splitlines() if line.startswith("ENV "))[4:]
+    )
     assert not {"GITHUB_TOKEN", "ACTIONS_RUNTIME_TOKEN", "AWS_SECRET_ACCESS_KEY", "HF_TOKEN", "GITHUB_ENV"} & set(seen)
     assert seen["HOME"].startswith(str(tmp_path / "work")) and seen["OMP_NUM_THREADS"] == "1" and seen["RANK"] in ("0", "1")
     assert "FROM A FILE" in tail and "hunter2" not in tail and "abcdef123456" not in tail

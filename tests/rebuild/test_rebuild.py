@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from click.testing import Result
-
 from support import edit_record
 
 if os.environ.get("CI") != "true":
@@ -40,7 +40,19 @@ def test_clean_rebuild_passes_and_twice_gives_identical_digests(cli: Cli, projec
     first, verdict = rebuild(cli, project, "--workdir", str(tmp_path / "w1"))
     assert first.exit_code == 0, first.output
     assert verdict["verdict"] == "pass" and verdict["diagnosis"] is None
-    assert stages(verdict) == {"artifacts": "pass", "digest": "skipped", "preflight": "pass", "dataset": "pass", "config": "pass", "envelope": "pass", "run": "pass", "batches": "pass", "model-state": "pass", "steps": "pass", "metric": "pass"}
+    assert stages(verdict) == {
+        "artifacts": "pass",
+        "digest": "skipped",
+        "preflight": "pass",
+        "dataset": "pass",
+        "config": "pass",
+        "envelope": "pass",
+        "run": "pass",
+        "batches": "pass",
+        "model-state": "pass",
+        "steps": "pass",
+        "metric": "pass",
+    }
     assert verdict["claim"]["replayed"] is True and "no container" in " ".join(verdict["claim"]["not_covered"])
     second, again = rebuild(cli, project, "--workdir", str(tmp_path / "w2"))
     assert second.exit_code == 0

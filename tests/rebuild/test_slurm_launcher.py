@@ -57,7 +57,9 @@ def wait_for(ready: Callable[[], bool], what: str, timeout: float = 180) -> None
         time.sleep(0.2)
 
 
-def test_a_two_node_record_rebuilds_on_two_slurm_nodes(slurm_cluster: SlurmCluster, cli: Cli, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_two_node_record_rebuilds_on_two_slurm_nodes(
+    slurm_cluster: SlurmCluster, cli: Cli, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     slurm_cluster.use(monkeypatch)
     work = tmp_path / "work"
     result, verdict = rebuild(cli, project, "--workdir", str(work), "--format", "json")
@@ -80,8 +82,13 @@ def test_a_two_node_record_rebuilds_on_two_slurm_nodes(slurm_cluster: SlurmClust
 def test_a_node_killed_mid_run_fails_the_run_naming_the_node_and_cancels_the_allocation(slurm_cluster: SlurmCluster, project: Path, tmp_path: Path) -> None:
     edit_record(project / RECORD, lambda r: r["job"].update(entrypoint=["python", "-c", "import time; time.sleep(600)"]))
     work, out = tmp_path / "work", tmp_path / "out"
-    process = subprocess.Popen([sys.executable, "-m", "reprogate", "rebuild", str(project / RECORD), "--workdir", str(work), "--out", str(out)],
-                               env=slurm_cluster.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "reprogate", "rebuild", str(project / RECORD), "--workdir", str(work), "--out", str(out)],
+        env=slurm_cluster.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         wait_for(lambda: (work / "runs" / "preflight" / "control" / "go.json").exists() or process.poll() is not None, "the run to start")
         assert process.poll() is None, process.communicate()[0]
@@ -100,7 +107,9 @@ def test_a_node_killed_mid_run_fails_the_run_naming_the_node_and_cancels_the_all
     assert queue(slurm_cluster) == []
 
 
-def test_the_controller_down_is_an_infrastructure_failure(slurm_cluster: SlurmCluster, cli: Cli, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_controller_down_is_an_infrastructure_failure(
+    slurm_cluster: SlurmCluster, cli: Cli, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     slurm_cluster.use(monkeypatch)
     slurm_cluster.stop_controller()
     result, _ = rebuild(cli, project, "--workdir", str(tmp_path / "work"))
@@ -109,8 +118,9 @@ def test_the_controller_down_is_an_infrastructure_failure(slurm_cluster: SlurmCl
     assert not (tmp_path / "work").exists()  # refused before the first stage
 
 
-def test_a_record_asking_for_more_nodes_than_the_partition_has_is_refused_before_submission(slurm_cluster: SlurmCluster, cli: Cli, project: Path, tmp_path: Path,
-                                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_record_asking_for_more_nodes_than_the_partition_has_is_refused_before_submission(
+    slurm_cluster: SlurmCluster, cli: Cli, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def three_nodes(record: dict[str, Any]) -> None:
         record["execution"].update(world_size=3, nodes=3, ranks_per_node=1)
         record["execution"].pop("rank_mapping")
@@ -129,8 +139,19 @@ def test_a_record_asking_for_more_nodes_than_the_partition_has_is_refused_before
 def test_inside_an_allocation_the_ranks_are_a_step_of_it(slurm_cluster: SlurmCluster, project: Path, tmp_path: Path) -> None:
     work, out = tmp_path / "work", tmp_path / "out"
     command = [sys.executable, "-m", "reprogate", "rebuild", str(project / RECORD), "--workdir", str(work), "--out", str(out)]
-    job_id = slurm_cluster.run("sbatch", "--parsable", "-N2", "--ntasks-per-node=1", "--no-requeue", "-o", str(tmp_path / "batch.log"),
-                               "--wrap", " ".join(command), check=True, cwd=project).stdout.strip()
+    job_id = slurm_cluster.run(
+        "sbatch",
+        "--parsable",
+        "-N2",
+        "--ntasks-per-node=1",
+        "--no-requeue",
+        "-o",
+        str(tmp_path / "batch.log"),
+        "--wrap",
+        " ".join(command),
+        check=True,
+        cwd=project,
+    ).stdout.strip()
     wait_for(lambda: slurm_cluster.job(job_id).get("JobState") in {"COMPLETED", "FAILED", "CANCELLED", "NODE_FAIL"}, "the batch job", timeout=300)
     assert slurm_cluster.job(job_id)["JobState"] == "COMPLETED", (tmp_path / "batch.log").read_text()
     verdict = json.loads((out / "verdict.json").read_text())

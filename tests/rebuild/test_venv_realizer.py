@@ -13,13 +13,13 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import yaml
 from click.testing import Result
-
 from support import FIXTURES, git
 
 from reprogate.core.canonical import canonical_digest, file_digest
@@ -35,13 +35,27 @@ def _record(repo: Path) -> dict[str, Any]:
         "apiVersion": "reprogate/v1",
         "kind": "RunRecord",
         "metadata": {"name": "locked-regression"},
-        "contract": {"level": "bitwise", "steps": {"start": 0, "count": 20}, "tensors": ["model_state"], "envelope": {"world_sizes": [2], "nodes": {"min": 1, "max": 1}, "framework": {"name": "torch", "release": "2.13"}}},
+        "contract": {
+            "level": "bitwise",
+            "steps": {"start": 0, "count": 20},
+            "tensors": ["model_state"],
+            "envelope": {"world_sizes": [2], "nodes": {"min": 1, "max": 1}, "framework": {"name": "torch", "release": "2.13"}},
+        },
         "container": {"used": False, "reason": "the environment is the lock file, realized with uv"},
-        "source": {"path": "project", "tree": tree_id(repo / "project"), "dirty": False, "lock_files": [{"path": "requirements.txt", "checksum": file_digest(lock), "format": "pip-requirements"}]},
+        "source": {
+            "path": "project",
+            "tree": tree_id(repo / "project"),
+            "dirty": False,
+            "lock_files": [{"path": "requirements.txt", "checksum": file_digest(lock), "format": "pip-requirements"}],
+        },
         "dataset": {"used": False, "reason": "the data is generated from the seed"},
         "seeds": {"global": 3},
         "execution": {"world_size": 2, "nodes": 1, "ranks_per_node": 2, "collective": {"backend": "gloo"}, "env": {"OMP_NUM_THREADS": "1"}},
-        "job": {"entrypoint": ["python", "train.py", "--config", "../config.yaml"], "workdir": "project", "config": {"path": "config.yaml", "hash": canonical_digest(yaml.safe_load((repo / "config.yaml").read_text()))}},
+        "job": {
+            "entrypoint": ["python", "train.py", "--config", "../config.yaml"],
+            "workdir": "project",
+            "config": {"path": "config.yaml", "hash": canonical_digest(yaml.safe_load((repo / "config.yaml").read_text()))},
+        },
     }
 
 
@@ -60,7 +74,15 @@ def _reference_trace(repo: Path, record: dict[str, Any], cache: Path) -> Path:
     env = rank_environment(record["execution"]["env"], work, runtime)
     trace_dir = work / "trace"
     port = free_port()
-    procs = [realized.spawn(["python", "train.py", "--config", "../config.yaml"], {**env, **torchrun_environment(r, r, 2, 2, 0, "127.0.0.1", port), "REPROGATE_TRACE_DIR": str(trace_dir)}, repo / "project", work / f"rank{r}.log") for r in range(2)]
+    procs = [
+        realized.spawn(
+            ["python", "train.py", "--config", "../config.yaml"],
+            {**env, **torchrun_environment(r, r, 2, 2, 0, "127.0.0.1", port), "REPROGATE_TRACE_DIR": str(trace_dir)},
+            repo / "project",
+            work / f"rank{r}.log",
+        )
+        for r in range(2)
+    ]
     for proc in procs:
         while proc.poll() is None:
             time.sleep(0.05)

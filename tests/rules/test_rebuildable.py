@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import datetime
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from support import edit_record
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from support import edit_record
+
 from reprogate.core.diagnostics import ExitCode
 from reprogate.validate.runner import Options, validate
 
@@ -40,6 +40,7 @@ def test_examples_pass_every_rule(project: Path) -> None:
 
 
 # addressed files ---------------------------------------------------------------------------------
+
 
 def test_lock_file_changed_since_record_is_environment_drift_not_an_error(project: Path, drill: Path) -> None:
     (project / "requirements.txt").write_text((project / "requirements.txt").read_text().replace("torch==2.13.0", "torch==2.14.0"))
@@ -103,6 +104,7 @@ def test_dataset_manifest_digest_and_id_are_checked(project: Path, drill: Path) 
 
 # ranks -------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "change, expected",
     [
@@ -129,6 +131,7 @@ def test_elastic_runs_may_differ_from_nodes_times_ranks(drill: Path) -> None:
 
 
 # contract levels ---------------------------------------------------------------------------------
+
 
 def test_statistical_contract_carries_its_interval(drill: Path) -> None:
     edit_record(drill, lambda r: r["contract"]["metric"].pop("interval"))
@@ -183,6 +186,7 @@ def test_behavioral_contract_declares_steps_and_tolerance(project: Path) -> None
 
 # retention ---------------------------------------------------------------------------------------
 
+
 def test_expired_dataset_retention_is_reported(project: Path, drill: Path) -> None:
     after = datetime.date(2029, 10, 2)
     assert ("retention-expired", "warning") not in codes(drill, today=datetime.date(2029, 10, 1))["drill.yaml"]
@@ -199,6 +203,7 @@ def test_expired_contract_lifetime_is_reported(drill: Path) -> None:
 
 
 # envelope ----------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     "change, expected",
@@ -222,6 +227,7 @@ def test_framework_release_prefix_admits_patch_versions(drill: Path) -> None:
 
 # manifests and configuration ---------------------------------------------------------------------
 
+
 def test_manifest_internal_consistency(project: Path) -> None:
     manifest = project / "data" / "d77.manifest.yaml"
 
@@ -234,8 +240,8 @@ def test_manifest_internal_consistency(project: Path) -> None:
 
 
 def test_manifest_own_digest_is_checked(project: Path) -> None:
-    from reprogate.datasets import manifest_digest
     from reprogate.core.documents import load_document
+    from reprogate.datasets import manifest_digest
 
     manifest = project / "data" / "d77.manifest.yaml"
     good = manifest_digest(load_document(manifest).data)

@@ -186,7 +186,10 @@ PORTABLE_SCRIPT = textwrap.dedent(
     import torch
     from torch import nn
     seed_everything(1, portable_cpu=sys.argv[2] == "portable")
-    model = nn.Sequential(nn.Unflatten(1, (4, 10)), nn.Conv1d(4, 8, 3), nn.Flatten(), nn.Linear(64, 96), nn.Tanh(), nn.Linear(96, 96), nn.GELU(), nn.Linear(96, 10))
+    model = nn.Sequential(
+        nn.Unflatten(1, (4, 10)), nn.Conv1d(4, 8, 3), nn.Flatten(),
+        nn.Linear(64, 96), nn.Tanh(), nn.Linear(96, 96), nn.GELU(), nn.Linear(96, 10),
+    )
     optimizer = torch.optim.AdamW(model.parameters(), lr=0.01)
     g = torch.Generator().manual_seed(2)
     with Tracer(sys.argv[1], rank=0, every=5, model=model) as tracer:

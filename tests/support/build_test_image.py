@@ -215,7 +215,7 @@ def _build(variant: str, key: str, work: Path, target: Path, clock: list[float])
         "rootfs": {"type": "layers", "diff_ids": diff_ids},
         "history": [{"created": "2000-01-01T00:00:00Z", "created_by": f"tests/support/build_test_image.py {name}"} for name in ("base", variant)],
     }
-    _raw_layout(raw, key, list(zip(layers, diff_ids)), config)
+    _raw_layout(raw, key, list(zip(layers, diff_ids, strict=True)), config)
     # skopeo compresses the layers (parallel gzip) into the layout the registry will serve as is.
     layout = target / "oci"
     layout.parent.mkdir(parents=True, exist_ok=True)

@@ -31,8 +31,15 @@ def start(argv: Sequence[str], log: Path, env: Mapping[str, str] | None = None, 
     stderr appended to `log`."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
-        return subprocess.Popen(list(argv), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=dict(env) if env is not None else None,
-                                cwd=cwd, preexec_fn=_die_with_parent)  # noqa: PLW1509 - prctl has no Popen option; only pytest's main thread starts daemons
+        return subprocess.Popen(
+            list(argv),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509 - prctl has no Popen option; only pytest's main thread starts daemons
+        )
 
 
 def stop(process: subprocess.Popen[bytes], grace: float = 10.0) -> None:

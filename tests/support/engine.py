@@ -214,11 +214,16 @@ def provide_image(engine: Engine, registry: Registry, variant: str) -> TestImage
     """Push the cached `variant` to `registry` with skopeo, pull it by digest through the engine API."""
     built = build_cached(variant)
     repository = f"{registry.host}/{built.repository}"
-    subprocess.run(["skopeo", "copy", "-q", "--dest-tls-verify=false", f"oci:{built.layout}:{built.tag}", f"docker://{repository}:{built.tag}"],
-                   check=True, capture_output=True, timeout=600)
+    subprocess.run(
+        ["skopeo", "copy", "-q", "--dest-tls-verify=false", f"oci:{built.layout}:{built.tag}", f"docker://{repository}:{built.tag}"],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     pulled = pull(engine, repository, built.manifest_digest)
-    return TestImage(f"{repository}@{built.manifest_digest}", repository, built.manifest_digest, pulled, built.python, built.python_version,
-                     dict(built.packages), variant)
+    return TestImage(
+        f"{repository}@{built.manifest_digest}", repository, built.manifest_digest, pulled, built.python, built.python_version, dict(built.packages), variant
+    )
 
 
 def pull(engine: Engine, repository: str, digest: str) -> str:

@@ -19,6 +19,7 @@ import pytest
 from click.testing import Result
 
 from support import EXAMPLES, REPO, git
+from support.github_api import FakeGitHub, OpenAPI, serve, webhook
 
 LOCKS = REPO / "tests" / "fixtures" / "locks"
 TOKEN = "ghs_" + "TestTokenValue0123456789abcdefABCDEF"
@@ -42,8 +43,6 @@ def require_octokit() -> None:
 
 
 require_octokit()
-
-from support.github_api import FakeGitHub, OpenAPI, serve, webhook
 
 
 @pytest.fixture(scope="session")

@@ -131,7 +131,9 @@ class FakeGitHub:
         self._clock += 1
         return (datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(seconds=self._clock)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
-    def post_status(self, sha: str, state: str, context: str, description: str = "", target_url: str | None = None, creator: str = "github-actions[bot]") -> dict[str, Any]:
+    def post_status(
+        self, sha: str, state: str, context: str, description: str = "", target_url: str | None = None, creator: str = "github-actions[bot]"
+    ) -> dict[str, Any]:
         """A status as GitHub stores it (also used by tests to stand for a status another workflow posted)."""
         status = self.api.example("POST", f"/repos/{self.repo}/statuses/{sha}", 201)
         status.update(id=len(self.statuses) + 1, state=state, context=context, description=description, target_url=target_url, created_at=self.now())
@@ -143,7 +145,9 @@ class FakeGitHub:
     def statuses_on(self, sha: str) -> list[dict[str, Any]]:
         return [{k: v for k, v in s.items() if k != "sha"} for s in self.statuses if s["sha"] == sha]
 
-    def add_pull(self, number: int, head: str, base: str, *, fork: bool = False, labels: tuple[str, ...] = (), state: str = "open", base_repo: str | None = None) -> None:
+    def add_pull(
+        self, number: int, head: str, base: str, *, fork: bool = False, labels: tuple[str, ...] = (), state: str = "open", base_repo: str | None = None
+    ) -> None:
         pr = self.api.example("GET", f"/repos/{self.repo}/pulls/{number}", 200)
         pr.update(number=number, state=state, requested_teams=[])  # GitHub's own example team lacks a field its schema requires
         pr["head"]["sha"], pr["base"]["sha"] = head, base
@@ -193,11 +197,21 @@ class FakeGitHub:
         if operation == "actions/create-workflow-dispatch":
             if self.dispatch_status == 204:
                 return 204, {}, None
-            return 200, {}, {"workflow_run_id": 4242, "run_url": f"{self.url}/repos/{self.repo}/actions/runs/4242", "html_url": f"https://github.com/{self.repo}/actions/runs/4242"}
+            return (
+                200,
+                {},
+                {
+                    "workflow_run_id": 4242,
+                    "run_url": f"{self.url}/repos/{self.repo}/actions/runs/4242",
+                    "html_url": f"https://github.com/{self.repo}/actions/runs/4242",
+                },
+            )
         if operation == "actions/list-workflow-runs":
             runs = self.api.example(method, path, 200)
             dispatched = next(r[2] for r in reversed(self.requests) if r[3] == "actions/create-workflow-dispatch")
-            runs["workflow_runs"][0].update(display_title=f"rebuild {dispatched['inputs']['correlation']}", html_url=f"https://github.com/{self.repo}/actions/runs/777")
+            runs["workflow_runs"][0].update(
+                display_title=f"rebuild {dispatched['inputs']['correlation']}", html_url=f"https://github.com/{self.repo}/actions/runs/777"
+            )
             return 200, {}, runs
         if operation == "issues/list-comments":
             return 200, {}, self.comments

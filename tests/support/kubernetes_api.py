@@ -67,7 +67,7 @@ class Cluster:
 
     def run_pods(self, job: str, nodes: list[str]) -> None:
         """Schedule pod i on nodes[i] and run its container's command here, as a kubelet would."""
-        for pod, node in zip(self.pods_of(job), nodes):
+        for pod, node in zip(self.pods_of(job), nodes, strict=False):
             container = pod["spec"]["containers"][0]
             env = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
             for item in container.get("env", []):
@@ -79,13 +79,27 @@ class Cluster:
             env["JOB_COMPLETION_INDEX"] = pod["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"]
             with self.lock:
                 pod["spec"]["nodeName"] = node
-                pod["status"] = {"phase": "Running", "startTime": _now(), "conditions": [{"type": "PodScheduled", "status": "True"}],
-                                 "containerStatuses": [{"name": container["name"], "image": container["image"], "imageID": "", "ready": True, "restartCount": 0,
-                                                        "started": True, "state": {"running": {"startedAt": _now()}}}]}
+                pod["status"] = {
+                    "phase": "Running",
+                    "startTime": _now(),
+                    "conditions": [{"type": "PodScheduled", "status": "True"}],
+                    "containerStatuses": [
+                        {
+                            "name": container["name"],
+                            "image": container["image"],
+                            "imageID": "",
+                            "ready": True,
+                            "restartCount": 0,
+                            "started": True,
+                            "state": {"running": {"startedAt": _now()}},
+                        }
+                    ],
+                }
                 log = Path(container.get("workingDir", "/")) / f".pod-{pod['metadata']['name']}.log"
                 with open(log, "wb") as out:
-                    self.processes[pod["metadata"]["name"]] = subprocess.Popen(container["command"], env=env, cwd=container.get("workingDir"), stdout=out,
-                                                                             stderr=subprocess.STDOUT, start_new_session=True)
+                    self.processes[pod["metadata"]["name"]] = subprocess.Popen(
+                        container["command"], env=env, cwd=container.get("workingDir"), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+                    )
                 pod["_log"] = str(log)
 
     def settle(self) -> None:
@@ -164,8 +178,13 @@ class _Handler(BaseHTTPRequestHandler):
             name = parts[5] if len(parts) > 5 else None
             if kind == "persistentvolumeclaims" and method == "GET":
                 if name in cluster.claims:
-                    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": namespace},
-                             "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Gi"}}}, "status": {"phase": "Bound"}}
+                    claim = {
+                        "apiVersion": "v1",
+                        "kind": "PersistentVolumeClaim",
+                        "metadata": {"name": name, "namespace": namespace},
+                        "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Gi"}}},
+                        "status": {"phase": "Bound"},
+                    }
                     return self._send(200, claim, "persistentvolumeclaim-v1")
                 return self._send(404, _status(404, "NotFound", f'persistentvolumeclaims "{name}" not found'))
             if kind == "services" and method == "POST":
@@ -219,12 +238,29 @@ class _Handler(BaseHTTPRequestHandler):
         template = body["spec"]["template"]
         for index in range(body["spec"]["completions"]):
             labels = {**template["metadata"].get("labels", {}), "job-name": name, "batch.kubernetes.io/job-completion-index": str(index)}
-            pod = {"apiVersion": "v1", "kind": "Pod",
-                   "metadata": {"name": f"{name}-{index}-{uuid.uuid4().hex[:5]}", "namespace": namespace, "labels": labels,
-                                "annotations": {"batch.kubernetes.io/job-completion-index": str(index)}, "uid": str(uuid.uuid4())},
-                   "spec": {**json.loads(json.dumps(template["spec"])), "hostname": f"{name}-{index}"},
-                   "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                                                                  "message": "0/2 nodes are available: waiting for the test's scheduler."}]}}
+            pod = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"{name}-{index}-{uuid.uuid4().hex[:5]}",
+                    "namespace": namespace,
+                    "labels": labels,
+                    "annotations": {"batch.kubernetes.io/job-completion-index": str(index)},
+                    "uid": str(uuid.uuid4()),
+                },
+                "spec": {**json.loads(json.dumps(template["spec"])), "hostname": f"{name}-{index}"},
+                "status": {
+                    "phase": "Pending",
+                    "conditions": [
+                        {
+                            "type": "PodScheduled",
+                            "status": "False",
+                            "reason": "Unschedulable",
+                            "message": "0/2 nodes are available: waiting for the test's scheduler.",
+                        }
+                    ],
+                },
+            }
             check(pod, "pod-v1")
             self.cluster.pods[pod["metadata"]["name"]] = pod
         self.cluster.jobs[name] = body  # after its pods, as a scheduler watching jobs would find them
@@ -260,10 +296,18 @@ def kubernetes_api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     thread.start()
     url = f"http://127.0.0.1:{server.server_address[1]}"
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(json.dumps({"apiVersion": "v1", "kind": "Config", "current-context": "test",
-                                      "clusters": [{"name": "stand-in", "cluster": {"server": url}}],
-                                      "users": [{"name": "tester", "user": {"token": "stand-in-token"}}],
-                                      "contexts": [{"name": "test", "context": {"cluster": "stand-in", "user": "tester", "namespace": "rebuilds"}}]}))
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "test",
+                "clusters": [{"name": "stand-in", "cluster": {"server": url}}],
+                "users": [{"name": "tester", "user": {"token": "stand-in-token"}}],
+                "contexts": [{"name": "test", "context": {"cluster": "stand-in", "user": "tester", "namespace": "rebuilds"}}],
+            }
+        )
+    )
     for key in ("KUBERNETES_SERVICE_HOST", "REPROGATE_KUBERNETES_NAMESPACE"):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig))

@@ -37,14 +37,23 @@ def _image(layout: Path, payload: str, arch: str) -> dict[str, object]:
         tar.addfile(info, io.BytesIO(data))
     tar_bytes = raw.getvalue()
     layer = _blob(layout, gzip.compress(tar_bytes, mtime=0))
-    config = _blob(layout, json.dumps({"architecture": arch, "os": "linux", "rootfs": {"type": "layers", "diff_ids": [f"sha256:{hashlib.sha256(tar_bytes).hexdigest()}"]}}, sort_keys=True).encode())
+    config = _blob(
+        layout,
+        json.dumps(
+            {"architecture": arch, "os": "linux", "rootfs": {"type": "layers", "diff_ids": [f"sha256:{hashlib.sha256(tar_bytes).hexdigest()}"]}}, sort_keys=True
+        ).encode(),
+    )
     manifest = {
         "schemaVersion": 2,
         "mediaType": "application/vnd.oci.image.manifest.v1+json",
         "config": {"mediaType": "application/vnd.oci.image.config.v1+json", **config},
         "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", **layer}],
     }
-    return {"mediaType": "application/vnd.oci.image.manifest.v1+json", **_blob(layout, json.dumps(manifest, sort_keys=True).encode()), "platform": {"os": "linux", "architecture": arch}}
+    return {
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        **_blob(layout, json.dumps(manifest, sort_keys=True).encode()),
+        "platform": {"os": "linux", "architecture": arch},
+    }
 
 
 def oci_layout(layout: Path, tag: str, payload: str, platforms: tuple[str, ...] = ("amd64",)) -> None:
@@ -100,14 +109,21 @@ def start_registry(folder: Path, user: str | None = None, password: str | None =
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     folder.mkdir(parents=True, exist_ok=True)
-    lines = ["version: 0.1", "log: {level: error}", f"storage: {{filesystem: {{rootdirectory: {folder / 'storage'}}}, delete: {{enabled: true}}}}", f"http: {{addr: 127.0.0.1:{port}, secret: test-only-secret}}"]
+    lines = [
+        "version: 0.1",
+        "log: {level: error}",
+        f"storage: {{filesystem: {{rootdirectory: {folder / 'storage'}}}, delete: {{enabled: true}}}}",
+        f"http: {{addr: 127.0.0.1:{port}, secret: test-only-secret}}",
+    ]
     if user:
         hashed = subprocess.run(["htpasswd", "-Bbn", user, password or ""], check=True, capture_output=True, text=True).stdout.strip()
         (folder / "htpasswd").write_text(hashed + "\n")
         lines.append(f"auth: {{htpasswd: {{realm: test-registry, path: {folder / 'htpasswd'}}}}}")
     (folder / "config.yml").write_text("\n".join(lines) + "\n")
     log = open(folder / "registry.log", "wb")
-    process = subprocess.Popen(["docker-registry", "serve", str(folder / "config.yml")], stdout=log, stderr=log, env={**os.environ, "REGISTRY_STORAGE_DELETE_ENABLED": "true"})
+    process = subprocess.Popen(
+        ["docker-registry", "serve", str(folder / "config.yml")], stdout=log, stderr=log, env={**os.environ, "REGISTRY_STORAGE_DELETE_ENABLED": "true"}
+    )
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:

@@ -154,8 +154,12 @@ class SlurmCluster:
 
     def wait_idle(self, timeout: float = 60) -> None:
         """Until every node is idle."""
-        daemons.wait_until(lambda: self.node_states() == {n: "idle" for n in self.nodes}, timeout, f"slurm nodes idle (now {self.node_states()})",
-                           self.folder / "log" / "slurmctld.log")
+        daemons.wait_until(
+            lambda: self.node_states() == {n: "idle" for n in self.nodes},
+            timeout,
+            f"slurm nodes idle (now {self.node_states()})",
+            self.folder / "log" / "slurmctld.log",
+        )
 
     def start_controller(self) -> None:
         """Start slurmctld (keeping saved state) and wait until it answers ``scontrol ping``."""
@@ -184,8 +188,9 @@ class SlurmCluster:
         orphaned steps are cleaned up when it registers)."""
         if f"slurmd-{name}" not in self.processes:
             self.start_node(name)
-        daemons.wait_until(lambda: self.node_states().get(name) == "idle", timeout, f"node {name} idle (now {self.node_states()})",
-                           self.folder / "log" / f"slurmd-{name}.log")
+        daemons.wait_until(
+            lambda: self.node_states().get(name) == "idle", timeout, f"node {name} idle (now {self.node_states()})", self.folder / "log" / f"slurmd-{name}.log"
+        )
 
     def cancel_all(self, timeout: float = 30) -> None:
         """Cancel every job and wait until the queue is empty."""
@@ -250,13 +255,25 @@ def start_cluster(folder: Path) -> SlurmCluster:
         socket_path = munge / "munge.socket"
         munge_log = munge / "munged.log"
         cluster.processes["munged"] = daemons.start(
-            ["munged", "-F", f"--socket={socket_path}", f"--key-file={key}", f"--log-file={munge_log}", f"--pid-file={munge / 'munged.pid'}",
-             f"--seed-file={munge / 'munged.seed'}"], munge / "munged.stdout")
+            [
+                "munged",
+                "-F",
+                f"--socket={socket_path}",
+                f"--key-file={key}",
+                f"--log-file={munge_log}",
+                f"--pid-file={munge / 'munged.pid'}",
+                f"--seed-file={munge / 'munged.seed'}",
+            ],
+            munge / "munged.stdout",
+        )
         daemons.wait_until(socket_path.exists, 15, "munged", munge / "munged.stdout", cluster.processes["munged"])
         ports = [daemons.free_port() for _ in range(1 + len(NODES))]
-        node_lines = "\n".join(NODE_LINE.format(name=name, addr=NODE_ADDR, port=port) for name, port in zip(NODES, ports[1:]))
-        cluster.conf.write_text(SLURM_CONF.format(controller_port=ports[0], munge_socket=socket_path, folder=folder, node_lines=node_lines,
-                                                  partition=PARTITION, node_list=",".join(NODES)))
+        node_lines = "\n".join(NODE_LINE.format(name=name, addr=NODE_ADDR, port=port) for name, port in zip(NODES, ports[1:], strict=True))
+        cluster.conf.write_text(
+            SLURM_CONF.format(
+                controller_port=ports[0], munge_socket=socket_path, folder=folder, node_lines=node_lines, partition=PARTITION, node_list=",".join(NODES)
+            )
+        )
         cluster.start_controller()
         for name in NODES:
             cluster.start_node(name)

@@ -7,7 +7,9 @@ from typing import Any
 STAGES = ["artifacts", "digest", "preflight", "dataset", "config", "envelope", "run", "batches", "model-state", "steps", "metric"]
 
 
-def make_verdict(verdict: str = "pass", diagnosis: str | None = None, infrastructure: bool = False, level: str = "bitwise", digest: str = "canonical-v1:sha256:" + "0" * 64) -> dict[str, Any]:
+def make_verdict(
+    verdict: str = "pass", diagnosis: str | None = None, infrastructure: bool = False, level: str = "bitwise", digest: str = "canonical-v1:sha256:" + "0" * 64
+) -> dict[str, Any]:
     """A schema-valid verdict: stages before the diagnosis passed, the diagnosis failed, the rest not run."""
     stages = []
     failed = False

@@ -76,29 +76,58 @@ def job_name(seed: str) -> str:
     return f"rg-{cleaned}"
 
 
-def manifests(name: str, namespace: str, image: str, shape: Shape, argv: list[str], env: Mapping[str, str], cwd: Path, logs: Path,
-              work: Path, claim: str) -> list[dict[str, Any]]:
+def manifests(
+    name: str, namespace: str, image: str, shape: Shape, argv: list[str], env: Mapping[str, str], cwd: Path, logs: Path, work: Path, claim: str
+) -> list[dict[str, Any]]:
     """The Service and the indexed Job of a rebuild, as the Kubernetes API takes them."""
     labels = {LABEL: name, "app.kubernetes.io/managed-by": "reprogate"}
     master = f"{name}-0.{name}"
     variables = {k: v for k, v in env.items() if k not in HIDDEN and k not in VISIBILITY}
-    variables.update({"WORLD_SIZE": str(shape.world_size), "LOCAL_WORLD_SIZE": str(shape.ranks_per_node), "MASTER_ADDR": master, "MASTER_PORT": str(RENDEZVOUS_PORT)})
+    variables.update(
+        {"WORLD_SIZE": str(shape.world_size), "LOCAL_WORLD_SIZE": str(shape.ranks_per_node), "MASTER_ADDR": master, "MASTER_PORT": str(RENDEZVOUS_PORT)}
+    )
     container_env: list[dict[str, Any]] = [{"name": k, "value": str(v)} for k, v in sorted(variables.items())]
-    container_env += [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
-                      {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]
+    container_env += [
+        {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+    ]
     script = POD_SCRIPT.format(logs=shlex.quote(str(logs)), per_node=shape.ranks_per_node, command=shlex.join(argv))
-    container: dict[str, Any] = {"name": "ranks", "image": image, "command": ["sh", "-c", script], "workingDir": str(cwd), "env": container_env,
-                                 "volumeMounts": [{"name": "work", "mountPath": str(work)}], "ports": [{"name": "rendezvous", "containerPort": RENDEZVOUS_PORT}]}
+    container: dict[str, Any] = {
+        "name": "ranks",
+        "image": image,
+        "command": ["sh", "-c", script],
+        "workingDir": str(cwd),
+        "env": container_env,
+        "volumeMounts": [{"name": "work", "mountPath": str(work)}],
+        "ports": [{"name": "rendezvous", "containerPort": RENDEZVOUS_PORT}],
+    }
     if shape.gpus_per_node:
         container["resources"] = {"limits": {"nvidia.com/gpu": shape.gpus_per_node}}
-    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": namespace, "labels": labels},
-               "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": {LABEL: name},
-                        "ports": [{"name": "rendezvous", "port": RENDEZVOUS_PORT, "targetPort": RENDEZVOUS_PORT}]}}
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": {LABEL: name},
+            "ports": [{"name": "rendezvous", "port": RENDEZVOUS_PORT, "targetPort": RENDEZVOUS_PORT}],
+        },
+    }
     job_spec: dict[str, Any] = {
-        "completionMode": "Indexed", "completions": shape.nodes, "parallelism": shape.nodes, "backoffLimit": 0,
-        "template": {"metadata": {"labels": labels},
-                     "spec": {"subdomain": name, "restartPolicy": "Never", "containers": [container],
-                              "volumes": [{"name": "work", "persistentVolumeClaim": {"claimName": claim}}]}},
+        "completionMode": "Indexed",
+        "completions": shape.nodes,
+        "parallelism": shape.nodes,
+        "backoffLimit": 0,
+        "template": {
+            "metadata": {"labels": labels},
+            "spec": {
+                "subdomain": name,
+                "restartPolicy": "Never",
+                "containers": [container],
+                "volumes": [{"name": "work", "persistentVolumeClaim": {"claimName": claim}}],
+            },
+        },
     }
     if shape.time_limit:
         job_spec["activeDeadlineSeconds"] = int(shape.time_limit)
@@ -106,7 +135,9 @@ def manifests(name: str, namespace: str, image: str, shape: Shape, argv: list[st
     return [service, job]
 
 
-def rendered(data: dict[str, Any], image: str | None, workdir: Path, world_size: int | None, time_limit: float | None, preflight_timeout: float) -> list[dict[str, Any]]:
+def rendered(
+    data: dict[str, Any], image: str | None, workdir: Path, world_size: int | None, time_limit: float | None, preflight_timeout: float
+) -> list[dict[str, Any]]:
     """The manifests a rebuild of this record would submit, without realizing or running
     anything (`rebuild --dry-run`): the rank hosts' environment and folders as the preflight
     stage would make them under `workdir`, the claim's mount point."""
@@ -134,7 +165,10 @@ def image_of(data: dict[str, Any], override: str | None = None) -> str:
         return override
     box = data.get("container") if isinstance(data.get("container"), dict) else {}
     if not box or box.get("used") is False or not box.get("digest"):
-        raise UsageError("the kubernetes launcher runs the record's image by digest; the record pins no container digest", hint="declare container.registry/repository/digest, or pass --image")
+        raise UsageError(
+            "the kubernetes launcher runs the record's image by digest; the record pins no container digest",
+            hint="declare container.registry/repository/digest, or pass --image",
+        )
     return f"{box['registry']}/{box['repository']}@{box['digest']}"
 
 
@@ -167,8 +201,10 @@ def api() -> Any:
         else:
             config.load_kube_config(config_file=os.environ.get("KUBECONFIG"))  # read now: the package reads KUBECONFIG once, at import
     except Exception as exc:  # noqa: BLE001 - the loaders raise several kinds for an absent or broken config
-        raise UsageError(f"no Kubernetes cluster is configured ({type(exc).__name__}: {redact(str(exc))[:200]})",
-                         hint="set KUBECONFIG, or write the manifests with `reprogate rebuild --launcher kubernetes --dry-run`") from None
+        raise UsageError(
+            f"no Kubernetes cluster is configured ({type(exc).__name__}: {redact(str(exc))[:200]})",
+            hint="set KUBECONFIG, or write the manifests with `reprogate rebuild --launcher kubernetes --dry-run`",
+        ) from None
     return client.CoreV1Api(), client.BatchV1Api()
 
 
@@ -238,7 +274,11 @@ class KubernetesGroup:
     def where(self, rank: int) -> str:
         pod = self.pods.get(rank // self.shape.ranks_per_node) or {}
         node = self.placement().get(rank)
-        return f"node {node} (pod {pod.get('name', '?')})" if node else f"pod {pod.get('name') or f'{self.name}-{rank // self.shape.ranks_per_node}'} (not scheduled yet)"
+        return (
+            f"node {node} (pod {pod.get('name', '?')})"
+            if node
+            else f"pod {pod.get('name') or f'{self.name}-{rank // self.shape.ranks_per_node}'} (not scheduled yet)"
+        )
 
     def describe(self, rank: int, code: int | None) -> str:
         return self._lost.get(rank) or f"exited with code {code}"
@@ -279,10 +319,12 @@ class KubernetesGroup:
             try:
                 text = self.core.read_namespaced_pod_log(pod["name"], self.namespace)
                 (self.logs / f"pod{index}.log").write_text(redact(str(text)))
-            except Exception:  # noqa: BLE001, S110 - a pod that never started has no log
+            except Exception:  # noqa: BLE001 - a pod that never started has no log
                 pass
-        for delete in (lambda: self.batch.delete_namespaced_job(self.name, self.namespace, propagation_policy="Background"),
-                       lambda: self.core.delete_namespaced_service(self.name, self.namespace)):
+        for delete in (
+            lambda: self.batch.delete_namespaced_job(self.name, self.namespace, propagation_policy="Background"),
+            lambda: self.core.delete_namespaced_service(self.name, self.namespace),
+        ):
             try:
                 delete()
             except Exception as exc:  # noqa: BLE001
@@ -316,8 +358,10 @@ class KubernetesLauncher:
         core, _ = api()
         namespace, claim = settings()
         if not claim:
-            raise UsageError("the kubernetes launcher needs the claim that holds the rebuild's work folder: set REPROGATE_KUBERNETES_CLAIM",
-                             hint="a ReadWriteMany PersistentVolumeClaim, mounted where the rebuild runs at its --workdir")
+            raise UsageError(
+                "the kubernetes launcher needs the claim that holds the rebuild's work folder: set REPROGATE_KUBERNETES_CLAIM",
+                hint="a ReadWriteMany PersistentVolumeClaim, mounted where the rebuild runs at its --workdir",
+            )
         try:
             core.read_namespaced_persistent_volume_claim(claim, namespace)
         except Exception as exc:  # noqa: BLE001
@@ -325,7 +369,10 @@ class KubernetesLauncher:
 
     def start(self, realized: Realized, argv: list[str], env: Mapping[str, str], shape: Shape, cwd: Path, logs: Path) -> KubernetesGroup:
         if realized.kind != "container":
-            raise UsageError(f"the kubernetes launcher runs images; the record's environment was realized as {realized.kind}", hint="declare the record's container, or rebuild with --realizer container")
+            raise UsageError(
+                f"the kubernetes launcher runs images; the record's environment was realized as {realized.kind}",
+                hint="declare the record's container, or rebuild with --realizer container",
+            )
         core, batch = api()
         namespace, claim = settings()
         assert claim is not None  # admit checked

@@ -20,7 +20,9 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
-def torchrun_environment(rank: int, local_rank: int, world_size: int, local_world_size: int, node_rank: int, master_addr: str, master_port: int) -> dict[str, str]:
+def torchrun_environment(
+    rank: int, local_rank: int, world_size: int, local_world_size: int, node_rank: int, master_addr: str, master_port: int
+) -> dict[str, str]:
     """The variables torchrun sets for a rank, which training scripts read."""
     return {
         "RANK": str(rank),
@@ -65,7 +67,10 @@ class LocalLauncher:
 
     def admit(self, shape: Shape) -> None:
         if shape.nodes != 1:
-            raise UsageError(f"the record's shape is {shape.nodes} nodes; the local launcher runs one", hint="rebuild with --launcher slurm (or kubernetes): a multi-node record is rebuilt only with its recorded shape")
+            raise UsageError(
+                f"the record's shape is {shape.nodes} nodes; the local launcher runs one",
+                hint="rebuild with --launcher slurm (or kubernetes): a multi-node record is rebuilt only with its recorded shape",
+            )
 
     def start(self, realized: Realized, argv: list[str], env: Mapping[str, str], shape: Shape, cwd: Path, logs: Path) -> LocalGroup:
         self.admit(shape)

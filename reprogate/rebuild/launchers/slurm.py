@@ -53,8 +53,18 @@ CONTROLLER_GRACE = 120.0  # a controller that stops answering mid-run (a failove
 PER_TASK = ("RANK", "LOCAL_RANK", "GROUP_RANK", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT")
 VISIBILITY = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
 ENDED = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "REVOKED", "SPECIAL_EXIT"}
-NEVER_STARTS = {"PartitionNodeLimit", "PartitionTimeLimit", "PartitionDown", "PartitionInactive", "BadConstraints", "InvalidAccount", "InvalidQOS",
-                "AssocMaxNodesPerJobLimit", "QOSMaxNodePerJobLimit", "ReqNodeNotAvail, UnavailableNodes"}
+NEVER_STARTS = {
+    "PartitionNodeLimit",
+    "PartitionTimeLimit",
+    "PartitionDown",
+    "PartitionInactive",
+    "BadConstraints",
+    "InvalidAccount",
+    "InvalidQOS",
+    "AssocMaxNodesPerJobLimit",
+    "QOSMaxNodePerJobLimit",
+    "ReqNodeNotAvail, UnavailableNodes",
+}
 SICK_NODE = ("DOWN", "FAIL", "NOT_RESPONDING", "POWERED_DOWN", "REBOOT")
 
 
@@ -65,10 +75,13 @@ class SlurmUnreachable(InfrastructureError):
 def client(*argv: str, env: Mapping[str, str] | None = None, timeout: float = CLIENT_TIMEOUT) -> str:
     """Run a Slurm client command; its stdout, or SlurmUnreachable with Slurm's own words."""
     try:
-        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, env=dict(env) if env is not None else None,
-                              stdin=subprocess.DEVNULL, check=False)
+        done = subprocess.run(
+            list(argv), capture_output=True, text=True, timeout=timeout, env=dict(env) if env is not None else None, stdin=subprocess.DEVNULL, check=False
+        )
     except FileNotFoundError:
-        raise InfrastructureError(f"{argv[0]} is not installed here; the slurm launcher runs Slurm's client commands (sbatch, srun, scontrol, scancel)") from None
+        raise InfrastructureError(
+            f"{argv[0]} is not installed here; the slurm launcher runs Slurm's client commands (sbatch, srun, scontrol, scancel)"
+        ) from None
     except subprocess.TimeoutExpired:
         raise SlurmUnreachable(f"`{' '.join(argv[:3])}` did not answer within {timeout:g} s: the Slurm controller is not responding") from None
     if done.returncode != 0:
@@ -165,8 +178,14 @@ def rank_script(realized: Realized, argv: list[str], env: Mapping[str, str], cwd
 
 def job_script(realized: Realized, shape: Shape, logs: Path, rank_path: Path) -> str:
     pythons = [realized.python] if realized.python.startswith("/") else []
-    return JOB_SCRIPT.format(nodes=shape.nodes, per_node=shape.ranks_per_node, world=shape.world_size, logs=shlex.quote(str(logs)),
-                             rank_script=shlex.join(["sh", str(rank_path)]), pythons=" ".join(shlex.quote(p) for p in [*pythons, "python3"]))
+    return JOB_SCRIPT.format(
+        nodes=shape.nodes,
+        per_node=shape.ranks_per_node,
+        world=shape.world_size,
+        logs=shlex.quote(str(logs)),
+        rank_script=shlex.join(["sh", str(rank_path)]),
+        pythons=" ".join(shlex.quote(p) for p in [*pythons, "python3"]),
+    )
 
 
 def job_environment(env: Mapping[str, str], realized: Realized, host: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -319,7 +338,9 @@ class SlurmGroup:
         placed = self.placement()
         for rank, code in codes.items():
             if code is None and placed.get(rank) in self.sick:
-                self._lost[rank] = f"was lost with its node: Slurm job {self.job_id} ended {self.state}{self._reason()}, node {placed[rank]} is {self.sick[placed[rank]]}"
+                self._lost[rank] = (
+                    f"was lost with its node: Slurm job {self.job_id} ended {self.state}{self._reason()}, node {placed[rank]} is {self.sick[placed[rank]]}"
+                )
 
     def _reason(self) -> str:
         reason = self.job.get("Reason")
@@ -401,8 +422,14 @@ class SlurmLauncher:
         if allocation:
             have = int(os.environ.get("SLURM_JOB_NUM_NODES") or os.environ.get("SLURM_NNODES") or 1)
             if shape.nodes > have:
-                raise UsageError(f"the record's shape is {shape.nodes} node(s) x {shape.ranks_per_node} rank(s); the allocation {allocation} reprogate runs in has {have} node(s)",
-                                 hint=f"run the rebuild in an allocation of {shape.nodes} nodes (sbatch -N {shape.nodes}), or outside one, where reprogate submits its own job")
+                raise UsageError(
+                    f"the record's shape is {shape.nodes} node(s) x {shape.ranks_per_node} "
+                    f"rank(s); the allocation {allocation} reprogate runs in has {have} node(s)",
+                    hint=(
+                        f"run the rebuild in an allocation of {shape.nodes} nodes (sbatch -N "
+                        f"{shape.nodes}), or outside one, where reprogate submits its own job"
+                    ),
+                )
             return
         wanted = os.environ.get("SBATCH_PARTITION", "").split(",")[0] or None
         found = partition(wanted)
@@ -413,8 +440,10 @@ class SlurmLauncher:
         limit = found.get("MaxNodes", "UNLIMITED")
         if shape.nodes > total or (limit.isdigit() and shape.nodes > int(limit)):
             most = min(total, int(limit)) if limit.isdigit() else total
-            raise UsageError(f"the record asks for {shape.nodes} node(s); Slurm partition {name} has {most}: rejected before submission",
-                             hint="a rebuild replays the recorded shape; choose a partition with enough nodes (SBATCH_PARTITION)")
+            raise UsageError(
+                f"the record asks for {shape.nodes} node(s); Slurm partition {name} has {most}: rejected before submission",
+                hint="a rebuild replays the recorded shape; choose a partition with enough nodes (SBATCH_PARTITION)",
+            )
 
     def start(self, realized: Realized, argv: list[str], env: Mapping[str, str], shape: Shape, cwd: Path, logs: Path) -> SlurmGroup:
         static = {**env, "WORLD_SIZE": str(shape.world_size), "LOCAL_WORLD_SIZE": str(shape.ranks_per_node)}
@@ -429,8 +458,16 @@ class SlurmLauncher:
         return self._submit(shape, logs, submit_env, job_path, cwd)
 
     def _submit(self, shape: Shape, logs: Path, env: dict[str, str], job_path: Path, cwd: Path) -> SlurmGroup:
-        options = ["--parsable", "--no-requeue", f"--nodes={shape.nodes}", f"--ntasks-per-node={shape.ranks_per_node}", "--job-name=reprogate-rebuild",
-                   f"--chdir={cwd}", f"--output={logs / 'job.log'}", "--export=ALL"]
+        options = [
+            "--parsable",
+            "--no-requeue",
+            f"--nodes={shape.nodes}",
+            f"--ntasks-per-node={shape.ranks_per_node}",
+            "--job-name=reprogate-rebuild",
+            f"--chdir={cwd}",
+            f"--output={logs / 'job.log'}",
+            "--export=ALL",
+        ]
         if shape.gpus_per_node:
             options.append(f"--gres=gpu:{shape.gpus_per_node}")
         if shape.time_limit and "SBATCH_TIMELIMIT" not in env:
@@ -459,15 +496,19 @@ class SlurmLauncher:
             if reason in NEVER_STARTS:
                 raise UsageError(f"Slurm job {group.job_id} cannot start: {reason}", hint="the partition's limits do not admit the record's shape")
             if time.monotonic() > deadline:
-                raise InfrastructureError(f"Slurm job {group.job_id} waited {limit:g} s in the queue ({reason or 'no reason given'}); cancelled",
-                                          hint="raise REPROGATE_SLURM_QUEUE_TIMEOUT, or rebuild when the partition has room")
+                raise InfrastructureError(
+                    f"Slurm job {group.job_id} waited {limit:g} s in the queue ({reason or 'no reason given'}); cancelled",
+                    hint="raise REPROGATE_SLURM_QUEUE_TIMEOUT, or rebuild when the partition has room",
+                )
             time.sleep(0.2)
 
     @staticmethod
     def _step(allocation: str, shape: Shape, logs: Path, env: dict[str, str], job_path: Path, cwd: Path) -> SlurmGroup:
         step_env = {**env, **{k: v for k, v in os.environ.items() if k.startswith("SLURM_")}}
         with open(logs / "job.log", "ab") as out:
-            step = subprocess.Popen(["sh", str(job_path)], cwd=cwd, env=step_env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+            step = subprocess.Popen(
+                ["sh", str(job_path)], cwd=cwd, env=step_env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            )
         group = SlurmGroup(shape, logs, step_env, allocation, step=step)
         group.refresh(force=True)
         return group

@@ -11,7 +11,7 @@ from typing import Any
 
 from reprogate.core.errors import UsageError
 from reprogate.rebuild.realizers import container, current, venv
-from reprogate.rebuild.realizers.base import Choice, RealizeFailed, Realized, Realizer, RealizeRequest
+from reprogate.rebuild.realizers.base import Choice, Realized, RealizeFailed, Realizer, RealizeRequest
 
 REALIZERS: dict[str, Realizer] = {
     container.NAME: container.ContainerRealizer(),
@@ -38,7 +38,10 @@ def choose(data: dict[str, Any], override: str | None = None) -> Choice:
         return Choice(venv.NAME, "the record pins lock files and no container")
     raise UsageError(
         "the record names neither a container nor a lock file, so there is no environment to rebuild",
-        hint="pin source.lock_files or a container; or declare job.environment.realizer: current to run in reprogate's own interpreter (the claim will say nothing was rebuilt)",
+        hint=(
+            "pin source.lock_files or a container; or declare job.environment.realizer: current "
+            "to run in reprogate's own interpreter (the claim will say nothing was rebuilt)"
+        ),
     )
 
 

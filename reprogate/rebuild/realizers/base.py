@@ -8,9 +8,10 @@ says what it is (facts for the envelope, the claim and the rebuild record).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 from reprogate.core.errors import CheckFailed
 

@@ -21,8 +21,9 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from reprogate.core.errors import InfrastructureError, UsageError
 from reprogate.core.redact import redact
@@ -44,7 +45,10 @@ def engine() -> Any:
         client = docker.from_env(timeout=ENGINE_TIMEOUT)
         client.ping()
     except Exception as exc:  # noqa: BLE001 - the SDK raises several kinds for an absent engine
-        raise InfrastructureError(f"no container engine answers at {where} ({type(exc).__name__})", hint="start Docker or `podman system service`, and point DOCKER_HOST at its socket") from None
+        raise InfrastructureError(
+            f"no container engine answers at {where} ({type(exc).__name__})",
+            hint="start Docker or `podman system service`, and point DOCKER_HOST at its socket",
+        ) from None
     return client
 
 
@@ -111,10 +115,22 @@ class ContainerEnvironment:
     kind = NAME
     # What the engine CLI of `command` needs on a node: its socket, its config (registry
     # credentials stay in the CLI's own files, never in the container) and its runtime folder.
-    command_environment = ("HOME", "XDG_RUNTIME_DIR", "DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY", "CONTAINER_HOST",
-                           "CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF", "REPROGATE_CONTAINER_CLI")
+    command_environment = (
+        "HOME",
+        "XDG_RUNTIME_DIR",
+        "DOCKER_HOST",
+        "DOCKER_CONFIG",
+        "DOCKER_CERT_PATH",
+        "DOCKER_TLS_VERIFY",
+        "CONTAINER_HOST",
+        "CONTAINERS_CONF",
+        "CONTAINERS_STORAGE_CONF",
+        "REPROGATE_CONTAINER_CLI",
+    )
 
-    def __init__(self, client: Any, image_id: str, request: RealizeRequest, facts: dict[str, Any], mounts: dict[str, str], gpus: bool, reference: str | None = None) -> None:
+    def __init__(
+        self, client: Any, image_id: str, request: RealizeRequest, facts: dict[str, Any], mounts: dict[str, str], gpus: bool, reference: str | None = None
+    ) -> None:
         self.client = client
         self.image_id = image_id
         self.reference = reference or image_id  # what another node's engine can pull: name@digest; an image built here only by ID
@@ -227,7 +243,9 @@ class ContainerRealizer:
                         break
                     messages.append(str(event.get("status") or ""))
         except docker.errors.NotFound as exc:
-            raise RealizeFailed(f"{reference}: the registry does not have it (deleted or garbage-collected): {redact(str(exc.explanation or exc))[:300]}") from None
+            raise RealizeFailed(
+                f"{reference}: the registry does not have it (deleted or garbage-collected): {redact(str(exc.explanation or exc))[:300]}"
+            ) from None
         except docker.errors.APIError as exc:
             raise _pull_error(reference, str(exc.explanation or exc)) from None
         except Exception as exc:  # noqa: BLE001 - connection to the engine broke
@@ -243,7 +261,9 @@ class ContainerRealizer:
         facts["repo_digests"] = repo_digests
         if pinned:
             if not any(d.endswith(pinned) for d in repo_digests):
-                raise RealizeFailed(f"the engine holds {image.id[:19]} for {reference}, whose repo digests {repo_digests or '[]'} do not include the pinned {pinned}")
+                raise RealizeFailed(
+                    f"the engine holds {image.id[:19]} for {reference}, whose repo digests {repo_digests or '[]'} do not include the pinned {pinned}"
+                )
             facts["digest_verified_by_engine"] = pinned
         return str(image.id)
 
@@ -259,7 +279,9 @@ class ContainerRealizer:
         image_id = ""
         started = time.monotonic()
         try:
-            for event in client.api.build(path=str(context), dockerfile=dockerfile.name, rm=True, forcerm=True, decode=True, pull=False, labels={LABEL: "candidate"}):
+            for event in client.api.build(
+                path=str(context), dockerfile=dockerfile.name, rm=True, forcerm=True, decode=True, pull=False, labels={LABEL: "candidate"}
+            ):
                 if not isinstance(event, dict):
                     continue
                 if event.get("stream"):
@@ -293,5 +315,8 @@ def _pull_error(reference: str, message: str) -> Exception:
     if any(word in lowered for word in ("connection refused", "no such host", "i/o timeout", "tls handshake", "dial tcp", "timeout")):
         return InfrastructureError(f"pulling {reference}: the registry does not answer ({text})")
     if any(word in lowered for word in ("manifest unknown", "not found", "does not exist", "name unknown", "manifest_unknown")):
-        return RealizeFailed(f"{reference}: the registry no longer has this image ({text})", hint="the pinned digest was deleted or garbage-collected: exact reproduction is no longer possible; promote a new baseline")
+        return RealizeFailed(
+            f"{reference}: the registry no longer has this image ({text})",
+            hint="the pinned digest was deleted or garbage-collected: exact reproduction is no longer possible; promote a new baseline",
+        )
     return InfrastructureError(f"pulling {reference}: {text}")

@@ -8,8 +8,9 @@ words: nothing about the environment was rebuilt, so a lock-file change is not e
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from reprogate.rebuild.realizers.base import RealizeRequest
 from reprogate.rebuild.realizers.local import LocalProcess
@@ -23,7 +24,11 @@ class CurrentEnvironment:
 
     def __init__(self) -> None:
         self.python = sys.executable
-        self.facts: dict[str, Any] = {"realizer": NAME, "python_executable": sys.executable, "description": "the Python environment reprogate runs in (nothing was rebuilt)"}
+        self.facts: dict[str, Any] = {
+            "realizer": NAME,
+            "python_executable": sys.executable,
+            "description": "the Python environment reprogate runs in (nothing was rebuilt)",
+        }
 
     def spawn(self, argv: list[str], env: Mapping[str, str], cwd: Path, log: Path) -> LocalProcess:
         return LocalProcess(argv, env, cwd, log)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 
 class LocalProcess:

@@ -30,12 +30,13 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from reprogate.core.errors import InfrastructureError, UsageError
 from reprogate.core.redact import redact
-from reprogate.rebuild.realizers.base import RealizeFailed, RealizeRequest
+from reprogate.rebuild.realizers.base import RealizeRequest
 from reprogate.rebuild.realizers.local import LocalProcess
 
 NAME = "venv"
@@ -67,12 +68,18 @@ def choose_lock(data: dict[str, Any]) -> dict[str, Any]:
     """The lock file the venv is made from: the first one uv can install."""
     locks = [e for e in ((data.get("source") or {}).get("lock_files") or []) if isinstance(e, dict)]
     if not locks:
-        raise UsageError("the record pins no lock file, so there is nothing to build a venv from", hint="add source.lock_files (reprogate capture --into finds them), or declare a container")
+        raise UsageError(
+            "the record pins no lock file, so there is nothing to build a venv from",
+            hint="add source.lock_files (reprogate capture --into finds them), or declare a container",
+        )
     for entry in locks:
         if _lock_format(entry) in INSTALLABLE:
             return entry
     names = ", ".join(f"{e.get('path')} ({_lock_format(e)})" for e in locks)
-    raise UsageError(f"uv cannot install any of the record's lock files: {names}", hint="pin a requirements file (pip-compile --generate-hashes / uv pip compile --generate-hashes) or uv.lock, or declare a container")
+    raise UsageError(
+        f"uv cannot install any of the record's lock files: {names}",
+        hint="pin a requirements file (pip-compile --generate-hashes / uv pip compile --generate-hashes) or uv.lock, or declare a container",
+    )
 
 
 def pip_index_settings(env: Mapping[str, str]) -> list[str]:
@@ -81,7 +88,9 @@ def pip_index_settings(env: Mapping[str, str]) -> list[str]:
         return []
     values: dict[str, list[str]] = {"index-url": [], "extra-index-url": [], "find-links": []}
     try:
-        done = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, timeout=30, env={**env, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, timeout=30, env={**env, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+        )
         lines = done.stdout.splitlines() if done.returncode == 0 else []
     except (OSError, subprocess.TimeoutExpired):
         lines = []
@@ -199,7 +208,16 @@ class VenvRealizer:
         uv_version = subprocess.run([uv, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
         key = hashlib.sha256(b"\0".join([content, python.encode(), uv_version.encode(), sys.platform.encode()])).hexdigest()[:24]
         target = request.cache / "venvs" / key
-        facts: dict[str, Any] = {"realizer": NAME, "lock_file": entry["path"], "lock_digest": digest, "lock_from": origin, "lock_format": _lock_format(entry), "python_requested": python, "uv": uv_version, "cache_key": key}
+        facts: dict[str, Any] = {
+            "realizer": NAME,
+            "lock_file": entry["path"],
+            "lock_digest": digest,
+            "lock_from": origin,
+            "lock_format": _lock_format(entry),
+            "python_requested": python,
+            "uv": uv_version,
+            "cache_key": key,
+        }
         started = time.monotonic()
         if _intact(target):
             facts["cache"] = "hit"
@@ -221,7 +239,8 @@ class VenvRealizer:
         version = find_version(request.root, str(entry["path"]), lambda data: "sha256:" + hashlib.sha256(data).hexdigest() == pinned)
         if version is None:
             raise UsageError(
-                f"{entry['path']} in this checkout is {found}, not the {pinned} the record pins, and no commit in this repository's history has the pinned version",
+                f"{entry['path']} in this checkout is {found}, not the {pinned} the record "
+                "pins, and no commit in this repository's history has the pinned version",
                 hint="rebuild with --environment candidate (what this tree declares), or fetch the history (fetch-depth: 0)",
             )
         commit, content = version
@@ -240,7 +259,17 @@ class VenvRealizer:
         self._uv([uv, "venv", "--quiet", "--seed", "--python", python, str(building)], env, log, "uv could not create a Python " + python + " environment")
         if fmt == "pip-requirements":
             hashed = "--hash=" in lock.read_text(encoding="utf-8", errors="replace")
-            cmd = [uv, "pip", "sync", "--compile-bytecode", "--python", str(building / "bin" / "python"), *indexes, *(["--require-hashes"] if hashed else []), str(lock)]
+            cmd = [
+                uv,
+                "pip",
+                "sync",
+                "--compile-bytecode",
+                "--python",
+                str(building / "bin" / "python"),
+                *indexes,
+                *(["--require-hashes"] if hashed else []),
+                str(lock),
+            ]
         else:
             cmd = [uv, "sync", "--frozen", "--no-install-project", "--compile-bytecode", "--project", str(lock.parent), *indexes]
             env = {**env, "UV_PROJECT_ENVIRONMENT": str(building)}

@@ -46,7 +46,9 @@ def artifacts(ctx: RebuildContext) -> StageResult:
             copy_in(ctx, source_path)
             fetched.append(source_path)
         elif isinstance(ctx.section("source", "commit"), str):
-            return failed("the record pins a commit but no project folder (source.path + source.tree); this version rebuilds folders pinned by tree id", exit_code=2)
+            return failed(
+                "the record pins a commit but no project folder (source.path + source.tree); this version rebuilds folders pinned by tree id", exit_code=2
+            )
         for rel in (ctx.section("job", "config", "path"), ctx.section("dataset", "manifest", "path"), ctx.section("source", "build_recipe", "path")):
             if isinstance(rel, str) and rel not in fetched:
                 copy_in(ctx, rel)
@@ -68,7 +70,10 @@ def artifacts(ctx: RebuildContext) -> StageResult:
         checkpoint = ctx.section("state", "checkpoint")
         if isinstance(checkpoint, dict):
             if "path" not in checkpoint:
-                return failed(f"checkpoint {checkpoint.get('id', '')} is only at {checkpoint.get('uri')}; fetching remote checkpoints is not implemented in this version", exit_code=2)
+                return failed(
+                    f"checkpoint {checkpoint.get('id', '')} is only at {checkpoint.get('uri')}; fetching remote checkpoints is not implemented in this version",
+                    exit_code=2,
+                )
             copy_in(ctx, checkpoint["path"])
             fetched.append(checkpoint["path"])
     except OSError as exc:
@@ -93,13 +98,20 @@ def _source_changes(ctx: RebuildContext, folder: str, pinned: str, found: str) -
 
     before = recorded_files(ctx.root, pinned)
     if before is None:
-        return failed(f"source folder {folder} has git tree {found}, the record pins {pinned}; this repository does not hold the pinned tree, so the changed paths cannot be named (fetch the full history: actions/checkout with fetch-depth: 0)", expected=pinned, found=found)
+        return failed(
+            f"source folder {folder} has git tree {found}, the record pins {pinned}; this repository does not hold the "
+            "pinned tree, so the changed paths cannot be named (fetch the full history: actions/checkout with fetch-depth: 0)",
+            expected=pinned,
+            found=found,
+        )
     diff = changed_paths(before, folder_files(ctx.root / folder))
     owners = _owners(ctx, folder)
     code = {kind: [p for p in paths if p not in owners] for kind, paths in diff.items()}
     if any(code.values()):
         listed = "; ".join(f"{kind}: {', '.join(paths[:6])}{' ...' if len(paths) > 6 else ''}" for kind, paths in code.items() if paths)
-        return failed(f"the code in {folder} changed since the reference ({listed}); tree {found}, the record pins {pinned}", expected=pinned, found=found, paths=code)
+        return failed(
+            f"the code in {folder} changed since the reference ({listed}); tree {found}, the record pins {pinned}", expected=pinned, found=found, paths=code
+        )
     ctx.facts["source_changes_deferred"] = {p: owners[p] for paths in diff.values() for p in paths}
     return None
 
@@ -112,7 +124,7 @@ def _owners(ctx: RebuildContext, folder: str) -> dict[str, str]:
 
     def claim(rel: object, owner: str) -> None:
         if isinstance(rel, str) and rel.startswith(prefix):
-            owners[rel[len(prefix):]] = owner
+            owners[rel[len(prefix) :]] = owner
 
     claim(ctx.section("job", "config", "path"), "config")
     claim(ctx.section("dataset", "manifest", "path"), "dataset")

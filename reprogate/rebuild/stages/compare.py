@@ -44,5 +44,16 @@ def steps(ctx: RebuildContext) -> StageResult:
     quantities = list(tolerance.get("quantities") or ["loss"])
     abs_tol, rel_tol = (0.0, 0.0) if ctx.level == "bitwise" else (float(tolerance.get("abs", 0.0)), float(tolerance.get("rel", 0.0)))
     outcome, result = compare.compare_values(*_ranges(ctx), quantities, abs_tol, rel_tol)
-    ctx.tests.append({"test": "step tolerance" if ctx.level == "behavioral" else "exact step values", "quantities": quantities, "abs": abs_tol, "rel": rel_tol, "compared": result.compared, "first_outside": outcome.data.get("first_step"), "max_deviation": result.max_deviation, "passed": result.passed})
+    ctx.tests.append(
+        {
+            "test": "step tolerance" if ctx.level == "behavioral" else "exact step values",
+            "quantities": quantities,
+            "abs": abs_tol,
+            "rel": rel_tol,
+            "compared": result.compared,
+            "first_outside": outcome.data.get("first_step"),
+            "max_deviation": result.max_deviation,
+            "passed": result.passed,
+        }
+    )
     return _result(outcome)

@@ -17,7 +17,9 @@ def config(ctx: RebuildContext) -> StageResult:
     except (DocumentError, CanonicalError, OSError) as exc:
         return failed(f"cannot read the configuration {path}: {exc}")
     if found != pinned:
-        return failed(f"configuration {name} changed: {_what_changed(ctx, str(path), str(pinned))} (canonical hash {found}, the record pins {pinned})", found=found)
+        return failed(
+            f"configuration {name} changed: {_what_changed(ctx, str(path), str(pinned))} (canonical hash {found}, the record pins {pinned})", found=found
+        )
     checksum = ctx.section("job", "config", "checksum")
     if checksum and file_digest(ctx.workdir / path) != checksum:
         return failed(f"configuration {path} was reformatted (same content, other bytes) and the record pins its bytes")

@@ -29,7 +29,9 @@ def dataset(ctx: RebuildContext) -> StageResult:
         return skipped(f"the record declares no dataset ({section.get('reason', '')})")
     manifest_rel = ctx.section("dataset", "manifest", "path")
     if not isinstance(manifest_rel, str):
-        return failed("the record's dataset is not addressed by a manifest file in the repository; inline datasets are not fetched in this version", exit_code=2)
+        return failed(
+            "the record's dataset is not addressed by a manifest file in the repository; inline datasets are not fetched in this version", exit_code=2
+        )
     from reprogate.datasets.verify import VerifyOptions, verify
 
     manifest = ctx.workdir / manifest_rel

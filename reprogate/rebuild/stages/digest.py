@@ -40,8 +40,13 @@ def digest(ctx: RebuildContext) -> StageResult:
     ctx.probe = probe
     facts = realized.facts
     what = {
-        "container": lambda: f"image {facts.get('image_id', '?')[:19]} ({facts.get('image_source')}; {facts.get('engine')})" + (f", pinned digest {facts['digest_verified_by_engine']} confirmed by the engine" if facts.get("digest_verified_by_engine") else ""),
-        "venv": lambda: f"venv from {facts.get('lock_file')} ({facts.get('lock_digest', '')[:19]}..., cache {facts.get('cache')}, {facts.get('seconds', 0):.1f} s)",
+        "container": lambda: (
+            f"image {facts.get('image_id', '?')[:19]} ({facts.get('image_source')}; {facts.get('engine')})"
+            + (f", pinned digest {facts['digest_verified_by_engine']} confirmed by the engine" if facts.get("digest_verified_by_engine") else "")
+        ),
+        "venv": lambda: (
+            f"venv from {facts.get('lock_file')} ({facts.get('lock_digest', '')[:19]}..., cache {facts.get('cache')}, {facts.get('seconds', 0):.1f} s)"
+        ),
         "current": lambda: "the Python environment reprogate runs in (nothing rebuilt: the record asks for it)",
     }[realized.kind]()
     inside = f"Python {probe.get('python')}, torch {probe.get('packages', {}).get('torch', 'not installed')}"
@@ -68,10 +73,12 @@ def _probe(ctx: RebuildContext) -> dict | StageResult:
         time.sleep(0.05)
     text = log.read_text(errors="replace") if log.exists() else ""
     if process.poll() != 0:
-        return failed(f"the environment's interpreter ({ctx.realized.python}) could not run: exit {process.poll()}", log_tail=redact("\n".join(text.splitlines()[-15:])), exit_code=3)
+        return failed(
+            f"the environment's interpreter ({ctx.realized.python}) could not run: exit {process.poll()}",
+            log_tail=redact("\n".join(text.splitlines()[-15:])),
+            exit_code=3,
+        )
     try:
         return json.loads(text.strip().splitlines()[-1])
     except (ValueError, IndexError):
         return failed("the environment's interpreter answered with something that is not the probe's JSON", log_tail=redact(text[-2000:]), exit_code=3)
-
-

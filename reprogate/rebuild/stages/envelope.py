@@ -16,7 +16,12 @@ def machine_facts(ctx: RebuildContext) -> dict[str, Any]:
     probe = ctx.probe
     packages = probe.get("packages") or {}
     used = ctx.facts.get("nodes_used") or []
-    facts: dict[str, Any] = {"nodes": len(used) or (ctx.shape.nodes if ctx.shape else 1), "machine": probe.get("machine") or platform.machine(), "python": probe.get("python"), "os": probe.get("os")}
+    facts: dict[str, Any] = {
+        "nodes": len(used) or (ctx.shape.nodes if ctx.shape else 1),
+        "machine": probe.get("machine") or platform.machine(),
+        "python": probe.get("python"),
+        "os": probe.get("os"),
+    }
     if "torch" in packages:
         facts["torch"] = packages["torch"]
     if ctx.launcher is not None and not ctx.launcher.ranks_run_here:  # the nodes' GPUs, as their rank hosts named them; not this machine's
@@ -92,7 +97,9 @@ def _shape_problems(ctx: RebuildContext, facts: dict[str, Any], env: dict[str, A
     problems = []
     recorded = ctx.nodes
     if len(found.nodes) != recorded:
-        problems.append(f"the ranks ran on {len(found.nodes)} node(s) ({', '.join(found.nodes)}); the record's run used {recorded}: a rebuild replays the recorded shape")
+        problems.append(
+            f"the ranks ran on {len(found.nodes)} node(s) ({', '.join(found.nodes)}); the record's run used {recorded}: a rebuild replays the recorded shape"
+        )
     per_node = int(ctx.section("execution", "ranks_per_node") or max(1, ctx.world_size // max(1, recorded)))
     uneven = {n: c for n, c in found.per_node.items() if c != per_node}
     if uneven and len(found.nodes) == recorded:

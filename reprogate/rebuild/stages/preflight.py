@@ -58,10 +58,17 @@ def preflight(ctx: RebuildContext) -> StageResult:
         return failed(exc.message, exit_code=int(exc.exit_code))
     group = ctx.hosts.group
     ctx.facts.update(backend=backend, launcher=ctx.launcher.name, nodes_used=group.nodes if group else [], placement=group.placement() if group else {})
-    (ctx.workdir / "preflight.json").write_text(json.dumps({"stages": [s.__dict__ for s in ready.stages], "failed": ready.failed, "detail": ready.detail, "seconds": round(ready.seconds, 3)}, indent=2) + "\n")
+    (ctx.workdir / "preflight.json").write_text(
+        json.dumps({"stages": [s.__dict__ for s in ready.stages], "failed": ready.failed, "detail": ready.detail, "seconds": round(ready.seconds, 3)}, indent=2)
+        + "\n"
+    )
     if ready.failed:
-        return failed(f"preflight failed at {ready.failed}: {ready.detail}", log_tail=ready.log_tail, exit_code=3 if ready.infrastructure else 1, stage=ready.failed)
+        return failed(
+            f"preflight failed at {ready.failed}: {ready.detail}", log_tail=ready.log_tail, exit_code=3 if ready.infrastructure else 1, stage=ready.failed
+        )
     ctx.facts["spare_port"] = ready.spare_port
     ctx.facts["rank_gpu_models"] = ready.gpu_models
     summary = ", ".join(f"{s.name} {s.status}" for s in ready.stages)
-    return passed(f"{ctx.world_size} rank(s) on {ctx.launcher.name} ({ctx.shape.nodes} node(s)), {backend}: {summary} in {ready.seconds:.1f} s; ranks wait for the run")
+    return passed(
+        f"{ctx.world_size} rank(s) on {ctx.launcher.name} ({ctx.shape.nodes} node(s)), {backend}: {summary} in {ready.seconds:.1f} s; ranks wait for the run"
+    )

@@ -42,7 +42,17 @@ def run(ctx: RebuildContext) -> StageResult:
         hosts = ctx.hosts
         if index > 0:  # a fresh set of ranks for every further seed
             hosts.stop()
-            hosts = RankHosts(ctx.launcher, ctx.realized, ctx.shape, hosts.env, folder, cwd, False, hosts.env.get("REPROGATE_PREFLIGHT_BACKEND", "gloo"), ctx.options.preflight_timeout)
+            hosts = RankHosts(
+                ctx.launcher,
+                ctx.realized,
+                ctx.shape,
+                hosts.env,
+                folder,
+                cwd,
+                False,
+                hosts.env.get("REPROGATE_PREFLIGHT_BACKEND", "gloo"),
+                ctx.options.preflight_timeout,
+            )
             ctx.hosts = hosts
             try:
                 hosts.start()
@@ -50,7 +60,9 @@ def run(ctx: RebuildContext) -> StageResult:
             except ReprogateError as exc:  # a scheduler that refuses or stops answering
                 return failed(f"seed {seed}: {exc.message}", exit_code=int(exc.exit_code), seed=seed)
             if ready.failed:
-                return failed(f"seed {seed}: the ranks did not start: {ready.detail}", log_tail=ready.log_tail, exit_code=3 if ready.infrastructure else 1, seed=seed)
+                return failed(
+                    f"seed {seed}: the ranks did not start: {ready.detail}", log_tail=ready.log_tail, exit_code=3 if ready.infrastructure else 1, seed=seed
+                )
             port = ready.spare_port
         else:
             port = ctx.facts.get("spare_port")
