@@ -134,7 +134,7 @@ def _environment(ctx: RebuildContext) -> dict[str, Any]:
     env.update({k: v for k, v in ctx.facts.items() if v not in (None, "", []) and k != "spare_port"})
     from reprogate.rebuild.environments import side_by_side
 
-    env["compared"] = side_by_side(ctx.data, env, (ctx.probe or {}).get("packages"))
+    env["compared"] = side_by_side(ctx.data, env, (ctx.probe or {}).get("packages"), ctx.reference_events)
     return env
 
 

@@ -78,6 +78,9 @@ def claim(ctx: RebuildContext, verdict: dict[str, Any]) -> dict[str, Any]:
             f"{name} was replayed from an empty worker in {environment}, on {machine}, inside its contract's envelope. "
             f"Seeds rebuilt: {verdict['seeds']['rebuilt']}. Compared: {'; '.join(compared) or 'the run started and reached its steps'}."
         )
+    elif verdict.get("exit_code") in (2, 3):  # nothing was compared: a usage or infrastructure stop is no difference
+        why = "an infrastructure failure" if verdict.get("exit_code") == 3 else "a problem with the input or the environment it declares"
+        text = f"{name} could not be rebuilt, so nothing was compared: the {verdict['diagnosis']} stage stopped it with {why} ({_detail(verdict)})."
     else:
         text = (
             f"{name} was NOT reproduced: the first difference is at the {verdict['diagnosis']} stage ({_detail(verdict)}). "
@@ -115,7 +118,9 @@ def _environment(ctx: RebuildContext) -> str:
         )
         return f"the {which} environment: image {image} ({source})"
     if kind == "venv":
-        return f"the {which} environment: a venv from {facts.get('lock_file')} ({facts.get('lock_digest', '?')})"
+        if not facts.get("lock_file"):
+            return f"the {which} environment: a venv that could not be made"
+        return f"the {which} environment: a venv from {facts['lock_file']} ({facts.get('lock_digest', '?')})"
     if kind == "current":
         return "reprogate's own Python environment"
     return kind

@@ -4,7 +4,8 @@ A reviewer of a lock-file or image pull request wants one table: which Python, t
 file, OS, CPU kernels and packages the reference ran with, and which the rebuild ran with. The
 reference side comes from the record's captured sections; the rebuilt side from the realizer's facts
 and from the probe run inside the realized environment, so it is what the ranks really saw, not
-what was asked for. Values a record did not capture are shown as "not recorded", never guessed.
+what was asked for; the reference's CPU kernels come from its trace's meta (what its ranks ran
+with) before the host capture (what the machine would have picked). Values a record did not capture are shown as "not recorded", never guessed.
 """
 
 from __future__ import annotations
@@ -76,9 +77,29 @@ def _packages(recorded: Any, inside: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def side_by_side(record: dict[str, Any], env: dict[str, Any], packages: dict[str, str] | None) -> list[dict[str, Any]]:
+def _reference_meta(events: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """The reference trace's meta event: what the reference ranks themselves ran with."""
+    return next((e for e in events or [] if e.get("type") == "meta"), {})
+
+
+def _lock_pair(record: dict[str, Any], env: dict[str, Any]) -> tuple[Any, Any]:
+    """The lock file the rebuild installed, beside the record's pin of that same file (a record
+    may pin several lock files; only the installed one is comparable)."""
+    installed = env.get("lock_file")
+    if not installed:
+        return _locks(record), "none installed"
+    pins = {str(e.get("path")): str(e.get("checksum", "")) for e in _get(record, "source", "lock_files") or [] if isinstance(e, dict)}
+    pinned = pins.get(str(installed))
+    return (f"{installed} {pinned[:19]}" if pinned else None), f"{installed} {str(env.get('lock_digest', ''))[:19]}"
+
+
+def side_by_side(
+    record: dict[str, Any], env: dict[str, Any], packages: dict[str, str] | None, reference_events: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
     """Rows of {what, reference, rebuilt, same} for the verdict and the report."""
     inside = env.get("inside") or {}
+    meta_cpu = _reference_meta(reference_events).get("cpu") or {}
+    lock_reference, lock_rebuilt = _lock_pair(record, env)
     rows = [
         (
             "environment",
@@ -86,13 +107,13 @@ def side_by_side(record: dict[str, Any], env: dict[str, Any], packages: dict[str
             f"{env.get('requested', '?')} environment, realized by {env.get('realizer', '?')}",
         ),
         ("image", _image(record), _rebuilt_image(env)),
-        ("lock file", _locks(record), f"{env['lock_file']} {str(env.get('lock_digest', ''))[:19]}" if env.get("lock_file") else "none installed"),
+        ("lock file", lock_reference, lock_rebuilt),
         ("Python", _get(record, "software", "python"), inside.get("python") or env.get("python")),
         ("torch", _get(record, "software", "framework", "version"), env.get("torch")),
         ("OS", _get(record, "host", "os", "pretty_name"), inside.get("os_pretty") or env.get("os")),
         ("CPU", _get(record, "cpu", "model") or _get(record, "host", "cpu_model"), env.get("cpu_model")),
-        ("torch CPU kernels", _get(record, "cpu", "capability", "effective"), env.get("cpu_capability")),
-        ("MKL_CBWR", _get(record, "cpu", "mkl_cbwr"), env.get("mkl_cbwr")),
+        ("torch CPU kernels", meta_cpu.get("capability") or _get(record, "cpu", "capability", "effective"), env.get("cpu_capability")),
+        ("MKL_CBWR", meta_cpu.get("mkl_cbwr") or _get(record, "cpu", "mkl_cbwr"), env.get("mkl_cbwr")),
         ("GPUs", [g.get("name") for g in _get(record, "devices", "gpus") or [] if isinstance(g, dict)] or None, env.get("gpu_models") or "none"),
         ("world size", _get(record, "execution", "world_size"), env.get("world_size")),
     ]

@@ -100,9 +100,14 @@ def mermaid_chart(reference: list[Any], rebuilt: list[Any]) -> str:
 def markdown(verdict: dict[str, Any]) -> str:
     passed = verdict["verdict"] == "pass"
     record = verdict["record"]
-    head = f"## {ICONS['pass' if passed else 'fail']} Reproduction {'passed' if passed else 'failed'}: `{record['name']}` ({record['level']} contract)"
+    stopped = not passed and verdict.get("exit_code") in (2, 3)  # nothing compared: not a failed reproduction
+    outcome = "passed" if passed else ("could not run" if stopped else "failed")
+    icon = ICONS["pass"] if passed else ("⚠️" if stopped else ICONS["fail"])
+    head = f"## {icon} Reproduction {outcome}: `{record['name']}` ({record['level']} contract)"
     lines = [head, ""]
-    if not passed:
+    if stopped:
+        lines += [f"**Diagnosis:** the rebuild stopped at the **{verdict['diagnosis']}** stage before anything was compared.", ""]
+    elif not passed:
         lines += [f"**Diagnosis:** the first difference is at the **{verdict['diagnosis']}** stage.", ""]
     lines += ["| stage | result | time | detail |", "|---|---|---|---|"]
     for stage in verdict["stages"]:

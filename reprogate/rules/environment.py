@@ -17,7 +17,9 @@ from reprogate.rules.addressed import AddressError, bytes_digest, resolve
 from reprogate.rules.base import RuleContext, get, items
 
 CODE = "environment-drift"
-HINT = "the rebuild realizes the environment the working tree declares; a new reference run records the new pins"
+HINT = (
+    "the gate rebuilds the reference in the environment the working tree declares (rebuild --environment candidate); a new reference run records the new pins"
+)
 
 
 def environment_pins(data: Any) -> Iterator[tuple[tuple[Any, ...], dict[str, Any]]]:

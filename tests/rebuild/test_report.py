@@ -215,3 +215,10 @@ def test_the_report_command_renders_a_verdict_file_and_exits_with_its_outcome(tm
     assert result.stdout == markdown(failed_at("metric")).splitlines()
     path.write_text(json.dumps(valid(make_verdict("pass"))))
     assert report_command(path, "json").code == ExitCode.OK
+
+
+def test_a_rebuild_that_could_not_run_is_not_called_a_failed_reproduction() -> None:
+    text = markdown(failed_at("digest", exit_code=2))
+    assert text.startswith("## ⚠️ Reproduction could not run: `tiny` (bitwise contract)\n")
+    assert "the rebuild stopped at the **digest** stage before anything was compared" in text
+    assert "first difference" not in text.split("### Claim")[0]

@@ -1,0 +1,64 @@
+"""The reference and rebuilt environments side by side: only comparable values are marked as differing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reprogate.rebuild.environments import UNKNOWN, side_by_side
+
+RECORD: dict[str, Any] = {
+    "job": {"environment": {"realizer": "venv"}},
+    "source": {
+        "lock_files": [
+            {"path": "train/requirements.txt", "checksum": "sha256:fef8fc27ce19aaaaaaaaaaaaaaaa"},
+            {"path": "train/requirements.in", "checksum": "sha256:59b66a64fb0bbbbbbbbbbbbbbbbb"},
+        ]
+    },
+    "software": {"python": "3.11.7", "framework": {"name": "torch", "version": "2.13.0+cpu"}, "packages": {"numpy": "1.26.0", "torch": "2.13.0+cpu"}},
+    "host": {"os": {"pretty_name": "Debian GNU/Linux 12 (bookworm)"}, "cpu_model": "AMD EPYC"},
+    "cpu": {"model": "AMD EPYC", "capability": {"effective": "avx2"}, "mkl_cbwr": "OFF"},
+    "execution": {"world_size": 2},
+}
+REBUILT: dict[str, Any] = {
+    "requested": "candidate",
+    "realizer": "venv",
+    "lock_file": "train/requirements.txt",
+    "lock_digest": "sha256:8e423e1426b2cccccccccccccc",
+    "inside": {"python": "3.11.7", "os_pretty": "Debian GNU/Linux 12 (bookworm)"},
+    "torch": "2.13.0+cpu",
+    "cpu_model": "AMD EPYC",
+    "cpu_capability": "default",
+    "mkl_cbwr": "COMPATIBLE",
+    "world_size": 2,
+}
+META = [{"type": "meta", "rank": 0, "cpu": {"capability": "default", "mkl_cbwr": "COMPATIBLE"}}, {"type": "step", "step": 1}]
+
+
+def rows(**kwargs: Any) -> dict[str, dict[str, Any]]:
+    found = side_by_side(RECORD, REBUILT, {"numpy": "2.1.3", "torch": "2.13.0+cpu", "filelock": "3.20.0"}, **kwargs)
+    return {row["what"]: row for row in found}
+
+
+def test_the_installed_lock_file_is_compared_with_its_own_pin_only() -> None:
+    lock = rows(reference_events=META)["lock file"]
+    assert lock["reference"] == "train/requirements.txt sha256:fef8fc27ce19" and lock["rebuilt"] == "train/requirements.txt sha256:8e423e1426b2"
+    assert lock["same"] is False and "requirements.in" not in lock["reference"]
+
+
+def test_cpu_kernels_of_the_reference_come_from_its_trace_meta_before_the_host_capture() -> None:
+    with_meta, without = rows(reference_events=META), rows()
+    assert with_meta["torch CPU kernels"]["same"] and with_meta["MKL_CBWR"]["same"]
+    assert (without["torch CPU kernels"]["reference"], without["torch CPU kernels"]["same"]) == ("avx2", False)
+
+
+def test_a_bumped_package_is_named_and_extra_packages_are_counted_not_flagged() -> None:
+    found = rows(reference_events=META)
+    assert (found["package numpy"]["reference"], found["package numpy"]["rebuilt"], found["package numpy"]["same"]) == ("1.26.0", "2.1.3", False)
+    assert "package torch" not in found
+    assert found["packages the record does not list"]["rebuilt"] == "1: filelock" and found["packages the record does not list"]["same"]
+
+
+def test_a_side_that_was_not_captured_is_no_difference() -> None:
+    found = side_by_side({"execution": {"world_size": 2}}, REBUILT, None)
+    python = next(row for row in found if row["what"] == "Python")
+    assert python["reference"] == UNKNOWN and python["same"]
