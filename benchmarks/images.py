@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from registry import start_registry  # the same registry the tests start
+from support.registry import start_registry  # the same registry the tests start
 
 
 def main() -> None:

@@ -84,7 +84,10 @@ class ContainerProcess:
             self.code = 137
             return self.code
         state = self.container.attrs.get("State") or {}
-        if state.get("Status") in ("exited", "dead"):
+        # Podman 4.3 can leave a finished container "stopped" (not "exited") when its cleanup did
+        # not run: not running with a finish time is ended too, or the poll would wait forever
+        finished = state.get("Running") is False and str(state.get("FinishedAt") or "0001").startswith("0001") is False  # Go's zero time: never finished
+        if state.get("Status") in ("exited", "dead") or (state.get("Status") == "stopped" and finished):
             self.code = int(state.get("ExitCode", 1))
             self._save_log()
         return self.code
