@@ -115,6 +115,20 @@ def test_a_failure_says_not_reproduced_and_names_the_first_failing_stage(tmp_pat
     assert not any(item.startswith("bitwise digests") for item in found["compared"]), "a failed model-state comparison is not listed as compared"
 
 
+@pytest.mark.parametrize(("code", "why"), [(2, "a problem with the input or the environment it declares"), (3, "an infrastructure failure")])
+def test_a_rebuild_stopped_before_any_comparison_is_not_called_a_difference(tmp_path: Path, code: int, why: str) -> None:
+    verdict = make_verdict("fail", "digest", infrastructure=code == 3)
+    verdict["exit_code"] = code
+    found = claim(context(tmp_path, "venv", facts={}), verdict)
+    assert found["text"] == f"tiny-markov-mlp could not be rebuilt, so nothing was compared: the digest stage stopped it with {why} (digest fail)."
+    assert "NOT reproduced" not in found["text"] and "None" not in found["text"]
+
+
+def test_a_venv_that_could_not_be_made_is_not_named_by_a_missing_lock(tmp_path: Path) -> None:
+    found = claim(context(tmp_path, "venv", facts={}), make_verdict("fail", "model-state"))
+    assert "a venv that could not be made" in found["text"] and "None" not in found["text"]
+
+
 def test_what_was_compared_follows_the_stages_that_passed(tmp_path: Path) -> None:
     verdict = make_verdict("pass")
     found = claim(context(tmp_path), verdict)
