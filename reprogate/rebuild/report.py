@@ -55,8 +55,22 @@ INFRASTRUCTURE = (
 )
 
 
+MENTION = re.compile(r"(?<![\w.])@(?=\w)")  # @user notifies; repo@sha256:... (after a letter) does not
+
+
+def _inline(text: Any) -> str:
+    """Text a pull request may have shaped (config keys, paths, package names, reasons) made inert
+    as Markdown outside its code spans: no HTML, no links or images, no @mentions that notify people.
+    Code spans (backticks, which stage details use on purpose) are literal already and kept."""
+    parts = str(text).split("`")
+    for i in range(0, len(parts), 2):  # even parts lie outside code spans
+        parts[i] = parts[i].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("](", "]\\(")
+        parts[i] = MENTION.sub("@\u2060", parts[i])
+    return "`".join(parts)
+
+
 def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\r", " ").replace("\n", " ")  # CommonMark ends a line at \r too
+    return _inline(text).replace("|", "\\|").replace("\r", " ").replace("\n", " ")  # CommonMark ends a line at \r too
 
 
 def _downsample(points: list[list[float]] | list[tuple[int, float]], limit: int = MAX_POINTS) -> list[tuple[int, float]]:
@@ -113,9 +127,9 @@ def markdown(verdict: dict[str, Any]) -> str:
     for stage in verdict["stages"]:
         lines.append(f"| {stage['name']} | {ICONS.get(stage['status'], '')} {stage['status']} | {stage['seconds']:.1f} s | {_cell(stage['detail'])} |")
     claim = verdict["claim"]
-    lines += ["", "### Claim", "", claim["text"], ""]
+    lines += ["", "### Claim", "", _inline(claim["text"]).replace("\r", " ").replace("\n", " "), ""]
     if claim["not_covered"]:
-        lines += ["This claim does not cover:", *[f"- {item}" for item in claim["not_covered"]], ""]
+        lines += ["This claim does not cover:", *[f"- {_cell(item)}" for item in claim["not_covered"]], ""]
     compared = (verdict.get("environment") or {}).get("compared") or []
     if compared:
         lines += ["### Environment: reference and rebuild", "", "| | reference (the record) | rebuild (inside the ranks' environment) |", "|---|---|---|"]

@@ -222,3 +222,19 @@ def test_a_rebuild_that_could_not_run_is_not_called_a_failed_reproduction() -> N
     assert text.startswith("## ⚠️ Reproduction could not run: `tiny` (bitwise contract)\n")
     assert "the rebuild stopped at the **digest** stage before anything was compared" in text
     assert "first difference" not in text.split("### Claim")[0]
+
+
+def test_text_a_pull_request_shaped_cannot_become_markup_or_mentions() -> None:
+    verdict = failed_at("config")
+    verdict["stages"][4]["detail"] = 'key `<img src=x>` changed: <img src="https://evil.example/p.png"> [click](https://evil.example) @octocat & co'
+    verdict["claim"]["not_covered"] = ["no container: <script>alert(1)</script> ![i](https://evil.example/i.png)"]
+    text = markdown(verdict)
+    assert "<img" not in text.replace("`<img src=x>`", "") and "<script>" not in text
+    assert "](https://evil" not in text and "@octocat" not in text
+    assert "`<img src=x>`" in text, "code spans stay literal"
+
+
+def test_image_references_keep_their_at_sign() -> None:
+    verdict = failed_at("digest")
+    verdict["stages"][1]["detail"] = "localhost:5000/tiny@sha256:" + "ab" * 32 + " is not in the registry"
+    assert "localhost:5000/tiny@sha256:" + "ab" * 32 in markdown(verdict)
