@@ -10,7 +10,7 @@ from pathlib import Path
 
 import docker
 import pytest
-from support.engine import Engine, TestImage, pull
+from support.engine import Engine, TestImage, pull, run_to_end
 from support.registry import Registry
 
 GLOO_ALL_REDUCE = textwrap.dedent(
@@ -36,7 +36,7 @@ GLOO_ALL_REDUCE = textwrap.dedent(
 
 
 def run(engine: Engine, image: TestImage, command: list[str], **options: object) -> str:
-    return engine.client.containers.run(image.reference, command, remove=True, **options).decode()
+    return run_to_end(engine, image.reference, command, **options)
 
 
 def test_engine_answers_the_docker_api(podman_engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -111,7 +111,7 @@ def test_a_dockerfile_builds_on_the_test_image(podman_engine: Engine, tiny_image
     try:
         assert image.id != tiny_image.image_id
         assert run(podman_engine, tiny_image, ["sh", "-c", "test -e /built.txt || echo absent"]).strip() == "absent"
-        out = podman_engine.client.containers.run(image.id, ["sh", "-c", 'cat /built.txt; echo " $BUILT"'], remove=True).decode()
+        out = run_to_end(podman_engine, image.id, ["sh", "-c", 'cat /built.txt; echo " $BUILT"'])
         assert out.strip() == "built yes"
     finally:
         podman_engine.client.images.remove(image.id, force=True)

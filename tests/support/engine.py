@@ -33,11 +33,13 @@ missing, and fails under CI=true):
     ``import torch`` alone takes 3-10 s in a container on the 2-core test machines, so use
     ``tiny`` wherever torch is not the point).
 
-Run a container as the realizer would::
+Run a container to its end, bounded (``run_to_end``: detached, polled, logs read once it ended —
+an attached ``containers.run`` can wait forever when Podman 4.3 leaves a finished container
+"stopped" without closing its log stream)::
 
-    out = podman_engine.client.containers.run(torch_image.reference, ["python", "-c", "..."],
+    out = run_to_end(podman_engine, torch_image.reference, ["python", "-c", "..."],
           environment={"A": "1"}, volumes={str(work): {"bind": "/work", "mode": "rw"}},
-          working_dir="/work", remove=True)
+          working_dir="/work")
 
 A container gets only the image's environment (PATH, VIRTUAL_ENV, LANG), what ``environment``
 passes and Podman's HOSTNAME/HOME/TERM/container: nothing from the host's environment. The
@@ -65,6 +67,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,6 +151,29 @@ class Engine:
         # instances on the machine share. Unmount what overlay may still hold, then delete.
         daemons.unmount_under(self.folder)
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def run_to_end(engine: Engine, image: str, command: list[str], timeout: float = 300.0, **options: Any) -> str:
+    """Run a container detached and return its standard output once it has ended (exit 0 asserted).
+
+    Polled with a deadline, ended when "exited"/"dead" or "stopped" with a finish time (what
+    Podman 4.3 reports when its cleanup did not run), then removed."""
+    container = engine.client.containers.run(image, command, detach=True, **options)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            container.reload()
+            state = container.attrs.get("State") or {}
+            finished = state.get("Running") is False and not str(state.get("FinishedAt") or "0001").startswith("0001")
+            if state.get("Status") in ("exited", "dead") or (state.get("Status") == "stopped" and finished):
+                break
+            assert time.monotonic() < deadline, f"container {container.short_id} still {state.get('Status')} after {timeout:.0f} s"
+            time.sleep(0.2)
+        output = container.logs(stdout=True, stderr=False).decode()
+        assert state.get("ExitCode") == 0, container.logs(stdout=True, stderr=True).decode()[-2000:]
+        return output
+    finally:
+        container.remove(force=True)
 
 
 def start_engine(folder: Path, image_stores: Sequence[str] = ()) -> Engine:
