@@ -62,8 +62,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
-from reprogate.core.canonical import canonical_digest, file_digest  # noqa: E402
-from reprogate.core.gittree import tree_id  # noqa: E402
+from reprogate.core.canonical import file_digest  # noqa: E402
 from reprogate.rebuild.inject import runtime_folder  # noqa: E402
 from reprogate.rebuild.launchers.local import free_port, torchrun_environment  # noqa: E402
 
@@ -112,29 +111,10 @@ def _container_missing() -> str | None:
 
 def _container_record(repo: Path, image: Any) -> dict[str, Any]:
     """The record tests/rebuild/test_container_realizer.py rebuilds, declaring the container realizer."""
+    from support.locked import locked_record
+
     registry, _, repository = image.repository.partition("/")
-    return {
-        "apiVersion": "reprogate/v1",
-        "kind": "RunRecord",
-        "metadata": {"name": "bench-contained"},
-        "contract": {
-            "level": "bitwise",
-            "steps": {"start": 0, "count": 20},
-            "tensors": ["model_state"],
-            "envelope": {"world_sizes": [2], "nodes": {"min": 1, "max": 1}, "framework": {"name": "torch", "release": "2.13"}},
-        },
-        "container": {"registry": registry, "repository": repository, "digest": image.digest},
-        "source": {"path": "project", "tree": tree_id(repo / "project"), "dirty": False},
-        "dataset": {"used": False, "reason": "the data is generated from the seed"},
-        "seeds": {"global": 3},
-        "execution": {"world_size": 2, "nodes": 1, "ranks_per_node": 2, "collective": {"backend": "gloo"}, "env": EXECUTION_ENV},
-        "job": {
-            "entrypoint": ENTRYPOINT,
-            "workdir": "project",
-            "environment": {"realizer": "container"},
-            "config": {"path": "config.yaml", "hash": canonical_digest(yaml.safe_load((repo / "config.yaml").read_text()))},
-        },
-    }
+    return locked_record(repo, "bench-contained", {"registry": registry, "repository": repository, "digest": image.digest}, realizer="container")
 
 
 class Bare:

@@ -21,9 +21,9 @@ import pytest
 import yaml
 from click.testing import Result
 from support import FIXTURES, git
+from support.locked import locked_record
 
-from reprogate.core.canonical import canonical_digest, file_digest
-from reprogate.core.gittree import tree_id
+from reprogate.core.canonical import file_digest
 
 Cli = Callable[..., Result]
 SOURCE = FIXTURES / "projects" / "locked"
@@ -32,32 +32,8 @@ DOCKERFILE = "FROM {image}\nENV REPROGATE_CANDIDATE=1\n"
 
 def _record(repo: Path, image: Any) -> dict[str, Any]:
     registry, _, repository = image.repository.partition("/")
-    return {
-        "apiVersion": "reprogate/v1",
-        "kind": "RunRecord",
-        "metadata": {"name": "contained-regression"},
-        "contract": {
-            "level": "bitwise",
-            "steps": {"start": 0, "count": 20},
-            "tensors": ["model_state"],
-            "envelope": {"world_sizes": [2], "nodes": {"min": 1, "max": 1}, "framework": {"name": "torch", "release": "2.13"}},
-        },
-        "container": {"registry": registry, "repository": repository, "digest": image.digest},
-        "source": {
-            "path": "project",
-            "tree": tree_id(repo / "project"),
-            "dirty": False,
-            "build_recipe": {"path": "docker/Dockerfile", "checksum": file_digest(repo / "docker" / "Dockerfile")},
-        },
-        "dataset": {"used": False, "reason": "the data is generated from the seed"},
-        "seeds": {"global": 3},
-        "execution": {"world_size": 2, "nodes": 1, "ranks_per_node": 2, "collective": {"backend": "gloo"}, "env": {"OMP_NUM_THREADS": "1"}},
-        "job": {
-            "entrypoint": ["python", "train.py", "--config", "../config.yaml"],
-            "workdir": "project",
-            "config": {"path": "config.yaml", "hash": canonical_digest(yaml.safe_load((repo / "config.yaml").read_text()))},
-        },
-    }
+    recipe = {"path": "docker/Dockerfile", "checksum": file_digest(repo / "docker" / "Dockerfile")}
+    return locked_record(repo, "contained-regression", {"registry": registry, "repository": repository, "digest": image.digest}, {"build_recipe": recipe})
 
 
 def _reference(repo: Path, record: dict[str, Any], work: Path) -> Path:

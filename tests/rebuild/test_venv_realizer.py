@@ -21,42 +21,17 @@ import pytest
 import yaml
 from click.testing import Result
 from support import FIXTURES, git
+from support.locked import locked_record
 
-from reprogate.core.canonical import canonical_digest, file_digest
-from reprogate.core.gittree import tree_id
+from reprogate.core.canonical import file_digest
 
 Cli = Callable[..., Result]
 SOURCE = FIXTURES / "projects" / "locked"
 
 
 def _record(repo: Path) -> dict[str, Any]:
-    lock = repo / "requirements.txt"
-    return {
-        "apiVersion": "reprogate/v1",
-        "kind": "RunRecord",
-        "metadata": {"name": "locked-regression"},
-        "contract": {
-            "level": "bitwise",
-            "steps": {"start": 0, "count": 20},
-            "tensors": ["model_state"],
-            "envelope": {"world_sizes": [2], "nodes": {"min": 1, "max": 1}, "framework": {"name": "torch", "release": "2.13"}},
-        },
-        "container": {"used": False, "reason": "the environment is the lock file, realized with uv"},
-        "source": {
-            "path": "project",
-            "tree": tree_id(repo / "project"),
-            "dirty": False,
-            "lock_files": [{"path": "requirements.txt", "checksum": file_digest(lock), "format": "pip-requirements"}],
-        },
-        "dataset": {"used": False, "reason": "the data is generated from the seed"},
-        "seeds": {"global": 3},
-        "execution": {"world_size": 2, "nodes": 1, "ranks_per_node": 2, "collective": {"backend": "gloo"}, "env": {"OMP_NUM_THREADS": "1"}},
-        "job": {
-            "entrypoint": ["python", "train.py", "--config", "../config.yaml"],
-            "workdir": "project",
-            "config": {"path": "config.yaml", "hash": canonical_digest(yaml.safe_load((repo / "config.yaml").read_text()))},
-        },
-    }
+    lock = {"path": "requirements.txt", "checksum": file_digest(repo / "requirements.txt"), "format": "pip-requirements"}
+    return locked_record(repo, "locked-regression", {"used": False, "reason": "the environment is the lock file, realized with uv"}, {"lock_files": [lock]})
 
 
 def _reference_trace(repo: Path, record: dict[str, Any], cache: Path) -> Path:
