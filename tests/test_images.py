@@ -171,3 +171,29 @@ def test_audit_reports_a_vanished_image_and_expired_dates(cli: Cli, registry: Re
     edit_record(record, lambda r: r["contract"].update(lifetime={"expires": "2020-01-01"}))
     gone = cli("audit", str(record))
     assert gone.exit_code == 1 and "MISSING" in gone.output and "contract lifetime expired on 2020-01-01" in gone.output
+
+
+@pytest.mark.parametrize(
+    ("server", "libpod", "expected"),
+    [
+        ("Libpod/4.3.1 (linux)", "4.3.1", "Podman Engine 4.3.1"),
+        ("Docker/27.3.1 (linux)", None, "Docker Engine 27.3.1"),
+        ("Libpod/", "5.2.0", "Podman Engine 5.2.0"),
+        ("containerd-shim/2.0", None, "containerd-shim 2.0"),
+        ("", None, "container engine (API 1.41)"),
+    ],
+)
+def test_an_engine_is_named_from_its_ping_headers(server: str, libpod: str | None, expected: str) -> None:
+    from reprogate.images.engine import engine_name
+
+    assert engine_name(server, libpod, "1.41") == expected
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs", "spoken"),
+    [("1.45", "1.41", "1.41"), ("1.45", "1.47", "1.45"), ("1.45", "", "1.45"), ("1.45", "v2", "1.45"), ("1.45", "1.9", "1.9")],
+)
+def test_the_client_speaks_the_older_api_version(ours: str, theirs: str, spoken: str) -> None:
+    from reprogate.images.engine import older
+
+    assert older(ours, theirs) == spoken

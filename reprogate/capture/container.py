@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from reprogate.capture import CaptureContext
+from reprogate.core.errors import ReprogateError
 
 SECTION = "container"
 _DIGEST_REF = re.compile(
@@ -106,14 +107,16 @@ def mounts(mountinfo: Path = Path("/proc/self/mountinfo")) -> list[dict[str, Any
 
 def _from_docker(ctx: CaptureContext) -> tuple[dict[str, Any], str]:
     """(facts from the Docker engine, reason if none)."""
+    from reprogate.images.engine import connect
+
     try:
-        import docker  # type: ignore[import-not-found]
-    except ImportError:
-        return {}, "docker SDK not installed (pip install 'reprogate[docker]')"
+        connected = connect(3)
+    except ReprogateError as exc:
+        return {}, exc.message
     try:
-        client = docker.from_env(timeout=3)
-        version = client.version()
-        facts: dict[str, Any] = {"runtime": {"name": "docker", "version": str(version.get("Version", ""))}}
+        client = connected.client
+        product, _, release = connected.name.rpartition(" ")
+        facts: dict[str, Any] = {"runtime": {"name": "podman" if product.startswith("Podman") else "docker", "version": release}}
         hostname = os.uname().nodename
         try:
             image = client.containers.get(hostname).image

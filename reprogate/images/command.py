@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from reprogate.core.diagnostics import ExitCode
+from reprogate.core.errors import ReprogateError
 from reprogate.images.registry import ImageError, RegistryClient, Unreachable, parse_reference
 from reprogate.output.result import CommandResult, worst
 
@@ -90,15 +91,12 @@ def verify_record(record: Path, pull: bool, client: RegistryClient | None = None
 
 def _pull(container: dict[str, Any]) -> tuple[ExitCode, list[str]]:
     """Pull by digest through the Docker engine and confirm RepoDigests, where an engine exists."""
+    from reprogate.images.engine import connect
+
     try:
-        import docker  # type: ignore[import-not-found]
-    except ImportError:
-        return ExitCode.INFRA, ["--pull: the docker SDK is not installed (pip install 'reprogate[docker]'); nothing was pulled"]
-    try:
-        client = docker.from_env(timeout=10)
-        client.ping()
-    except Exception as exc:  # noqa: BLE001
-        return ExitCode.INFRA, [f"--pull: no Docker engine is reachable ({type(exc).__name__}); nothing was pulled or confirmed"]
+        client = connect(10).client
+    except ReprogateError as exc:
+        return ExitCode.INFRA, [f"--pull: {exc.message}; nothing was pulled or confirmed"]
     repo = f"{container.get('registry')}/{container.get('repository')}"
     digest = container.get("digest")
     errors = [event["error"] for event in client.api.pull(repo, digest, stream=True, decode=True) if "error" in event]

@@ -3,8 +3,8 @@
 The drafted record (everything but its reference) is walked through the rebuild's own stages up
 to `run`: `artifacts` copies the pinned project folder, configuration, manifest and lock files
 into an empty work folder and checks the tree; `digest` realizes the environment the record
-names (a venv from the lock file, the image, or the current interpreter) and probes it from
-inside; `preflight` starts the rank hosts through the launcher; `dataset` fetches and verifies
+names (a venv from the lock file, the image, or the current interpreter); `preflight` starts the
+rank hosts through the launcher, rank 0 probing the environment from inside; `dataset` fetches and verifies
 the shards; `config` checks the hash; `run` runs every reference seed on the ranks with
 REPROGATE_SEED and REPROGATE_TRACE_DIR. Whatever fails here would fail the first rebuild, so it
 fails `init` instead, with the same diagnosis.

@@ -84,7 +84,7 @@ class RebuildContext:
     runtime: Path | None = None  # artifacts: the injected reprogate runtime
     choice: Choice | None = None  # digest: which realizer, and why
     realized: Realized | None = None  # digest
-    probe: dict[str, Any] = field(default_factory=dict)  # digest: facts told from inside
+    probe: dict[str, Any] = field(default_factory=dict)  # preflight: facts told from inside, by rank 0
     launcher: Launcher | None = None  # preflight
     shape: Shape | None = None  # preflight
     hosts: RankHosts | None = None  # preflight: rank hosts waiting for their orders

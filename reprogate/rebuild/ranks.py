@@ -74,6 +74,7 @@ class Readiness:
     seconds: float = 0.0
     spare_port: int | None = None
     gpu_models: list[str] = field(default_factory=list)  # as the ranks named their GPUs
+    probe: dict[str, Any] = field(default_factory=dict)  # rank 0's account of its environment (runtime/probe.py), when asked
 
     def stage(self, name: str) -> StageOutcome:
         return next(s for s in self.stages if s.name == name)
@@ -105,6 +106,7 @@ class RankHosts:
         preflight: bool,
         backend: str,
         stage_timeout: float,
+        probe: bool = False,
     ) -> None:
         self.launcher, self.realized, self.shape = launcher, realized, shape
         self.control = folder / "control"
@@ -113,6 +115,7 @@ class RankHosts:
         self.logs.mkdir(parents=True, exist_ok=True)
         self.cwd = cwd
         self.preflight = preflight
+        self.probe = probe  # rank 0 tells what its environment holds before the preflight
         self.stage_timeout = stage_timeout
         self.env = {**env, "REPROGATE_PREFLIGHT_BACKEND": backend, "REPROGATE_PREFLIGHT_TIMEOUT": str(stage_timeout)}
         self.group: RankGroup | None = None
@@ -121,7 +124,7 @@ class RankHosts:
         self.started = 0.0
 
     def start(self) -> None:
-        atomic_write(self.control / "plan.json", json.dumps({"preflight": self.preflight}) + "\n")
+        atomic_write(self.control / "plan.json", json.dumps({"preflight": self.preflight, "probe": self.probe}) + "\n")
         argv = [self.realized.python, "-m", "reprogate.runtime.rank_host", str(self.control)]
         self.started = time.monotonic()
         self.group = self.launcher.start(self.realized, argv, self.env, self.shape, self.cwd, self.logs)
@@ -177,11 +180,13 @@ class RankHosts:
         while True:
             self._read_events()
             self._fold_stages(result)
+            result.probe = result.probe or self._probe()
             codes = self.group.poll()
             states = {r: self._status(r) for r in range(self.shape.world_size)}
             failed = [r for r, s in states.items() if s == "failed"]
             dead = [r for r, c in codes.items() if c is not None and states[r] not in ("go", "stopped")]
             if failed or dead:
+                self._await_probe(result)
                 rank = (failed or dead)[0]
                 event = next((e for e in reversed(self._events[rank]) if e.get("status") == "fail"), None)
                 if event is not None:
@@ -213,6 +218,24 @@ class RankHosts:
             time.sleep(POLL)
         result.seconds = time.monotonic() - self.started
         return result
+
+    def _await_probe(self, result: Readiness, grace: float = 3.0) -> None:
+        """Another rank can fail before rank 0 has told its probe (a torch that does not import
+        fails in a tenth of a second): give rank 0 a moment, so the report still says what the
+        environment held."""
+        assert self.group is not None
+        until = time.monotonic() + grace
+        while self.probe and not result.probe:
+            alive = self.group.poll().get(0) is None
+            self._read_events()
+            result.probe = self._probe()
+            if not alive or time.monotonic() > until:
+                break
+            time.sleep(POLL)
+
+    def _probe(self) -> dict[str, Any]:
+        event = next((e for e in self._events[0] if e.get("status") == "probe" and isinstance(e.get("facts"), dict)), None)
+        return dict(event["facts"]) if event else {}
 
     def _current_stage(self, rank: int) -> str | None:
         for event in reversed(self._events[rank]):

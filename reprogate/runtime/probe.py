@@ -1,10 +1,12 @@
-"""What a realized environment holds, told from inside it: `python -m reprogate.runtime.probe`.
+"""What a realized environment holds, told from inside it.
 
-The rebuild runs this with the environment's own interpreter before any rank starts, so the
-envelope and the rebuild record describe the Python, the packages and the operating system the
-ranks really get (a container's, a fresh venv's), not the machine reprogate runs on. It reads
-package metadata and never imports torch, so it takes a fraction of a second. Standard library
-only: reprogate is not installed where this runs.
+Rank 0's rank host (runtime/rank_host.py) calls `probe()` first thing, before its preflight
+imports torch, so the envelope and the rebuild record describe the Python, the packages and the
+operating system the ranks really get (a container's, a fresh venv's), not the machine reprogate
+runs on — and a rank that then fails to import torch has already said what it holds. Asking the
+rank itself costs no extra process or container. It reads package metadata and never imports
+torch, so it takes a fraction of a second. Standard library only: reprogate is not installed
+where this runs. `python -m reprogate.runtime.probe` prints the same facts as JSON.
 """
 
 from __future__ import annotations

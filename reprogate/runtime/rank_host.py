@@ -9,8 +9,9 @@ importing torch a second time (a second or more per rank, most of a small rebuil
 The conversation with the rebuild runs through files in CONTROL_DIR, which every launcher can
 share (a local folder, a bind mount into a container, a shared folder on a cluster):
 
-  plan.json                 written by the rebuild: {"preflight": bool}
-  rank<R>.events.jsonl      written here: preflight stage events, then {"ready"} or a failure
+  plan.json                 written by the rebuild: {"preflight": bool, "probe": bool}
+  rank<R>.events.jsonl      written here: rank 0's probe of its environment (when asked),
+                            preflight stage events, then {"ready"} or a failure
   go.json                   written by the rebuild: {"argv", "cwd", "env"} for the entrypoint
   stop                      written by the rebuild: leave without running anything
 
@@ -91,6 +92,14 @@ def main() -> int:
     events = Events(control / f"rank{rank}.events.jsonl")
     plan = json.loads((control / "plan.json").read_text(encoding="utf-8"))
     events(rank=rank, stage="host", status="start", pid=os.getpid(), node=os.uname().nodename)
+    if plan.get("probe") and rank == 0:  # what this environment holds, before torch can fail to import
+        from reprogate.runtime.probe import probe
+
+        try:
+            facts = probe()
+        except Exception as exc:  # noqa: BLE001 - a broken package's metadata must not stop the rank; the report says so
+            facts = {"error": f"{type(exc).__name__}: {exc}"}
+        events(rank=rank, stage="host", status="probe", facts=facts)
     if plan.get("preflight", True):
         from reprogate.runtime.preflight_rank import CheckFailed, run_checks
 

@@ -119,6 +119,11 @@ def test_the_pinned_image_is_pulled_by_digest_confirmed_by_the_engine_and_reprod
     assert env["realizer"] == "container" and env["image_id"] == torch_image.image_id
     assert env["digest_verified_by_engine"] == torch_image.digest and "Podman" in env["engine"]
     assert record["container"]["image_id"] == torch_image.image_id and record["container"]["digest"] == torch_image.digest
+    # what the image holds is told by rank 0 inside its container, not by this machine's Python
+    assert env["inside"]["executable"] == torch_image.python and env["inside"]["python"] == torch_image.python_version
+    assert record["software"]["packages"]["torch"] == torch_image.packages["torch"]
+    assert f"inside: Python {torch_image.python_version}, torch {torch_image.packages['torch']}" in _stage(verdict, "preflight")["detail"]
+    assert not (contained.parent / "out" / "logs" / "probe.log").exists(), "no container of its own for the probe"
 
 
 def test_a_dockerfile_change_is_built_into_the_candidate_image_the_rebuild_runs(cli: Cli, contained: Path, torch_image: Any) -> None:
@@ -172,3 +177,20 @@ def test_an_absent_engine_is_exit_3_naming_docker_host(cli: Cli, contained: Path
     result, verdict, _ = rebuild(cli, contained)
     assert result.exit_code == 3 and verdict["diagnosis"] == "digest"
     assert "DOCKER_HOST" in _stage(verdict, "digest")["detail"] or "no-engine.sock" in _stage(verdict, "digest")["detail"]
+
+
+def test_the_engine_is_named_by_its_ping_and_spoken_to_in_the_api_version_both_sides_know(podman_engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One /_ping tells the engine's API version and product (what the slow /version also says)."""
+    import docker
+
+    from reprogate.images.engine import connect
+
+    monkeypatch.setenv("DOCKER_HOST", podman_engine.docker_host)
+    connected = connect(30)
+    told = podman_engine.client.version()
+    assert connected.name == f"Podman Engine {told['Version']}"
+    ours = tuple(map(int, str(docker.constants.DEFAULT_DOCKER_API_VERSION).split(".")))
+    theirs = tuple(map(int, told["ApiVersion"].split(".")))
+    assert tuple(map(int, connected.api_version.split("."))) == min(ours, theirs)
+    assert connected.client.api.api_version == connected.api_version
+    assert connected.client.images.list() is not None  # the negotiated client is usable

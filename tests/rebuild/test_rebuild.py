@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -109,6 +110,22 @@ def test_the_example_rebuilds_whatever_kernels_the_runner_asks_for(cli: Cli, pro
     assert result.exit_code == 0, result.output
     assert stages(verdict)["model-state"] == "pass" and verdict["environment"]["cpu_capability"] == "default"
     assert "torch CPU kernels default, MKL_CBWR COMPATIBLE" in verdict["claim"]["text"]
+
+
+def test_ranks_that_cannot_import_torch_are_could_not_start_and_the_environment_is_still_described(cli: Cli, project: Path, tmp_path: Path) -> None:
+    """A torch that fails to import (here one shadowing the real one on the record's PYTHONPATH) is
+    an infrastructure failure at preflight; rank 0 has already told what its environment holds,
+    so the report still says which Python and packages the ranks had."""
+    shadow = tmp_path / "shadow" / "torch"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('this torch is broken on purpose')\n")
+    drill(project, PYTHONPATH=str(shadow.parent))
+    result, verdict = rebuild(cli, project)
+    assert result.exit_code == 3 and verdict["diagnosis"] == "preflight" and verdict["infrastructure"] is True
+    assert "broken on purpose" in verdict["stages"][2].get("log_tail", "") + verdict["stages"][2]["detail"]
+    inside = verdict["environment"]["inside"]
+    assert inside["python"] == platform.python_version() and inside["packages"] > 0
+    assert stages(verdict)["run"] == "not-run"
 
 
 def test_record_whose_seed_disagrees_with_its_reference_is_rejected_before_the_run(cli: Cli, project: Path) -> None:

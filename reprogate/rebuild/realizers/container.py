@@ -13,7 +13,7 @@ Ranks run as one container each, on the host network (gloo and NCCL rendezvous o
 the node's interfaces), with the work folder mounted at the same path and the injected reprogate
 runtime mounted read-only; they get exactly the environment the rebuild hands them, GPUs through
 device requests when the record has GPUs, and no Docker credentials or host variables.
-The engine is DOCKER_HOST (or the default socket); `docker` is the `reprogate[docker]` extra.
+The engine is DOCKER_HOST (or the default socket), connected through images/engine.py.
 """
 
 from __future__ import annotations
@@ -27,39 +27,12 @@ from typing import Any
 
 from reprogate.core.errors import InfrastructureError, UsageError
 from reprogate.core.redact import redact
+from reprogate.images.engine import connect
 from reprogate.rebuild.realizers.base import RealizeFailed, RealizeRequest
 
 NAME = "container"
 LABEL = "io.reprogate.rebuild"
 ENGINE_TIMEOUT = 60
-
-
-def engine() -> Any:
-    """A client for DOCKER_HOST (or the default socket) that has answered a ping."""
-    where = os.environ.get("DOCKER_HOST") or "the default Docker socket (set DOCKER_HOST for Podman: unix:///run/podman/podman.sock)"
-    try:
-        import docker
-    except ImportError:
-        raise InfrastructureError("the container realizer needs the docker package: pip install 'reprogate[docker]'") from None
-    try:
-        client = docker.from_env(timeout=ENGINE_TIMEOUT)
-        client.ping()
-    except Exception as exc:  # noqa: BLE001 - the SDK raises several kinds for an absent engine
-        raise InfrastructureError(
-            f"no container engine answers at {where} ({type(exc).__name__})",
-            hint="start Docker or `podman system service`, and point DOCKER_HOST at its socket",
-        ) from None
-    return client
-
-
-def _engine_name(client: Any) -> str:
-    try:
-        version = client.version()
-    except Exception:  # noqa: BLE001
-        return "unknown engine"
-    components = version.get("Components") or []
-    name = components[0].get("Name") if components and isinstance(components[0], dict) else "Docker Engine"
-    return f"{name} {version.get('Version', '')}".strip()
 
 
 class ContainerProcess:
@@ -203,10 +176,11 @@ class ContainerRealizer:
     name = NAME
 
     def realize(self, request: RealizeRequest) -> ContainerEnvironment:
-        client = engine()
+        connected = connect(ENGINE_TIMEOUT)
+        client = connected.client
         container = request.data.get("container") or {}
         recipe = (request.data.get("source") or {}).get("build_recipe")
-        facts: dict[str, Any] = {"realizer": NAME, "engine": _engine_name(client), "docker_host": os.environ.get("DOCKER_HOST", "default socket")}
+        facts: dict[str, Any] = {"realizer": NAME, "engine": connected.name, "docker_host": os.environ.get("DOCKER_HOST", "default socket")}
         log = request.workdir / "logs" / "realize-container.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         reference = None

@@ -20,8 +20,8 @@ from reprogate.rebuild.stages.run import run
 
 STAGES: dict[str, Stage] = {
     "artifacts": Stage(artifacts, provides=("fetched", "reference_events", "runtime")),
-    "digest": Stage(digest, needs=("runtime",), provides=("choice", "realized", "probe")),
-    "preflight": Stage(preflight, needs=("realized", "runtime"), provides=("launcher", "shape", "hosts")),
+    "digest": Stage(digest, needs=("runtime",), provides=("choice", "realized")),
+    "preflight": Stage(preflight, needs=("realized", "runtime"), provides=("launcher", "shape", "hosts", "probe")),
     "dataset": Stage(dataset, needs=("fetched",)),
     "config": Stage(config, needs=("fetched",)),
     "envelope": Stage(envelope, needs=("probe", "shape", "launcher", "reference_events"), provides=("facts",)),

@@ -3,21 +3,16 @@
 The realizer is chosen from the record (job.environment.realizer, else container, else venv);
 `--environment` says whether to realize what the record pins (reference) or what the checked-out
 tree declares (candidate). For a container the engine is asked which image it holds, and the
-pinned digest must be among its repo digests — a digest is never taken on someone's word. Then
-the environment's own interpreter reports its Python, packages and OS (runtime/probe.py), which
-the envelope and the rebuild record use.
+pinned digest must be among its repo digests — a digest is never taken on someone's word. What
+the environment holds inside (Python, packages, OS) is told by rank 0 in the preflight.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from reprogate.core.errors import ReprogateError
-from reprogate.core.redact import redact
 from reprogate.rebuild.context import RebuildContext, StageResult, failed, passed, skipped
-
-PROBE_TIMEOUT = 120.0
 
 
 def digest(ctx: RebuildContext) -> StageResult:
@@ -34,10 +29,6 @@ def digest(ctx: RebuildContext) -> StageResult:
     except ReprogateError as exc:
         return failed(exc.message + (f" ({exc.hint})" if exc.hint else ""), exit_code=int(exc.exit_code))
     realized = ctx.realized
-    probe = _probe(ctx)
-    if isinstance(probe, StageResult):
-        return probe
-    ctx.probe = probe
     facts = realized.facts
     what = {
         "container": lambda: (
@@ -49,36 +40,6 @@ def digest(ctx: RebuildContext) -> StageResult:
         ),
         "current": lambda: "the Python environment reprogate runs in (nothing rebuilt: the record asks for it)",
     }[realized.kind]()
-    inside = f"Python {probe.get('python')}, torch {probe.get('packages', {}).get('torch', 'not installed')}"
     if realized.kind == "current":  # nothing was realized, so nothing is verified: say so, never pass
-        return skipped(f"{what}; {inside}")
-    return passed(f"{ctx.options.environment} environment: {what}; {inside}", realizer=realized.kind)
-
-
-def _probe(ctx: RebuildContext) -> dict | StageResult:
-    """Facts from inside the realized environment, by its own interpreter."""
-    assert ctx.realized is not None and ctx.runtime is not None
-    from reprogate.rebuild.ranks import rank_environment
-
-    log = ctx.workdir / "logs" / "probe.log"
-    env = rank_environment({}, ctx.workdir, ctx.runtime)
-    process = ctx.realized.spawn([ctx.realized.python, "-m", "reprogate.runtime.probe"], env, ctx.workdir, log)
-    import time
-
-    deadline = time.monotonic() + PROBE_TIMEOUT
-    while process.poll() is None:
-        if time.monotonic() > deadline:
-            process.kill()
-            return failed(f"the environment's interpreter did not answer within {PROBE_TIMEOUT:g} s", exit_code=3)
-        time.sleep(0.05)
-    text = log.read_text(errors="replace") if log.exists() else ""
-    if process.poll() != 0:
-        return failed(
-            f"the environment's interpreter ({ctx.realized.python}) could not run: exit {process.poll()}",
-            log_tail=redact("\n".join(text.splitlines()[-15:])),
-            exit_code=3,
-        )
-    try:
-        return json.loads(text.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        return failed("the environment's interpreter answered with something that is not the probe's JSON", log_tail=redact(text[-2000:]), exit_code=3)
+        return skipped(what)
+    return passed(f"{ctx.options.environment} environment: {what}", realizer=realized.kind)

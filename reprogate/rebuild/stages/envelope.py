@@ -1,6 +1,6 @@
 """envelope: the machine and environment the ranks got lie inside the contract's envelope,
 checked before the run and never widened. Software facts (Python, torch, OS) come from inside
-the realized environment (the digest stage's probe), GPU facts from NVML on this machine, the
+the realized environment (rank 0's probe, told in the preflight), GPU facts from NVML on this machine, the
 shape from the launcher."""
 
 from __future__ import annotations

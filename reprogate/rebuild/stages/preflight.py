@@ -3,7 +3,9 @@ have each prove its devices, framework and collective before any data is fetched
 
 The ranks stay up afterwards, torch already imported, waiting for the run stage's order (see
 runtime/rank_host.py); the device check against the record's GPU UUIDs runs here, in the
-rebuild's own process, through NVML.
+rebuild's own process, through NVML. Rank 0 first tells what its environment holds (Python,
+packages, OS: runtime/probe.py) — the probe the envelope and the rebuild record use, asked of a
+rank that runs anyway rather than of a process or container of its own.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def preflight(ctx: RebuildContext) -> StageResult:
         env = rank_environment(ctx.section("execution", "env") or {}, ctx.workdir, ctx.runtime)
         folder = ctx.workdir / "runs" / "preflight"
         cwd = ctx.workdir / (ctx.section("job", "workdir") or ctx.section("source", "path") or ".")
-        ctx.hosts = RankHosts(ctx.launcher, ctx.realized, ctx.shape, env, folder, cwd, True, backend, ctx.options.preflight_timeout)
+        ctx.hosts = RankHosts(ctx.launcher, ctx.realized, ctx.shape, env, folder, cwd, True, backend, ctx.options.preflight_timeout, probe=True)
         ctx.hosts.start()
     except ReprogateError as exc:
         return failed(exc.message + (f" ({exc.hint})" if exc.hint else ""), exit_code=int(exc.exit_code))
@@ -56,6 +58,7 @@ def preflight(ctx: RebuildContext) -> StageResult:
         ready = ctx.hosts.wait_ready()
     except ReprogateError as exc:  # the scheduler stopped answering while the ranks started
         return failed(exc.message, exit_code=int(exc.exit_code))
+    ctx.probe = ready.probe  # kept when a rank then fails: the report shows what the environment held
     group = ctx.hosts.group
     ctx.facts.update(backend=backend, launcher=ctx.launcher.name, nodes_used=group.nodes if group else [], placement=group.placement() if group else {})
     (ctx.workdir / "preflight.json").write_text(
@@ -70,5 +73,15 @@ def preflight(ctx: RebuildContext) -> StageResult:
     ctx.facts["rank_gpu_models"] = ready.gpu_models
     summary = ", ".join(f"{s.name} {s.status}" for s in ready.stages)
     return passed(
-        f"{ctx.world_size} rank(s) on {ctx.launcher.name} ({ctx.shape.nodes} node(s)), {backend}: {summary} in {ready.seconds:.1f} s; ranks wait for the run"
+        f"{ctx.world_size} rank(s) on {ctx.launcher.name} ({ctx.shape.nodes} node(s)), {backend}: {summary} in {ready.seconds:.1f} s; ranks wait for the run; "
+        + inside(ctx.probe)
     )
+
+
+def inside(probe: dict) -> str:
+    """What rank 0 found in its environment, in a few words."""
+    if not probe:
+        return "the environment was not probed (rank 0 said nothing of it)"
+    if probe.get("error"):
+        return f"the environment's packages could not be listed ({probe['error'][:200]})"
+    return f"inside: Python {probe.get('python')}, torch {(probe.get('packages') or {}).get('torch', 'not installed')}"
