@@ -36,6 +36,7 @@ CHUNK = 256 * 1024  # read size: large enough to amortise a system call, small e
 BATCH_FILES = 512
 BATCH_BYTES = 8 * 1024 * 1024
 LARGE_FILE = 8 * 1024 * 1024  # a file this big is a batch of its own
+SMALL_FILE = 64 * 1024  # a file this small is read in one call into a fresh bytes (a reused buffer costs more calls)
 PER_FILE_WEIGHT = 4096  # a file costs about as much as this many bytes of hashing, whatever its size
 UNKNOWN_SIZE = 1024 * 1024  # assumed for files of unknown size until finished batches tell better
 PROCESS_MIN_FILES = 1000  # fewer files than this: forking workers costs more than it saves
@@ -117,8 +118,9 @@ class FileReader:
 
     A file is opened without following a final symlink; one that is a symlink is followed only if
     it resolves inside `real_root` (when given). Then fstat: not a regular file is MISSING, a size
-    other than `expected` (when >= 0) is SIZE and the file is not read. Reading stops when
-    fstat's size is reached by a short read, saving the read that would return 0.
+    other than `expected` (when >= 0) is SIZE and the file is not read. A small file is read with
+    one call for one byte more than fstat's size; a larger one streams through the buffer, and
+    reading stops when fstat's size is reached by a short read, saving the read that would return 0.
     """
 
     def __init__(self, algorithm: str, real_root: str | None = None) -> None:
@@ -149,9 +151,17 @@ class FileReader:
                     return size, None, SIZE, ""
                 if not read:
                     return size, None, "", ""
-                h = self.new()
+                h, done = None, 0
+                if size < SMALL_FILE:  # one read of size + 1 bytes: the whole file, and proof that it ends there
+                    data = os.read(fd, size + 1)
+                    if on_bytes is not None and data:
+                        on_bytes(len(data))
+                    if len(data) == size:
+                        return size, self.new(data).digest(), "", ""
+                    h, done = self.new(data), len(data)  # it changed since fstat: read on as for a large file
+                if h is None:
+                    h = self.new()
                 view, buffers, readv = self.view, (self.buffer,), os.readv
-                done = 0
                 while n := readv(fd, buffers):
                     h.update(view[:n])
                     done += n
@@ -193,24 +203,41 @@ def digest_files(
 
 
 def _serve(function: Callable[..., Any], conn: Any, others: list[Any]) -> None:
-    """A forked worker: run `function` on each argument tuple received on `conn` until it closes."""
+    """A forked worker: run `function` on each argument tuple received on `conn` until it closes.
+
+    A thread of its own receives, at once and always, so the parent's send never waits on this
+    worker. Without it the two could wait on each other: a reply larger than the socket buffer
+    (a batch of long shard names) waits for the parent to read, while the parent waits to send
+    the next batch into this worker's full buffer — a hang, seen with 3,000-byte names."""
+    import queue
     import signal
+    import threading
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it stops us
     for other in others:  # so that only the parent holds the other end: its exit ends our recv
         other.close()
-    while True:
-        try:
-            args = conn.recv()
-        except (EOFError, OSError):
-            return
-        if args is None:
-            return
+    inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+
+    def receive() -> None:
+        while True:
+            try:
+                args = conn.recv()
+            except (EOFError, OSError):
+                args = None
+            inbox.put(args)
+            if args is None:
+                return
+
+    threading.Thread(target=receive, name="reprogate-worker-inbox", daemon=True).start()
+    while (args := inbox.get()) is not None:
         try:
             reply: tuple[str, Any] = ("ok", function(*args))
         except Exception as exc:  # noqa: BLE001 - sent back and raised in the parent
             reply = ("error", f"{type(exc).__name__}: {exc}")
-        conn.send(reply)
+        try:
+            conn.send(reply)
+        except OSError:  # the parent is gone
+            return
 
 
 class _Forked:
@@ -219,8 +246,9 @@ class _Forked:
     concurrent.futures' process pool moves each batch through a feeder thread, a manager thread
     and a future; for batches this small that bookkeeping cost the parent more than a microsecond
     per file. Here the caller sends and receives directly. A worker holds at most PER_WORKER
-    batches at a time, so what it sends back fits in the socket buffer and neither side can block
-    the other; batches go to the least busy worker and come back in the order they were sent.
+    batches at a time and always takes what is sent (see _serve), so neither side can block the
+    other whatever the size of a batch or a reply; batches go to the least busy worker and come
+    back in the order they were sent.
     """
 
     PER_WORKER = 2

@@ -21,7 +21,7 @@ import functools
 import hashlib
 import json
 import json.scanner
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any, final
@@ -44,6 +44,8 @@ from reprogate.core.yamlout import FlowMap, dump_yaml, flow_item
 
 STREAM_SUFFIXES = (".jsonl",)
 MAX_LINE = 16 * 1024 * 1024  # a longer line is damage, not a shard
+PIECE_BLOCK = 256 * 1024  # how much of a JSON Lines manifest is read at a time
+RAW_PIECE_LINES = 256
 _PLACEHOLDER = CANONICAL_PREFIX + "0" * 64
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
@@ -139,11 +141,15 @@ _STRICT = json.JSONDecoder(object_pairs_hook=_unique_pairs, parse_constant=_no_c
 # duplicate key then means what JSON.parse says it means: the last one wins).
 _FAST = json.JSONDecoder(parse_constant=_no_constant)
 _SCANNERS = {True: json.scanner.make_scanner(_STRICT), False: json.scanner.make_scanner(_FAST)}  # type: ignore[attr-defined]
+# (value, end) of the JSON value at the start of a str: parse_line's lenient fast path, for loops
+# that run it inline on a million lines (a Python call per line is a measurable share of verify)
+scan_lenient = _SCANNERS[False]
 
 
-def parse_line(raw: bytes, display: str, line: int, strict: bool = True) -> tuple[str, dict[str, Any]]:
-    """(text, object) of one line; ManifestLineError when it is not one JSON object."""
-    if len(raw) <= MAX_LINE:
+def parse_line(raw: bytes, display: str, line: int, strict: bool = True, terminated: bool | None = None) -> tuple[str, dict[str, Any]]:
+    """(text, object) of one line; ManifestLineError when it is not one JSON object. `terminated`
+    says whether a line split off without its newline had one (None: raw keeps its newline)."""
+    if len(raw) + bool(terminated) <= MAX_LINE:
         try:
             text = raw.decode("utf-8")
             value, end = _SCANNERS[strict](text, 0)
@@ -151,7 +157,7 @@ def parse_line(raw: bytes, display: str, line: int, strict: bool = True) -> tupl
                 return text, value
         except (StopIteration, ValueError, RecursionError):
             pass
-    return _diagnose(raw, display, line, strict)
+    return _diagnose(raw + b"\n" if terminated else raw, display, line, strict)
 
 
 def _diagnose(raw: bytes, display: str, line: int, strict: bool) -> tuple[str, dict[str, Any]]:
@@ -201,18 +207,66 @@ class ShardLines:
             yield line, text, shard
 
     def raw(self) -> Iterator[tuple[int, bytes]]:
-        """(line, bytes) of each shard line, unparsed (see parse_line): for workers that parse
-        lines themselves. A line longer than MAX_LINE comes back cut at MAX_LINE + 1 bytes."""
+        """(line, bytes) of each shard line, unparsed (see parse_line), with its newline (the last
+        line of the file may have none). A line longer than MAX_LINE comes back cut at MAX_LINE + 1
+        bytes, and nothing after it: what follows is not a line boundary."""
+        for first, piece, _ in self.pieces(lambda: RAW_PIECE_LINES):
+            parts = piece.split(b"\n")
+            last = parts.pop()  # b"" when the piece ends with its newline
+            for line, part in enumerate(parts, first):
+                yield line, part + b"\n"
+            if last:
+                yield first + len(parts), last
+
+    def pieces(self, lines_wanted: Callable[[], int]) -> Iterator[tuple[int, bytes, int]]:
+        """(first line, bytes of whole shard lines, how many) in pieces of about `lines_wanted()`
+        lines, asked before each piece: how workers get shard lines without this process touching
+        each line (a piece is cut at a newline found with rfind and its lines counted with count,
+        both in C). The last line of the file may have no newline; a line longer than MAX_LINE
+        comes as a piece of its own, cut at MAX_LINE + 1 bytes, and ends the pieces. Memory holds
+        a read block and at most one line of MAX_LINE bytes."""
         try:
-            with open(self.path, "rb", buffering=1024 * 1024) as fh:
-                fh.readline(MAX_LINE + 1)  # the header, read by read_header
-                line = 1
-                readline = fh.readline
-                while raw := readline(MAX_LINE + 1):
-                    line += 1
-                    yield line, raw
-                    if len(raw) > MAX_LINE:
-                        return  # parse_line refuses it; what follows is not a line boundary
+            with open(self.path, "rb", buffering=0) as fh:
+                header = fh.readline(MAX_LINE + 1)  # the header, read by read_header
+                data, at, line, eof = b"", 0, 2, not header
+                consumed, lines_seen = 0, 0  # for the mean line length, which sizes the pieces
+                while True:
+                    mean = consumed // lines_seen if lines_seen else 256
+                    span = max(1, lines_wanted()) * (mean + 1)
+                    while not eof and len(data) - at < span + 1:
+                        block = fh.read(max(PIECE_BLOCK, span - (len(data) - at) + 1))
+                        eof = not block
+                        data, at = data[at:] + block, 0
+                    end = data.rfind(b"\n", at, at + span)
+                    if end < 0:  # a line longer than the span: up to its newline, if there is one
+                        end = data.find(b"\n", at, at + MAX_LINE + 1)
+                        while end < 0 and not eof and len(data) - at <= MAX_LINE:
+                            block = fh.read(PIECE_BLOCK)
+                            eof = not block
+                            data, at = data[at:] + block, 0
+                            end = data.find(b"\n", at, at + MAX_LINE + 1)
+                    if end < 0:  # no newline: the file's last line, or damage
+                        rest = data[at : at + MAX_LINE + 1]
+                        if rest:
+                            yield line, rest, 1
+                        return
+                    piece = data[at : end + 1]
+                    if len(piece) > MAX_LINE:  # only a piece this large can hold a line that is too long
+                        parts = piece.split(b"\n")
+                        long = next((i for i, part in enumerate(parts) if len(part) >= MAX_LINE), None)
+                        if long is not None:
+                            if long:
+                                yield line, b"\n".join(parts[:long]) + b"\n", long
+                            yield line + long, parts[long][: MAX_LINE + 1] + (b"\n" if len(parts[long]) == MAX_LINE else b""), 1
+                            return
+                    count = piece.count(b"\n")
+                    yield line, piece, count
+                    line += count
+                    consumed += len(piece)
+                    lines_seen += count
+                    at = end + 1
+                    if eof and at >= len(data):
+                        return
         except OSError as exc:
             raise DocumentError([Diagnostic(self.display, f"cannot read file: {exc.strerror or exc}", "unreadable")], ExitCode.USAGE) from None
 

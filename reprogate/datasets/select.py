@@ -13,6 +13,7 @@ import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from reprogate.validate.discovery import glob_to_regex
 
@@ -70,7 +71,17 @@ class Walk:
         self.loops: list[str] = []
 
     def __iter__(self) -> Iterator[tuple[str, int, str]]:
-        return self._visit(self.root, "", frozenset({self.real_root}))
+        for run in self.runs():
+            yield from run
+
+    def runs(self) -> Iterator[list[tuple[str, int, str]]]:
+        """The same files in runs: each run the consecutive files of one folder (between its
+        subfolders), so a consumer can take a folder's files with C-level list operations."""
+        return self._visit(self.root, "", frozenset({self.real_root}), False)
+
+    def name_runs(self) -> Iterator[list[str]]:
+        """runs() as names only (what a comparison with a manifest's names needs)."""
+        return self._visit(self.root, "", frozenset({self.real_root}), True)
 
     def _skipped(self, entry: os.DirEntry[str]) -> bool:
         try:
@@ -79,7 +90,7 @@ class Walk:
             return False
         return (info.st_dev, info.st_ino) in self.skip_ids
 
-    def _visit(self, folder: str, rel: str, ancestors: frozenset[str]) -> Iterator[tuple[str, int, str]]:
+    def _visit(self, folder: str, rel: str, ancestors: frozenset[str], names_only: bool) -> Iterator[list[Any]]:
         keys: list[str] = []
         links: set[str] = set()
         skip = self.skip_inodes
@@ -97,41 +108,62 @@ class Walk:
                 except OSError:
                     continue
         keys.sort()
-        exclude, include, sizes = self.exclude, self.include, self.sizes
-        for key in keys:
-            if key[-1] == "/":
-                name = key[:-1]
-                path = folder + "/" + name
-                relname = rel + name
-                if (name in links and self._leaves(relname, path)) or any(rx.match(relname) for rx in self.pruned):
-                    continue
-                real_dir = os.path.realpath(path)
-                if real_dir in ancestors:
-                    self.loops.append(relname)
-                    continue
-                yield from self._visit(path, relname + "/", ancestors | {real_dir})
+        plain = not (self.exclude or self.include or self.sizes or links)  # every file here is chosen as it is
+        prefix = folder + "/"
+        run: list[Any] = []
+        start = 0  # plain: the files keys[start:i] are the current run
+        for i, key in enumerate(keys):
+            if key[-1] != "/":
+                if not plain:
+                    file = self._file(key, prefix, rel, links)
+                    if file is not None:
+                        run.append(file[0] if names_only else file)
                 continue
-            relname = rel + key
-            if (exclude and _matches(relname, exclude)) or (include and not _matches(relname, include)):
+            if plain:
+                run = [rel + k for k in keys[start:i]] if names_only else [(rel + k, -1, prefix + k) for k in keys[start:i]]
+                start = i + 1
+            if run:
+                yield run
+                run = []
+            name = key[:-1]
+            path = prefix + name
+            relname = rel + name
+            if (name in links and self._leaves(relname, path)) or any(rx.match(relname) for rx in self.pruned):
                 continue
-            path = folder + "/" + key
-            size = -1
-            if key in links:
-                if self._leaves(relname, path):
-                    continue
-                try:
-                    info = os.stat(path)
-                except OSError:
-                    continue  # a link to nothing
-                if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) in self.skip_ids:
-                    continue
-                size = info.st_size if sizes else -1
-            elif sizes:
-                try:
-                    size = os.stat(path).st_size
-                except OSError:
-                    continue  # vanished since the folder was listed
-            yield relname, size, path
+            real_dir = os.path.realpath(path)
+            if real_dir in ancestors:
+                self.loops.append(relname)
+                continue
+            yield from self._visit(path, relname + "/", ancestors | {real_dir}, names_only)
+        if plain:
+            run = [rel + k for k in keys[start:]] if names_only else [(rel + k, -1, prefix + k) for k in keys[start:]]
+        if run:
+            yield run
+
+    def _file(self, key: str, prefix: str, rel: str, links: set[str]) -> tuple[str, int, str] | None:
+        """(name, size, path) of a file the globs choose, or None."""
+        relname = rel + key
+        exclude, include = self.exclude, self.include
+        if (exclude and _matches(relname, exclude)) or (include and not _matches(relname, include)):
+            return None
+        path = prefix + key
+        size = -1
+        if key in links:
+            if self._leaves(relname, path):
+                return None
+            try:
+                info = os.stat(path)
+            except OSError:
+                return None  # a link to nothing
+            if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) in self.skip_ids:
+                return None
+            size = info.st_size if self.sizes else -1
+        elif self.sizes:
+            try:
+                size = os.stat(path).st_size
+            except OSError:
+                return None  # vanished since the folder was listed
+        return relname, size, path
 
     def _leaves(self, relname: str, path: str) -> bool:
         """Whether a symlink resolves outside the root (then noted in `outside`, unless excluded)."""

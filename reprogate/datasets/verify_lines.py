@@ -28,9 +28,11 @@ from reprogate.datasets.hashing import (
     use_processes,
 )
 from reprogate.datasets.manifests import (
+    MAX_LINE,
     ManifestLineError,
     ShardLines,
     parse_line,
+    scan_lenient,
     shard_checker,
 )
 from reprogate.datasets.names import RootGuard, UnsafeName, is_url
@@ -66,22 +68,39 @@ def order_problem(display: str, line: int, name: str, previous: str) -> Diagnost
 _GUARDS: dict[str, RootGuard] = {}
 
 
-def check_lines(raw: list[bytes], first_line: int, display: str, algorithm: str, root: str, read: bool) -> LinesResult:
-    """Parse, check and (when `read`) hash a chunk of shard lines starting at `first_line`."""
+def check_lines(piece: bytes, first_line: int, display: str, algorithm: str, root: str, read: bool) -> LinesResult:
+    """Parse, check and (when `read`) hash a piece of whole shard lines starting at `first_line`."""
     result = LinesResult()
     checker = shard_checker()
     valid = checker.valid
     guard = _GUARDS.get(root) or _GUARDS.setdefault(root, RootGuard(root))
     reader = FileReader(algorithm, guard.real_root)
+    check, folder_checked, scan = reader.check, guard.folder_checked, scan_lenient
     prefix = algorithm + ":"
     previous = ""
-    for line, text in enumerate(raw, first_line):
+    names = result.names
+    parts = piece.split(b"\n")
+    last = parts.pop()  # b"" when the piece ends with a newline; else the file's unterminated last line
+    if last:
+        parts.append(last)
+    unterminated = first_line + len(parts) - 1 if last else -1
+    for line, raw in enumerate(parts, first_line):
         index = line - 2
-        try:
-            text, shard = parse_line(text, display, line, strict=False)
-        except ManifestLineError as exc:
-            result.damaged = exc.diagnostics
-            return result
+        shard = None
+        if len(raw) < MAX_LINE:  # parse_line's fast path, inline: one object, nothing after it
+            try:
+                text = raw.decode("utf-8")
+                shard, end = scan(text, 0)
+                if type(shard) is not dict or end != len(text):
+                    shard = None
+            except (StopIteration, ValueError, RecursionError):
+                shard = None
+        if shard is None:  # anything else, said exactly (or a line parse_line still accepts)
+            try:
+                text, shard = parse_line(raw, display, line, strict=False, terminated=line != unterminated)
+            except ManifestLineError as exc:
+                result.damaged = exc.diagnostics
+                return result
         if not valid(shard):
             result.invalid.extend(checker.explain(display, index, line, text, shard))
             continue
@@ -90,19 +109,19 @@ def check_lines(raw: list[bytes], first_line: int, display: str, algorithm: str,
             result.invalid.append(order_problem(display, line, name, previous))
             return result
         previous = name
-        if not result.names:
+        if not names:
             result.first_name_line = line
-        result.names.append(name)
+        names.append(name)
         if shard.get("kind", "file") != "file" or ("://" in name and is_url(name)):
             result.deferred.append((index, shard))
             continue
         try:
-            path = guard.folder_checked(name)
+            path = folder_checked(name)
         except UnsafeName as exc:
             result.sizes.append((index, name, UNSAFE, f"refused, never read ({exc})"))
             continue
         expected = shard["bytes"]
-        size, digest, problem, detail = reader.check(path, expected, read)
+        size, digest, problem, detail = check(path, expected, read)
         if not problem:
             result.passed += 1
             result.bytes += size
@@ -123,23 +142,19 @@ def check_lines(raw: list[bytes], first_line: int, display: str, algorithm: str,
     return result
 
 
-def chunks(lines: ShardLines, learned: list[int]) -> Iterator[tuple[int, list[bytes]]]:
-    """(first line, raw lines) in chunks of about CHUNK_BYTES of shards (by the mean shard size
-    seen so far in `learned` = [bytes, shards]) or CHUNK_LINES lines."""
-    chunk: list[bytes] = []
-    first = 0
-    for line, raw in lines.raw():
-        if not chunk:
-            first = line
-        chunk.append(raw)
+def chunks(lines: ShardLines, learned: list[int]) -> Iterator[tuple[int, bytes]]:
+    """(first line, piece of whole lines) of about CHUNK_BYTES of shards (by the mean shard size
+    seen so far in `learned` = [bytes, shards]) or CHUNK_LINES lines; FIRST_CHUNK_LINES until
+    sizes are known, so large shards spread over the workers from the start."""
+
+    def wanted() -> int:
         bytes_seen, shards_seen = learned
-        mean = bytes_seen // shards_seen if shards_seen else 0
-        wanted = min(CHUNK_LINES, max(1, CHUNK_BYTES // (mean + 4096))) if shards_seen else FIRST_CHUNK_LINES
-        if len(chunk) >= wanted:
-            yield first, chunk
-            chunk = []
-    if chunk:
-        yield first, chunk
+        if not shards_seen:
+            return FIRST_CHUNK_LINES
+        return min(CHUNK_LINES, max(1, CHUNK_BYTES // (bytes_seen // shards_seen + 4096)))
+
+    for first, piece, _ in lines.pieces(wanted):
+        yield first, piece
 
 
 def check_shard_lines(lines: ShardLines, display: str, root: str, algorithm: str, jobs: int | None, control: Control) -> Iterator[LinesResult]:
@@ -149,7 +164,7 @@ def check_shard_lines(lines: ShardLines, display: str, root: str, algorithm: str
     learned = [0, 0]
     stream = chunks(lines, learned)
     head = list(islice(stream, 1 + PROCESS_MIN_FILES // FIRST_CHUNK_LINES))
-    processes = use_processes(jobs, sum(len(c) for _, c in head))
+    processes = use_processes(jobs, sum(c.count(b"\n") for _, c in head))
 
     def tasks() -> Iterator[tuple[tuple[Any, ...], None]]:
         for first, chunk in chain(head, stream):

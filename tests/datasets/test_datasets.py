@@ -402,3 +402,39 @@ def test_dvc_file_without_outputs_is_refused(cli: Cli, tmp_path: Path) -> None:
     empty.write_text("outs: []\n")
     result = cli("dataset", "from-dvc", str(empty), "-o", str(tmp_path / "m.yaml"))
     assert result.exit_code == 1 and not (tmp_path / "m.yaml").exists()
+
+
+@pytest.mark.parametrize("size", [0, 1, 1000, 64 * 1024 - 1, 64 * 1024, 300_000])
+@pytest.mark.parametrize("algorithm", ["sha256", "md5"])
+def test_a_file_is_hashed_whole_whether_read_at_once_or_streamed(tmp_path: Path, size: int, algorithm: str) -> None:
+    import hashlib
+
+    from reprogate.datasets.hashing import FileReader
+
+    path = tmp_path / "f.bin"
+    path.write_bytes(bytes(range(256)) * (size // 256) + b"x" * (size % 256))
+    seen: list[int] = []
+    got = FileReader(algorithm, str(tmp_path)).check(str(path), size, True, seen.append)
+    assert got == (size, hashlib.new(algorithm, path.read_bytes()).digest(), "", "") and sum(seen) == size
+
+
+def test_a_small_file_that_grew_after_its_size_was_taken_is_hashed_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """fstat said one byte less than the file holds (it grew in between): the one-call read gets
+    more than that, and reading goes on to the end, so the digest is of what the file holds."""
+    import hashlib
+
+    from reprogate.datasets import hashing
+
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"abc" * 100)
+    real_fstat = os.fstat
+
+    def stale(fd: int) -> os.stat_result:
+        info = real_fstat(fd)
+        fields = list(info)
+        fields[6] = info.st_size - 1  # st_size
+        return os.stat_result(fields)
+
+    monkeypatch.setattr(hashing.os, "fstat", stale)
+    size, digest, problem, _ = hashing.FileReader("sha256", str(tmp_path)).check(str(path), 299, True)
+    assert (size, digest, problem) == (300, hashlib.sha256(b"abc" * 100).digest(), "")

@@ -281,6 +281,118 @@ def test_worker_processes_report_what_one_process_reports(cli: Cli, tmp_path: Pa
     assert {f["line"] for f in reports[0]["findings"] if "00500" in f["message"]} == {line_of(manifest, "01/00500.bin")}
 
 
+def test_long_names_in_forked_workers_neither_hang_nor_crash(tmp_path: Path) -> None:
+    """Replies larger than a socket buffer (hundreds of 3,000-byte names a batch) once deadlocked
+    the parent and a worker, each waiting to send; run as a process with a time limit."""
+    import subprocess
+    import sys
+
+    manifest = tmp_path / "long.jsonl"
+    header = {"apiVersion": "reprogate/v1", "kind": "DatasetManifest", "id": "L", "algorithm": "sha256", "selection": {}}
+    lines = [json.dumps(header)] + [json.dumps({"name": f"{i:05d}" + "n" * 3000, "bytes": 1, "checksum": "sha256:" + "0" * 64}) for i in range(2_500)]
+    manifest.write_text("\n".join(lines) + "\n")
+    (tmp_path / "root").mkdir()
+    argv = [sys.executable, "-m", "reprogate", "dataset", "verify", str(manifest), "--root", str(tmp_path / "root"), "-q", "--jobs", "2"]
+    done = subprocess.run([*argv, "--keep-going", "--format", "json"], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert len(json.loads(done.stdout)["missing"]) == 2_500
+
+
+def test_extra_files_are_found_wherever_pieces_and_folders_cut_the_names(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Extra files are found by merging the manifest's names (in pieces of a few lines) with the
+    walk's (in runs of one folder's files): before the first name, inside a folder, in a folder
+    the manifest never names, in a subfolder between two names, after the last; files the
+    selection excludes and the manifest itself are not extra; a symlink to a file inside is."""
+    import reprogate.datasets.verify_lines as verify_lines
+
+    root = tmp_path / "data"
+    for i in range(40):
+        folder = root / f"{i // 8:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{i:05d}.bin").write_bytes(bytes([i]) * (i + 1))
+    manifest = root / "m.jsonl"  # inside the root it describes
+    assert cli("dataset", "manifest", str(root), "-o", str(manifest), "-q", "--exclude", "*.tmp").exit_code == 0
+    extras = ["!first.bin", "01/00009a.bin", "02/sub/deep.bin", "02b/x.bin", "04/link.bin", "zz.bin"]
+    for name in extras:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        if name != "04/link.bin":
+            (root / name).write_bytes(b"new")
+    (root / "04" / "link.bin").symlink_to(root / "00" / "00001.bin")
+    (root / "01" / "junk.tmp").write_bytes(b"excluded by the selection")
+    for lines_per_piece in (1, 3, 7, 100):
+        monkeypatch.setattr(verify_lines, "CHUNK_LINES", lines_per_piece)
+        monkeypatch.setattr(verify_lines, "FIRST_CHUNK_LINES", lines_per_piece)
+        for jobs in ("1", "2"):
+            result, report = verify(cli, manifest, root, "--jobs", jobs)
+            assert result.exit_code == 1 and report["extra"] == extras, (lines_per_piece, jobs, report["extra"])
+            assert not any(report[kind] for kind in ("missing", "truncated", "corrupt", "unsafe"))
+
+
+def test_walk_runs_are_one_folders_files_in_the_walks_order(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    for name in ("a.bin", "b/c.bin", "b/d/e.bin", "b/f.bin", "b/g.tmp", "c.bin", "d.bin"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(b"x")
+    (root / "b" / "link.bin").symlink_to(root / "a.bin")
+    for include, exclude in (([], []), ([], ["*.tmp"]), (["b/**"], [])):
+        walk = Walk(root, include, exclude, sizes=False)
+        runs = list(walk.runs())
+        assert [item for run in runs for item in run] == list(Walk(root, include, exclude, sizes=False))
+        assert list(Walk(root, include, exclude, sizes=False).name_runs()) == [[name for name, _, _ in run] for run in runs]
+        assert all(len({name.rpartition("/")[0] for name, _, _ in run}) == 1 for run in runs), runs
+    assert [[name for name, _, _ in run] for run in Walk(root, [], []).runs()] == [
+        ["a.bin"],
+        ["b/c.bin"],
+        ["b/d/e.bin"],
+        ["b/f.bin", "b/g.tmp", "b/link.bin"],
+        ["c.bin", "d.bin"],
+    ]
+
+
+def _lines_by_readline(path: Path, limit: int) -> list[tuple[int, bytes]]:
+    """What reading a line at a time gives (the reference for ShardLines.raw and .pieces): each
+    line with its newline, a line over `limit` bytes cut at limit + 1 and nothing after it."""
+    found = []
+    with open(path, "rb") as fh:
+        fh.readline(limit + 1)
+        line = 1
+        while raw := fh.readline(limit + 1):
+            line += 1
+            found.append((line, raw))
+            if len(raw) > limit:
+                break
+    return found
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_manifest_pieces_hold_exactly_the_lines_reading_line_by_line_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    """Pieces are cut at newlines found in blocks: whatever the block size, the line limit, the
+    piece size asked, a line longer than the limit, a last line without newline or a file cut
+    short, they hold the lines reading a line at a time gives, numbered the same."""
+    import random
+
+    import reprogate.datasets.manifests as manifests
+
+    rng = random.Random(seed)
+    path = tmp_path / "m.jsonl"
+    for _ in range(40):
+        limit, block, wanted = rng.choice([5, 8, 16, 40]), rng.choice([1, 3, 7, 64, 1000]), rng.choice([1, 2, 5, 100])
+        monkeypatch.setattr(manifests, "MAX_LINE", limit)
+        monkeypatch.setattr(manifests, "PIECE_BLOCK", block)
+        sizes = [0, 1, 2, limit - 2, limit - 1, limit, limit + 1, limit + 5, rng.randint(0, 3 * limit)]
+        data = b"header\n" + b"".join(b"x" * rng.choice(sizes) + b"\n" for _ in range(rng.randint(0, 30)))
+        path.write_bytes(data[: rng.randint(0, len(data))] if rng.random() < 0.4 else data)
+        expected = _lines_by_readline(path, limit)
+        assert list(ShardLines(path, "m.jsonl").raw()) == expected
+        pieced = []
+        for first, piece, count in ShardLines(path, "m.jsonl").pieces(lambda: wanted):  # noqa: B023 - used within this iteration
+            parts = piece.split(b"\n")
+            last = parts.pop()
+            assert count == len(parts) + bool(last) and count >= 1
+            pieced += [(first + i, part + b"\n") for i, part in enumerate(parts)] + ([(first + len(parts), last)] if last else [])
+        assert pieced == expected
+
+
 # nothing half-written ----------------------------------------------------------------------------
 
 
