@@ -90,14 +90,28 @@ class Walk:
             return False
         return (info.st_dev, info.st_ino) in self.skip_ids
 
-    def _visit(self, folder: str, rel: str, ancestors: frozenset[str], names_only: bool) -> Iterator[list[Any]]:
-        keys: list[str] = []
-        links: set[str] = set()
-        skip = self.skip_inodes
+    def _list(self, folder: str) -> tuple[list[str], set[str]]:
+        """(keys, links) of a folder: file names, folder names with a trailing `/`, and which of
+        them are symlinks. Most entries are plain files, told apart by the type the listing
+        carries: those are taken by list comprehensions, the rest one by one."""
         with os.scandir(folder) as it:
-            for entry in it:
+            entries = list(it)
+        skip = self.skip_inodes
+        try:
+            files = [entry for entry in entries if entry.is_file(follow_symlinks=False)]
+        except OSError:  # the type was not in the listing and the entry vanished: one by one
+            files = []
+        if skip and not skip.isdisjoint(entry.inode() for entry in files):
+            files = [entry for entry in files if not self._skipped(entry)]
+        keys = [entry.name for entry in files]
+        links: set[str] = set()
+        if len(files) != len(entries):
+            taken = {entry.name for entry in files}
+            for entry in entries:
+                if entry.name in taken:
+                    continue
                 try:
-                    if entry.is_file(follow_symlinks=False):  # most entries: one test
+                    if entry.is_file(follow_symlinks=False):
                         if not (skip and entry.inode() in skip and self._skipped(entry)):
                             keys.append(entry.name)
                     elif entry.is_dir(follow_symlinks=False):
@@ -108,6 +122,10 @@ class Walk:
                 except OSError:
                     continue
         keys.sort()
+        return keys, links
+
+    def _visit(self, folder: str, rel: str, ancestors: frozenset[str], names_only: bool) -> Iterator[list[Any]]:
+        keys, links = self._list(folder)
         plain = not (self.exclude or self.include or self.sizes or links)  # every file here is chosen as it is
         prefix = folder + "/"
         run: list[Any] = []
