@@ -45,6 +45,7 @@ from reprogate.core.yamlout import FlowMap, dump_yaml, flow_item
 STREAM_SUFFIXES = (".jsonl",)
 MAX_LINE = 16 * 1024 * 1024  # a longer line is damage, not a shard
 PIECE_BLOCK = 256 * 1024  # how much of a JSON Lines manifest is read at a time
+PIECE_SPAN = 1024 * 1024  # the most bytes of lines in one piece (a longer line comes alone)
 RAW_PIECE_LINES = 256
 _PLACEHOLDER = CANONICAL_PREFIX + "0" * 64
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
@@ -223,8 +224,9 @@ class ShardLines:
         lines, asked before each piece: how workers get shard lines without this process touching
         each line (a piece is cut at a newline found with rfind and its lines counted with count,
         both in C). The last line of the file may have no newline; a line longer than MAX_LINE
-        comes as a piece of its own, cut at MAX_LINE + 1 bytes, and ends the pieces. Memory holds
-        a read block and at most one line of MAX_LINE bytes."""
+        comes as a piece of its own, cut at MAX_LINE + 1 bytes, and ends the pieces. A piece holds
+        at most PIECE_SPAN bytes, or one line, so memory holds a few read blocks and at most one
+        line of MAX_LINE bytes, whatever the lines' length."""
         try:
             with open(self.path, "rb", buffering=0) as fh:
                 header = fh.readline(MAX_LINE + 1)  # the header, read by read_header
@@ -232,7 +234,7 @@ class ShardLines:
                 consumed, lines_seen = 0, 0  # for the mean line length, which sizes the pieces
                 while True:
                     mean = consumed // lines_seen if lines_seen else 256
-                    span = max(1, lines_wanted()) * (mean + 1)
+                    span = min(PIECE_SPAN, max(1, lines_wanted()) * (mean + 1))
                     while not eof and len(data) - at < span + 1:
                         block = fh.read(max(PIECE_BLOCK, span - (len(data) - at) + 1))
                         eof = not block
@@ -241,7 +243,7 @@ class ShardLines:
                     if end < 0:  # a line longer than the span: up to its newline, if there is one
                         end = data.find(b"\n", at, at + MAX_LINE + 1)
                         while end < 0 and not eof and len(data) - at <= MAX_LINE:
-                            block = fh.read(PIECE_BLOCK)
+                            block = fh.read(max(PIECE_BLOCK, len(data) - at))  # doubling: a long line is copied a few times, not once a block
                             eof = not block
                             data, at = data[at:] + block, 0
                             end = data.find(b"\n", at, at + MAX_LINE + 1)

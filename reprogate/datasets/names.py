@@ -32,6 +32,10 @@ def check_name(name: str) -> None:
     """Raise UnsafeName unless `name` is a plain relative POSIX path (or an http(s) URL)."""
     if _PLAIN.fullmatch(name) and ".." not in name:
         return
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate, which JSON's \ud800 can spell: no file has such a name
+        raise UnsafeName(f"{name!r}: not valid Unicode (a lone surrogate); shard names are UTF-8 paths") from None
     if "://" in name and is_url(name):
         if not name.lower().startswith(("http://", "https://")):
             raise UnsafeName(f"{name!r}: only http(s) URLs may name a shard directly")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import stat
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -177,6 +177,7 @@ class _Extras:
     def __init__(self, walk: Walk, also_known: set[str]) -> None:
         self.runs = walk.name_runs()
         self.also_known = also_known
+        self.covered: tuple[str, ...] = ()  # DVC directory shards' folders, with a trailing /
         self.run: list[str] = []  # the walk's names not yet compared
         self.at = 0
         self.done = False
@@ -204,10 +205,21 @@ class _Extras:
         if taken:
             unknown = set(taken).difference(names)
             if unknown:
-                self.found.extend(sorted(unknown.difference(self.also_known)))
+                self.found.extend(sorted(self._extra(unknown)))
+
+    def cover(self, folder: str) -> None:
+        """A DVC directory shard: the files under it are the shard's, not extra."""
+        self.covered += (folder.rstrip("/") + "/",)
+
+    def _extra(self, names: Iterable[str]) -> list[str]:
+        return [n for n in names if n not in self.also_known and not (self.covered and n.startswith(self.covered))]
 
     def finish(self) -> list[str]:
-        self.known(["\U0010ffff" * 2])  # after every name
+        """The extras, once the manifest's names are all known: whatever the walk has left."""
+        self.found.extend(self._extra(self.run[self.at :]))
+        for run in self.runs:
+            self.found.extend(self._extra(run))
+        self.run, self.at = [], 0
         return self.found
 
 
@@ -308,7 +320,7 @@ def _check(doc: Document, report: VerifyOutcome, source: _Source, remote: Remote
     try:
         lines_here = source.lines is not None and guard is not None
         if lines_here:
-            _check_lines(source, checks, extras, algorithm, progress)
+            _check_lines(source, checks, extras, guard, algorithm, progress)
         if source.problems:
             return
         _check_entries(source.entries(shards=not lines_here), checks, guard, extras if not lines_here else None, algorithm, progress)
@@ -333,33 +345,37 @@ def _check(doc: Document, report: VerifyOutcome, source: _Source, remote: Remote
         progress.close()
 
 
-def _check_lines(source: _Source, checks: _Checks, extras: _Extras | None, algorithm: str, progress: Progress) -> None:
+def _check_lines(source: _Source, checks: _Checks, extras: _Extras | None, guard: RootGuard, algorithm: str, progress: Progress) -> None:
     """The shard lines of a JSON Lines manifest, parsed, checked and hashed by the workers."""
     assert source.lines is not None
     doc, report = checks.doc, checks.report
-    known = extras.known if extras is not None else None
     last = ""
     results = check_shard_lines(source.lines, doc.path, report.root, algorithm, checks.options.jobs, checks.control)
     try:
         for result in results:
             progress.advance(result.bytes, len(result.names))
             report.checked += len(result.names)
-            if result.names and result.names[0] <= last:
+            if result.names and result.names[0] <= last:  # out of order across two pieces: as within one, nothing after it counts
+                source.problems.extend(d for d in result.invalid if d.location.line < result.first_name_line)
                 source.problems.append(order_problem(doc.path, result.first_name_line, result.names[0], last))
+                return
             source.problems.extend(result.invalid)
             source.problems.extend(result.damaged)
             if result.damaged or len(source.problems) >= MAX_LINE_FINDINGS or (result.invalid and result.invalid[-1].code == "manifest-order"):
                 return
             if result.names:
                 last = result.names[-1]
-                if known is not None:
-                    known(result.names)
+                if extras is not None:
+                    for _, shard in result.deferred:
+                        if shard.get("kind") == "dvc-directory":
+                            extras.cover(shard["name"])
+                    extras.known(result.names)
             checks.passed += result.passed
             for index, name, kind, message in result.sizes:
                 checks.size_problem(kind, ("shards", index), name, message)
             checks.later.extend((kind, ("shards", index), name, message) for index, name, kind, message in result.checksums)
             for index, shard in result.deferred:
-                checks.elsewhere(Entry(("shards", index), shard["name"], shard["bytes"], shard["checksum"], shard.get("kind", "file")), None, report.root)
+                checks.elsewhere(Entry(("shards", index), shard["name"], shard["bytes"], shard["checksum"], shard.get("kind", "file")), guard, report.root)
     finally:
         results.close()
 
@@ -375,6 +391,8 @@ def _check_entries(entries: Iterator[Entry], checks: _Checks, guard: RootGuard |
             report.checked += 1
             if extras is not None:
                 names.append(entry.name)
+                if entry.kind == "dvc-directory":
+                    extras.cover(entry.name)
             if guard is None or entry.kind != "file" or ("://" in entry.name and is_url(entry.name)):
                 checks.elsewhere(entry, guard, root)
                 continue

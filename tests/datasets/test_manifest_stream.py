@@ -3,6 +3,7 @@ reported by line, nothing half-written, memory that does not grow with the shard
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tracemalloc
@@ -328,6 +329,95 @@ def test_extra_files_are_found_wherever_pieces_and_folders_cut_the_names(cli: Cl
             assert not any(report[kind] for kind in ("missing", "truncated", "corrupt", "unsafe"))
 
 
+def test_reading_a_manifest_of_long_lines_holds_a_few_blocks_not_hundreds_of_lines(tmp_path: Path) -> None:
+    """Lines of 300 KB (a shard line padded with spaces, which JSON allows): reading holds about
+    one piece of PIECE_SPAN bytes, never the 256 lines raw() asks for at a time (75 MB here)."""
+    path = tmp_path / "fat.jsonl"
+    line = json.dumps({"name": "a.bin", "bytes": 1, "checksum": "sha256:" + "0" * 64}).encode() + b" " * 300_000 + b"\n"
+    path.write_bytes(b'{"kind": "DatasetManifest"}\n' + line * 300)
+    tracemalloc.start()
+    count = sum(1 for _ in ShardLines(path, "fat.jsonl").raw())
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert count == 300 and peak < 8 * 2**20, peak
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".yaml"])
+def test_a_dvc_directory_shard_under_a_local_root_is_hashed_there_and_its_files_are_not_extra(cli: Cli, tmp_path: Path, suffix: str) -> None:
+    from reprogate.datasets.dvcdir import dvc_directory_md5
+
+    root = tmp_path / "data"
+    for name, payload in {"a.bin": b"a", "feat/x.npy": b"x" * 10, "feat/sub/y.npy": b"y", "z.bin": b"zz"}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(payload)
+    size, count, checksum = dvc_directory_md5(root / "feat")
+    shards = [
+        {"name": "a.bin", "bytes": 1, "checksum": "sha256:" + hashlib.sha256(b"a").hexdigest()},
+        {"name": "feat", "bytes": size, "checksum": checksum, "kind": "dvc-directory", "files": count},
+        {"name": "z.bin", "bytes": 2, "checksum": "sha256:" + hashlib.sha256(b"zz").hexdigest()},
+    ]
+    manifest = tmp_path / f"m{suffix}"
+    write_manifest({"apiVersion": "reprogate/v1", "kind": "DatasetManifest", "id": "F", "algorithm": "sha256", "selection": {}, "shards": shards}, manifest)
+    result, report = verify(cli, manifest, root)
+    assert result.exit_code == 0, report
+    (root / "feat2.bin").write_bytes(b"new")
+    (root / "feat" / "x.npy").write_bytes(b"X" * 10)
+    result, report = verify(cli, manifest, root)
+    assert result.exit_code == 1 and report["extra"] == ["feat2.bin"] and report["corrupt"] == ["feat"], report
+
+
+def test_extra_files_named_with_the_last_code_points_are_found(cli: Cli, tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    root.mkdir()
+    (root / "a.bin").write_bytes(b"a")
+    manifest = tmp_path / "m.jsonl"
+    assert cli("dataset", "manifest", str(root), "-o", str(manifest), "-q").exit_code == 0
+    last = ["\U0010ffff" * 2, "\U0010ffff" * 3]
+    for name in last:
+        (root / name).write_bytes(b"late")
+    result, report = verify(cli, manifest, root)
+    assert result.exit_code == 1 and report["extra"] == last
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_name_that_is_not_valid_unicode_is_refused_as_unsafe(cli: Cli, tmp_path: Path, jobs: str) -> None:
+    """JSON can spell a lone surrogate (\\ud800), which no file name holds: refused by name, in
+    the worker processes (1,200 shards) as in this one."""
+    root = tmp_path / "data"
+    root.mkdir()
+    shards = [{"name": f"f{i:05d}.bin", "bytes": 1, "checksum": "sha256:" + "0" * 64} for i in range(1_200)]
+    shards[700]["name"] = "f00700\ud800.bin"
+    manifest = tmp_path / "m.jsonl"
+    header = {"apiVersion": "reprogate/v1", "kind": "DatasetManifest", "id": "U", "algorithm": "sha256", "selection": {}}
+    manifest.write_text("\n".join(json.dumps(line) for line in [header, *shards]) + "\n")
+    result, report = verify(cli, manifest, root, "--keep-going", "--jobs", jobs)
+    assert result.exit_code == 1 and len(report["unsafe"]) == 1 and len(report["missing"]) == 1_199, result.output[-2000:]
+    assert any("lone surrogate" in f["message"] and f["line"] == 702 for f in report["findings"])
+
+
+def test_an_order_error_stops_the_check_wherever_the_pieces_are_cut(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A repeated name on a piece's first line or inside one: the same findings (what comes
+    after an order error is not checked), so the report does not depend on where pieces end."""
+    import reprogate.datasets.verify_lines as verify_lines
+
+    root = tmp_path / "data"
+    root.mkdir()
+    shards = [{"name": f"f{i:04d}.bin", "bytes": 1, "checksum": "sha256:" + "0" * 64} for i in range(40)]
+    shards[20] = dict(shards[19])  # line 22 repeats line 21
+    shards[30]["bytes"] = -33  # line 32 breaks the schema, after the order error
+    manifest = tmp_path / "m.jsonl"
+    header = {"apiVersion": "reprogate/v1", "kind": "DatasetManifest", "id": "O", "algorithm": "sha256", "selection": {}}
+    manifest.write_text("\n".join(json.dumps(line) for line in [header, *shards]) + "\n")
+    seen = []
+    for lines_per_piece in (1, 2, 3, 5, 21, 100):
+        monkeypatch.setattr(verify_lines, "CHUNK_LINES", lines_per_piece)
+        monkeypatch.setattr(verify_lines, "FIRST_CHUNK_LINES", lines_per_piece)
+        result, report = verify(cli, manifest, root)
+        assert result.exit_code == 2
+        seen.append([(f["line"], f["code"]) for f in report["findings"]])
+    assert all(found == [(22, "manifest-order")] for found in seen), seen
+
+
 def test_walk_runs_are_one_folders_files_in_the_walks_order(tmp_path: Path) -> None:
     root = tmp_path / "data"
     for name in ("a.bin", "b/c.bin", "b/d/e.bin", "b/f.bin", "b/g.tmp", "c.bin", "d.bin"):
@@ -379,6 +469,7 @@ def test_manifest_pieces_hold_exactly_the_lines_reading_line_by_line_gives(tmp_p
         limit, block, wanted = rng.choice([5, 8, 16, 40]), rng.choice([1, 3, 7, 64, 1000]), rng.choice([1, 2, 5, 100])
         monkeypatch.setattr(manifests, "MAX_LINE", limit)
         monkeypatch.setattr(manifests, "PIECE_BLOCK", block)
+        monkeypatch.setattr(manifests, "PIECE_SPAN", rng.choice([3, 10, 50, 10**6]))
         sizes = [0, 1, 2, limit - 2, limit - 1, limit, limit + 1, limit + 5, rng.randint(0, 3 * limit)]
         data = b"header\n" + b"".join(b"x" * rng.choice(sizes) + b"\n" for _ in range(rng.randint(0, 30)))
         path.write_bytes(data[: rng.randint(0, len(data))] if rng.random() < 0.4 else data)
