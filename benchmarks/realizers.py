@@ -55,8 +55,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
@@ -69,21 +67,11 @@ from reprogate.rebuild.launchers.local import free_port, torchrun_environment  #
 LOCKED = REPO / "tests" / "fixtures" / "projects" / "locked"
 ENTRYPOINT = ["python", "train.py", "--config", "../config.yaml"]
 EXECUTION_ENV = {"OMP_NUM_THREADS": "1"}
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "bench",
-    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-    "GIT_COMMITTER_NAME": "bench",
-    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-}
 
 
 def _tool(name: str) -> str | None:
     found = shutil.which(name) or str(Path(sys.executable).parent / name)
     return found if Path(found).exists() else None
-
-
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env={**os.environ, **GIT_ENV})
 
 
 def _best(values: list[float]) -> float:
@@ -192,13 +180,9 @@ def container_part(repeat: int, folder: Path) -> list[str]:
         target = repo / "reference" / "trace.jsonl"
         target.parent.mkdir()
         target.write_bytes(b"".join(p.read_bytes() for p in sorted(trace.glob("trace-rank*.jsonl"))))
-        record = _container_record(repo, image)
-        record["reference"] = {"trace": {"path": "reference/trace.jsonl", "checksum": file_digest(target)}}
-        (repo / "records").mkdir()
-        (repo / "records" / "contained.yaml").write_text(yaml.safe_dump(record, sort_keys=False))
-        _git(repo, "init", "-q")
-        _git(repo, "add", "-A")
-        _git(repo, "commit", "-qm", "reference")
+        from support.locked import commit_with_reference
+
+        commit_with_reference(repo, _container_record(repo, image), target)
         rebuilds, bares, stages = [], [], []
         for i in range(repeat):
             elapsed, per_stage = _rebuild_once(repo / "records" / "contained.yaml", engine, folder / "out")

@@ -21,7 +21,7 @@ import pytest
 import yaml
 from click.testing import Result
 from support import FIXTURES, git
-from support.locked import locked_record
+from support.locked import commit_with_reference, locked_record
 
 from reprogate.core.canonical import file_digest
 
@@ -82,12 +82,7 @@ def contained_template(tmp_path_factory: pytest.TempPathFactory, podman_engine: 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DOCKER_HOST", podman_engine.docker_host)
         trace = _reference(repo, record, tmp_path_factory.mktemp("contained-reference"))
-    record["reference"] = {"trace": {"path": "reference/trace.jsonl", "checksum": file_digest(trace)}}
-    (repo / "records").mkdir()
-    (repo / "records" / "contained.yaml").write_text(yaml.safe_dump(record, sort_keys=False))
-    git(repo, "init", "-q")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "reference")
+    commit_with_reference(repo, record, trace)
     return repo
 
 

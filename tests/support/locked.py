@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from reprogate.core.canonical import canonical_digest
+from reprogate.core.canonical import canonical_digest, file_digest
 from reprogate.core.gittree import tree_id
 
 ENTRYPOINT = ["python", "train.py", "--config", "../config.yaml"]
@@ -40,3 +40,18 @@ def locked_record(repo: Path, name: str, container: dict[str, Any], source: dict
         "execution": {"world_size": 2, "nodes": 1, "ranks_per_node": 2, "collective": {"backend": "gloo"}, "env": {"OMP_NUM_THREADS": "1"}},
         "job": job,
     }
+
+
+def commit_with_reference(repo: Path, record: dict[str, Any], trace: Path) -> Path:
+    """Pin `trace` (inside `repo`) as the record's reference, write records/contained.yaml and
+    commit the repository: the state a rebuild of the locked project starts from."""
+    from support import git
+
+    record["reference"] = {"trace": {"path": trace.relative_to(repo).as_posix(), "checksum": file_digest(trace)}}
+    path = repo / "records" / "contained.yaml"
+    path.parent.mkdir()
+    path.write_text(yaml.safe_dump(record, sort_keys=False))
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "reference")
+    return path
