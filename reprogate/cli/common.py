@@ -34,7 +34,7 @@ def format_option(default: str = "text") -> Callable[[Callable[..., None]], Call
 def finish(work: Callable[[], CommandResult], fmt: str = "text", command: str = "") -> NoReturn:
     """Run a command function, print its result (or its refusal) and exit with its code."""
     from reprogate.core.redact import register_environment
-    from reprogate.output.emit import emit
+    from reprogate.output.emit import emit_standard
 
     register_environment(os.environ)  # the runner's own secrets are redacted from every output
     prefix = f"reprogate {command}: " if command else "reprogate: "
@@ -51,7 +51,10 @@ def finish(work: Callable[[], CommandResult], fmt: str = "text", command: str = 
         click.echo(f"{prefix}interrupted", err=True)
         sys.exit(130)
     try:
-        emit(result, fmt, click.echo, lambda line: click.echo(line, err=True))
+        emit_standard(result, fmt)
+    except BrokenPipeError:  # the reader left (`| head`): the rest was not wanted; the verdict stands
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+        sys.exit(int(result.code))
     except OSError as exc:  # $GITHUB_OUTPUT or the step summary on a full disk
         where = f"{exc.filename}: " if exc.filename else ""
         sys.stderr.write(f"{prefix}could not write the results: {where}{exc.strerror or exc}\n")

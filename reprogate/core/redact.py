@@ -90,7 +90,11 @@ def _userinfo_spans(text: str) -> list[tuple[int, int]]:
 
 
 def has_url_credentials(value: str) -> bool:
-    return bool(_userinfo_spans(value) or _BARE_USERINFO.search(value) or _QUERY.search(value))
+    """Userinfo ends at an `@` and a credential parameter is `name=value`: text without either
+    (most of a record) skips the scans, which cost ~0.2 ms on a record's strings."""
+    if "@" in value and (_userinfo_spans(value) or _BARE_USERINFO.search(value)):
+        return True
+    return "=" in value and bool(_QUERY.search(value))
 
 
 def register(values: Iterable[str]) -> None:
@@ -111,10 +115,13 @@ def redact(text: str) -> str:
         if secret in text:
             text = text.replace(secret, MARK)
     text = SECRET_VALUE.sub(MARK, text)
-    for start, end in reversed(_userinfo_spans(text)):
-        text = text[:start] + MARK + text[end:]
-    text = _BARE_USERINFO.sub(f"{MARK}@", text)
-    return _QUERY.sub(lambda m: f"{m.group('lead')}{MARK}", text)
+    if "@" in text:  # userinfo ends at an `@`; most lines have none and skip both scans
+        for start, end in reversed(_userinfo_spans(text)):
+            text = text[:start] + MARK + text[end:]
+        text = _BARE_USERINFO.sub(f"{MARK}@", text)
+    if "=" in text:  # a credential parameter is `name=value`
+        text = _QUERY.sub(lambda m: f"{m.group('lead')}{MARK}", text)
+    return text
 
 
 _QUERY_STRING = re.compile(r"\?(?P<query>[^#\s\"'<>]*)")

@@ -8,7 +8,9 @@ workflow command; in every format control and bidirectional characters are shown
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Iterator
+from typing import TextIO
 
 from reprogate.core.redact import redact
 from reprogate.output import workflow
@@ -41,3 +43,38 @@ def emit(result: CommandResult, fmt: str, out: Echo, err: Echo) -> None:
         err(workflow.visible(line))
     for line in physical_lines(result.stdout):
         out(workflow.visible(line))
+
+
+class LineWriter:
+    """Lines to a standard stream, `block` lines to a write: a report of 30,000 findings is not
+    30,000 writes, even where PYTHONUNBUFFERED (set by many CI runners) makes every write reach
+    the file. A character the stream's encoding cannot carry is written as an escape instead of
+    failing the whole report."""
+
+    def __init__(self, stream: TextIO, block: int = 512) -> None:
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", "") == "strict":
+            reconfigure(errors="backslashreplace")
+        self.stream, self.block = stream, block
+        self.pending: list[str] = []
+
+    def __call__(self, line: str) -> None:
+        self.pending.append(line)
+        if len(self.pending) >= self.block:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            self.pending.append("")
+            self.stream.write("\n".join(self.pending))
+            self.pending.clear()
+        self.stream.flush()
+
+
+def emit_standard(result: CommandResult, fmt: str) -> None:
+    """`emit` to this process's stdout and stderr. stderr (few lines: refusals, errors) is
+    written line by line and stdout (the findings, any number) in blocks, so in a log that holds
+    both the errors still come first, as `emit` writes them."""
+    out = LineWriter(sys.stdout)
+    emit(result, fmt, out, LineWriter(sys.stderr, block=1))
+    out.flush()

@@ -137,8 +137,20 @@ def discover(args: list[str], base: Path | None = None) -> Discovery:
     result = Discovery()
     seen: set[str] = set()
 
+    real_folders: dict[str, str] = {}
+
+    def real_path(path: Path) -> str:
+        """os.path.realpath, resolving each folder once: a walk meets thousands of files in a
+        few folders, and a full resolution costs a stat per component of every path."""
+        if os.path.islink(path):
+            return os.path.realpath(path)
+        folder, name = os.path.split(os.fspath(path))
+        if folder not in real_folders:
+            real_folders[folder] = os.path.realpath(folder or ".")
+        return os.path.join(real_folders[folder], name)
+
     def add(path: Path, explicit: bool) -> None:
-        real = os.path.realpath(path)
+        real = real_path(path)
         if real not in seen:
             seen.add(real)
             result.targets.append(Target(path, explicit))

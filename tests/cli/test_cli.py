@@ -243,3 +243,20 @@ def test_validate_imports_nothing_heavy() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert "HEAVY [] 0" in result.stdout, result.stdout + result.stderr
+
+
+def test_a_reader_that_leaves_early_gets_no_complaint_and_the_verdict_stands(project: Path) -> None:
+    """`reprogate validate | head`: the exit code is still the report's, and stderr stays clean."""
+    many = project / "many"
+    many.mkdir()
+    template = (project / "records" / "drill.yaml").read_text()
+    for i in range(300):  # some 300 KB of warnings: far more than a pipe holds
+        (many / f"run-{i:03d}.yaml").write_text(template.replace("name: decoder-7b-d77-c19-ref", f"name: run-{i:03d}"))
+    (many / "run-007.yaml").write_text(template.replace("level: statistical", "level: nearly"))  # one invalid: exit 1
+    proc = subprocess.Popen([sys.executable, "-m", "reprogate", "validate", "many"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 1, err
+    assert first.startswith(b"many/run-") and err == b""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,9 @@ from reprogate.validate import runner
 from reprogate.validate.runner import Options, validate
 
 
-def test_parallel_validation_gives_the_same_report_in_the_same_order(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("chunk", [runner.CHUNK_FILES, 5])  # 5: many chunks, each worker takes several
+def test_parallel_validation_gives_the_same_report_in_the_same_order(project: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    monkeypatch.setattr(runner, "CHUNK_FILES", chunk)
     template = (project / "records" / "drill.yaml").read_text()
     many = project / "many"
     many.mkdir()
@@ -23,6 +26,7 @@ def test_parallel_validation_gives_the_same_report_in_the_same_order(project: Pa
     (many / "notes.yaml").write_text("just: a file\n")  # not a reprogate document: skipped
 
     parallel = validate([str(many)], Options())
+    assert gc.get_freeze_count() == 0  # the heap frozen for the workers is the caller's again
     monkeypatch.setattr(runner, "PARALLEL_MIN_FILES", 10**9)
     serial = validate([str(many)], Options())
 
@@ -32,3 +36,21 @@ def test_parallel_validation_gives_the_same_report_in_the_same_order(project: Pa
     ]
     failed = [f.path for f in parallel.files if f.errors]
     assert len(failed) == len([i for i in range(count) if i % 9 == 4]) and parallel.exit_code == 1
+
+
+def test_exit_code_is_the_worst_of_its_files_in_the_common_order() -> None:
+    from reprogate.core.diagnostics import Diagnostic, ExitCode, Severity
+    from reprogate.validate.runner import FileResult, Validation
+
+    def report(*codes: ExitCode, strict: bool = False, warn: bool = False) -> ExitCode:
+        files = [FileResult(f"r{i}.yaml", "RunRecord", [], code) for i, code in enumerate(codes)]
+        if warn:
+            files.append(FileResult("w.yaml", "RunRecord", [Diagnostic("w.yaml", "old", "stale", Severity.WARNING)]))
+        return Validation(files=files, strict=strict).exit_code
+
+    assert report(ExitCode.OK, ExitCode.INFRA, ExitCode.FAILED) == ExitCode.INFRA  # an unreachable service makes a failure unsure
+    assert report(ExitCode.INFRA, ExitCode.USAGE) == ExitCode.USAGE
+    assert report(ExitCode.OK, ExitCode.FAILED) == ExitCode.FAILED
+    assert report(ExitCode.OK, warn=True) == ExitCode.OK
+    assert report(ExitCode.OK, warn=True, strict=True) == ExitCode.FAILED
+    assert report(ExitCode.INFRA, warn=True, strict=True) == ExitCode.INFRA
