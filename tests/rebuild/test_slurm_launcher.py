@@ -159,3 +159,21 @@ def test_inside_an_allocation_the_ranks_are_a_step_of_it(slurm_cluster: SlurmClu
     placed = [json.loads(p.read_text()) for p in sorted((work / "runs" / "preflight" / "logs").glob("rank*.place"))]
     assert [(p["job"], p["node"]) for p in placed] == [(job_id, "n1"), (job_id, "n2")]  # a step of the allocation, not a job of its own
     assert [j["JobId"] for j in slurm_cluster.completed_jobs()][-1] == job_id
+
+
+def test_a_job_whose_ranks_have_exited_is_left_to_complete_not_cancelled(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    """`stop` comes right after the last rank exits, at the end of every rebuild; a job still
+    winding down then (srun's teardown, an epilogue) must end COMPLETED, not be cancelled by
+    its own launcher: accounting would say CANCELLED for a run that passed."""
+    from reprogate.rebuild.launchers.base import Shape
+    from reprogate.rebuild.launchers.slurm import SlurmGroup
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    wrap = f"printf '0\\n' > {logs}/rank0.exit; sleep 3"  # the rank is done; the job takes 3 s more
+    job_id = slurm_cluster.run("sbatch", "--parsable", "-N1", "--no-requeue", "-o", str(tmp_path / "job.log"), "--wrap", wrap, check=True).stdout.strip()
+    wait_for(lambda: (logs / "rank0.exit").exists(), "the rank's exit file")
+    group = SlurmGroup(Shape(world_size=1), logs, slurm_cluster.env, job_id)
+    assert group.poll() == {0: 0}
+    group.stop()
+    assert slurm_cluster.job(job_id)["JobState"] == "COMPLETED"

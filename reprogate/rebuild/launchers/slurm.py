@@ -17,8 +17,9 @@
 - The group's state: exit codes from the rank files; the job's from `scontrol show job` (at most
   once a second), or `sacct` once the controller has forgotten it; when the job ends early, the
   states of its nodes, so a node failure is named ("rank 1 on node n2 was lost with its node").
-- `stop`: scancel (only the step, inside someone else's allocation), then wait until Slurm has
-  released the allocation.
+- `stop`: a job whose ranks have all exited is given COMPLETION_GRACE to end by itself, so
+  accounting says COMPLETED; otherwise scancel (only the step, inside someone else's
+  allocation), then wait until Slurm has released the allocation.
 
 The ranks' environment is the rebuild's allowlisted one, handed to sbatch, which exports it to
 the job; device visibility is Slurm's to set (GRES), so the runner's is not passed on.
@@ -49,6 +50,7 @@ CLIENT_TIMEOUT = 60.0  # a Slurm client command that takes longer is a controlle
 QUEUE_TIMEOUT = 3600.0  # default wait for the allocation (REPROGATE_SLURM_QUEUE_TIMEOUT)
 FILE_GRACE = 5.0  # a shared file system may show a rank's exit file a little after the job ends
 RELEASE_TIMEOUT = 60.0  # how long `stop` waits for Slurm to release the allocation
+COMPLETION_GRACE = 10.0  # how long a job whose ranks have all exited gets to end by itself before `stop` cancels it
 CONTROLLER_GRACE = 120.0  # a controller that stops answering mid-run (a failover) is waited for this long
 PER_TASK = ("RANK", "LOCAL_RANK", "GROUP_RANK", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT")
 VISIBILITY = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
@@ -357,6 +359,8 @@ class SlurmGroup:
             return
         self._stopped = True
         try:
+            if self._all_exit_files() and self._ends_by_itself():
+                return  # a finished job stays COMPLETED in accounting, not CANCELLED by its own launcher
             if self.step is None:
                 _cancel(self.job_id, self.env)
                 self._wait_released()
@@ -373,6 +377,24 @@ class SlurmGroup:
                         self.step.wait()
         finally:
             self._restore_sigterm()
+
+    def _ends_by_itself(self) -> bool:
+        """Every rank has exited: the job (or our step) ends within COMPLETION_GRACE unless
+        something holds it (an epilogue, a task that outlives its rank)."""
+        deadline = time.monotonic() + COMPLETION_GRACE
+        while time.monotonic() < deadline:
+            if self.step is not None:
+                if self.step.poll() is not None:
+                    return True
+            else:
+                try:
+                    state = self.refresh(force=True).get("JobState", "")
+                except SlurmUnreachable:
+                    return False
+                if state in ENDED or state == "UNKNOWN":
+                    return True
+            time.sleep(0.2)
+        return False
 
     def _wait_released(self) -> None:
         deadline = time.monotonic() + RELEASE_TIMEOUT
