@@ -9,6 +9,7 @@ end here too, as exit 2 (the input) or 3 (the machine), never as a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sys
@@ -52,11 +53,9 @@ def finish(work: Callable[[], CommandResult], fmt: str = "text", command: str = 
         sys.exit(130)
     try:
         emit_standard(result, fmt)
-    except BrokenPipeError:  # the reader left (`| head`): the rest was not wanted; the verdict stands
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
-        sys.exit(int(result.code))
     except OSError as exc:  # $GITHUB_OUTPUT or the step summary on a full disk
         where = f"{exc.filename}: " if exc.filename else ""
-        sys.stderr.write(f"{prefix}could not write the results: {where}{exc.strerror or exc}\n")
+        with contextlib.suppress(AttributeError, OSError):  # stderr closed or gone too: the exit code still tells
+            sys.stderr.write(f"{prefix}could not write the results: {where}{exc.strerror or exc}\n")
         sys.exit(int(ExitCode.INFRA if exc.errno in MACHINE_ERRNOS else ExitCode.USAGE))
     sys.exit(int(result.code))

@@ -8,6 +8,8 @@ workflow command; in every format control and bidirectional characters are shown
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import TextIO
@@ -48,33 +50,57 @@ def emit(result: CommandResult, fmt: str, out: Echo, err: Echo) -> None:
 class LineWriter:
     """Lines to a standard stream, `block` lines to a write: a report of 30,000 findings is not
     30,000 writes, even where PYTHONUNBUFFERED (set by many CI runners) makes every write reach
-    the file. A character the stream's encoding cannot carry is written as an escape instead of
-    failing the whole report."""
+    the file.
 
-    def __init__(self, stream: TextIO, block: int = 512) -> None:
-        reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None and getattr(stream, "errors", "") == "strict":
-            reconfigure(errors="backslashreplace")
+    What a stream cannot take does not end the command: a character its encoding cannot carry is
+    written as an escape; a closed stream (`>&-`) takes nothing; a reader that left (`| head`)
+    is taken at its word, the rest of that stream is dropped, and the command goes on (its step
+    outputs, its summary, its exit code are still its own)."""
+
+    def __init__(self, stream: TextIO | None, block: int = 512) -> None:
         self.stream, self.block = stream, block
         self.pending: list[str] = []
+        if stream is not None and getattr(stream, "errors", "backslashreplace") != "backslashreplace":
+            with contextlib.suppress(AttributeError, ValueError, OSError):
+                stream.reconfigure(errors="backslashreplace")  # type: ignore[attr-defined]
 
     def __call__(self, line: str) -> None:
+        if self.stream is None:
+            return
         self.pending.append(line)
         if len(self.pending) >= self.block:
             self.flush()
 
     def flush(self) -> None:
-        if self.pending:
-            self.pending.append("")
-            self.stream.write("\n".join(self.pending))
+        if self.stream is None:
+            return
+        try:
+            if self.pending:
+                self.pending.append("")
+                self.stream.write("\n".join(self.pending))
+            self.stream.flush()
+        except BrokenPipeError:
+            self._reader_left()
+        finally:
             self.pending.clear()
-        self.stream.flush()
+
+    def _reader_left(self) -> None:
+        """Drop the rest; what the stream still buffers goes to /dev/null, so the interpreter's
+        own flush at exit finds no broken pipe to complain about."""
+        stream, self.stream = self.stream, None
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stream.fileno())  # type: ignore[union-attr]
+            os.close(devnull)
 
 
 def emit_standard(result: CommandResult, fmt: str) -> None:
     """`emit` to this process's stdout and stderr. stderr (few lines: refusals, errors) is
     written line by line and stdout (the findings, any number) in blocks, so in a log that holds
-    both the errors still come first, as `emit` writes them."""
+    both the errors still come first, as `emit` writes them. The lines printed before a failure
+    to write $GITHUB_OUTPUT or the summary still reach the log."""
     out = LineWriter(sys.stdout)
-    emit(result, fmt, out, LineWriter(sys.stderr, block=1))
-    out.flush()
+    try:
+        emit(result, fmt, out, LineWriter(sys.stderr, block=1))
+    finally:
+        out.flush()

@@ -101,8 +101,14 @@ def walk_files(top: Path, problems: list[Diagnostic]) -> list[Path]:
                     continue  # a second link to a folder already walked
                 seen.add(real)
                 visit(path, ancestors | {real}, seen)
-            elif entry.is_file():
-                found.append(path)
+            else:
+                try:
+                    is_file = entry.is_file()
+                except OSError as exc:  # a symlink loop (ELOOP), a name too long to follow
+                    problems.append(Diagnostic(display_path(path), f"cannot follow: {exc.strerror}; not checked", "unreadable-file", Severity.WARNING))
+                    continue
+                if is_file:
+                    found.append(path)
 
     real_top = os.path.realpath(top)
     visit(top, frozenset({real_top}), {real_top})

@@ -17,6 +17,8 @@ from typing import Any
 from reprogate.core.config import CONFIG_NAME, load_config, repository_root
 from reprogate.core.diagnostics import Diagnostic, ExitCode, Severity
 from reprogate.core.documents import DEFAULT_MAX_BYTES, Document, DocumentError, display_path
+from reprogate.core.errors import InfrastructureError
+from reprogate.core.heap import heap_frozen
 from reprogate.core.schema_check import _quick_check, schema_diagnostics
 from reprogate.core.schemas import API_VERSION, SCHEMA_FILES
 from reprogate.datasets.manifests import is_stream, load_manifest
@@ -260,9 +262,9 @@ def _validate_all(targets: list[Target], options: Options) -> list[FileResult]:
     jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     if len(targets) < PARALLEL_MIN_FILES or jobs < 2 or not sys.platform.startswith("linux"):
         return _validate_chunk(targets, options)
-    import gc
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
     for kind in SCHEMA_FILES:  # compile once here; the forked workers inherit it
         rules_for(kind)
@@ -270,11 +272,13 @@ def _validate_all(targets: list[Target], options: Options) -> list[FileResult]:
     size = min(CHUNK_FILES, -(-len(targets) // (jobs * 4)))
     chunks = [targets[i : i + size] for i in range(0, len(targets), size)]
     results: list[FileResult] = []
-    gc.freeze()
     try:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"), initializer=_start_worker) as pool:
+        with heap_frozen(), ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"), initializer=_start_worker) as pool:
             for done in pool.map(_validate_in_worker, chunks, [options] * len(chunks)):
                 results.extend(done)
-    finally:
-        gc.unfreeze()
+    except BrokenProcessPool:
+        raise InfrastructureError(
+            "a validation worker died before it finished (killed: out of memory, or a signal); nothing was judged",
+            hint="run again; with little memory, name fewer files at once",
+        ) from None
     return results

@@ -253,10 +253,16 @@ def test_a_reader_that_leaves_early_gets_no_complaint_and_the_verdict_stands(pro
     for i in range(300):  # some 300 KB of warnings: far more than a pipe holds
         (many / f"run-{i:03d}.yaml").write_text(template.replace("name: decoder-7b-d77-c19-ref", f"name: run-{i:03d}"))
     (many / "run-007.yaml").write_text(template.replace("level: statistical", "level: nearly"))  # one invalid: exit 1
-    proc = subprocess.Popen([sys.executable, "-m", "reprogate", "validate", "many"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stdout is not None and proc.stderr is not None
-    first = proc.stdout.readline()
-    proc.stdout.close()
-    err = proc.stderr.read()
-    assert proc.wait(timeout=120) == 1, err
-    assert first.startswith(b"many/run-") and err == b""
+    github = {"GITHUB_OUTPUT": str(project / "outputs"), "GITHUB_STEP_SUMMARY": str(project / "summary.md")}
+    for fmt in ("text", "github"):
+        env = {**os.environ, **github} if fmt == "github" else None
+        argv = [sys.executable, "-m", "reprogate", "validate", "many", "--format", fmt]
+        proc = subprocess.Popen(argv, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        assert proc.stdout is not None and proc.stderr is not None
+        first = proc.stdout.readline()
+        proc.stdout.close()
+        err = proc.stderr.read()
+        assert proc.wait(timeout=120) == 1, err
+        assert first.startswith(b"many/run-" if fmt == "text" else b"::") and err == b""
+    # the step's outputs and summary are written all the same: a workflow that trims its log keeps its answer
+    assert "valid=false" in (project / "outputs").read_text() and "run-007.yaml" in (project / "summary.md").read_text()

@@ -620,3 +620,24 @@ def test_walk_yields_code_point_order_holding_one_folder_at_a_time(data: Path) -
     assert walked == sorted(walked) and "tok/tokenizer.json" in walked
     sized = {name: size for name, size, _ in Walk(data, [], [])}
     assert sized["b/c/d.bin"] == 300_000 and {s for _, s, _ in Walk(data, [], [], sizes=False)} == {-1}
+
+
+def test_verify_of_a_loaded_manifest_gives_the_heap_back_as_it_found_it(tmp_path: Path) -> None:
+    """A YAML manifest is loaded whole and the heap frozen while its shards are hashed; the
+    caller's heap is unfrozen afterwards (it used to stay frozen for the rest of the process)."""
+    import gc
+
+    from reprogate.datasets.build import BuildOptions, build_manifest
+    from reprogate.datasets.verify import VerifyOptions
+    from reprogate.datasets.verify import verify as run_verify
+
+    root = tmp_path / "d"
+    root.mkdir()
+    for i in range(20):
+        (root / f"{i:02d}.bin").write_bytes(bytes([i]))
+    manifest = tmp_path / "m.yaml"
+    build_manifest(BuildOptions(root, manifest, quiet=True, jobs=1))
+    before = gc.get_freeze_count()
+    report = run_verify(manifest, VerifyOptions(root=str(root), quiet=True, jobs=1))
+    assert report.exit_code == 0 and report.checked == 20
+    assert gc.get_freeze_count() == before

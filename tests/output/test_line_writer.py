@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from reprogate.output.emit import LineWriter
 
 
@@ -26,12 +28,33 @@ def test_a_character_the_stream_cannot_encode_is_escaped() -> None:
     assert raw.getvalue() == b"caf\\xe9 \\u2713\nplain\nthird\n"
 
 
-def test_a_report_naming_a_non_ascii_file_prints_whole_on_an_ascii_stdout(project: Path) -> None:
+@pytest.mark.parametrize("encoding", ["ascii", "ascii:surrogateescape"])  # the second: LC_ALL=C without UTF-8 mode
+def test_a_report_naming_a_non_ascii_file_prints_whole_on_an_ascii_stdout(project: Path, encoding: str) -> None:
     broken = project / "records" / "entraînement.yaml"
     broken.write_text((project / "records" / "drill.yaml").read_text().replace("level: statistical", "level: nearly"))
-    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    env = {**os.environ, "PYTHONIOENCODING": encoding}
     run = subprocess.run([sys.executable, "-m", "reprogate", "validate", "records"], cwd=project, env=env, capture_output=True, timeout=120)
     assert run.returncode == 1, run.stderr.decode()
     assert b"Traceback" not in run.stderr
     out = run.stdout.decode("ascii")
     assert "records/entra\\xeenement.yaml:" in out and "document(s) checked" in out.splitlines()[-1]
+
+
+def reprogate(project: Path, *args: str, env: dict[str, str] | None = None, shell_suffix: str = "") -> subprocess.CompletedProcess[bytes]:
+    command = " ".join([sys.executable, "-m", "reprogate", *args]) + shell_suffix
+    return subprocess.run(["sh", "-c", command], cwd=project, env={**os.environ, **(env or {})}, capture_output=True, timeout=120)
+
+
+def test_a_closed_stdout_prints_nothing_and_keeps_the_exit_code(project: Path) -> None:
+    run = reprogate(project, "validate", "records/drill.yaml", shell_suffix=' >&- ; echo "code $?"')
+    assert run.stdout.decode().strip() == "code 0" and b"Traceback" not in run.stderr
+    (project / "records" / "drill.yaml").write_text("kind: RunRecord\napiVersion: reprogate/v1\n")
+    run = reprogate(project, "validate", "records/drill.yaml", shell_suffix=' >&- 2>&- ; echo "code $?"')
+    assert run.stdout.decode().strip() == "code 1"
+
+
+def test_what_was_printed_before_the_step_outputs_failed_still_reaches_the_log(project: Path) -> None:
+    run = reprogate(project, "validate", "records", "--format", "github", env={"GITHUB_OUTPUT": "/dev/full"})
+    assert run.returncode == 3, run.stderr
+    annotations = [line for line in run.stdout.decode().splitlines() if line.startswith("::warning ")]
+    assert annotations and b"could not write the results: /dev/full: No space left on device" in run.stderr

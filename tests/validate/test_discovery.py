@@ -34,3 +34,11 @@ def test_one_file_reached_by_many_names_is_validated_once(project: Path, monkeyp
     real = [os.path.realpath(p) for p in paths]
     assert len(real) == len(set(real))  # each file once
     assert sorted(real) == sorted({os.path.realpath(p) for p in [*names[:-1], *(str(p) for p in records.iterdir() if p.is_file())]})
+
+
+def test_a_file_that_is_a_symlink_loop_is_a_warning_and_the_rest_is_still_found(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    os.symlink("loop.yaml", project / "records" / "loop.yaml")
+    found = discover(["records"])
+    assert [(p.path, p.code, p.severity.value) for p in found.problems] == [("records/loop.yaml", "unreadable-file", "warning")]
+    assert "records/drill.yaml" in [str(t.path) for t in found.targets]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -25,8 +27,9 @@ def test_parallel_validation_gives_the_same_report_in_the_same_order(project: Pa
         (many / f"run-{i:03d}.yaml").write_text(text)
     (many / "notes.yaml").write_text("just: a file\n")  # not a reprogate document: skipped
 
+    frozen = gc.get_freeze_count()
     parallel = validate([str(many)], Options())
-    assert gc.get_freeze_count() == 0  # the heap frozen for the workers is the caller's again
+    assert gc.get_freeze_count() == frozen  # the heap frozen for the workers is the caller's again
     monkeypatch.setattr(runner, "PARALLEL_MIN_FILES", 10**9)
     serial = validate([str(many)], Options())
 
@@ -54,3 +57,37 @@ def test_exit_code_is_the_worst_of_its_files_in_the_common_order() -> None:
     assert report(ExitCode.OK, warn=True) == ExitCode.OK
     assert report(ExitCode.OK, warn=True, strict=True) == ExitCode.FAILED
     assert report(ExitCode.INFRA, warn=True, strict=True) == ExitCode.INFRA
+
+
+def _killed(targets: list, options: Options) -> list:
+    os.kill(os.getpid(), signal.SIGKILL)  # what the kernel's OOM killer does to a worker
+    return []
+
+
+def test_a_worker_killed_midway_is_an_infrastructure_failure_not_a_traceback(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from reprogate.core.errors import InfrastructureError
+
+    many = project / "many"
+    many.mkdir()
+    template = (project / "records" / "drill.yaml").read_text()
+    for i in range(runner.PARALLEL_MIN_FILES):
+        (many / f"run-{i:03d}.yaml").write_text(template)
+    monkeypatch.setattr(runner, "_validate_in_worker", _killed)
+    with pytest.raises(InfrastructureError, match="validation worker died") as caught:
+        validate([str(many)], Options())
+    assert caught.value.exit_code == 3
+
+
+def test_a_caller_that_froze_its_heap_keeps_it_frozen(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    many = project / "many"
+    many.mkdir()
+    template = (project / "records" / "drill.yaml").read_text()
+    for i in range(runner.PARALLEL_MIN_FILES):
+        (many / f"run-{i:03d}.yaml").write_text(template.replace("name: decoder-7b-d77-c19-ref", f"name: run-{i:03d}"))
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert validate([str(many)], Options()).exit_code == 0
+        assert gc.get_freeze_count() >= frozen
+    finally:
+        gc.unfreeze()
