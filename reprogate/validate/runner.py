@@ -218,6 +218,7 @@ def validate(args: list[str], options: Options) -> Validation:
 
 PARALLEL_MIN_FILES = 64  # below this, one process is done before a pool would have started
 CHUNK_FILES = 32  # files a worker validates before it hands their results back
+WORKER_GC_THRESHOLD = 50_000  # container objects allocated between young collections in a worker
 
 
 def _validate_chunk(targets: list[Target], options: Options, cache: dict[Any, Any] | None = None) -> list[FileResult]:
@@ -227,10 +228,7 @@ def _validate_chunk(targets: list[Target], options: Options, cache: dict[Any, An
     return [validate_file(target.path, target.explicit, options, cache) for target in targets]
 
 
-_worker_cache: dict[Any, Any] = {}
-
-
-WORKER_GC_THRESHOLD = 50_000  # container objects allocated between young collections in a worker
+_worker_cache: dict[Any, Any] = {}  # a forked worker's addressed files, across its chunks
 
 
 def _start_worker() -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from click.testing import Result
-from support import EXAMPLES, REPO, edit_record
+from support import EXAMPLES, REPO, edit_record, record_copies
 
 from reprogate import __version__
 from reprogate.cli import main
@@ -247,12 +247,7 @@ def test_validate_imports_nothing_heavy() -> None:
 
 def test_a_reader_that_leaves_early_gets_no_complaint_and_the_verdict_stands(project: Path) -> None:
     """`reprogate validate | head`: the exit code is still the report's, and stderr stays clean."""
-    many = project / "many"
-    many.mkdir()
-    template = (project / "records" / "drill.yaml").read_text()
-    for i in range(300):  # some 300 KB of warnings: far more than a pipe holds
-        (many / f"run-{i:03d}.yaml").write_text(template.replace("name: decoder-7b-d77-c19-ref", f"name: run-{i:03d}"))
-    (many / "run-007.yaml").write_text(template.replace("level: statistical", "level: nearly"))  # one invalid: exit 1
+    record_copies(project, 300, invalid={7})  # some 300 KB of warnings, far more than a pipe holds; one invalid: exit 1
     github = {"GITHUB_OUTPUT": str(project / "outputs"), "GITHUB_STEP_SUMMARY": str(project / "summary.md")}
     for fmt in ("text", "github"):
         env = {**os.environ, **github} if fmt == "github" else None

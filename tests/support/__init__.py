@@ -28,6 +28,18 @@ def edit_record(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
     path.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
+def record_copies(project: Path, count: int, invalid: set[int] | frozenset[int] = frozenset()) -> Path:
+    """`project/many/` holding `count` copies of the example's drill record, each named
+    run-NNN; those in `invalid` break the schema (an unknown contract level)."""
+    template = (project / "records" / "drill.yaml").read_text()
+    many = project / "many"
+    many.mkdir()
+    for i in range(count):
+        text = template.replace("name: decoder-7b-d77-c19-ref", f"name: run-{i:03d}")
+        (many / f"run-{i:03d}.yaml").write_text(text.replace("level: statistical", "level: nearly") if i in invalid else text)
+    return many
+
+
 def require_tool(name: str) -> str:
     """The path of a command-line tool the test needs. A developer's machine without it skips;
     CI (CI=true) installs every such tool, so there a missing one is a failure, never a skip."""

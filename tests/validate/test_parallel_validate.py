@@ -8,6 +8,7 @@ import signal
 from pathlib import Path
 
 import pytest
+from support import record_copies
 
 from reprogate.validate import runner
 from reprogate.validate.runner import Options, validate
@@ -16,15 +17,8 @@ from reprogate.validate.runner import Options, validate
 @pytest.mark.parametrize("chunk", [runner.CHUNK_FILES, 5])  # 5: many chunks, each worker takes several
 def test_parallel_validation_gives_the_same_report_in_the_same_order(project: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
     monkeypatch.setattr(runner, "CHUNK_FILES", chunk)
-    template = (project / "records" / "drill.yaml").read_text()
-    many = project / "many"
-    many.mkdir()
     count = runner.PARALLEL_MIN_FILES + 6
-    for i in range(count):
-        text = template.replace("name: decoder-7b-d77-c19-ref", f"name: run-{i:03d}")
-        if i % 9 == 4:
-            text = text.replace("level: statistical", "level: nearly")  # a schema error in some
-        (many / f"run-{i:03d}.yaml").write_text(text)
+    many = record_copies(project, count, invalid={i for i in range(count) if i % 9 == 4})  # a schema error in some
     (many / "notes.yaml").write_text("just: a file\n")  # not a reprogate document: skipped
 
     frozen = gc.get_freeze_count()
@@ -67,11 +61,7 @@ def _killed(targets: list, options: Options) -> list:
 def test_a_worker_killed_midway_is_an_infrastructure_failure_not_a_traceback(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from reprogate.core.errors import InfrastructureError
 
-    many = project / "many"
-    many.mkdir()
-    template = (project / "records" / "drill.yaml").read_text()
-    for i in range(runner.PARALLEL_MIN_FILES):
-        (many / f"run-{i:03d}.yaml").write_text(template)
+    many = record_copies(project, runner.PARALLEL_MIN_FILES)
     monkeypatch.setattr(runner, "_validate_in_worker", _killed)
     with pytest.raises(InfrastructureError, match="validation worker died") as caught:
         validate([str(many)], Options())
@@ -79,11 +69,7 @@ def test_a_worker_killed_midway_is_an_infrastructure_failure_not_a_traceback(pro
 
 
 def test_a_caller_that_froze_its_heap_keeps_it_frozen(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    many = project / "many"
-    many.mkdir()
-    template = (project / "records" / "drill.yaml").read_text()
-    for i in range(runner.PARALLEL_MIN_FILES):
-        (many / f"run-{i:03d}.yaml").write_text(template.replace("name: decoder-7b-d77-c19-ref", f"name: run-{i:03d}"))
+    many = record_copies(project, runner.PARALLEL_MIN_FILES)
     gc.freeze()
     try:
         frozen = gc.get_freeze_count()
