@@ -6,7 +6,7 @@ OpenAPI-checked stand-in Kubernetes API (tests/support/kubernetes_api.py)."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -30,13 +30,22 @@ def project(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def venv_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def venv_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """One venv-realizer cache for the whole run: the first test that realizes a lock file builds
-    its venv (a minute), every later one with the same lock reuses it (seconds)."""
-    from support import require_tool
+    its venv (a minute), every later one with the same lock reuses it (seconds). uv installs from
+    the local wheelhouse (tests/support/wheelhouse.py) through its own settings, so no rebuild
+    test waits on an index; without one, from the indexes pip is configured with."""
+    from support import require_tool, wheelhouse
 
     require_tool("uv")
-    return tmp_path_factory.mktemp("reprogate-cache")
+    folder, why = wheelhouse.provide()
+    with pytest.MonkeyPatch.context() as patch:
+        if folder is not None:
+            patch.setenv("UV_NO_INDEX", "1")
+            patch.setenv("UV_FIND_LINKS", str(folder))
+        else:
+            print(f"\nno local wheelhouse ({why}): uv uses pip's indexes")
+        yield tmp_path_factory.mktemp("reprogate-cache")
 
 
 @pytest.fixture

@@ -117,7 +117,7 @@ def test_a_numpy_bump_is_installed_by_the_candidate_rebuild_and_its_first_diverg
     shutil.copyfile(locked / "requirements-numpy2.txt", locked / "requirements.txt")
     git(locked, "commit", "-qam", "bump numpy to 2.4.6")
     result, verdict, record = rebuild(cli, locked, venv_cache, "--environment", "candidate")
-    assert record["software"]["packages"]["numpy"] == "2.4.6", "the candidate environment is the PR's lock file"
+    assert record.get("software", {}).get("packages", {}).get("numpy") == "2.4.6", f"the candidate environment is the PR's lock file\n{result.output}"
     assert verdict["environment"]["lock_digest"] == file_digest(locked / "requirements.txt")
     assert result.exit_code == 1 and verdict["diagnosis"] == "model-state", result.output
     detail = next(s["detail"] for s in verdict["stages"] if s["name"] == "model-state")
@@ -163,13 +163,75 @@ def test_a_poetry_lock_is_refused_before_anything_installs(cli: Cli, locked: Pat
 
 
 def test_uv_is_given_pips_indexes(monkeypatch: pytest.MonkeyPatch) -> None:
-    from reprogate.rebuild.realizers.venv import pip_index_settings
+    from reprogate.rebuild.realizers.venv import index_arguments, pip_index_settings
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "PIP_"))}
-    args = pip_index_settings({**env, "PIP_FIND_LINKS": "/srv/wheels", "PIP_EXTRA_INDEX_URL": "https://mirror.example/simple"})
+    args = index_arguments({**env, "PIP_FIND_LINKS": "/srv/wheels", "PIP_EXTRA_INDEX_URL": "https://mirror.example/simple"})
     assert ["--find-links", "/srv/wheels"] == args[args.index("--find-links") : args.index("--find-links") + 2]
     assert "https://mirror.example/simple" in args
     assert pip_index_settings({**env, "UV_INDEX_URL": "https://uv.example/simple"}) == []
+
+
+def test_uvs_own_settings_win_and_are_spelled_as_arguments() -> None:
+    from reprogate.rebuild.realizers.venv import index_arguments
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "PIP_"))}
+    uv_env = {
+        **env,
+        "PIP_FIND_LINKS": "/srv/pip-wheels",
+        "UV_FIND_LINKS": "/srv/a,/srv/b",
+        "UV_NO_INDEX": "true",
+        "UV_INDEX": "one=https://a.example/simple https://b.example/simple",
+    }
+    assert index_arguments(uv_env) == [
+        *("--index", "one=https://a.example/simple", "--index", "https://b.example/simple"),
+        *("--find-links", "/srv/a", "--find-links", "/srv/b", "--no-index"),
+    ]
+    pip_only = index_arguments({**env, "UV_NO_INDEX": "0", "PIP_FIND_LINKS": "/srv/pip-wheels"})  # a false UV_NO_INDEX says nothing
+    assert "/srv/pip-wheels" in pip_only and "--no-index" not in pip_only
+
+
+def _bare_request(tmp_path: Path) -> Any:
+    from reprogate.rebuild.realizers.base import RealizeRequest
+
+    repo = tmp_path / "repo"
+    shutil.copytree(SOURCE, repo)
+    (tmp_path / "work").mkdir()
+    return RealizeRequest(_record(repo), repo, tmp_path / "work", "candidate", tmp_path / "cache", tmp_path / "runtime")
+
+
+def test_the_seed_packages_come_from_the_runners_indexes_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, venv_cache: Path) -> None:
+    """`uv venv --seed` ignores UV_NO_INDEX and UV_FIND_LINKS in its environment: unless the
+    realizer spells them out, the seed comes from PyPI on a runner told to use only its mirror."""
+    from reprogate.core.errors import UsageError
+    from reprogate.rebuild.realizers.venv import VenvRealizer
+
+    empty = tmp_path / "empty-mirror"
+    empty.mkdir()
+    monkeypatch.setenv("UV_NO_INDEX", "1")
+    monkeypatch.setenv("UV_FIND_LINKS", str(empty))
+    with pytest.raises(UsageError) as raised:
+        VenvRealizer().realize(_bare_request(tmp_path))
+    assert "could not create a Python" in raised.value.message and "pip" in raised.value.message
+    assert f"--find-links {empty} --no-index" in (tmp_path / "work" / "logs" / "realize-venv.log").read_text()
+
+
+def test_an_index_that_does_not_answer_is_infrastructure_not_a_bad_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, venv_cache: Path) -> None:
+    from reprogate.core.errors import InfrastructureError
+    from reprogate.rebuild.launchers.local import free_port
+    from reprogate.rebuild.realizers import venv
+
+    for name in ("UV_NO_INDEX", "UV_FIND_LINKS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("UV_DEFAULT_INDEX", f"http://127.0.0.1:{free_port()}/simple")  # nothing listens there
+    monkeypatch.setenv("UV_HTTP_RETRIES", "0")
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))  # no answer remembered from another run
+    monkeypatch.setattr(venv, "NETWORK_PAUSE", 0.1)
+    with pytest.raises(InfrastructureError) as raised:
+        venv.VenvRealizer().realize(_bare_request(tmp_path))
+    assert "a package index could not be reached (twice" in raised.value.message and raised.value.exit_code == 3
+    log = (tmp_path / "work" / "logs" / "realize-venv.log").read_text()
+    assert log.count(" venv --quiet --seed") == 2 and "trying once more" in log
 
 
 def test_a_cached_venv_that_training_code_changed_is_not_reused(tmp_path: Path) -> None:

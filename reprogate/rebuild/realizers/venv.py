@@ -18,7 +18,13 @@ Bytecode is compiled up front so a read-only venv imports as fast as a writable 
 Indexes: UV_* settings win; otherwise the index URL, extra index URLs and find-links pip is
 configured with (`pip config list`, PIP_* variables) are passed on, with pip's way of weighing
 every index alike, so a machine set up for pip resolves the same wheels (uv does not read pip's
-configuration itself). With a hashed lock, only the pinned artifacts can install either way.
+configuration itself). Either way they are handed to every uv step as arguments. The seed packages `uv venv --seed` installs come from the same indexes,
+so a machine that can only reach its mirror still gets a venv. With a hashed lock, only the
+pinned artifacts can install either way.
+
+An index that cannot be reached is the network's fault, not the lock's: uv's own retries spent,
+the step is tried once more after a pause, and if it still fails the rebuild ends as an
+infrastructure failure (exit 3), never as a lock file to fix (exit 2).
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +48,28 @@ from reprogate.rebuild.realizers.local import LocalProcess
 NAME = "venv"
 INSTALLABLE = {"pip-requirements": "requirements", "uv": "uv.lock"}
 UV_TIMEOUT = 1800.0
+# uv's index settings and the argument each stands for; a list is split on the separator uv uses.
+UV_INDEX_VARIABLES: tuple[tuple[str, str, str | None], ...] = (
+    ("UV_DEFAULT_INDEX", "--default-index", None),
+    ("UV_INDEX_URL", "--index-url", None),
+    ("UV_INDEX", "--index", " "),
+    ("UV_EXTRA_INDEX_URL", "--extra-index-url", " "),
+    ("UV_FIND_LINKS", "--find-links", ","),
+)
+NETWORK_PAUSE = 15.0  # seconds before the one retry of a step an index could not be reached for
+# uv's causes when a request did not get an answer (it exits 2 for these and for a lock that
+# does not resolve alike); matched in its message, lower-cased.
+NETWORK_CAUSES = (
+    "error sending request",
+    "request failed after",
+    "dns error",
+    "failed to lookup address",
+    "tcp connect error",
+    "connection reset",
+    "connection refused",
+    "operation timed out",
+    "network unreachable",
+)
 
 
 def uv_binary() -> str:
@@ -82,9 +110,32 @@ def choose_lock(data: dict[str, Any]) -> dict[str, Any]:
     )
 
 
+def index_arguments(env: Mapping[str, str]) -> list[str]:
+    """Where every uv step looks for packages, as arguments: uv's own settings when the runner
+    has any, else pip's. Given as arguments, not left in the environment, because `uv venv`
+    reads only some of them (not UV_FIND_LINKS or UV_NO_INDEX), and its seed packages would
+    otherwise come from PyPI on a runner that can reach only its mirror."""
+    return uv_index_settings(env) or pip_index_settings(env)
+
+
+def uv_index_settings(env: Mapping[str, str]) -> list[str]:
+    """The runner's UV_* index settings, spelled as the arguments they stand for."""
+    args: list[str] = []
+    for var, flag, separator in UV_INDEX_VARIABLES:
+        value_text = env.get(var) or ""
+        for value in value_text.split(separator) if separator else [value_text]:
+            if value.strip():
+                args += [flag, value.strip()]
+    if (env.get("UV_NO_INDEX") or "").strip().lower() in ("1", "true", "yes", "on"):
+        args.append("--no-index")
+    if env.get("UV_INDEX_STRATEGY") and args:
+        args += ["--index-strategy", env["UV_INDEX_STRATEGY"].strip()]
+    return args
+
+
 def pip_index_settings(env: Mapping[str, str]) -> list[str]:
     """uv arguments for pip's configured indexes, unless UV_* settings already say where to look."""
-    if any(k in env for k in ("UV_INDEX_URL", "UV_DEFAULT_INDEX", "UV_EXTRA_INDEX_URL", "UV_INDEX", "UV_FIND_LINKS")):
+    if uv_index_settings(env):
         return []
     values: dict[str, list[str]] = {"index-url": [], "extra-index-url": [], "find-links": []}
     try:
@@ -253,10 +304,16 @@ class VenvRealizer:
         # Copies, not uv's default hard links into its cache: a venv must own its files, or linking
         # the same wheel into another venv (or a chmod here) would change the files under both.
         env = {**{k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "ACTIONS_"))}, "UV_LINK_MODE": "copy"}
-        indexes = pip_index_settings(env)
+        indexes = index_arguments(env)
         log = request.workdir / "logs" / "realize-venv.log"
         log.parent.mkdir(parents=True, exist_ok=True)
-        self._uv([uv, "venv", "--quiet", "--seed", "--python", python, str(building)], env, log, "uv could not create a Python " + python + " environment")
+        self._uv(
+            [uv, "venv", "--quiet", "--seed", "--python", python, *indexes, str(building)],
+            env,
+            log,
+            "uv could not create a Python " + python + " environment",
+            before_retry=lambda: shutil.rmtree(building, ignore_errors=True),
+        )
         if fmt == "pip-requirements":
             hashed = "--hash=" in lock.read_text(encoding="utf-8", errors="replace")
             cmd = [
@@ -284,14 +341,33 @@ class VenvRealizer:
             _discard(building)
 
     @staticmethod
-    def _uv(cmd: list[str], env: Mapping[str, str], log: Path, what: str) -> None:
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True, env=dict(env), timeout=UV_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            raise InfrastructureError(f"{what}: uv did not finish within {UV_TIMEOUT:g} s") from None
-        with open(log, "a", encoding="utf-8") as fh:
-            fh.write(f"$ {' '.join(cmd)}\n{done.stdout}{done.stderr}\n")
-        if done.returncode != 0:
+    def _uv(cmd: list[str], env: Mapping[str, str], log: Path, what: str, before_retry: Callable[[], None] = lambda: None) -> None:
+        for attempt in (1, 2):
+            try:
+                done = subprocess.run(cmd, capture_output=True, text=True, env=dict(env), timeout=UV_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                raise InfrastructureError(f"{what}: uv did not finish within {UV_TIMEOUT:g} s") from None
+            with open(log, "a", encoding="utf-8") as fh:
+                fh.write(f"$ {' '.join(cmd)}\n{done.stdout}{done.stderr}\n")
+            if done.returncode == 0:
+                return
             message = redact((done.stderr or done.stdout).strip())
-            tail = "\n".join(message.splitlines()[-15:])
-            raise UsageError(f"{what}:\n{tail}", hint="the lock file does not install here; fix the lock (uv's message above), or use a container")
+            if not unreachable_index(message):
+                tail = "\n".join(message.splitlines()[-15:])
+                raise UsageError(f"{what}:\n{tail}", hint="the lock file does not install here; fix the lock (uv's message above), or use a container")
+            if attempt == 1:
+                with open(log, "a", encoding="utf-8") as fh:
+                    fh.write(f"# an index could not be reached; trying once more in {NETWORK_PAUSE:g} s\n")
+                time.sleep(NETWORK_PAUSE)
+                before_retry()
+        tail = "\n".join(message.splitlines()[-15:])
+        raise InfrastructureError(
+            f"{what}: a package index could not be reached (twice, {NETWORK_PAUSE:g} s apart):\n{tail}",
+            hint="the lock file was not judged; rerun when the index answers, or point pip (or UV_INDEX_URL / UV_FIND_LINKS) at a mirror this runner reaches",
+        )
+
+
+def unreachable_index(message: str) -> bool:
+    """Whether uv failed because a request went unanswered, not because the lock is wrong."""
+    lowered = message.lower()
+    return any(cause in lowered for cause in NETWORK_CAUSES)
