@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import TextIO
@@ -55,7 +56,9 @@ class LineWriter:
     What a stream cannot take does not end the command: a character its encoding cannot carry is
     written as an escape; a closed stream (`>&-`) takes nothing; a reader that left (`| head`)
     is taken at its word, the rest of that stream is dropped, and the command goes on (its step
-    outputs, its summary, its exit code are still its own)."""
+    outputs, its summary, its exit code are still its own). A stream left non-blocking by
+    whoever started us (a pipe a runner shares) is waited on when full, as a blocking one would
+    be, instead of losing what did not fit."""
 
     def __init__(self, stream: TextIO | None, block: int = 512) -> None:
         self.stream, self.block = stream, block
@@ -77,12 +80,41 @@ class LineWriter:
         try:
             if self.pending:
                 self.pending.append("")
-                self.stream.write("\n".join(self.pending))
-            self.stream.flush()
+                self._write("\n".join(self.pending))
+            self._wait_for(self.stream.flush)
         except BrokenPipeError:
             self._reader_left()
         finally:
             self.pending.clear()
+
+    def _write(self, text: str) -> None:
+        stream = self.stream
+        assert stream is not None
+        try:
+            fd = stream.fileno()
+            blocking = os.get_blocking(fd)
+        except (AttributeError, ValueError, OSError):  # not a file (a test's StringIO), or one without a descriptor
+            blocking = True
+        if blocking:
+            stream.write(text)
+            return
+        self._wait_for(stream.flush)
+        data = memoryview(text.encode(stream.encoding or "utf-8", errors="backslashreplace"))
+        while data:
+            try:
+                data = data[os.write(fd, data) :]
+            except BlockingIOError:
+                select.select([], [fd], [])
+
+    def _wait_for(self, step: Callable[[], object]) -> None:
+        """Run `step` (a flush) until a full non-blocking stream has taken it all."""
+        while True:
+            try:
+                step()
+                return
+            except BlockingIOError:
+                with contextlib.suppress(AttributeError, ValueError, OSError):
+                    select.select([], [self.stream.fileno()], [])  # type: ignore[union-attr]
 
     def _reader_left(self) -> None:
         """Drop the rest; what the stream still buffers goes to /dev/null, so the interpreter's

@@ -19,10 +19,13 @@ if TYPE_CHECKING:
 
 
 def format_line(d: Diagnostic) -> str:
-    where = f"{d.path}:{d.location.line}:{d.location.col}"
+    """One finding as a line (and its hint on the next). A file name, key or value from a pull
+    request is shown with its control characters escaped, so it can neither start a line that
+    reads as another finding nor drive the reader's terminal."""
+    where = f"{workflow.visible(d.path)}:{d.location.line}:{d.location.col}"
     level = "" if d.severity is Severity.ERROR else f"{d.severity.value}: "
-    head = f"{where}  {d.field or '-'}  {level}{d.message}"
-    return head + (f"\n    hint: {d.hint}" if d.hint else "")
+    head = f"{where}  {workflow.visible(d.field or '-')}  {level}{workflow.visible(d.message)}"
+    return head + (f"\n    hint: {workflow.visible(d.hint)}" if d.hint else "")
 
 
 def _summary(report: Validation) -> str:
@@ -99,7 +102,7 @@ def render_github(report: Validation, verbose: bool = False) -> CommandResult:
 
 def annotate(findings: list[Diagnostic]) -> list[str]:
     """Annotations within GitHub's per-step limits (10 errors, 10 warnings); the rest are printed
-    inert (inside stop-commands) and are all in the step summary."""
+    inert (inside stop-commands) right after, so the step log holds every finding."""
     shown = {Severity.ERROR: 0, Severity.WARNING: 0, Severity.NOTICE: 0}
     out: list[str] = []
     overflow: list[Diagnostic] = []
@@ -113,7 +116,7 @@ def annotate(findings: list[Diagnostic]) -> list[str]:
         else:
             overflow.append(d)
     if overflow:
-        out.append(f"{len(overflow)} more finding(s) not annotated (GitHub shows 10 errors and 10 warnings per step); all are in the step summary:")
+        out.append(f"{len(overflow)} more finding(s) not annotated (GitHub shows 10 errors and 10 warnings per step); each one follows:")
         out += workflow.stop_commands(line for d in overflow for line in format_line(d).split("\n"))  # a hint on its own line, not shown as \x0a
     return out
 
@@ -122,14 +125,27 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")  # CommonMark ends a line at \r too
 
 
+SUMMARY_BUDGET = workflow.SUMMARY_LIMIT - 64 * 1024  # bytes of table: the rest of the step's summary stays whole
+
+
 def summary_markdown(title: str, ok: bool, summary: str, findings: list[Diagnostic]) -> str:
+    """The step summary: the verdict, then a table of findings. GitHub refuses a step summary
+    over 1 MiB, so the table stops short of that and says how many findings it leaves to the
+    step log (which lists every one), rather than being cut mid-row."""
     icon = "✅" if ok else "❌"
     lines = [f"### {icon} {title}", "", summary, ""]
     if findings:
         lines += ["| file | line | field | severity | message |", "|---|---|---|---|---|"]
-        for d in findings:
+        size = sum(len(line.encode()) + 1 for line in lines)
+        for shown, d in enumerate(findings):
             msg = d.message + (f" — {d.hint}" if d.hint else "")
-            lines.append(f"| `{_cell(d.path)}` | {d.location.line}:{d.location.col} | `{_cell(d.field or '-')}` | {d.severity.value} | {_cell(msg)} |")
+            row = f"| `{_cell(d.path)}` | {d.location.line}:{d.location.col} | `{_cell(d.field or '-')}` | {d.severity.value} | {_cell(msg)} |"
+            size += len(row.encode()) + 1
+            if size > SUMMARY_BUDGET:
+                left = len(findings) - shown
+                lines += ["", f"_{left} more finding(s) are not in this table (GitHub takes 1 MiB of summary a step); the step log lists every one._"]
+                break
+            lines.append(row)
     return "\n".join(lines) + "\n"
 
 

@@ -131,7 +131,7 @@ def test_annotations_are_capped_per_level_and_the_rest_printed_inert() -> None:
     commands = [line for line in lines if isinstance(line, WorkflowCommand) and not line.startswith("::stop-commands::")][:-1]
     assert [c.split(" ", 1)[0] for c in commands] == ["::error"] * ANNOTATIONS_PER_LEVEL + ["::warning"] * ANNOTATIONS_PER_LEVEL + ["::notice"] * 3
     assert ANNOTATIONS_PER_LEVEL == 10
-    note = lines.index("7 more finding(s) not annotated (GitHub shows 10 errors and 10 warnings per step); all are in the step summary:")
+    note = lines.index("7 more finding(s) not annotated (GitHub shows 10 errors and 10 warnings per step); each one follows:")
     start, *inert, end = lines[note + 1 :]
     token = start.removeprefix("::stop-commands::")
     assert start.startswith("::stop-commands::") and len(token) == 32 and end == f"::{token}::"
@@ -184,6 +184,27 @@ def test_the_step_summary_lists_every_finding_in_a_table() -> None:
     assert summary_markdown("t", True, "ok", []) == "### ✅ t\n\nok\n\n"
 
 
+def test_a_summary_over_githubs_limit_ends_with_whole_rows_and_says_how_many_it_leaves_out() -> None:
+    from reprogate.output.workflow import SUMMARY_LIMIT
+
+    findings = [Diagnostic(f"records/r{i}.yaml", "é" * 400, "c", Severity.ERROR, Location(i + 1, 1), "f") for i in range(2_000)]  # ~1.6 MB of rows
+    text = summary_markdown("reprogate validate", False, "2000 document(s) checked", findings)
+    lines = text.split("\n")
+    rows = [line for line in lines if line.startswith("| `records/")]
+    assert len(text.encode()) < SUMMARY_LIMIT and all(row.endswith(" |") for row in rows)
+    assert 1_000 < len(rows) < 2_000
+    assert lines[-2] == f"_{2_000 - len(rows)} more finding(s) are not in this table (GitHub takes 1 MiB of summary a step); the step log lists every one._"
+
+
+def test_a_text_line_shows_control_characters_in_names_escaped() -> None:
+    """A file named to look like the end of one finding and the start of a passing one cannot
+    make a line of its own, nor send escape sequences to the terminal."""
+    forged = Diagnostic("a.yaml:1:1  -  ok\nrecords/b\x1b[2K.yaml", "bad\rvalid", "c", field="k\u202e")
+    line = format_line(forged)
+    assert line == "a.yaml:1:1  -  ok\\x0arecords/b\\x1b[2K.yaml:1:1  k\\u202e  bad\\x0dvalid"
+    assert "\n" not in line and "\x1b" not in line
+
+
 def test_the_github_result_through_emit_writes_the_summary_and_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "output"))
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
@@ -205,6 +226,7 @@ def test_the_github_result_through_emit_writes_the_summary_and_outputs(tmp_path:
         elif line.lstrip().startswith("::"):
             commands.append(line)
     assert len(commands) == 10 and all(c.startswith("::error file=records/r") for c in commands), "only our own ten annotations are commands"
-    assert fenced == 5, "the three overflowing findings (one spread over two lines) and the fence's end"
+    assert fenced == 4, "the three overflowing findings, a line each, and the fence's end"
+    assert any(line.endswith("::add-mask::x\\x0a::set-output name=valid::true") for line in out), "the message's newline shown, not taken"
     assert (tmp_path / "output").read_text() == "valid=false\ndocuments=1\ndrift=\n"
     assert (tmp_path / "summary.md").read_text().count("| `records/") == 13

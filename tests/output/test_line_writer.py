@@ -8,6 +8,7 @@ import io
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,25 @@ def test_what_was_printed_before_the_step_outputs_failed_still_reaches_the_log(p
     assert run.returncode == 3, run.stderr
     annotations = [line for line in run.stdout.decode().splitlines() if line.startswith("::warning ")]
     assert annotations and b"could not write the results: /dev/full: No space left on device" in run.stderr
+
+
+def test_a_non_blocking_stdout_that_fills_is_waited_on_not_cut(project: Path) -> None:
+    """A runner may hand over a pipe it set non-blocking; once the pipe's 64 KiB are full, a plain
+    write would fail with EAGAIN and the rest of the report would be lost."""
+    from support import record_copies
+
+    many = record_copies(project, 600, invalid=set(range(0, 600, 2)))
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    with subprocess.Popen([sys.executable, "-m", "reprogate", "validate", str(many)], cwd=project, stdout=write_end, stderr=subprocess.PIPE) as run:
+        os.close(write_end)
+        time.sleep(1.0)  # the reader starts late on purpose: the pipe fills first
+        with os.fdopen(read_end, "rb") as reader:
+            out = reader.read()
+        stderr = run.stderr.read() if run.stderr else b""
+        assert run.wait(timeout=120) == 1, stderr.decode()
+    assert b"Traceback" not in stderr and len(out) > 128 * 1024
+    lines = out.decode().splitlines()
+    assert lines[-1].startswith("600 document(s) checked, 300 valid, 300 invalid")
+    named = {line.split(":", 1)[0] for line in lines if line.startswith("many/run-")}
+    assert named == {f"many/run-{i:03d}.yaml" for i in range(600)}, "every record's findings, none lost to a full pipe"

@@ -58,9 +58,11 @@ def _reference_trace(repo: Path, record: dict[str, Any], cache: Path) -> Path:
         )
         for r in range(2)
     ]
+    deadline = time.monotonic() + 600  # two ranks that cannot meet (no loopback) must not hang the session
+    while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+        time.sleep(0.05)
     for proc in procs:
-        while proc.poll() is None:
-            time.sleep(0.05)
+        proc.kill()  # a no-op for a rank that ended
     assert all(p.poll() == 0 for p in procs), (work / "rank0.log").read_text()
     target = repo / "reference" / "trace.jsonl"
     target.parent.mkdir()
