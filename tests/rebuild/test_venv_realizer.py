@@ -172,6 +172,8 @@ def test_uv_is_given_pips_indexes(monkeypatch: pytest.MonkeyPatch) -> None:
     assert ["--find-links", "/srv/wheels"] == args[args.index("--find-links") : args.index("--find-links") + 2]
     assert "https://mirror.example/simple" in args
     assert pip_index_settings({**env, "UV_INDEX_URL": "https://uv.example/simple"}) == []
+    air_gapped = index_arguments({**env, "PIP_NO_INDEX": "true", "PIP_FIND_LINKS": "/srv/wheels", "PIP_INDEX_URL": "https://mirror.example/simple"})
+    assert air_gapped == ["--no-index", "--find-links", "/srv/wheels"], "pip's no-index holds for uv too"
 
 
 def test_uvs_own_settings_win_and_are_spelled_as_arguments() -> None:

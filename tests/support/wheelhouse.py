@@ -48,7 +48,10 @@ def provide(cache: Path | None = None) -> tuple[Path | None, str]:
     """The complete wheelhouse folder (filled here when missing), or None and why."""
     cache = cache or Path(os.environ.get("REPROGATE_TEST_WHEELHOUSE", DEFAULT_CACHE))
     folder = cache / key()
-    cache.mkdir(parents=True, exist_ok=True)
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return None, f"cannot make {cache}: {exc.strerror}"
     with open(cache / f"{folder.name}.lock", "w") as guard:
         fcntl.flock(guard, fcntl.LOCK_EX)  # another process filling it: wait, then find it complete
         if (folder / "complete").exists():

@@ -15,8 +15,8 @@ venv is made read-only after it is built, fingerprinted (fingerprint() below), a
 the fingerprint still matches — a venv a rank managed to change is thrown away and rebuilt.
 Bytecode is compiled up front so a read-only venv imports as fast as a writable one.
 
-Indexes: UV_* settings win; otherwise the index URL, extra index URLs and find-links pip is
-configured with (`pip config list`, PIP_* variables) are passed on, with pip's way of weighing
+Indexes: UV_* settings win; otherwise the index URL, extra index URLs, find-links and no-index
+pip is configured with (`pip config list`, PIP_* variables) are passed on, with pip's way of weighing
 every index alike, so a machine set up for pip resolves the same wheels (uv does not read pip's
 configuration itself). Either way they are handed to every uv step as arguments. The seed packages `uv venv --seed` installs come from the same indexes,
 so a machine that can only reach its mirror still gets a venv. With a hashed lock, only the
@@ -56,6 +56,9 @@ UV_INDEX_VARIABLES: tuple[tuple[str, str, str | None], ...] = (
     ("UV_EXTRA_INDEX_URL", "--extra-index-url", " "),
     ("UV_FIND_LINKS", "--find-links", ","),
 )
+# pip's settings reprogate hands to uv, and the variable that overrides each in pip's configuration.
+PIP_VARIABLES = (("index-url", "PIP_INDEX_URL"), ("extra-index-url", "PIP_EXTRA_INDEX_URL"), ("find-links", "PIP_FIND_LINKS"), ("no-index", "PIP_NO_INDEX"))
+TRUE_WORDS = ("1", "true", "yes", "on")  # how pip and uv spell a true boolean setting
 NETWORK_PAUSE = 15.0  # seconds before the one retry of a step an index could not be reached for
 # uv's causes when a request did not get an answer (it exits 2 for these and for a lock that
 # does not resolve alike); matched in its message, lower-cased.
@@ -126,7 +129,7 @@ def uv_index_settings(env: Mapping[str, str]) -> list[str]:
         for value in value_text.split(separator) if separator else [value_text]:
             if value.strip():
                 args += [flag, value.strip()]
-    if (env.get("UV_NO_INDEX") or "").strip().lower() in ("1", "true", "yes", "on"):
+    if (env.get("UV_NO_INDEX") or "").strip().lower() in TRUE_WORDS:
         args.append("--no-index")
     if env.get("UV_INDEX_STRATEGY") and args:
         args += ["--index-strategy", env["UV_INDEX_STRATEGY"].strip()]
@@ -137,7 +140,7 @@ def pip_index_settings(env: Mapping[str, str]) -> list[str]:
     """uv arguments for pip's configured indexes, unless UV_* settings already say where to look."""
     if uv_index_settings(env):
         return []
-    values: dict[str, list[str]] = {"index-url": [], "extra-index-url": [], "find-links": []}
+    values: dict[str, list[str]] = {"index-url": [], "extra-index-url": [], "find-links": [], "no-index": []}
     try:
         done = subprocess.run(
             [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, timeout=30, env={**env, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
@@ -150,10 +153,13 @@ def pip_index_settings(env: Mapping[str, str]) -> list[str]:
         name = key.rpartition(".")[2]
         if sep and name in values:
             values[name].extend(value.strip().strip("'\"").split())
-    for name, var in (("index-url", "PIP_INDEX_URL"), ("extra-index-url", "PIP_EXTRA_INDEX_URL"), ("find-links", "PIP_FIND_LINKS")):
+    for name, var in PIP_VARIABLES:
         if env.get(var):
             values[name] = env[var].split()
     args: list[str] = []
+    if values["no-index"] and values["no-index"][-1].lower() in TRUE_WORDS:  # an air-gapped runner: its find-links only
+        values["index-url"], values["extra-index-url"] = [], []
+        args.append("--no-index")
     for url in dict.fromkeys(values["index-url"][:1]):
         args += ["--index-url", url]
     for url in dict.fromkeys(values["extra-index-url"]):
