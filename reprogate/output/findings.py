@@ -7,6 +7,7 @@ so the two look alike and neither writes to GitHub itself.
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING
 
 from reprogate.core.diagnostics import Diagnostic, Severity
@@ -52,14 +53,15 @@ def all_findings(report: Validation) -> list[Diagnostic]:
 
 def render_text(report: Validation, verbose: bool = False) -> CommandResult:
     out = [format_line(d) for d in all_findings(report)]
+    shown = workflow.visible  # a file name is one line, whatever characters it holds
     if verbose:
         for f in report.files:
             if f.skipped:
-                out.append(f"{f.path}: skipped, {f.skipped}")
+                out.append(f"{shown(f.path)}: skipped, {f.skipped}")
             elif not f.diagnostics:
-                out.append(f"{f.path}: ok ({f.kind})")
+                out.append(f"{shown(f.path)}: ok ({f.kind})")
     else:
-        out += [f"{f.path}: skipped, {f.skipped}" for f in report.files if f.skipped and f.skipped.startswith("not a reprogate document (")]
+        out += [f"{shown(f.path)}: skipped, {f.skipped}" for f in report.files if f.skipped and f.skipped.startswith("not a reprogate document (")]
     out.append(_summary(report))
     return CommandResult(report.exit_code, out)
 
@@ -94,7 +96,7 @@ def render_github(report: Validation, verbose: bool = False) -> CommandResult:
         outputs={
             "valid": "true" if report.exit_code == 0 else "false",
             "documents": str(len(report.checked)),
-            "drift": ",".join(f"{d.path}:{d.field}" for d in report.drift),
+            "drift": ",".join(f"{workflow.visible(d.path)}:{d.field}" for d in report.drift),
         },
         summary=summary_markdown("reprogate validate", report.exit_code == 0, _summary(report), findings),
     )
@@ -122,7 +124,19 @@ def annotate(findings: list[Diagnostic]) -> list[str]:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")  # CommonMark ends a line at \r too
+    """Text for a table cell: one line (CommonMark ends a line at \\r too), no column break, and
+    control or bidirectional characters shown escaped, as in the log."""
+    return workflow.visible(text.replace("\r", " ").replace("\n", " ")).replace("|", "\\|")
+
+
+def _code(text: str) -> str:
+    """A code span for `text` in a cell: fenced with one backtick more than its longest run of
+    backticks, so a name holding backticks cannot end the span early."""
+    cell = _cell(text)
+    runs = [len(run) for run in re.findall(r"`+", cell)]
+    fence = "`" * (max(runs, default=0) + 1)
+    pad = " " if cell.startswith("`") or cell.endswith("`") else ""
+    return f"{fence}{pad}{cell}{pad}{fence}"
 
 
 SUMMARY_BUDGET = workflow.SUMMARY_LIMIT - 64 * 1024  # bytes of table: the rest of the step's summary stays whole
@@ -139,7 +153,7 @@ def summary_markdown(title: str, ok: bool, summary: str, findings: list[Diagnost
         size = sum(len(line.encode()) + 1 for line in lines)
         for shown, d in enumerate(findings):
             msg = d.message + (f" — {d.hint}" if d.hint else "")
-            row = f"| `{_cell(d.path)}` | {d.location.line}:{d.location.col} | `{_cell(d.field or '-')}` | {d.severity.value} | {_cell(msg)} |"
+            row = f"| {_code(d.path)} | {d.location.line}:{d.location.col} | {_code(d.field or '-')} | {d.severity.value} | {_cell(msg)} |"
             size += len(row.encode()) + 1
             if size > SUMMARY_BUDGET:
                 left = len(findings) - shown

@@ -8,7 +8,7 @@
 - Step outputs are declared in STEP_OUTPUTS (action.yml declares the same names; a test holds the
   two together); multi-line values use a random heredoc delimiter.
 - GitHub shows at most 10 error and 10 warning annotations per step; a step summary over 1 MiB is
-  refused, so the summary is cut to fit.
+  refused, so what is appended is cut, at a line's end, to fit beside what the step holds already.
 """
 
 from __future__ import annotations
@@ -124,15 +124,23 @@ def stop_commands(lines: Iterable[str]) -> list[str]:
 
 
 def append_summary(markdown: str) -> bool:
-    """Append to $GITHUB_STEP_SUMMARY, cut to stay under GitHub's 1 MiB; False if unset."""
+    """Append to $GITHUB_STEP_SUMMARY, cut to stay under GitHub's 1 MiB for the whole step (what
+    an earlier command in the same step wrote counts), at the end of a line; False if unset."""
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if not target:
         return False
+    try:
+        present = os.path.getsize(target)
+    except OSError:
+        present = 0
     data = markdown.encode("utf-8")
-    if len(data) > SUMMARY_LIMIT - 1024:
-        note = b"\n\n_(summary cut to fit GitHub's 1 MiB step-summary limit)_\n"
-        data = data[: SUMMARY_LIMIT - 1024 - len(note)].decode("utf-8", "ignore").encode() + note
-    _append(target, data)
+    room = SUMMARY_LIMIT - 1024 - present
+    if len(data) > room:
+        note = b"\n_(summary cut to fit GitHub's 1 MiB step-summary limit; the step log has everything)_\n"
+        cut = data.rfind(b"\n", 0, max(room - len(note), 0))
+        data = (data[: cut + 1] if cut >= 0 else b"") + note if room > len(note) else b""
+    if data:
+        _append(target, data)
     return True
 
 

@@ -230,3 +230,37 @@ def test_the_github_result_through_emit_writes_the_summary_and_outputs(tmp_path:
     assert any(line.endswith("::add-mask::x\\x0a::set-output name=valid::true") for line in out), "the message's newline shown, not taken"
     assert (tmp_path / "output").read_text() == "valid=false\ndocuments=1\ndrift=\n"
     assert (tmp_path / "summary.md").read_text().count("| `records/") == 13
+
+
+def test_the_summary_is_cut_at_a_line_end_to_fit_beside_what_the_step_already_wrote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from reprogate.output.workflow import SUMMARY_LIMIT, append_summary
+
+    target = tmp_path / "summary.md"
+    target.write_bytes(b"x" * 900_000 + b"\n")  # an earlier command in the same step
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(target))
+    rows = "".join(f"| row {i} | {'é' * 40} |\n" for i in range(10_000))
+    assert append_summary(rows)
+    written = target.read_bytes()[900_001:].decode()
+    assert target.stat().st_size < SUMMARY_LIMIT
+    *kept, blank, note, end = written.split("\n")  # a blank line ends the table before the note
+    assert blank == "" and kept and all(line.startswith("| row ") and line.endswith(" |") for line in kept), "whole rows only"
+    assert note.startswith("_(summary cut to fit GitHub's 1 MiB") and end == ""
+    target.write_bytes(b"x" * (SUMMARY_LIMIT - 10))
+    append_summary(rows)
+    assert target.stat().st_size == SUMMARY_LIMIT - 10, "no room: nothing appended, rather than a summary GitHub refuses"
+
+
+def test_summary_cells_escape_what_the_log_escapes_and_code_spans_hold_backticks() -> None:
+    d = Diagnostic("a`b``c\x1b[2K\u202e.yaml", "m", "c", field="`k`")
+    row = summary_markdown("t", False, "s", [d]).split("\n")[-2]
+    assert row.startswith("| ```a`b``c\\x1b[2K\\u202e.yaml``` | 1:1 | `` `k` `` |"), row
+
+
+def test_verbose_text_names_each_file_on_one_line(tmp_path: Path) -> None:
+    forged = "m\n9 document(s) checked, 9 valid, 0 invalid (0 error(s), 0 warning(s))\n.yaml"
+    report = Validation(files=[FileResult(forged, "DatasetManifest"), FileResult("h\n::error::x\n.yaml", None, skipped=SKIPPED)])
+    lines = [line for entry in render_text(report, verbose=True).stdout for line in entry.split("\n")]
+    assert lines[:2] == [
+        "m\\x0a9 document(s) checked, 9 valid, 0 invalid (0 error(s), 0 warning(s))\\x0a.yaml: ok (DatasetManifest)",
+        f"h\\x0a::error::x\\x0a.yaml: skipped, {SKIPPED}",
+    ]

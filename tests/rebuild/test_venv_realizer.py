@@ -193,6 +193,22 @@ def test_uvs_own_settings_win_and_are_spelled_as_arguments() -> None:
     ]
     pip_only = index_arguments({**env, "UV_NO_INDEX": "0", "PIP_FIND_LINKS": "/srv/pip-wheels"})  # a false UV_NO_INDEX says nothing
     assert "/srv/pip-wheels" in pip_only and "--no-index" not in pip_only
+    no_index = index_arguments({**env, "UV_NO_INDEX": "1", "PIP_FIND_LINKS": "/srv/pip-wheels"})  # not a location: pip's still hold
+    assert no_index[-1] == "--no-index" and "/srv/pip-wheels" in no_index
+    strategy = index_arguments({**env, "UV_INDEX_STRATEGY": "first-index", "PIP_EXTRA_INDEX_URL": "https://mirror.example/simple"})
+    assert strategy[-2:] == ["--index-strategy", "first-index"] and "unsafe-best-match" not in strategy
+
+
+def test_a_pip_conf_listing_one_index_a_line_gives_each_index(tmp_path: Path) -> None:
+    from reprogate.rebuild.realizers.venv import index_arguments
+
+    conf = tmp_path / "pip.conf"
+    conf.write_text("[global]\nextra-index-url =\n    https://one.example/simple\n    https://two.example/simple\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "PIP_"))}
+    args = index_arguments({**env, "PIP_CONFIG_FILE": str(conf)})
+    pairs = list(zip(args, args[1:], strict=False))
+    assert ("--extra-index-url", "https://one.example/simple") in pairs and ("--extra-index-url", "https://two.example/simple") in pairs
+    assert not any("\\n" in arg for arg in args)
 
 
 def _bare_request(tmp_path: Path) -> Any:
@@ -207,16 +223,17 @@ def _bare_request(tmp_path: Path) -> Any:
 def test_the_seed_packages_come_from_the_runners_indexes_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, venv_cache: Path) -> None:
     """`uv venv --seed` ignores UV_NO_INDEX and UV_FIND_LINKS in its environment: unless the
     realizer spells them out, the seed comes from PyPI on a runner told to use only its mirror."""
-    from reprogate.core.errors import UsageError
+    from reprogate.core.errors import InfrastructureError
     from reprogate.rebuild.realizers.venv import VenvRealizer
 
     empty = tmp_path / "empty-mirror"
     empty.mkdir()
     monkeypatch.setenv("UV_NO_INDEX", "1")
     monkeypatch.setenv("UV_FIND_LINKS", str(empty))
-    with pytest.raises(UsageError) as raised:
+    with pytest.raises(InfrastructureError) as raised:  # the runner's mirror lacks the seed: not the lock's fault
         VenvRealizer().realize(_bare_request(tmp_path))
     assert "could not create a Python" in raised.value.message and "pip" in raised.value.message
+    assert "the lock was not looked at" in raised.value.hint and raised.value.exit_code == 3
     assert f"--find-links {empty} --no-index" in (tmp_path / "work" / "logs" / "realize-venv.log").read_text()
 
 

@@ -47,11 +47,14 @@ def key() -> str:
 def provide(cache: Path | None = None) -> tuple[Path | None, str]:
     """The complete wheelhouse folder (filled here when missing), or None and why."""
     cache = cache or Path(os.environ.get("REPROGATE_TEST_WHEELHOUSE", DEFAULT_CACHE))
-    folder = cache / key()
     try:
-        cache.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        return None, f"cannot make {cache}: {exc.strerror}"
+        return _provide(cache, cache / key())
+    except OSError as exc:  # a folder that cannot be made or written: the tests use pip's indexes
+        return None, f"cannot fill {cache}: {exc.strerror or exc}"
+
+
+def _provide(cache: Path, folder: Path) -> tuple[Path | None, str]:
+    cache.mkdir(parents=True, exist_ok=True)
     with open(cache / f"{folder.name}.lock", "w") as guard:
         fcntl.flock(guard, fcntl.LOCK_EX)  # another process filling it: wait, then find it complete
         if (folder / "complete").exists():

@@ -72,6 +72,7 @@ NETWORK_CAUSES = (
     "connection refused",
     "operation timed out",
     "network unreachable",
+    "http status server error",  # a 5xx answer, with uv's retries turned off
 )
 
 
@@ -114,26 +115,33 @@ def choose_lock(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def index_arguments(env: Mapping[str, str]) -> list[str]:
-    """Where every uv step looks for packages, as arguments: uv's own settings when the runner
-    has any, else pip's. Given as arguments, not left in the environment, because `uv venv`
-    reads only some of them (not UV_FIND_LINKS or UV_NO_INDEX), and its seed packages would
-    otherwise come from PyPI on a runner that can reach only its mirror."""
-    return uv_index_settings(env) or pip_index_settings(env)
+    """Where every uv step looks for packages, as arguments: uv's own locations when the runner
+    sets any, else pip's; then UV_NO_INDEX and UV_INDEX_STRATEGY, which hold either way. Given as
+    arguments, not left in the environment, because `uv venv` reads only some of them (not
+    UV_FIND_LINKS or UV_NO_INDEX), and its seed packages would otherwise come from PyPI on a
+    runner that can reach only its mirror."""
+    args = uv_index_settings(env) or pip_index_settings(env)
+    if _true(env.get("UV_NO_INDEX")) and "--no-index" not in args:
+        args.append("--no-index")
+    strategy = (env.get("UV_INDEX_STRATEGY") or "").strip()
+    if strategy:  # the runner's choice (first-index guards against dependency confusion) wins
+        args += ["--index-strategy", strategy]
+    return args
 
 
 def uv_index_settings(env: Mapping[str, str]) -> list[str]:
-    """The runner's UV_* index settings, spelled as the arguments they stand for."""
+    """The runner's UV_* index locations, spelled as the arguments they stand for."""
     args: list[str] = []
     for var, flag, separator in UV_INDEX_VARIABLES:
         value_text = env.get(var) or ""
         for value in value_text.split(separator) if separator else [value_text]:
             if value.strip():
                 args += [flag, value.strip()]
-    if (env.get("UV_NO_INDEX") or "").strip().lower() in TRUE_WORDS:
-        args.append("--no-index")
-    if env.get("UV_INDEX_STRATEGY") and args:
-        args += ["--index-strategy", env["UV_INDEX_STRATEGY"].strip()]
     return args
+
+
+def _true(value: str | None) -> bool:
+    return (value or "").strip().lower() in TRUE_WORDS
 
 
 def pip_index_settings(env: Mapping[str, str]) -> list[str]:
@@ -151,13 +159,13 @@ def pip_index_settings(env: Mapping[str, str]) -> list[str]:
     for line in lines:
         key, sep, value = line.partition("=")
         name = key.rpartition(".")[2]
-        if sep and name in values:
-            values[name].extend(value.strip().strip("'\"").split())
+        if sep and name in values:  # a multi-line value (one URL a line in pip.conf) is listed with literal \n
+            values[name].extend(value.strip().strip("'\"").replace("\\n", " ").split())
     for name, var in PIP_VARIABLES:
         if env.get(var):
             values[name] = env[var].split()
     args: list[str] = []
-    if values["no-index"] and values["no-index"][-1].lower() in TRUE_WORDS:  # an air-gapped runner: its find-links only
+    if values["no-index"] and _true(values["no-index"][-1]):  # an air-gapped runner: its find-links only
         values["index-url"], values["extra-index-url"] = [], []
         args.append("--no-index")
     for url in dict.fromkeys(values["index-url"][:1]):
@@ -166,7 +174,7 @@ def pip_index_settings(env: Mapping[str, str]) -> list[str]:
         args += ["--extra-index-url", url]
     for url in dict.fromkeys(values["find-links"]):
         args += ["--find-links", url]
-    if values["extra-index-url"]:  # pip weighs every index alike; uv takes the first that has a name
+    if values["extra-index-url"] and not env.get("UV_INDEX_STRATEGY"):  # pip weighs every index alike; uv takes the first that has a name
         args += ["--index-strategy", "unsafe-best-match"]
     return args
 
@@ -319,6 +327,10 @@ class VenvRealizer:
             log,
             "uv could not create a Python " + python + " environment",
             before_retry=lambda: shutil.rmtree(building, ignore_errors=True),
+            not_the_lock=(
+                "the lock was not looked at yet: this runner lacks the Python the record names, or its indexes "
+                "(find-links) lack pip, setuptools and wheel, which `uv venv --seed` installs"
+            ),
         )
         if fmt == "pip-requirements":
             hashed = "--hash=" in lock.read_text(encoding="utf-8", errors="replace")
@@ -347,7 +359,9 @@ class VenvRealizer:
             _discard(building)
 
     @staticmethod
-    def _uv(cmd: list[str], env: Mapping[str, str], log: Path, what: str, before_retry: Callable[[], None] = lambda: None) -> None:
+    def _uv(cmd: list[str], env: Mapping[str, str], log: Path, what: str, before_retry: Callable[[], None] = lambda: None, not_the_lock: str = "") -> None:
+        """Run one uv step. A failure is the lock's (exit 2) unless an index did not answer, or
+        the step never reads the lock (`not_the_lock` says why): then it is the runner's (exit 3)."""
         for attempt in (1, 2):
             try:
                 done = subprocess.run(cmd, capture_output=True, text=True, env=dict(env), timeout=UV_TIMEOUT)
@@ -360,6 +374,8 @@ class VenvRealizer:
             message = redact((done.stderr or done.stdout).strip())
             if not unreachable_index(message):
                 tail = "\n".join(message.splitlines()[-15:])
+                if not_the_lock:
+                    raise InfrastructureError(f"{what}:\n{tail}", hint=not_the_lock)
                 raise UsageError(f"{what}:\n{tail}", hint="the lock file does not install here; fix the lock (uv's message above), or use a container")
             if attempt == 1:
                 with open(log, "a", encoding="utf-8") as fh:
