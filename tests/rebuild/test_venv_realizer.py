@@ -244,7 +244,7 @@ def test_an_index_that_does_not_answer_is_infrastructure_not_a_bad_lock(tmp_path
 
     for name in ("UV_NO_INDEX", "UV_FIND_LINKS"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("UV_DEFAULT_INDEX", f"http://127.0.0.1:{free_port()}/simple")  # nothing listens there
+    monkeypatch.setenv("UV_DEFAULT_INDEX", f"http://ci-bot:s3cr3t-index-pw@127.0.0.1:{free_port()}/simple")  # nothing listens there
     monkeypatch.setenv("UV_HTTP_RETRIES", "0")
     monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))  # no answer remembered from another run
     monkeypatch.setattr(venv, "NETWORK_PAUSE", 0.1)
@@ -253,6 +253,7 @@ def test_an_index_that_does_not_answer_is_infrastructure_not_a_bad_lock(tmp_path
     assert "a package index could not be reached (twice" in raised.value.message and raised.value.exit_code == 3
     log = (tmp_path / "work" / "logs" / "realize-venv.log").read_text()
     assert log.count(" venv --quiet --seed") == 2 and "trying once more" in log
+    assert "s3cr3t-index-pw" not in log + raised.value.message, "the index's credentials reach neither the log nor the report"
 
 
 def test_a_cached_venv_that_training_code_changed_is_not_reused(tmp_path: Path) -> None:

@@ -368,7 +368,7 @@ class VenvRealizer:
             except subprocess.TimeoutExpired:
                 raise InfrastructureError(f"{what}: uv did not finish within {UV_TIMEOUT:g} s") from None
             with open(log, "a", encoding="utf-8") as fh:
-                fh.write(f"$ {' '.join(cmd)}\n{done.stdout}{done.stderr}\n")
+                fh.write(redact(f"$ {' '.join(cmd)}\n{done.stdout}{done.stderr}\n"))  # an index URL may carry credentials
             if done.returncode == 0:
                 return
             message = redact((done.stderr or done.stdout).strip())
