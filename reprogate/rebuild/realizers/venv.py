@@ -16,11 +16,11 @@ the fingerprint still matches — a venv a rank managed to change is thrown away
 Bytecode is compiled up front so a read-only venv imports as fast as a writable one.
 
 Indexes: UV_* settings win; otherwise the index URL, extra index URLs, find-links and no-index
-pip is configured with (`pip config list`, PIP_* variables) are passed on, with pip's way of weighing
-every index alike, so a machine set up for pip resolves the same wheels (uv does not read pip's
-configuration itself). Either way they are handed to every uv step as arguments. The seed packages `uv venv --seed` installs come from the same indexes,
-so a machine that can only reach its mirror still gets a venv. With a hashed lock, only the
-pinned artifacts can install either way.
+pip is configured with (`pip config list`, PIP_* variables) are passed on, with pip's way of
+weighing every index alike, so a machine set up for pip resolves the same wheels (uv does not
+read pip's configuration itself). Either way they are handed to every uv step as arguments, the
+seed packages' step included, so a runner that reaches only its mirror still gets a venv. With a
+hashed lock, only the pinned artifacts can install either way.
 
 An index that cannot be reached is the network's fault, not the lock's: uv's own retries spent,
 the step is tried once more after a pause, and if it still fails the rebuild ends as an
