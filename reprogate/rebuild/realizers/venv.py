@@ -372,8 +372,8 @@ class VenvRealizer:
             if done.returncode == 0:
                 return
             message = redact((done.stderr or done.stdout).strip())
+            tail = "\n".join(message.splitlines()[-15:])
             if not unreachable_index(message):
-                tail = "\n".join(message.splitlines()[-15:])
                 if not_the_lock:
                     raise InfrastructureError(f"{what}:\n{tail}", hint=not_the_lock)
                 raise UsageError(f"{what}:\n{tail}", hint="the lock file does not install here; fix the lock (uv's message above), or use a container")
@@ -382,7 +382,6 @@ class VenvRealizer:
                     fh.write(f"# an index could not be reached; trying once more in {NETWORK_PAUSE:g} s\n")
                 time.sleep(NETWORK_PAUSE)
                 before_retry()
-        tail = "\n".join(message.splitlines()[-15:])
         raise InfrastructureError(
             f"{what}: a package index could not be reached (twice, {NETWORK_PAUSE:g} s apart):\n{tail}",
             hint="the lock file was not judged; rerun when the index answers, or point pip (or UV_INDEX_URL / UV_FIND_LINKS) at a mirror this runner reaches",
