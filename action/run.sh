@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The action's single step: map the inputs (passed as environment variables, never interpolated
-# into this script) onto one reprogate command. Only the commands that talk to GitHub keep the
-# token: validate, detect, rebuild, audit and `gate --mode compute` run without it, so nothing a
-# pull request controls (records, training code) runs next to a credential.
+# The action's command step: map the inputs (passed as environment variables, never interpolated
+# into this script) onto one reprogate command. Only the commands that talk to GitHub get the
+# token (action.yml runs them in a step of their own): validate, detect, rebuild, audit and
+# `gate --mode compute` run in a step whose environment never held it, so nothing a pull request
+# controls (records, training code) runs next to a credential.
 set -euo pipefail
 reprogate="$VENV/bin/reprogate"
 base="${INPUT_BASE:-}"
@@ -36,28 +37,36 @@ case "${INPUT_COMMAND:-gate}" in
   rebuild)
     without_token
     [ -n "${INPUT_RECORD:-}" ] || { echo "::error title=reprogate::rebuild needs the record input"; exit 2; }
-    exec "$reprogate" rebuild "$INPUT_RECORD" --environment "${INPUT_ENVIRONMENT:-reference}" --format github ;;
+    # The verdict goes to a fresh folder under RUNNER_TEMP (the out-dir output), never into the
+    # checkout; reprogate writes no environment file, so the ranks' parent does not know its path.
+    nonce=()
+    [ -z "${INPUT_NONCE:-}" ] || nonce=(--nonce "$INPUT_NONCE")
+    unset GITHUB_ENV GITHUB_PATH
+    exec "$reprogate" rebuild "$INPUT_RECORD" --environment "${INPUT_ENVIRONMENT:-reference}" "${nonce[@]}" --format github ;;
   audit)
     without_token
     # shellcheck disable=SC2086  # records is a space-separated list of paths and globs
     exec "$reprogate" audit ${INPUT_RECORDS:-} ;;
   status)
-    verdict="${INPUT_VERDICT:-reprogate-rebuild/verdict.json}"
+    verdict="${INPUT_VERDICT:-verdicts}"
     args=(github status)
     if [ -d "$verdict" ]; then
       # one verdict.json per rebuilt record (artifacts downloaded into sub-folders)
       found=0
       while IFS= read -r -d '' file; do
         args+=(--from-verdict "$file")
-        [ -z "${INPUT_PULL_REQUEST:-}" ] || args+=(--comment-report "$(dirname "$file")/report.md")
         found=1
       done < <(find "$verdict" -name verdict.json -type f -print0 | sort -z)
       # no verdict at all: name the missing file, so the status says error rather than nothing
       [ "$found" = 1 ] || args+=(--from-verdict "$verdict/verdict.json")
     else
       args+=(--from-verdict "$verdict")
-      [ -z "${INPUT_PULL_REQUEST:-}" ] || args+=(--comment-report "$(dirname "$verdict")/report.md")
     fi
+    # what binds the verdicts to this dispatch (github/binding.py); the report is rendered from
+    # the accepted verdicts, never taken from the rebuild's folder
+    [ -z "${INPUT_NONCE:-}" ] || args+=(--nonce "$INPUT_NONCE")
+    [ -z "${INPUT_REBUILD_RESULT:-}" ] || args+=(--rebuild-result "$INPUT_REBUILD_RESULT")
+    [ -z "${INPUT_BASE:-}" ] || args+=(--base "$INPUT_BASE")
     [ -z "${INPUT_EXPECT_RECORDS:-}" ] || args+=(--expect-records "$INPUT_EXPECT_RECORDS")
     [ -z "${INPUT_ALSO_CONTEXT:-}" ] || args+=(--also-context "$INPUT_ALSO_CONTEXT")
     [ -z "${INPUT_SHA:-}" ] || args+=(--sha "$INPUT_SHA")

@@ -22,14 +22,40 @@ ACTION = load_document(REPO / "action.yml").data
 def test_action_outputs_are_exactly_the_declared_step_outputs() -> None:
     assert set(ACTION["outputs"]) == set(STEP_OUTPUTS)
     for name, output in ACTION["outputs"].items():
-        assert output["value"] == f"${{{{ steps.run.outputs.{name} }}}}"
+        assert output["value"] == f"${{{{ steps.run.outputs.{name} || steps.untrusted.outputs.{name} }}}}"
+
+
+def command_steps() -> dict[str, dict]:
+    return {step["id"]: step for step in ACTION["runs"]["steps"] if step.get("id") in ("run", "untrusted")}
 
 
 def test_every_input_reaches_the_script() -> None:
-    run_step = next(step for step in ACTION["runs"]["steps"] if step.get("id") == "run")
-    passed = " ".join(str(v) for v in run_step["env"].values())
-    for name in ACTION["inputs"]:
-        assert f"inputs.{name} }}}}" in passed, name
+    for step in command_steps().values():
+        passed = " ".join(str(v) for v in step["env"].values())
+        for name in ACTION["inputs"]:
+            if name != "token" or step["id"] == "run":
+                assert f"inputs.{name} }}}}" in passed, (step["id"], name)
+
+
+def test_only_the_posting_step_holds_the_token_and_exactly_one_step_runs() -> None:
+    """The step shell of rebuild, validate, detect, audit and gate compute never has the token in
+    its environment (code under test could read an ancestor's /proc/*/environ); its `if:` is the
+    exact negation of the posting step's."""
+    steps = command_steps()
+    assert "GITHUB_TOKEN" in steps["run"]["env"] and not any("token" in str(v) for v in steps["untrusted"]["env"].values())
+    assert not any("TOKEN" in key for key in steps["untrusted"]["env"])
+    posting = steps["run"]["if"]
+    assert steps["untrusted"]["if"] == f"${{{{ !({posting}) }}}}"
+    for command, mode in [("gate", "full"), ("gate", "publish"), ("status", "full")]:
+        assert eval_if(posting, command, mode), (command, mode)
+    for command, mode in [("gate", "compute"), ("rebuild", "full"), ("validate", "full"), ("detect", "full"), ("audit", "full")]:
+        assert not eval_if(posting, command, mode), (command, mode)
+
+
+def eval_if(expression: str, command: str, mode: str) -> bool:
+    """The posting step's condition, evaluated for given inputs (it uses only ==, !=, && and ||)."""
+    python = expression.replace("&&", " and ").replace("||", " or ").replace("inputs.command", repr(command)).replace("inputs.mode", repr(mode))
+    return bool(eval(python.replace("'", '"'), {"__builtins__": {}}))
 
 
 def test_the_cache_is_deleted_first_and_saved_before_anything_runs_and_never_from_a_pull_request() -> None:
@@ -71,6 +97,11 @@ def run_script(venv: Path, cwd: Path, **inputs: str) -> list[str]:
         ({"command": "detect", "base": "origin/main"}, False, ["detect", "--base", "origin/main", "--head", "HEAD", "--format", "github"]),
         ({"command": "rebuild", "record": "r.yaml"}, False, ["rebuild", "r.yaml", "--environment", "reference", "--format", "github"]),
         (
+            {"command": "rebuild", "record": "r.yaml", "nonce": "n" * 20},
+            False,
+            ["rebuild", "r.yaml", "--environment", "reference", "--nonce", "n" * 20, "--format", "github"],
+        ),
+        (
             {"command": "rebuild", "record": "r.yaml", "environment": "candidate"},
             False,
             ["rebuild", "r.yaml", "--environment", "candidate", "--format", "github"],
@@ -91,7 +122,17 @@ def test_status_posts_every_verdict_in_a_folder(fake_venv: Path, tmp_path: Path)
         (folder / "verdict.json").write_text("{}")
     records = json.dumps(["a.yaml", "b.yaml"])
     out = run_script(
-        fake_venv, tmp_path, command="status", verdict="verdicts", expect_records=records, also_context="reprogate/baseline", sha="a" * 40, pull_request="5"
+        fake_venv,
+        tmp_path,
+        command="status",
+        verdict="verdicts",
+        expect_records=records,
+        also_context="reprogate/baseline",
+        sha="a" * 40,
+        pull_request="5",
+        nonce="n" * 20,
+        rebuild_result="success",
+        base="b" * 40,
     )
     assert out[0] == "token=ghs_secret"
     assert out[1:] == [
@@ -99,12 +140,14 @@ def test_status_posts_every_verdict_in_a_folder(fake_venv: Path, tmp_path: Path)
         "status",
         "--from-verdict",
         "verdicts/reprogate-verdict-0/verdict.json",
-        "--comment-report",
-        "verdicts/reprogate-verdict-0/report.md",
         "--from-verdict",
         "verdicts/reprogate-verdict-1/verdict.json",
-        "--comment-report",
-        "verdicts/reprogate-verdict-1/report.md",
+        "--nonce",
+        "n" * 20,
+        "--rebuild-result",
+        "success",
+        "--base",
+        "b" * 40,
         "--expect-records",
         records,
         "--also-context",

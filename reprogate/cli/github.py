@@ -71,16 +71,23 @@ def github() -> None:
 @click.option("--description", default="", help="Status text (cut to GitHub's 140 characters).")
 @click.option("--context", default=None, help="Status context (default from .reprogate.yaml: reprogate/reproduction).")
 @click.option("--also-context", default=None, help="Post the same state on this context too (the baseline status of a promotion rebuild).")
-@click.option("--sha", default=None, help="Commit (default GITHUB_SHA).")
+@click.option("--sha", default=None, help="Commit (default GITHUB_SHA); with --from-verdict its records are read from git here to check the verdicts' digests.")
 @click.option("--target-url", default=None, help="Link from the status (default: this workflow run).")
 @click.option(
-    "--comment-report",
-    "reports",
-    multiple=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Also upsert these Markdown reports as the PR comment (needs --pr).",
+    "--nonce",
+    envvar="REPROGATE_NONCE",
+    default=None,
+    help="With --from-verdict: the nonce the gate's dispatch carried (workflow input); a verdict without it is refused and the state is error.",
 )
-@click.option("--pr", type=click.IntRange(min=1), default=None, help="Pull request number for --comment-report.")
+@click.option(
+    "--rebuild-result",
+    type=click.Choice(["success", "failure", "cancelled", "skipped"]),
+    default=None,
+    help="With --from-verdict: the rebuild job's own result (needs.rebuild.result); anything but success or failure, "
+    "or a failure beside passing verdicts, is error.",
+)
+@click.option("--base", default=None, help="The base commit the pull request was judged against (dispatch input); named in the status.")
+@click.option("--pr", type=click.IntRange(min=1), default=None, help="Also post the report, rendered here from the verdicts, as this pull request's comment.")
 def github_status(
     state: str | None,
     verdicts: tuple[Path, ...],
@@ -90,13 +97,28 @@ def github_status(
     also_context: str | None,
     sha: str | None,
     target_url: str | None,
-    reports: tuple[Path, ...],
+    nonce: str | None,
+    rebuild_result: str | None,
+    base: str | None,
     pr: int | None,
 ) -> None:
-    """Set a commit status (and optionally the report comment)."""
+    """Set a commit status, or the one terminal state of a rebuild's verdicts (and the report comment)."""
     from reprogate.github.command import StatusRequest, status_command
 
-    request = StatusRequest(state, verdicts, description, context, sha, target_url, reports, pr, expect_records, also_context)
+    request = StatusRequest(
+        state=state,
+        verdicts=verdicts,
+        description=description,
+        context=context,
+        sha=sha,
+        target_url=target_url,
+        pr=pr,
+        expect_records=expect_records,
+        also_context=also_context,
+        nonce=nonce,
+        rebuild_result=rebuild_result,
+        base=base,
+    )
     finish(lambda: status_command(request), "text", "github status")
 
 

@@ -38,9 +38,15 @@ def preflight(world_size: int | None, backend: str | None, timeout: float, recor
     "--out",
     "output_dir",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path("reprogate-rebuild"),
-    show_default=True,
-    help="Where verdict.json and report.md are written.",
+    default=None,
+    help="Where verdict.json, report.md and rebuild-record.yaml are written: a folder that does not exist yet (or is empty), "
+    "outside the checkout. Default: a new folder under $RUNNER_TEMP (or the temporary folder); its path is printed.",
+)
+@click.option(
+    "--nonce",
+    envvar="REPROGATE_NONCE",
+    default=None,
+    help="The nonce of the gate's dispatch (workflow input `nonce`), written into the verdict; `github status` accepts only a verdict with it.",
 )
 @click.option("--steps", type=click.IntRange(min=1), default=None, help="Compare at most this many steps (the entrypoint sees REPROGATE_MAX_STEPS).")
 @click.option(
@@ -78,7 +84,8 @@ def preflight(world_size: int | None, backend: str | None, timeout: float, recor
 def rebuild(
     record: Path,
     workdir: Path | None,
-    output_dir: Path,
+    output_dir: Path | None,
+    nonce: str | None,
     steps: int | None,
     seeds: int,
     world_size: int | None,
@@ -107,6 +114,7 @@ def rebuild(
         launcher=launcher,
         cache=cache,
         dry_run=dry_run,
+        nonce=nonce,
     )
     finish(lambda: rebuild_command(record, options, output_dir, fmt), fmt, "rebuild")
 

@@ -1,11 +1,14 @@
-"""Ending child processes for good: preflight ranks and rebuild ranks run in their own process
-groups (start_new_session), so killing the group also ends anything they started."""
+"""Ending child processes for good. Preflight ranks and rebuild ranks run in their own process
+groups (start_new_session), so killing the group ends what stayed in it; code under test that left
+the group (setsid, a double fork) is found as a descendant of this process, which is its
+subreaper while the rebuild runs, and killed before any verdict is written."""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Iterable
 
 
@@ -18,3 +21,98 @@ def end_all(procs: Iterable[subprocess.Popen[bytes]]) -> None:
             except ProcessLookupError:
                 pass
         proc.wait()
+
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper(on: bool = True) -> bool:
+    """Make this process (or, with on=False, no longer) the subreaper of everything it starts (Linux): a descendant that escapes
+    its process group (setsid, a double fork) is re-parented to us when its parent exits, not to
+    init, so `end_escaped` can still find it. False where the kernel or libc does not offer it."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _parents() -> dict[int, int]:
+    """pid -> parent pid of every process this one can see (from /proc/*/stat)."""
+    found: dict[int, int] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()  # after the command name, which may hold spaces and ')'
+        if len(fields) > 1:
+            found[int(name)] = int(fields[1])
+    return found
+
+
+def descendants(spared: frozenset[int] = frozenset()) -> set[int]:
+    """Processes below this one, leaving out `spared` and everything below a spared process."""
+    children: dict[int, list[int]] = {}
+    for pid, parent in _parents().items():
+        children.setdefault(parent, []).append(pid)
+    found: set[int] = set()
+    todo = [p for p in children.get(os.getpid(), []) if p not in spared]
+    while todo:
+        pid = todo.pop()
+        if pid in found:
+            continue
+        found.add(pid)
+        todo += [c for c in children.get(pid, []) if c not in spared]
+    return found
+
+
+def end_escaped(spared: frozenset[int], rounds: int = 50) -> int:
+    """SIGKILL every descendant that is not `spared` (what this process had running before it
+    started the code under test, and what those started), until none is left; returns how many.
+    Killing top-down makes the loop converge: a killed process cannot fork again, and its
+    children come to us as orphans, to be found in the next round."""
+    killed: set[int] = set()
+    for _ in range(rounds):
+        alive = descendants(spared) - killed
+        stragglers = {pid for pid in descendants(spared) if pid in killed and not _reaped(pid)}
+        if not alive and not stragglers:
+            break
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                continue
+            killed.add(pid)
+        time.sleep(0.02)
+    for pid in killed:
+        _reaped(pid)
+    return len(killed)
+
+
+def _reaped(pid: int) -> bool:
+    """Collect `pid` if it is our child and has died; True when it is gone for good."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return not os.path.exists(f"/proc/{pid}") or _zombie_of_another(pid)
+    return done == pid
+
+
+def _zombie_of_another(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return True
+    return stat[stat.rfind(b")") + 2 :].split()[0] == b"Z"

@@ -7,15 +7,15 @@
 - Writes beyond the first few of a run are spaced at least `write_interval` seconds apart (GitHub
   asks clients making many writes to wait a second between them); a gate's handful goes out at once.
 - Pagination through the Link header, only on the API's own origin (the token never leaves it).
-- The token is never printed: under Actions it is masked (`::add-mask::`) before anything else,
-  and errors quote GitHub's message, never request headers.
+- The token is never printed, not even as `::add-mask::` (which would put it into any captured
+  stdout; the runner masks github.token and secrets itself), and errors quote GitHub's message,
+  never request headers.
 - Size limits: a status description is cut to 140 characters, a comment body to 65,536.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -61,11 +61,6 @@ class GitHubClient:
     writes: int = 0
     _last_write: float = 0.0
     _http: HttpClient | None = None
-
-    def __post_init__(self) -> None:
-        if self.token and os.environ.get("GITHUB_ACTIONS") == "true":
-            sys.stdout.write(f"::add-mask::{self.token}\n")
-            sys.stdout.flush()
 
     @property
     def http(self) -> HttpClient:

@@ -69,32 +69,40 @@ class StatusRequest:
     context: str | None = None
     sha: str | None = None
     target_url: str | None = None
-    reports: tuple[Path, ...] = ()
-    pr: int | None = None
+    pr: int | None = None  # post the report rendered from the verdicts as this pull request's comment
     expect_records: str | None = None  # JSON list of the records the rebuild was dispatched for
     also_context: str | None = None
+    nonce: str | None = None  # the dispatch's nonce: a verdict without it is refused
+    rebuild_result: str | None = None  # needs.rebuild.result
+    base: str | None = None  # the base the dispatch judged against, named in the description
 
 
 def status_command(request: StatusRequest) -> CommandResult:
-    """Post a state, or the one terminal state of a rebuild's verdicts (error for any verdict that
-    is missing or cannot be read: a required check must never stay pending)."""
+    """Post a state, or the one terminal state of a rebuild's verdicts: error for any verdict that
+    is missing, unreadable or not bound to this dispatch (github/binding.py), so a required check
+    never stays pending and never turns green from a file the rebuild did not make."""
     from reprogate.core.config import load_config
     from reprogate.github.gate import MARKER
+    from reprogate.github.trust import check_sha
+    from reprogate.rebuild.run_binding import check_nonce
 
     if not request.verdicts and request.state is None:
         raise UsageError("give --state or --from-verdict")
-    if request.reports and request.pr is None:
-        raise UsageError("--comment-report needs --pr")
+    if request.pr is not None and not request.verdicts:
+        raise UsageError("--pr posts the report of --from-verdict verdicts; give them")
     expected = _expected_records(request.expect_records)
+    nonce = check_nonce(request.nonce)
+    commit = check_sha(request.sha or os.environ.get("GITHUB_SHA", ""), "--sha")
+    base = check_sha(request.base, "--base") if request.base else None
     client, repo = client_from_env(), repository_from_env()
-    commit = request.sha or os.environ.get("GITHUB_SHA", "")
-    if not commit:
-        raise UsageError("no commit: give --sha (or set GITHUB_SHA)")
     ctx = request.context or os.environ.get("REPROGATE_STATUS_CONTEXT") or load_config(Path(".")).status_context
     url = request.target_url or run_url_from_env()
     lines: list[str] = []
+    posted_verdicts: list[dict[str, object]] = []
     if request.verdicts:
-        posted, text, lines = _post_verdicts(client, PostTarget(repo, commit, ctx, url), list(request.verdicts), expected)
+        judged = _judge_verdicts(list(request.verdicts), expected, nonce, request.rebuild_result, commit, base)
+        posted, text, lines, posted_verdicts = judged.state, judged.description, judged.notes, judged.accepted
+        client.create_status(repo, commit, posted, ctx, text, url)
     else:
         assert request.state is not None
         posted, text = request.state, request.description or request.state
@@ -103,20 +111,18 @@ def status_command(request: StatusRequest) -> CommandResult:
     if request.also_context:
         client.create_status(repo, commit, posted, request.also_context, text, url)
         lines.append(f"{request.also_context} = {posted}")
-    if request.reports and request.pr is not None:
-        body = "\n\n---\n\n".join(_read_report(path) for path in request.reports if path.exists())
-        if body:
-            client.upsert_comment(repo, request.pr, MARKER, body)
-            lines.append(f"report posted on #{request.pr}")
+    if request.pr is not None:
+        client.upsert_comment(repo, request.pr, MARKER, _report_body(posted_verdicts, lines[1:], text))
+        lines.append(f"report posted on #{request.pr}")
     return CommandResult(ExitCode.OK, lines)
 
 
 @dataclass(frozen=True)
-class PostTarget:
-    repository: str
-    sha: str
-    context: str
-    target_url: str | None
+class Judged:
+    state: str
+    description: str
+    notes: list[str]
+    accepted: list[dict[str, object]]  # the verdicts bound to this dispatch
 
 
 def _expected_records(raw: str | None) -> list[str] | None:
@@ -126,13 +132,14 @@ def _expected_records(raw: str | None) -> list[str] | None:
         value = json.loads(raw)
     except ValueError:
         raise UsageError("--expect-records is a JSON list of record paths") from None
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise UsageError("--expect-records is a JSON list of record paths")
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value) or len(value) > 256:
+        raise UsageError("--expect-records is a JSON list of at most 256 record paths")
     return value
 
 
-def _post_verdicts(client: GitHubClient, target: PostTarget, paths: list[Path], expected: list[str] | None) -> tuple[str, str, list[str]]:
+def _judge_verdicts(paths: list[Path], expected: list[str] | None, nonce: str | None, job_result: str | None, commit: str, base: str | None) -> Judged:
     from reprogate.core.errors import ReprogateError
+    from reprogate.github.binding import Expectation, head_digests, job_problem, refusal
     from reprogate.github.verdicts import terminal
     from reprogate.rebuild.verdicts import read_verdict
 
@@ -143,22 +150,39 @@ def _post_verdicts(client: GitHubClient, target: PostTarget, paths: list[Path], 
         except ReprogateError as exc:  # missing, empty, not JSON, another shape: never leave the check pending
             unreadable.append(str(path))
             notes.append(exc.message)
-    rebuilt = {os.path.normpath(str((v.get("record") or {}).get("path", ""))) for v in verdicts}
-    missing = [r for r in expected or [] if os.path.normpath(r) not in rebuilt]
+    named = [str((v.get("record") or {}).get("path", "")) for v in verdicts]
+    expectation = Expectation(nonce, os.environ.get("GITHUB_RUN_ID") or None, job_result, commit, head_digests(Path("."), commit, [*(expected or []), *named]))
+    accepted, refused = [], []
+    for verdict in verdicts:
+        why = refusal(verdict, expectation)
+        if why is None:
+            accepted.append(verdict)
+        else:
+            refused.append(why)
+            notes.append(f"refused: {why}")
+    rebuilt = {os.path.normpath(str((v.get("record") or {}).get("path", ""))) for v in accepted}
+    missing = [r for r in expected or [] if os.path.normpath(r) not in rebuilt and r not in refused]
     notes += [f"no verdict for {r}" for r in missing]
-    done = terminal(verdicts, unreadable, missing)
-    client.create_status(target.repository, target.sha, done.state, target.context, done.description, target.target_url)
-    return done.state, done.description, notes
+    job = job_problem(expectation, bool(accepted) and all(v.get("verdict") == "pass" for v in accepted))
+    if job:
+        notes.append(job)
+    done = terminal(accepted, unreadable, missing, refused, job, base)
+    return Judged(done.state, done.description, notes, accepted)
 
 
-def _read_report(path: Path) -> str:
-    from reprogate.core.documents import DocumentError, read_text
+def _report_body(verdicts: list[dict[str, object]], notes: list[str], description: str) -> str:
+    """The comment, rendered here from the verdicts this job accepted: nothing the rebuild folder
+    holds besides them (its report.md) is posted."""
     from reprogate.core.redact import redact
+    from reprogate.output.markdown import code_span
+    from reprogate.rebuild.report import markdown
 
-    try:
-        return redact(read_text(path, str(path), 1024 * 1024))
-    except DocumentError as exc:
-        return f"(report {path.name} unreadable: {exc.message})"
+    parts = [redact(markdown(v)) for v in verdicts]
+    if notes or not parts:
+        lines = ["## reprogate rebuild", "", f"**{code_span(description)}**", ""]
+        lines += [f"- {code_span(redact(note))}" for note in notes[:50]]
+        parts.insert(0, "\n".join(lines))
+    return "\n\n---\n\n".join(parts)
 
 
 def dispatch_command(workflow: str, ref: str, inputs: list[str]) -> CommandResult:

@@ -38,6 +38,7 @@ class PullRequestEvent:
     labels: tuple[str, ...]
     label: str | None  # the label this event applied or removed (labeled / unlabeled)
     sender: str
+    base_changed: bool = False  # `edited` with changes.base: the pull request was retargeted
 
     @property
     def fork(self) -> bool:
@@ -45,8 +46,9 @@ class PullRequestEvent:
 
     @property
     def new_head(self) -> bool:
-        """The event brought a commit the gate has not judged (an earlier label approved another one)."""
-        return self.action in ("opened", "synchronize")
+        """The event brought a (base, head) pair the gate has not judged: a new commit, or the same
+        commit proposed against another base. An earlier label approved another pair."""
+        return self.action in ("opened", "synchronize") or (self.action == "edited" and self.base_changed)
 
 
 @dataclass(frozen=True)
@@ -215,6 +217,7 @@ def _pull_request(r: _Reader, payload: dict[str, Any], repository: str, default_
         labels=labels,
         label=r.text(label_obj, "name", "label") if label_obj else None,
         sender=r.text(r.obj(payload, "sender", "", optional=True), "login", "sender", optional=True),
+        base_changed="base" in r.obj(payload, "changes", "", optional=True),
     )
 
 

@@ -23,6 +23,7 @@ import datetime
 import fnmatch
 import json
 import os
+import secrets
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,7 +52,9 @@ from reprogate.github.trust import (
     latest,
     reproduction_verdict,
     short_digest,
+    with_base,
 )
+from reprogate.output.markdown import code_span
 
 MARKER = "<!-- reprogate:gate -->"
 RELEASE_BRANCHES = ("release/*", "releases/*")
@@ -226,7 +229,7 @@ class Gate:
     def judge(self, subject: Subject, approvals: Approvals, tree: Path | None = None) -> None:
         config = _base_config(self.settings, subject.base)
         statuses = self.client.statuses(subject.repository, subject.head)
-        current = latest(statuses, config.status_context)
+        current = latest(statuses, config.status_context, subject.base)  # a judgement of this (base, head) pair only
         asked_rebuild = subject.number is not None and approvals.applied_by_writer(config.rebuild_label)
         asked_baseline = subject.number is not None and approvals.applied_by_writer(config.baseline_label)
         self.outcome.messages += getattr(approvals, "denied", [])
@@ -234,7 +237,7 @@ class Gate:
             self._drop_stale_labels(subject, config, {config.rebuild_label: asked_rebuild, config.baseline_label: asked_baseline})
         if current is not None and not (asked_rebuild or asked_baseline):
             self.outcome.messages.append(
-                f"{config.status_context} is already {current.get('state')} on {subject.head[:12]}; "
+                f"{config.status_context} is already {current.get('state')} on {subject.head[:12]} against base {subject.base[:12]}; "
                 "this event changes nothing that is built, so nothing is posted"
             )
             return
@@ -246,7 +249,8 @@ class Gate:
             self._plan_reproduction(plan, found, subject, config, asked_rebuild, current_state)
         if asked_baseline and not found.invalid:
             self._plan_baseline(plan, found, subject, config, statuses)
-        self._act(plan, found, subject, config, current_state)
+        baseline_now = latest(statuses, config.baseline_context, subject.base)
+        self._act(plan, found, subject, config, current_state, str(baseline_now.get("state")) if baseline_now else None)
 
     def _drop_stale_labels(self, subject: Subject, config: Config, asked: dict[str, bool]) -> None:
         for label in (config.rebuild_label, config.baseline_label):
@@ -294,7 +298,7 @@ class Gate:
         source = RebuildSource(
             subject.repository, self.settings.server_url, config.rebuild_workflow, config.rebuild_ref or subject.default_branch, config.status_context
         )
-        verdict = reproduction_verdict(self.client, source, statuses)
+        verdict = reproduction_verdict(self.client, source, statuses, subject.base)
         needed = {short_digest(digest) for digest in found.promoted.values()}
         if verdict.trusted_run and needed <= verdict.digests:
             plan.baseline = ("success", f"{len(needed)} promoted record(s) reproduced by {verdict.why}")
@@ -308,7 +312,9 @@ class Gate:
         plan.baseline_dispatch = True
         plan.baseline = ("pending", f"waiting for the rebuild of {len(found.promoted)} promoted record(s)")
 
-    def _act(self, plan: Plan, found: Assessment, subject: Subject, config: Config, current: str | None) -> None:
+    def _act(self, plan: Plan, found: Assessment, subject: Subject, config: Config, current: str | None, baseline_now: str | None) -> None:
+        """Post what the plan says. Every description names the base (trust.with_base), and no
+        terminal status of this (base, head) pair is replaced by `pending`, on either context."""
         url = None
         if plan.records:
             url = self._dispatch(plan, subject, config, found)
@@ -322,12 +328,19 @@ class Gate:
             if state == "pending" and current in TERMINAL_STATES:
                 self.outcome.messages.append(f"kept {config.status_context} = {current}: a terminal status is never replaced by pending")
             else:
+                text = with_base(text, subject.base)
                 self.client.create_status(subject.repository, subject.head, state, config.status_context, text, url if state == "pending" else None)
                 self.outcome.messages.append(f"{config.status_context} = {state}: {text}")
         if plan.baseline is not None:
             state, text = plan.baseline
-            self.client.create_status(subject.repository, subject.head, state, config.baseline_context, text, url)
-            self.outcome.messages.append(f"{config.baseline_context} = {state}: {text}")
+            if state == "pending" and baseline_now in TERMINAL_STATES:
+                self.outcome.messages.append(
+                    f"kept {config.baseline_context} = {baseline_now}: a terminal status is never replaced by pending; the rebuild posts the new one"
+                )
+            else:
+                text = with_base(text, subject.base)
+                self.client.create_status(subject.repository, subject.head, state, config.baseline_context, text, url)
+                self.outcome.messages.append(f"{config.baseline_context} = {state}: {text}")
         if subject.number is not None and (plan.records or plan.comment or found.config_changed):
             self.client.upsert_comment(subject.repository, subject.number, MARKER, comment(found, plan, url))
 
@@ -341,6 +354,8 @@ class Gate:
         inputs = {
             "records": json.dumps(plan.records),
             "sha": subject.head,
+            "base": subject.base,
+            "nonce": secrets.token_urlsafe(24),  # the status job accepts only verdicts that carry it
             "pr": str(subject.number or ""),
             "correlation": correlation,
             "baseline": "true" if plan.baseline_dispatch else "false",
@@ -379,7 +394,7 @@ class Gate:
                 )
         config = _base_config(self.settings, subject.base)
         statuses = self.client.statuses(subject.repository, subject.head)
-        approvals = ApiApprovals(self.client, subject.repository, number, subject.labels, first_seen(statuses, config.status_context))
+        approvals = ApiApprovals(self.client, subject.repository, number, subject.labels, first_seen(statuses, config.status_context, subject.base))
         subject = dataclasses.replace(subject, new_head=approvals.first_seen is None)
         with tempfile.TemporaryDirectory(prefix="reprogate-head-") as tmp:
             tree = materialize(top, subject.head, Path(tmp))
@@ -438,17 +453,6 @@ def _subject_from_api(pr: dict[str, Any], event: WorkflowRunEvent, number: int) 
     return Subject(event.repository, event.default_branch, head["sha"], base["sha"], number, labels, head_repo != event.repository)
 
 
-def _code(text: str) -> str:
-    """Inline Markdown code that text from a pull request cannot break out of."""
-    text = text.replace("\n", " ").replace("\r", " ")
-    longest = run = 0
-    for ch in text:
-        run = run + 1 if ch == "`" else 0
-        longest = max(longest, run)
-    fence = "`" * (longest + 1)
-    return f"{fence} {text} {fence}"
-
-
 def comment(found: Assessment, plan: Plan, url: str | None) -> str:
     """The one sticky comment: what was dispatched or is awaited, and why."""
     from reprogate.detect.output import markdown
@@ -456,20 +460,20 @@ def comment(found: Assessment, plan: Plan, url: str | None) -> str:
     lines = ["## reprogate", ""]
     if url and plan.records:
         lines.append(f"The rebuild of {len(plan.records)} record(s) was dispatched: [run]({url}). The reproduction status will report its verdict.")
-        lines += [f"- {_code(path)}" for path in plan.records]
+        lines += [f"- {code_span(path)}" for path in plan.records]
         lines.append("")
     lines += plan.comment
     if found.config_changed:
         lines += [
             "",
             (
-                f"**This pull request changes {_code(found.config_rel)}.** The gate used the base branch's version; "
+                f"**This pull request changes {code_span(found.config_rel)}.** The gate used the base branch's version; "
                 "the change takes effect once merged, and counts as a watched change."
             ),
         ]
     if found.drift_findings:
         lines += ["", "Environment drift (the pull request changes what the reference ran in; the rebuild uses the pull request's environment):"]
-        lines += [f"- {_code(d.path)} {_code(d.field)}: {d.message.replace(chr(10), ' ')}" for d in found.drift_findings[:50]]
+        lines += [f"- {code_span(d.path)} {code_span(d.field)}: {d.message.replace(chr(10), ' ')}" for d in found.drift_findings[:50]]
     lines += ["", markdown(found.detection)]
     return "\n".join(lines)
 

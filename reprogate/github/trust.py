@@ -20,13 +20,39 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from reprogate.github.client import GitHubClient
+from reprogate.core.errors import UsageError
+from reprogate.github.client import DESCRIPTION_LIMIT, GitHubClient
 from reprogate.github.events import PullRequestEvent
 
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 TERMINAL_STATES = frozenset({"success", "failure", "error"})
 DIGEST_LENGTH = 12  # hex characters of a record digest a status names
 _DIGESTS = re.compile(rf"\brecords? ((?:[0-9a-f]{{{DIGEST_LENGTH}}})(?:,[0-9a-f]{{{DIGEST_LENGTH}}})*)")
+_BASE = re.compile(rf"; base ([0-9a-f]{{{DIGEST_LENGTH}}})\b")
+_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+
+
+def check_sha(value: str | None, option: str) -> str:
+    """A full commit sha, as statuses and git take them; anything else is a usage error (it
+    would otherwise become part of an API path)."""
+    if not value:
+        raise UsageError(f"no commit: give {option} (or set GITHUB_SHA)")
+    if not _SHA.match(value):
+        raise UsageError(f"{option} {value[:80]!r}: not a full commit sha (40 or 64 hex characters)")
+    return value
+
+
+def with_base(text: str, base: str) -> str:
+    """A status description that names the base it judged the head against, within 140 characters."""
+    suffix = f"; base {base[:DIGEST_LENGTH]}"
+    return text[: DESCRIPTION_LIMIT - len(suffix)] + suffix
+
+
+def base_of(status: dict[str, object]) -> str | None:
+    """The base a status names (a status is a judgement of a (base, head) pair; None for one
+    written before statuses named their base, which then counts for no base)."""
+    match = _BASE.search(str(status.get("description") or ""))
+    return match.group(1) if match else None
 
 
 def short_digest(digest: str) -> str:
@@ -124,35 +150,48 @@ class TrustedVerdict:
     why: str
 
 
-def reproduction_verdict(client: GitHubClient, source: RebuildSource, statuses: list[dict[str, object]]) -> TrustedVerdict:
-    """The reproduction status among a commit's `statuses`, and whether a run of the trusted
-    rebuild workflow set it."""
-    mine = latest(statuses, source.context)
+def reproduction_verdict(client: GitHubClient, source: RebuildSource, statuses: list[dict[str, object]], base: str) -> TrustedVerdict:
+    """The reproduction status among a commit's `statuses` for this base, and whether a run of the
+    trusted rebuild workflow set it (a terminal failure is checked the same way: a trusted failed
+    rebuild is a failed promotion, not a reason to ask again)."""
+    mine = latest(statuses, source.context, base)
     if mine is None:
-        return TrustedVerdict("none", frozenset(), None, False, f"no {source.context} status on this commit")
+        return TrustedVerdict("none", frozenset(), None, False, f"no {source.context} status for this head against base {base[:DIGEST_LENGTH]}")
     state, url = str(mine.get("state")), mine.get("target_url")
     digests = frozenset(digests_in(str(mine.get("description") or "")))
-    if state != "success":
+    if state not in TERMINAL_STATES:
         return TrustedVerdict(state, digests, url if isinstance(url, str) else None, False, f"{source.context} is {state}")
     run_id = _run_id(url, source.server_url, source.repository)
     if run_id is None:
-        return TrustedVerdict(state, digests, None, False, f"the {source.context} success does not link to a rebuild run")
+        return TrustedVerdict(state, digests, None, False, f"the {source.context} {state} does not link to a rebuild run")
     run = client.workflow_run(source.repository, run_id)
     path_ok = str(run.get("path", "")).split("@")[0] == f".github/workflows/{source.workflow}" or str(run.get("workflow_id")) == source.workflow
     if not path_ok or run.get("event") != "workflow_dispatch" or run.get("head_branch") != source.branch:
         why = f"run {run_id} is not {source.workflow} dispatched on {source.branch} (it is {str(run.get('path'))[:80]} on {str(run.get('event'))[:40]})"
         return TrustedVerdict(state, digests, str(url), False, why)
-    return TrustedVerdict(state, digests, str(url), True, f"run {run_id} of {source.workflow}")
+    return TrustedVerdict(state, digests, str(url), True, f"run {run_id} of {source.workflow} ({state})")
 
 
-def latest(statuses: list[dict[str, object]], context: str) -> dict[str, object] | None:
-    """The status GitHub shows for a context: the newest one (contexts are case-insensitive)."""
+def latest(statuses: list[dict[str, object]], context: str, base: str | None = None) -> dict[str, object] | None:
+    """The status GitHub shows for a context: the newest one (contexts are case-insensitive).
+    With `base`: that status only if it judged this base; one that judged another base (the pull
+    request was retargeted, or the head is proposed again elsewhere) is no judgement of this pair."""
     mine = [s for s in statuses if isinstance(s, dict) and str(s.get("context", "")).lower() == context.lower()]
-    return max(mine, key=lambda s: (str(s.get("created_at") or ""), int(s["id"]) if isinstance(s.get("id"), int) else 0)) if mine else None
+    if not mine:
+        return None
+    newest = max(mine, key=lambda s: (str(s.get("created_at") or ""), int(s["id"]) if isinstance(s.get("id"), int) else 0))
+    if base is not None and base_of(newest) != base[:DIGEST_LENGTH]:
+        return None
+    return newest
 
 
-def first_seen(statuses: list[dict[str, object]], context: str) -> str | None:
-    times = [str(s.get("created_at")) for s in statuses if isinstance(s, dict) and str(s.get("context", "")).lower() == context.lower() and s.get("created_at")]
+def first_seen(statuses: list[dict[str, object]], context: str, base: str) -> str | None:
+    """When the gate first judged this (base, head) pair: its first status naming this base."""
+    times = [
+        str(s.get("created_at"))
+        for s in statuses
+        if isinstance(s, dict) and str(s.get("context", "")).lower() == context.lower() and s.get("created_at") and base_of(s) == base[:DIGEST_LENGTH]
+    ]
     return min(times) if times else None
 
 
@@ -168,6 +207,9 @@ __all__ = [
     "WRITE_PERMISSIONS",
     "ApiApprovals",
     "Approvals",
+    "base_of",
+    "check_sha",
+    "with_base",
     "EventApprovals",
     "RebuildSource",
     "TrustedVerdict",

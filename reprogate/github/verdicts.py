@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reprogate.github.client import DESCRIPTION_LIMIT
-from reprogate.github.trust import short_digest
+from reprogate.github.trust import DIGEST_LENGTH, short_digest
 
 
 @dataclass(frozen=True)
@@ -35,28 +35,42 @@ def _digest_list(prefix: str, digests: list[str]) -> str:
     return f"{prefix}; record{'s' if len(digests) > 1 else ''} {','.join(shown)}"
 
 
-def terminal(verdicts: list[dict[str, Any]], unreadable: list[str], missing: list[str]) -> Terminal:
-    """success only when every expected record has a passing verdict; failure when one did not
-    reproduce; error when one could not run, could not be read, or never arrived."""
+def terminal(
+    verdicts: list[dict[str, Any]],
+    unreadable: list[str],
+    missing: list[str],
+    refused: list[str] | None = None,
+    job_problem: str | None = None,
+    base: str | None = None,
+) -> Terminal:
+    """success only when every expected record has a passing verdict bound to this dispatch and
+    the rebuild job itself succeeded; failure when one did not reproduce; error when one could not
+    run, could not be read, was refused (github/binding.py) or never arrived. The description
+    names the base the pair was judged for, so a status is never taken for another base's."""
+    on = f"; base {base[:DIGEST_LENGTH]}" if base else ""
+    if refused:
+        return Terminal("error", f"{len(refused)} rebuild verdict(s) not made by this dispatch's rebuild: refused{on}"[:DESCRIPTION_LIMIT])
     if unreadable or missing:
         what = f"{len(unreadable)} unreadable" if unreadable else ""
         what += (", " if what else "") + (f"{len(missing)} missing" if missing else "")
-        return Terminal("error", f"rebuild verdict(s) {what} (cancelled, timed out or crashed): inconclusive")
+        return Terminal("error", f"rebuild verdict(s) {what} (cancelled, timed out or crashed): inconclusive{on}"[:DESCRIPTION_LIMIT])
     if not verdicts:
-        return Terminal("error", "the rebuild produced no verdict: inconclusive")
+        return Terminal("error", f"the rebuild produced no verdict: inconclusive{on}")
     failed = [v for v in verdicts if v.get("verdict") != "pass" and not v.get("infrastructure")]
     broken = [v for v in verdicts if v.get("verdict") != "pass" and v.get("infrastructure")]
     if failed:
         first = failed[0]
         name = (first.get("record") or {}).get("name") or (first.get("record") or {}).get("path") or "record"
-        return Terminal("failure", f"not reproduced: {str(name)[:60]} first differs at {first.get('diagnosis')}"[:DESCRIPTION_LIMIT])
+        return Terminal("failure", f"not reproduced: {str(name)[:60]} first differs at {first.get('diagnosis')}{on}"[:DESCRIPTION_LIMIT])
     if broken:
-        return Terminal("error", f"rebuild could not run ({broken[0].get('diagnosis')}): inconclusive"[:DESCRIPTION_LIMIT])
+        return Terminal("error", f"rebuild could not run ({broken[0].get('diagnosis')}): inconclusive{on}"[:DESCRIPTION_LIMIT])
+    if job_problem:
+        return Terminal("error", f"{job_problem}: inconclusive{on}"[:DESCRIPTION_LIMIT])
     digests = [short_digest(str((v.get("record") or {}).get("digest", ""))) for v in verdicts]
     if len(verdicts) == 1:
         level = str((verdicts[0].get("record") or {}).get("level", ""))
-        return Terminal("success", _digest_list(f"reproduced: {level} contract held", digests))
-    return Terminal("success", _digest_list(f"reproduced: {len(verdicts)} records", digests))
+        return Terminal("success", _digest_list(f"reproduced: {level} contract held{on}", digests))
+    return Terminal("success", _digest_list(f"reproduced: {len(verdicts)} records{on}", digests))
 
 
 __all__ = ["Terminal", "terminal"]

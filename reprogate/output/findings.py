@@ -7,11 +7,11 @@ so the two look alike and neither writes to GitHub itself.
 from __future__ import annotations
 
 import json
-import re
 from typing import TYPE_CHECKING
 
 from reprogate.core.diagnostics import Diagnostic, Severity
 from reprogate.output import workflow
+from reprogate.output.markdown import cell, code_span
 from reprogate.output.result import CommandResult
 
 if TYPE_CHECKING:
@@ -123,22 +123,6 @@ def annotate(findings: list[Diagnostic]) -> list[str]:
     return out
 
 
-def _cell(text: str) -> str:
-    """Text for a table cell: one line (CommonMark ends a line at \\r too), no column break, and
-    control or bidirectional characters shown escaped, as in the log."""
-    return workflow.visible(text.replace("\r", " ").replace("\n", " ")).replace("|", "\\|")
-
-
-def _code(text: str) -> str:
-    """A code span for `text` in a cell: fenced with one backtick more than its longest run of
-    backticks, so a name holding backticks cannot end the span early."""
-    cell = _cell(text)
-    runs = [len(run) for run in re.findall(r"`+", cell)]
-    fence = "`" * (max(runs, default=0) + 1)
-    pad = " " if cell.startswith("`") or cell.endswith("`") else ""
-    return f"{fence}{pad}{cell}{pad}{fence}"
-
-
 SUMMARY_BUDGET = workflow.SUMMARY_LIMIT - 64 * 1024  # bytes of table: the rest of the step's summary stays whole
 
 
@@ -153,7 +137,8 @@ def summary_markdown(title: str, ok: bool, summary: str, findings: list[Diagnost
         size = sum(len(line.encode()) + 1 for line in lines)
         for shown, d in enumerate(findings):
             msg = d.message + (f" — {d.hint}" if d.hint else "")
-            row = f"| {_code(d.path)} | {d.location.line}:{d.location.col} | {_code(d.field or '-')} | {d.severity.value} | {_cell(msg)} |"
+            path, name = code_span(d.path, in_table=True), code_span(d.field or "-", in_table=True)
+            row = f"| {path} | {d.location.line}:{d.location.col} | {name} | {d.severity.value} | {cell(msg)} |"
             size += len(row.encode()) + 1
             if size > SUMMARY_BUDGET:
                 left = len(findings) - shown

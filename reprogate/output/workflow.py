@@ -33,6 +33,7 @@ STEP_OUTPUTS: dict[str, str] = {
     "verdict": "rebuild: pass or fail",
     "diagnosis": "rebuild: the first stage that failed",
     "report-path": "rebuild: path of the Markdown report",
+    "out-dir": "rebuild: the fresh folder holding verdict.json, report.md and rebuild-record.yaml (upload this one)",
     "ok": "dataset verify: true when every shard matches",
 }
 

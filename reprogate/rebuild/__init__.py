@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from reprogate import __version__
+from reprogate.core import processes
 from reprogate.core.canonical import canonical_digest
 from reprogate.core.config import repository_root
 from reprogate.core.diagnostics import ExitCode
@@ -29,6 +30,7 @@ from reprogate.core.redact import redact
 from reprogate.rebuild.compare import loss_curve
 from reprogate.rebuild.context import RebuildContext, RebuildOptions, StageResult
 from reprogate.rebuild.realizers.base import ENVIRONMENTS
+from reprogate.rebuild.run_binding import RunBinding
 from reprogate.rebuild.stages import STAGES
 
 
@@ -88,6 +90,10 @@ def run_rebuild(record: Path, options: RebuildOptions) -> tuple[dict[str, Any], 
         raise RebuildUsageError(f"work folder {workdir} is not empty; a rebuild starts from an empty worker")
     workdir.mkdir(parents=True, exist_ok=True)
     ctx = RebuildContext(record, doc, root, workdir.resolve(), options)
+    # What runs below us now (in a test session: its daemons) is spared; whatever the code under
+    # test starts and leaves behind, however detached, is ours to end before a verdict exists.
+    spared = frozenset(processes.descendants())
+    reaper = processes.become_subreaper()
     started_at = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
     started = time.monotonic()
     results: list[StageResult] = []
@@ -110,6 +116,9 @@ def run_rebuild(record: Path, options: RebuildOptions) -> tuple[dict[str, Any], 
         ctx.rebuild_record = rebuild_record(ctx, verdict, options.output)  # before the work folder goes
     finally:
         ctx.close()
+        ctx.escaped = processes.end_escaped(spared)
+        if reaper:
+            processes.become_subreaper(False)
         if temporary:
             from reprogate.rebuild.inject import make_writable
 
@@ -149,6 +158,7 @@ def _verdict(ctx: RebuildContext, results: list[StageResult], failed: StageResul
         "infrastructure": bool(failed and failed.exit_code == ExitCode.INFRA),
         "exit_code": int(failed.exit_code) if failed else 0,
         "record": {"path": display_path(ctx.record_path), "name": ctx.section("metadata", "name"), "digest": record_digest(ctx.data), "level": ctx.level},
+        "run": RunBinding.from_environment(ctx.options.nonce).as_json(),
         "stages": [
             {
                 "name": r.name,

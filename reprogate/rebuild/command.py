@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from reprogate.core.diagnostics import ExitCode
-from reprogate.core.errors import UsageError
+from reprogate.core.errors import ReprogateError, UsageError
 from reprogate.core.fileio import atomic_write
 from reprogate.output import workflow
 from reprogate.output.result import CommandResult
@@ -40,17 +40,28 @@ def preflight_command(options: Any, output: Path | None, fmt: str) -> CommandRes
     return CommandResult(report.exit_code, [payload if fmt == "json" else render_text(report)])
 
 
-def rebuild_command(record: Path, options: Any, output_dir: Path, fmt: str) -> CommandResult:
+def rebuild_command(record: Path, options: Any, output_dir: Path | None, fmt: str) -> CommandResult:
+    import dataclasses
     import hashlib
 
+    from reprogate.core.config import repository_root
     from reprogate.core.yamlout import dump_yaml
     from reprogate.rebuild import exit_code, run_rebuild
     from reprogate.rebuild.report import markdown
+    from reprogate.rebuild.run_binding import check_nonce, fresh_output
 
-    options.output = output_dir
-    if options.dry_run:
-        return dry_run_command(record, options, output_dir)
-    verdict, ctx = run_rebuild(record, options)
+    nonce = check_nonce(options.nonce)  # before any folder is made
+    existed = output_dir is not None and output_dir.exists()
+    output_dir = fresh_output(output_dir, options.root or repository_root(record.parent), options.dry_run)
+    options = dataclasses.replace(options, output=output_dir, nonce=nonce)
+    try:
+        if options.dry_run:
+            return dry_run_command(record, options, output_dir)
+        verdict, ctx = run_rebuild(record, options)
+    except ReprogateError:
+        if not existed and not any(output_dir.iterdir()):
+            output_dir.rmdir()  # refused before anything was written: the folder it made goes again
+        raise
     record_text = dump_yaml(
         ctx.rebuild_record, f"Run record of a rebuild of {verdict['record']['path']} (reprogate rebuild); its verdict is verdict.json beside it"
     )
@@ -62,6 +73,8 @@ def rebuild_command(record: Path, options: Any, output_dir: Path, fmt: str) -> C
     result = CommandResult(
         exit_code(verdict), stderr=[f"wrote {output_dir / 'verdict.json'}, {output_dir / 'report.md'} and {output_dir / 'rebuild-record.yaml'}"]
     )
+    if ctx.escaped:
+        result.stderr.insert(0, f"ended {ctx.escaped} process(es) the code under test had left running (detached from its ranks) before writing the verdict")
     if fmt == "json":
         result.stdout = [json.dumps(verdict, indent=2)]
         return result
@@ -74,7 +87,12 @@ def rebuild_command(record: Path, options: Any, output_dir: Path, fmt: str) -> C
                 workflow.annotation("error", f"{failed['name']}: {failed['detail']}", verdict["record"]["path"], title=f"reprogate rebuild: {failed['name']}"),
             )
         result.summary = report
-        result.outputs = {"verdict": verdict["verdict"], "diagnosis": verdict["diagnosis"] or "", "report-path": str(output_dir / "report.md")}
+        result.outputs = {
+            "verdict": verdict["verdict"],
+            "diagnosis": verdict["diagnosis"] or "",
+            "report-path": str(output_dir / "report.md"),
+            "out-dir": str(output_dir),
+        }
     return result
 
 

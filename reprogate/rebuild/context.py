@@ -34,7 +34,8 @@ class RebuildOptions:
     realizer: str | None = None  # default chosen from the record
     launcher: str | None = None  # default chosen from the record
     cache: Path | None = None  # realizers' cache (venvs); default ~/.cache/reprogate
-    output: Path = Path("reprogate-rebuild")  # verdict, report, rebuild record and its trace
+    output: Path = Path("reprogate-rebuild")  # verdict, report, rebuild record and its trace (run_binding.fresh_output)
+    nonce: str | None = None  # the gate's dispatch nonce, written into the verdict
     dry_run: bool = False  # write what the launcher would submit (Kubernetes manifests) and run nothing
 
 
@@ -92,6 +93,7 @@ class RebuildContext:
     runs: list[SeedRun] = field(default_factory=list)  # run
     tests: list[dict[str, Any]] = field(default_factory=list)  # steps, metric: statistical tests, stated fully
     rebuild_record: dict[str, Any] = field(default_factory=dict)  # written by the runner at the end
+    escaped: int = 0  # processes the code under test left running, ended by the runner before any verdict was written
 
     @property
     def data(self) -> dict[str, Any]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import Result
@@ -23,7 +22,7 @@ from support.gate import (
     statuses,
     webhook,
 )
-from support.verdicts import make_verdict
+from support.verdicts import bound_verdict
 
 require_octokit()
 
@@ -130,27 +129,22 @@ def test_release_push_requires_a_green_reproduction(run_gate: Callable[..., Resu
 
 
 @pytest.mark.parametrize(
-    "verdict, state", [(make_verdict("pass"), "success"), (make_verdict("fail", "metric"), "failure"), (make_verdict("fail", "preflight", True), "error")]
+    "verdict, diagnosis, infrastructure, state", [("pass", None, False, "success"), ("fail", "metric", False, "failure"), ("fail", "preflight", True, "error")]
 )
 def test_status_from_a_verdict_is_always_terminal(
-    cli: Cli, github: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, verdict: dict[str, Any], state: str
+    post_status: Cli, github: FakeGitHub, repo: Path, tmp_path: Path, verdict: str, diagnosis: str | None, infrastructure: bool, state: str
 ) -> None:
+    head = git(repo, "rev-parse", "HEAD")
     path = tmp_path / "verdict.json"
-    path.write_text(json.dumps(verdict))
-    report = tmp_path / "report.md"
-    report.write_text("## report\n" + "x" * 70_000)
-    for key, value in {
-        "GITHUB_REPOSITORY": REPOSITORY,
-        "GITHUB_TOKEN": TOKEN,
-        "GITHUB_API_URL": github.url,
-        "GITHUB_SHA": "a" * 40,
-        "REPROGATE_GITHUB_WRITE_INTERVAL": "0",
-    }.items():
-        monkeypatch.setenv(key, value)
-    result = cli("github", "status", "--from-verdict", str(path), "--comment-report", str(report), "--pr", "2", "--description", "x" * 300)
+    path.write_text(json.dumps(bound_verdict(repo, head, "tiny/records/tiny.yaml", verdict, diagnosis, infrastructure=infrastructure)))
+    (tmp_path / "report.md").write_text("## a report the rebuild folder holds\n" + "x" * 70_000)
+    job = "success" if verdict == "pass" else "failure"
+    result = post_status(repo, head, "--from-verdict", str(path), "--pr", "2", "--description", "x" * 300, "--base", "b" * 40, result=job)
     assert result.exit_code == 0, result.output
     assert github.statuses[0]["state"] == state and len(github.statuses[0]["description"]) <= 140
-    assert len(github.comments[0]["body"]) <= 65_536 and "cut to GitHub" in github.comments[0]["body"]
+    assert "; base bbbbbbbbbbbb" in github.statuses[0]["description"]
+    body = github.comments[0]["body"]
+    assert "test verdict" in body and "a report the rebuild folder holds" not in body, "the comment is rendered from the verdict, not report.md"
 
 
 def test_writes_beyond_a_burst_are_spaced(github: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,7 +25,7 @@ from support.gate import (
     statuses,
     trusted_run,
 )
-from support.verdicts import make_verdict
+from support.verdicts import bound_verdict, make_verdict, record_digest_at
 
 require_octokit()
 
@@ -125,7 +125,7 @@ def test_a_success_from_another_workflow_does_not_promote_a_baseline(run_gate: R
     github.permissions["maintainer"] = "write"
     elsewhere = github.add_run(555, path=".github/workflows/anything.yml")
     digest = startup_digest(repo, head)[len("canonical-v1:sha256:") :][:12]
-    github.post_status(head, "success", "reprogate/reproduction", f"reproduced: startup contract held; record {digest}", elsewhere)
+    github.post_status(head, "success", "reprogate/reproduction", f"reproduced: startup contract held; base {base[:12]}; record {digest}", elsewhere)
     run_gate(pr_event("labeled", base, head, labels=("reprogate/baseline",), label="reprogate/baseline", sender="maintainer"))
     assert ("reprogate/baseline", "success") not in statuses(github)
     assert "actions/get-workflow-run" in github.operations()
@@ -135,7 +135,7 @@ def test_a_passing_rebuild_of_this_head_and_record_promotes_the_baseline(run_gat
     base, head = commit(repo, lambda r: promote(r, forged=False))
     github.permissions["maintainer"] = "write"
     digest = startup_digest(repo, head)[len("canonical-v1:sha256:") :][:12]
-    github.post_status(head, "success", "reprogate/reproduction", f"reproduced: startup contract held; record {digest}", trusted_run(github))
+    github.post_status(head, "success", "reprogate/reproduction", f"reproduced: startup contract held; base {base[:12]}; record {digest}", trusted_run(github))
     result = run_gate(pr_event("labeled", base, head, labels=("reprogate/baseline",), label="reprogate/baseline", sender="maintainer"))
     assert result.exit_code == 0, result.output
     assert statuses(github, head)[-1] == ("reprogate/baseline", "success") and dispatches(github) == []
@@ -144,7 +144,9 @@ def test_a_passing_rebuild_of_this_head_and_record_promotes_the_baseline(run_gat
 def test_a_passing_rebuild_of_another_record_version_does_not_promote(run_gate: Run, github: FakeGitHub, repo: Path) -> None:
     base, head = commit(repo, lambda r: promote(r, forged=False))
     github.permissions["maintainer"] = "write"
-    github.post_status(head, "success", "reprogate/reproduction", "reproduced: startup contract held; record 0123456789ab", trusted_run(github))
+    github.post_status(
+        head, "success", "reprogate/reproduction", f"reproduced: startup contract held; base {base[:12]}; record 0123456789ab", trusted_run(github)
+    )
     run_gate(pr_event("labeled", base, head, labels=("reprogate/baseline",), label="reprogate/baseline", sender="maintainer"))
     assert statuses(github, head)[-1] == ("reprogate/baseline", "pending") and len(dispatches(github)) == 1
 
@@ -171,7 +173,7 @@ def test_an_injected_label_name_cannot_write_a_workflow_command(run_gate: Run, g
         elif fenced and line == end:
             fenced = False
         elif line.startswith("::") and not fenced:
-            assert line.startswith(("::add-mask::", "::notice ", "::error ", "::warning ")), line
+            assert line.startswith(("::notice ", "::error ", "::warning ")), line
     assert "rebuild-required=true\n" in (tmp_path / "outputs").read_text() and "rebuild-required=false" not in (tmp_path / "outputs").read_text()
 
 
@@ -179,7 +181,9 @@ def test_late_label_events_after_a_verdict_post_nothing(run_gate: Run, github: F
     base, head = bump_lock(repo)
     github.permissions.update(maintainer="write", triager="read")
     run_gate(pr_event("opened", base, head))
-    github.post_status(head, "success", "reprogate/reproduction", "reproduced: bitwise contract held; record 0123456789ab", trusted_run(github))
+    github.post_status(
+        head, "success", "reprogate/reproduction", f"reproduced: bitwise contract held; base {base[:12]}; record 0123456789ab", trusted_run(github)
+    )
     before = len(github.statuses)
     for event in (
         pr_event("labeled", base, head, labels=("documentation",), label="documentation", sender="maintainer"),
@@ -198,7 +202,7 @@ def test_a_writers_rebuild_label_after_a_verdict_redispatches_without_pending(ru
     base, head = bump_lock(repo)
     github.permissions["maintainer"] = "write"
     run_gate(pr_event("opened", base, head))
-    github.post_status(head, "failure", "reprogate/reproduction", "not reproduced: tiny first differs at steps", trusted_run(github))
+    github.post_status(head, "failure", "reprogate/reproduction", f"not reproduced: tiny first differs at steps; base {base[:12]}", trusted_run(github))
     result = run_gate(pr_event("labeled", base, head, labels=("reprogate/rebuild",), label="reprogate/rebuild", sender="maintainer"))
     assert len(dispatches(github)) == 2
     assert statuses(github, head)[-1] == ("reprogate/reproduction", "failure")
@@ -207,7 +211,9 @@ def test_a_writers_rebuild_label_after_a_verdict_redispatches_without_pending(ru
 
 def test_fork_pr_events_after_a_verdict_do_not_post_pending(run_gate: Run, github: FakeGitHub, repo: Path) -> None:
     base, head = bump_lock(repo)
-    github.post_status(head, "success", "reprogate/reproduction", "reproduced: bitwise contract held; record 0123456789ab", trusted_run(github))
+    github.post_status(
+        head, "success", "reprogate/reproduction", f"reproduced: bitwise contract held; base {base[:12]}; record 0123456789ab", trusted_run(github)
+    )
     for action in ("reopened", "edited", "unlabeled"):
         run_gate(pr_event(action, base, head, fork=True))
     assert statuses(github) == [("reprogate/reproduction", "success")]
@@ -263,58 +269,49 @@ def test_malformed_event_files_are_usage_errors(cli: Callable[..., Result], gith
     assert github.statuses == []
 
 
-def test_status_posts_error_for_every_unreadable_verdict(cli: Callable[..., Result], github: FakeGitHub, tmp_path: Path, monkeypatch) -> None:
-    from support.gate import REPOSITORY, TOKEN
-
-    for key, value in {
-        "GITHUB_REPOSITORY": REPOSITORY,
-        "GITHUB_TOKEN": TOKEN,
-        "GITHUB_API_URL": github.url,
-        "GITHUB_SHA": "b" * 40,
-        "REPROGATE_GITHUB_WRITE_INTERVAL": "0",
-    }.items():
-        monkeypatch.setenv(key, value)
+def test_status_posts_error_for_every_unreadable_verdict(post_status: Run, github: FakeGitHub, repo: Path, tmp_path: Path) -> None:
+    head = git(repo, "rev-parse", "HEAD")
     mistyped = make_verdict("pass")
     mistyped["stages"] = "all good"
     cases = {"empty": "", "not json": "{verdict: pass", "mistyped": json.dumps(mistyped), "a list": "[]", "forged shape": json.dumps({"verdict": "pass"})}
     for name, text in cases.items():
         path = tmp_path / f"{name}.json"
         path.write_text(text)
-        result = cli("github", "status", "--from-verdict", str(path))
+        result = post_status(repo, head, "--from-verdict", str(path))
         assert result.exit_code == 0, (name, result.output)
         assert github.statuses[-1]["state"] == "error", name
-    result = cli("github", "status", "--from-verdict", str(tmp_path / "missing.json"))
+    result = post_status(repo, head, "--from-verdict", str(tmp_path / "missing.json"))
     assert result.exit_code == 0 and github.statuses[-1]["state"] == "error"
     assert len(github.statuses) == len(cases) + 1
 
 
-def test_status_of_several_records_is_one_terminal_state(cli: Callable[..., Result], github: FakeGitHub, tmp_path: Path, monkeypatch) -> None:
-    from support.gate import REPOSITORY, TOKEN
+def several_records(repo: Path) -> tuple[str, list[str]]:
+    """Three records at a new head commit: copies of the startup record under other names."""
+    names = [f"records/r{i}.yaml" for i in range(3)]
 
-    for key, value in {
-        "GITHUB_REPOSITORY": REPOSITORY,
-        "GITHUB_TOKEN": TOKEN,
-        "GITHUB_API_URL": github.url,
-        "GITHUB_SHA": "c" * 40,
-        "REPROGATE_GITHUB_WRITE_INTERVAL": "0",
-    }.items():
-        monkeypatch.setenv(key, value)
+    def add(root: Path) -> None:
+        for i, name in enumerate(names):
+            text = (root / "records" / "startup.yaml").read_text().replace("name: ", f"name: r{i}-", 1)
+            (root / name).write_text(text)
+
+    return commit(repo, add)[1], names
+
+
+def test_status_of_several_records_is_one_terminal_state(post_status: Run, github: FakeGitHub, repo: Path, tmp_path: Path) -> None:
+    head, names = several_records(repo)
     paths = []
-    for i, (verdict, digest) in enumerate([("pass", "a" * 64), ("pass", "b" * 64)]):
-        data = make_verdict(verdict, digest="canonical-v1:sha256:" + digest)
-        data["record"]["path"] = f"records/r{i}.yaml"
+    for i in range(2):
         paths.append(tmp_path / f"v{i}.json")
-        paths[-1].write_text(json.dumps(data))
+        paths[-1].write_text(json.dumps(bound_verdict(repo, head, names[i])))
+    digests = [record_digest_at(repo, head, n).rsplit(":", 1)[1][:12] for n in names]
     args = [a for p in paths for a in ("--from-verdict", str(p))]
-    assert cli("github", "status", *args, "--expect-records", '["records/r0.yaml", "records/r1.yaml"]').exit_code == 0
-    assert github.statuses[-1]["state"] == "success" and github.statuses[-1]["description"].endswith("records aaaaaaaaaaaa,bbbbbbbbbbbb")
-    cli("github", "status", *args, "--expect-records", '["records/r0.yaml", "records/r1.yaml", "records/r2.yaml"]')
+    assert post_status(repo, head, *args, "--expect-records", json.dumps(names[:2])).exit_code == 0
+    assert github.statuses[-1]["state"] == "success" and github.statuses[-1]["description"].endswith(f"records {digests[0]},{digests[1]}")
+    post_status(repo, head, *args, "--expect-records", json.dumps(names))
     assert github.statuses[-1]["state"] == "error" and "1 missing" in github.statuses[-1]["description"]
-    failing = make_verdict("fail", "steps")
-    failing["record"]["path"] = "records/r2.yaml"
     paths.append(tmp_path / "v2.json")
-    paths[-1].write_text(json.dumps(failing))
-    cli("github", "status", *[a for p in paths for a in ("--from-verdict", str(p))], "--also-context", "reprogate/baseline")
+    paths[-1].write_text(json.dumps(bound_verdict(repo, head, names[2], "fail", "steps")))
+    post_status(repo, head, *[a for p in paths for a in ("--from-verdict", str(p))], "--also-context", "reprogate/baseline", result="failure")
     assert [s["state"] for s in github.statuses[-2:]] == ["failure", "failure"] and github.statuses[-1]["context"] == "reprogate/baseline"
 
 

@@ -96,6 +96,7 @@ def contained(tmp_path: Path, contained_template: Path, podman_engine: Any, monk
 
 def rebuild(cli: Cli, repo: Path, *args: str) -> tuple[Result, dict[str, Any], dict[str, Any]]:
     out = repo.parent / "out"
+    shutil.rmtree(out, ignore_errors=True)  # the last run's: rebuild writes only into a fresh folder
     shutil.rmtree(out, ignore_errors=True)
     result = cli("rebuild", str(repo / "records" / "contained.yaml"), "--out", str(out), *args)
     verdict = json.loads((out / "verdict.json").read_text()) if (out / "verdict.json").exists() else {}

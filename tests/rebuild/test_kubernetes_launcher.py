@@ -7,6 +7,7 @@ the pod's rank script is run by a real shell, as a pod of index 1 would run it.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import time
 from collections.abc import Callable
@@ -33,6 +34,7 @@ VERSIONS = ("1.29", "1.37")  # Indexed Jobs with pod hostnames are GA since 1.24
 
 def dry_run(cli: Cli, project: Path, *args: str) -> tuple[Result, list[dict[str, Any]]]:
     out = project.parent / "out"
+    shutil.rmtree(out, ignore_errors=True)  # the last run's: rebuild writes only into a fresh folder
     result = cli("rebuild", str(project / RECORD), "--launcher", "kubernetes", "--dry-run", "--out", str(out), *args)
     target = out / "kubernetes.yaml"
     return result, list(yaml.safe_load_all(target.read_text())) if target.exists() else []

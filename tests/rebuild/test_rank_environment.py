@@ -69,3 +69,59 @@ def test_ranks_see_only_the_allowlist_and_nothing_planted_leaves(cli: Cli, proje
         if value.startswith("/"):
             continue
         assert value not in everything, f"a planted secret leaked: {value[:8]}..."
+
+
+REWRITER = """
+import os, sys, time
+from pathlib import Path
+target = Path(os.environ["REWRITE_TARGET"])
+if os.fork() == 0:  # detach: a new session, then a grandchild whose parent exits at once
+    os.setsid()
+    if os.fork() == 0:
+        Path(os.environ["REWRITER_PID"]).write_text(str(os.getpid()))
+        deadline = time.time() + 20
+        while time.time() < deadline:  # wait for reprogate to finish, then rewrite the verdict
+            for verdict in target.glob("*/verdict.json"):
+                verdict.write_text('{"verdict": "pass"}')
+                Path(os.environ["REWRITER_PID"]).with_suffix(".done").write_text("rewritten")
+            time.sleep(0.05)
+    os._exit(0)
+time.sleep(0.5)
+sys.exit(3)
+"""
+
+
+def test_a_detached_rewriter_started_by_training_code_is_ended_before_the_verdict_is_written(
+    cli: Cli, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Training code forks, calls setsid, forks again and waits for reprogate to exit to rewrite
+    verdict.json. The rebuild is the subreaper of everything it starts: the rewriter is killed
+    before the verdict exists, and the verdict stays the rebuild's own."""
+    import os
+    import time
+
+    script = project / "tiny" / "project" / "rewrite.py"
+    script.write_text(REWRITER)
+    runner_temp = tmp_path / "runner-temp"
+    runner_temp.mkdir()
+    marker = tmp_path / "rewriter.pid"
+
+    def change(record: dict[str, Any]) -> None:
+        record["job"]["entrypoint"] = ["python", "rewrite.py"]
+        record["execution"]["env"].update(REWRITE_TARGET=str(runner_temp), REWRITER_PID=str(marker))
+        from reprogate.core.gittree import tree_id
+
+        record["source"]["tree"] = tree_id(project / "tiny" / "project")
+
+    edit_record(project / RECORD, change)
+    monkeypatch.setenv("RUNNER_TEMP", str(runner_temp))
+    result = cli("rebuild", str(project / RECORD), "--workdir", str(tmp_path / "work"))
+    assert result.exit_code == 1, result.output
+    (out,) = runner_temp.iterdir()
+    assert marker.exists(), "the rewriter started"
+    pid = int(marker.read_text())
+    time.sleep(1.0)
+    assert not marker.with_suffix(".done").exists(), "the verdict was rewritten after the rebuild"
+    assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split(") ")[1][0] == "Z"
+    assert "left running" in result.output
+    assert json.loads((out / "verdict.json").read_text())["diagnosis"] == "run"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ RECORD = Path("tiny") / "records" / "tiny.yaml"
 
 def rebuild(cli: Cli, project: Path, *args: str) -> tuple[Result, dict[str, Any]]:
     out = project.parent / "out"
+    shutil.rmtree(out, ignore_errors=True)  # the last run's: rebuild writes only into a fresh folder
     result = cli("rebuild", str(project / RECORD), "--out", str(out), "--format", "json", *args)
     verdict = json.loads((out / "verdict.json").read_text()) if (out / "verdict.json").exists() else {}
     return result, verdict
@@ -254,3 +256,22 @@ def test_statistical_and_tost_helpers_match_scipy() -> None:
     ci = stats.ttest_ind(y, x, equal_var=False).confidence_interval(0.90)
     assert (tost.ci_low, tost.ci_high) == (pytest.approx(ci.low), pytest.approx(ci.high))
     assert tost.equivalent and not welch_tost(x, [v + 0.5 for v in y], 0.2, 0.05).equivalent
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_a_reference_trace_that_is_a_fifo_or_dev_zero_is_refused_not_read_forever(project: Path, tmp_path: Path, kind: str) -> None:
+    import subprocess
+    import sys
+
+    from reprogate.core.documents import load_document
+
+    trace = project / load_document(project / RECORD).data["reference"]["trace"]["path"]
+    trace.unlink()
+    if kind == "fifo":
+        os.mkfifo(trace)
+    else:
+        trace.symlink_to("/dev/zero")
+    command = [sys.executable, "-m", "reprogate", "rebuild", str(project / RECORD), "--out", str(tmp_path / "out")]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False, cwd=project)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "is not a regular file" in done.stdout and "Traceback" not in done.stderr

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -32,6 +33,7 @@ RECORD = Path("tiny") / "records" / "tiny-2node.yaml"
 
 def rebuild(cli: Cli, project: Path, *args: str) -> tuple[Result, dict[str, Any]]:
     out = project.parent / "out"
+    shutil.rmtree(out, ignore_errors=True)  # the last run's: rebuild writes only into a fresh folder
     result = cli("rebuild", str(project / RECORD), "--out", str(out), *args)
     verdict = json.loads((out / "verdict.json").read_text()) if (out / "verdict.json").exists() else {}
     return result, verdict

@@ -98,6 +98,7 @@ def locked(tmp_path: Path, locked_template: Path) -> Path:
 
 def rebuild(cli: Cli, repo: Path, cache: Path, *args: str) -> tuple[Result, dict[str, Any], dict[str, Any]]:
     out = repo.parent / "out"
+    shutil.rmtree(out, ignore_errors=True)  # the last run's: rebuild writes only into a fresh folder
     shutil.rmtree(out, ignore_errors=True)
     result = cli("rebuild", str(repo / "records" / "locked.yaml"), "--out", str(out), "--cache", str(cache), *args)
     verdict = json.loads((out / "verdict.json").read_text()) if (out / "verdict.json").exists() else {}

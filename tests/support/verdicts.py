@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 STAGES = ["artifacts", "digest", "preflight", "dataset", "config", "envelope", "run", "batches", "model-state", "steps", "metric"]
@@ -36,3 +37,23 @@ def make_verdict(
         "seconds": 1.0,
         "tool": "reprogate test",
     }
+
+
+NONCE = "test-dispatch-nonce-0123456789"
+
+
+def record_digest_at(repo: Path, sha: str, path: str) -> str:
+    """The digest `github status` computes for the record at `path` in commit `sha`."""
+    from reprogate.github.binding import head_digests
+
+    digest = head_digests(repo, sha, [path])[path]
+    assert digest is not None, f"{path} is not a record at {sha}"
+    return digest
+
+
+def bound_verdict(repo: Path, sha: str, path: str, verdict: str = "pass", diagnosis: str | None = None, nonce: str = NONCE, **kw: Any) -> dict[str, Any]:
+    """A verdict as the dispatched rebuild of `path` at `sha` writes it: this record's digest and the dispatch's nonce."""
+    data = make_verdict(verdict, diagnosis, digest=record_digest_at(repo, sha, path), **kw)
+    data["record"]["path"] = path
+    data["run"] = {"nonce": nonce}
+    return data

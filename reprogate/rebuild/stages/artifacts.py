@@ -10,6 +10,8 @@ from pathlib import Path
 from reprogate.core.canonical import file_digest
 from reprogate.rebuild.context import RebuildContext, StageResult, failed, passed
 
+MAX_REFERENCE_TRACE = 1024 * 1024 * 1024  # as `compare` reads traces
+
 
 def copy_in(ctx: RebuildContext, rel: str) -> Path:
     """Copy a repository path (file or folder) into the work folder at the same relative place."""
@@ -62,6 +64,10 @@ def artifacts(ctx: RebuildContext) -> StageResult:
             if "path" not in trace:
                 return failed(f"the reference trace is only at {trace.get('uri')}; this version reads reference traces from the repository", exit_code=2)
             path = ctx.root / trace["path"]
+            if not path.is_file():  # a FIFO or a link to /dev/zero would be read forever
+                return failed(f"reference trace {trace['path']} is not a regular file in the repository", exit_code=2)
+            if path.stat().st_size > MAX_REFERENCE_TRACE:
+                return failed(f"reference trace {trace['path']} is larger than {MAX_REFERENCE_TRACE:,} bytes", exit_code=2)
             if file_digest(path) != trace["checksum"]:
                 return failed(f"reference trace {trace['path']} is {file_digest(path)}, the record pins {trace['checksum']}")
             from reprogate.runtime.trace import read_trace

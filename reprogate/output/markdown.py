@@ -1,0 +1,32 @@
+"""Markdown built from text a pull request or a record controls: one line, and code spans it
+cannot break out of (comments, the step summary, reports)."""
+
+from __future__ import annotations
+
+import re
+
+from reprogate.output import workflow
+
+
+def one_line(text: str) -> str:
+    """Text on one line (CommonMark ends a line at \\r too), control and bidirectional characters
+    shown escaped, as in the log."""
+    return workflow.visible(text.replace("\r", " ").replace("\n", " "))
+
+
+def cell(text: str) -> str:
+    """Text for a table cell: one line, no column break."""
+    return one_line(text).replace("|", "\\|")
+
+
+def code_span(text: str, in_table: bool = False) -> str:
+    """A code span for `text`: fenced with one backtick more than its longest run of backticks, so
+    a name holding backticks cannot end the span early (nor start a heading, a link or an image)."""
+    body = cell(text) if in_table else one_line(text)
+    runs = [len(run) for run in re.findall(r"`+", body)]
+    fence = "`" * (max(runs, default=0) + 1)
+    pad = " " if body.startswith("`") or body.endswith("`") or not body.strip() else ""
+    return f"{fence}{pad}{body}{pad}{fence}"
+
+
+__all__ = ["cell", "code_span", "one_line"]
