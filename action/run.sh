@@ -39,10 +39,11 @@ case "${INPUT_COMMAND:-gate}" in
     [ -n "${INPUT_RECORD:-}" ] || { echo "::error title=reprogate::rebuild needs the record input"; exit 2; }
     # The verdict goes to a fresh folder under RUNNER_TEMP (the out-dir output), never into the
     # checkout; reprogate writes no environment file, so the ranks' parent does not know its path.
-    nonce=()
-    [ -z "${INPUT_NONCE:-}" ] || nonce=(--nonce "$INPUT_NONCE")
+    extra=()
+    [ -z "${INPUT_NONCE:-}" ] || extra+=(--nonce "$INPUT_NONCE")
+    [ "${INPUT_ALLOW_UNSANDBOXED:-false}" != "true" ] || extra+=(--allow-unsandboxed)
     unset GITHUB_ENV GITHUB_PATH
-    exec "$reprogate" rebuild "$INPUT_RECORD" --environment "${INPUT_ENVIRONMENT:-reference}" "${nonce[@]}" --format github ;;
+    exec "$reprogate" rebuild "$INPUT_RECORD" --environment "${INPUT_ENVIRONMENT:-reference}" "${extra[@]}" --format github ;;
   audit)
     without_token
     # shellcheck disable=SC2086  # records is a space-separated list of paths and globs

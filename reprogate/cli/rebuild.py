@@ -79,6 +79,11 @@ def preflight(world_size: int | None, backend: str | None, timeout: float, recor
 @click.option("--image", default=None, help="Run this image instead of the record's (container realizer; verified by the engine).")
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where realized venvs are cached (default ~/.cache/reprogate).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True, help="Seconds each seed's run may take.")
+@click.option(
+    "--allow-unsandboxed",
+    is_flag=True,
+    help="Run a candidate rebuild's local ranks even where bubblewrap cannot sandbox them (an ephemeral runner); the claim says so.",
+)
 @click.option("--dry-run", is_flag=True, help="Write what the launcher would submit (--launcher kubernetes: the manifests, into --out) and run nothing.")
 @format_option()
 def rebuild(
@@ -95,6 +100,7 @@ def rebuild(
     image: str | None,
     cache: Path | None,
     timeout: float,
+    allow_unsandboxed: bool,
     dry_run: bool,
     fmt: str,
 ) -> None:
@@ -115,6 +121,7 @@ def rebuild(
         cache=cache,
         dry_run=dry_run,
         nonce=nonce,
+        allow_unsandboxed=allow_unsandboxed,
     )
     finish(lambda: rebuild_command(record, options, output_dir, fmt), fmt, "rebuild")
 

@@ -84,8 +84,12 @@ def end_escaped(spared: frozenset[int], rounds: int = 50) -> int:
     children come to us as orphans, to be found in the next round."""
     killed: set[int] = set()
     for _ in range(rounds):
-        alive = descendants(spared) - killed
-        stragglers = {pid for pid in descendants(spared) if pid in killed and not _reaped(pid)}
+        found = descendants(spared)
+        dead = {pid for pid in found - killed if _zombie(pid)}  # ended already, re-parented to us: collected, not counted
+        for pid in dead:
+            _reaped(pid)
+        alive = found - killed - dead
+        stragglers = {pid for pid in found if pid in killed and not _reaped(pid)}
         if not alive and not stragglers:
             break
         for pid in alive:
@@ -105,14 +109,15 @@ def _reaped(pid: int) -> bool:
     try:
         done, _ = os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
-        return not os.path.exists(f"/proc/{pid}") or _zombie_of_another(pid)
+        return _zombie(pid)  # another's child: gone once it has died
     return done == pid
 
 
-def _zombie_of_another(pid: int) -> bool:
+def _zombie(pid: int) -> bool:
+    """Whether `pid` has ended (a zombie waiting to be collected, or gone)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             stat = fh.read()
     except OSError:
         return True
-    return stat[stat.rfind(b")") + 2 :].split()[0] == b"Z"
+    return stat[stat.rfind(b")") + 2 :].split()[0] in (b"Z", b"X")

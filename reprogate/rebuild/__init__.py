@@ -72,8 +72,16 @@ def check_before_running(doc: Document, record: Path, options: RebuildOptions) -
         raise RebuildUsageError(f"--seeds {options.seeds}: the record names only {len(available)} seed(s) (seeds.global and seeds.evaluation)")
     from reprogate.rebuild import launchers, realizers
 
-    realizers.choose(data, options.realizer)
+    realizer = realizers.choose(data, options.realizer)
     launcher = launchers.choose(data, options.launcher)
+    from reprogate.rebuild import sandbox
+
+    unsafe = sandbox.refusal(realizer.name, launcher.name, options.environment, options.allow_unsandboxed)
+    if unsafe is not None:
+        from reprogate.core.errors import InfrastructureError
+
+        hint = "install bubblewrap on the runner, or pass --allow-unsandboxed where the runner is ephemeral (the claim then says so)"
+        raise InfrastructureError(unsafe, hint=hint)
     if not options.dry_run:  # a partition too small for the record, a scheduler that does not answer: before anything runs
         launcher.admit(launchers.record_shape(data, options.world_size))
 

@@ -48,6 +48,9 @@ def claim(ctx: RebuildContext, verdict: dict[str, Any]) -> dict[str, Any]:
             "the environment was not rebuilt: the record asks to run in the Python environment reprogate is installed in "
             "(job.environment.realizer: current), so a lock-file or image change is not exercised"
         )
+    box = str((ctx.realized.facts if ctx.realized is not None else {}).get("sandbox", ""))
+    if box.startswith("none"):
+        limits.append(f"the ranks ran without a sandbox ({box[len('none ') :].strip('()')}): the code under test could read what the runner's user can")
     topo = _topology(ctx)
     if topo is not None:
         machine += f"; ranks on {topo.words()}, started by {facts.get('launcher', '?')}"

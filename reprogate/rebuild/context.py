@@ -36,6 +36,7 @@ class RebuildOptions:
     cache: Path | None = None  # realizers' cache (venvs); default ~/.cache/reprogate
     output: Path = Path("reprogate-rebuild")  # verdict, report, rebuild record and its trace (run_binding.fresh_output)
     nonce: str | None = None  # the gate's dispatch nonce, written into the verdict
+    allow_unsandboxed: bool = False  # a candidate rebuild may run its ranks without a sandbox (the claim says so)
     dry_run: bool = False  # write what the launcher would submit (Kubernetes manifests) and run nothing
 
 

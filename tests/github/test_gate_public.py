@@ -210,3 +210,43 @@ def test_publish_does_nothing_for_runs_not_started_by_a_pull_request(publish: Ca
     head = git(repo, "rev-parse", "HEAD")
     result = publish(head, event="push")
     assert result.exit_code == 0 and github.requests == []
+
+
+@pytest.mark.parametrize("attributes", ["config/** export-ignore\nrecords/** export-ignore\n", "config/c19.yaml export-subst\n"])
+def test_publish_sees_the_head_as_git_stores_it_whatever_its_gitattributes_say(
+    publish: Callable[..., Result], github: FakeGitHub, repo: Path, attributes: str
+) -> None:
+    """The configuration the records pin is changed, and the head's own .gitattributes hide that
+    from `git archive`: export-ignore drops the files, export-subst turns the appended
+    `$Format:$` back into nothing (the archive holds the pinned bytes). Publish reads the objects."""
+
+    def corrupt_and_hide(root: Path) -> None:
+        config = root / "config" / "c19.yaml"
+        config.write_text(config.read_text() + "$Format:$")
+        (root / ".gitattributes").write_text(attributes)
+
+    base, head = pr_commit(repo, corrupt_and_hide)
+    github.add_pull(2, head, base, fork=True)
+    result = publish(head)
+    assert result.exit_code == 1 and statuses(github, head) == [("reprogate/reproduction", "failure")], result.output
+
+
+def test_materialize_adds_up_sizes_before_reading_and_keeps_links_inside(repo: Path, tmp_path: Path) -> None:
+    from reprogate.core.errors import UsageError
+    from reprogate.github.revision import materialize
+
+    def add(root: Path) -> None:
+        (root / "big.bin").write_bytes(b"\0" * 3_000_000)
+        (root / "inside").symlink_to("records")
+        (root / "outside").symlink_to("/etc/passwd")
+        (root / "run.sh").write_text("#!/bin/sh\n")
+        (root / "run.sh").chmod(0o755)
+
+    _, head = pr_commit(repo, add)
+    with pytest.raises(UsageError, match="larger than 2,000,000 bytes"):
+        materialize(repo, head, tmp_path / "small", limit=2_000_000)
+    assert not (tmp_path / "small").exists(), "refused before anything was written"
+    tree = materialize(repo, head, tmp_path / "tree")
+    assert (tree / "big.bin").stat().st_size == 3_000_000 and (tree / "inside").is_symlink()
+    assert not (tree / "outside").exists() and not (tree / "outside").is_symlink()
+    assert (tree / "run.sh").stat().st_mode & 0o111 and (tree / "records" / "drill.yaml").read_bytes() == (repo / "records" / "drill.yaml").read_bytes()

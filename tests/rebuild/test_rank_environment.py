@@ -115,6 +115,7 @@ def test_a_detached_rewriter_started_by_training_code_is_ended_before_the_verdic
 
     edit_record(project / RECORD, change)
     monkeypatch.setenv("RUNNER_TEMP", str(runner_temp))
+    monkeypatch.setenv("REPROGATE_SANDBOX", "off")  # this layer alone: in the sandbox the rewriter could not write there at all
     result = cli("rebuild", str(project / RECORD), "--workdir", str(tmp_path / "work"))
     assert result.exit_code == 1, result.output
     (out,) = runner_temp.iterdir()
@@ -125,3 +126,93 @@ def test_a_detached_rewriter_started_by_training_code_is_ended_before_the_verdic
     assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split(") ")[1][0] == "Z"
     assert "left running" in result.output
     assert json.loads((out / "verdict.json").read_text())["diagnosis"] == "run"
+
+
+PROBE = """
+import json, os, sys
+from pathlib import Path
+found = {}
+def attempt(name, action):
+    try:
+        found[name] = str(action())[:200]
+    except Exception as exc:
+        found[name] = "refused: " + type(exc).__name__
+attempt("pids", lambda: len([p for p in os.listdir("/proc") if p.isdigit()]))
+attempt("environ_of_pid_1", lambda: Path("/proc/1/environ").read_bytes())
+attempt("runner_environ", lambda: Path(f"/proc/{os.environ['RUNNER_PID']}/environ").read_bytes())
+attempt("write_file_commands", lambda: Path(os.environ["FILE_COMMANDS"]).open("a").write("NODE_OPTIONS=--require=/x\\n"))
+attempt("list_runner_temp", lambda: os.listdir(os.environ["RUNNER_TEMP_SEEN"]))
+attempt("read_home_secret", lambda: Path(os.environ["HOME_FILE"]).read_text())
+attempt("write_checkout", lambda: Path(os.environ["CHECKOUT_FILE"]).open("a").write("# changed"))
+attempt("write_work", lambda: Path(os.environ["REPROGATE_TRACE_DIR"]).joinpath("probe.txt").write_text("ok"))
+print("FOUND " + json.dumps(found, sort_keys=True))
+sys.exit(5)
+"""
+
+
+def test_sandboxed_ranks_see_no_runner_process_secret_or_file_command(cli: Cli, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The attacks of a rank without a sandbox, tried from inside bubblewrap: an ancestor's
+    environ (the step shell holds the runner's variables), the runner's file commands under
+    RUNNER_TEMP (GITHUB_ENV), a credential in the runner user's home, the checkout. Only the work
+    folder can be written."""
+    import os
+
+    from reprogate.rebuild import sandbox
+
+    if sandbox.unavailable() is not None and os.environ.get("CI") != "true":
+        pytest.skip(sandbox.unavailable())
+    home = tmp_path / "runner-home"
+    (home / ".docker").mkdir(parents=True)
+    (home / ".docker" / "config.json").write_text('{"auths": {"r": {"auth": "c2VjcmV0"}}}')
+    runner_temp = tmp_path / "runner-temp"
+    (runner_temp / "_runner_file_commands").mkdir(parents=True)
+    file_commands = runner_temp / "_runner_file_commands" / "set_env_1234"
+    file_commands.write_text("")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("RUNNER_TEMP", str(runner_temp))
+    monkeypatch.setenv("GITHUB_ENV", str(file_commands))
+    (project / "tiny" / "project" / "probe.py").write_text(PROBE)
+
+    def change(record: dict[str, Any]) -> None:
+        record["job"]["entrypoint"] = ["python", "probe.py"]
+        record["execution"]["env"].update(
+            RUNNER_PID=str(os.getpid()),
+            FILE_COMMANDS=str(file_commands),
+            RUNNER_TEMP_SEEN=str(runner_temp),
+            HOME_FILE=str(home / ".docker" / "config.json"),
+            CHECKOUT_FILE=str(project / "tiny" / "project" / "train.py"),
+        )
+        from reprogate.core.gittree import tree_id
+
+        record["source"]["tree"] = tree_id(project / "tiny" / "project")
+
+    edit_record(project / RECORD, change)
+    out = tmp_path / "out"
+    result = cli("rebuild", str(project / RECORD), "--out", str(out), "--workdir", str(tmp_path / "work"))
+    assert (out / "verdict.json").exists(), result.output
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert verdict["diagnosis"] == "run", result.output
+    log = (tmp_path / "work" / "runs" / "preflight" / "logs" / "rank0.log").read_text()
+    found = json.loads(next(line for line in log.splitlines() if line.startswith("FOUND "))[6:])
+    assert int(found["pids"]) <= 3, found["pids"]  # bwrap, the rank host, the entrypoint
+    assert b"GITHUB_ENV" not in found["environ_of_pid_1"].encode()
+    for attack in ("runner_environ", "write_file_commands", "read_home_secret", "write_checkout"):
+        assert found[attack].startswith("refused"), (attack, found[attack])
+    assert found["list_runner_temp"] in ("[]", "refused: FileNotFoundError"), found["list_runner_temp"]
+    assert file_commands.read_text() == "" and "# changed" not in (project / "tiny" / "project" / "train.py").read_text()
+    assert found["write_work"] == "2", found["write_work"]
+    assert verdict["environment"]["sandbox"].startswith("bubblewrap")
+
+
+def test_a_candidate_rebuild_is_refused_unsandboxed_unless_the_workflow_allows_it_and_then_the_claim_says_so(
+    cli: Cli, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REPROGATE_SANDBOX", "off")
+    refused = cli("rebuild", str(project / RECORD), "--environment", "candidate", "--out", str(tmp_path / "refused"))
+    assert refused.exit_code == 3 and "cannot be sandboxed here" in refused.output and not (tmp_path / "refused").exists(), refused.output
+    allowed = cli("rebuild", str(project / RECORD), "--environment", "candidate", "--allow-unsandboxed", "--out", str(tmp_path / "allowed"))
+    assert allowed.exit_code == 0, allowed.output
+    verdict = json.loads((tmp_path / "allowed" / "verdict.json").read_text())
+    assert verdict["environment"]["sandbox"].startswith("none") and any("without a sandbox" in n for n in verdict["claim"]["not_covered"])
+    reference = cli("rebuild", str(project / RECORD), "--out", str(tmp_path / "reference"))
+    assert reference.exit_code == 0, "a reference rebuild runs the record's own code: it is not refused"

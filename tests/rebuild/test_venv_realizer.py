@@ -99,7 +99,6 @@ def locked(tmp_path: Path, locked_template: Path) -> Path:
 def rebuild(cli: Cli, repo: Path, cache: Path, *args: str) -> tuple[Result, dict[str, Any], dict[str, Any]]:
     out = repo.parent / "out"
     shutil.rmtree(out, ignore_errors=True)  # the last run's: rebuild writes only into a fresh folder
-    shutil.rmtree(out, ignore_errors=True)
     result = cli("rebuild", str(repo / "records" / "locked.yaml"), "--out", str(out), "--cache", str(cache), *args)
     verdict = json.loads((out / "verdict.json").read_text()) if (out / "verdict.json").exists() else {}
     record = yaml.safe_load((out / "rebuild-record.yaml").read_text()) if (out / "rebuild-record.yaml").exists() else {}
@@ -270,3 +269,63 @@ def test_a_cached_venv_that_training_code_changed_is_not_reused(tmp_path: Path) 
     module.write_text("VALUE = 2\n")  # same size, and the modification time put back as it was
     os.utime(module, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert not _intact(venv)
+
+
+def evil_sdist(folder: Path, marker: Path) -> Path:
+    """A source distribution whose setup.py records the environment it was built in."""
+    import io
+    import tarfile
+
+    setup = (
+        f"import json, os\nopen({str(marker)!r}, 'w').write(json.dumps(dict(os.environ)))\nfrom setuptools import setup\nsetup(name='evil', version='1.0')\n"
+    )
+    files = {"evil-1.0/setup.py": setup, "evil-1.0/PKG-INFO": "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n"}
+    path = folder / "evil-1.0.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_a_candidate_lock_naming_an_sdist_is_refused_without_running_its_build(
+    cli: Cli, locked: Path, venv_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pull request's lock names `evil @ file:///…tar.gz` (with its hash): its setup.py would
+    run on the runner, with the runner's variables, outside the ranks' sandbox. Wheels only."""
+    import hashlib
+
+    marker = tmp_path / "built-with.json"
+    sdist = evil_sdist(tmp_path, marker)
+    digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
+    lock = locked / "requirements.txt"
+    lock.write_text(lock.read_text() + f"evil @ {sdist.as_uri()} \\\n    --hash=sha256:{digest}\n")
+    git(locked, "commit", "-qam", "add a package from an sdist")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY")
+    result, verdict, _ = rebuild(cli, locked, venv_cache, "--environment", "candidate")
+    assert result.exit_code == 2 and verdict["diagnosis"] == "digest", result.output
+    assert not marker.exists(), "the sdist's build code ran"
+    detail = next(s["detail"] for s in verdict["stages"] if s["name"] == "digest")
+    assert "evil" in (detail + next(s.get("log_tail", "") for s in verdict["stages"] if s["name"] == "digest")), detail
+
+
+def test_uv_and_build_backends_get_no_runner_secret_and_no_runner_home(tmp_path: Path) -> None:
+    from reprogate.rebuild.realizers.venv import build_environment
+
+    runner = {
+        "PATH": "/usr/bin",
+        "HOME": "/home/runner",
+        "AWS_SECRET_ACCESS_KEY": "k",
+        "HF_TOKEN": "hf_x",
+        "UV_INDEX_URL": "https://mirror/simple",
+        "PIP_FIND_LINKS": "/wheels",
+        "LC_ALL": "C.UTF-8",
+        "SSL_CERT_FILE": "/etc/ssl/cert.pem",
+    }
+    env = build_environment(runner, tmp_path / "work", "/home/runner/.cache/uv")
+    assert "AWS_SECRET_ACCESS_KEY" not in env and "HF_TOKEN" not in env
+    assert env["HOME"] == str(tmp_path / "work" / "home") and env["UV_CACHE_DIR"] == "/home/runner/.cache/uv"
+    assert env["UV_INDEX_URL"] == "https://mirror/simple" and env["PIP_FIND_LINKS"] == "/wheels" and env["LC_ALL"] == "C.UTF-8"
+    assert env["SSL_CERT_FILE"] == "/etc/ssl/cert.pem" and env["UV_LINK_MODE"] == "copy"

@@ -11,9 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from reprogate.core.errors import CheckFailed
+
+if TYPE_CHECKING:
+    from reprogate.rebuild.sandbox import Sandbox
 
 ENVIRONMENTS = ("reference", "candidate")
 
@@ -38,6 +41,7 @@ class RealizeRequest:
     cache: Path  # where realizers keep what they may reuse (venvs by lock digest)
     runtime: Path  # the injected reprogate runtime (mounted read-only where the realizer can)
     image: str | None = None  # --image: run this image instead of the record's
+    sandbox: Sandbox | None = None  # local ranks (venv, current) start inside it; None: unsandboxed (the claim says so)
 
 
 class RankProcess(Protocol):

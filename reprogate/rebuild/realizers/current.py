@@ -10,10 +10,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reprogate.rebuild.realizers.base import RealizeRequest
 from reprogate.rebuild.realizers.local import LocalProcess
+
+if TYPE_CHECKING:
+    from reprogate.rebuild.sandbox import Sandbox
 
 NAME = "current"
 
@@ -22,8 +25,9 @@ class CurrentEnvironment:
     kind = NAME
     command_environment: tuple[str, ...] = ()
 
-    def __init__(self) -> None:
+    def __init__(self, sandbox: Sandbox | None = None) -> None:
         self.python = sys.executable
+        self.sandbox = sandbox
         self.facts: dict[str, Any] = {
             "realizer": NAME,
             "python_executable": sys.executable,
@@ -31,7 +35,7 @@ class CurrentEnvironment:
         }
 
     def spawn(self, argv: list[str], env: Mapping[str, str], cwd: Path, log: Path) -> LocalProcess:
-        return LocalProcess(argv, env, cwd, log)
+        return LocalProcess(argv, env, cwd, log, self.sandbox)
 
     def command(self, argv: list[str], env: Mapping[str, str], cwd: Path, inherit: Sequence[str] = ()) -> list[str]:
         return list(argv)
@@ -44,4 +48,4 @@ class CurrentRealizer:
     name = NAME
 
     def realize(self, request: RealizeRequest) -> CurrentEnvironment:
-        return CurrentEnvironment()
+        return CurrentEnvironment(request.sandbox)

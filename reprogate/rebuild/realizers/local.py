@@ -7,15 +7,21 @@ import signal
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from reprogate.rebuild.sandbox import Sandbox
 
 
 class LocalProcess:
-    """A rank in its own process group, so killing it ends everything it started."""
+    """A rank in its own process group, so killing it ends everything it started; inside the
+    sandbox (rebuild/sandbox.py) when one is given, which bwrap starts with exactly `env`."""
 
-    def __init__(self, argv: list[str], env: Mapping[str, str], cwd: Path, log: Path) -> None:
+    def __init__(self, argv: list[str], env: Mapping[str, str], cwd: Path, log: Path, sandbox: Sandbox | None = None) -> None:
         log.parent.mkdir(parents=True, exist_ok=True)
+        line = sandbox.wrap(argv, cwd) if sandbox is not None else argv
         with open(log, "wb") as out:
-            self.proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+            self.proc = subprocess.Popen(line, cwd=cwd, env=dict(env), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
 
     def poll(self) -> int | None:
         return self.proc.poll()

@@ -38,12 +38,15 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reprogate.core.errors import InfrastructureError, UsageError
 from reprogate.core.redact import redact
 from reprogate.rebuild.realizers.base import RealizeRequest
 from reprogate.rebuild.realizers.local import LocalProcess
+
+if TYPE_CHECKING:
+    from reprogate.rebuild.sandbox import Sandbox
 
 NAME = "venv"
 INSTALLABLE = {"pip-requirements": "requirements", "uv": "uv.lock"}
@@ -82,6 +85,50 @@ def uv_binary() -> str:
     if not Path(found).exists():
         raise InfrastructureError("uv is not installed: pip install uv (the venv realizer builds environments with it)")
     return found
+
+
+BUILD_PASSED_THROUGH = ("PATH", "LANG", "LANGUAGE", "TZ", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE")
+
+
+def build_environment(runner: Mapping[str, str], workdir: Path, uv_cache: str | None) -> dict[str, str]:
+    """What uv (and any build backend it runs) gets: the locale, PATH and certificates, uv's and
+    pip's own settings, a home and temporary folder in the work folder, and uv's cache where the
+    runner keeps it. Never the runner's other variables (cloud keys, hub tokens) or its home."""
+    (workdir / "home").mkdir(parents=True, exist_ok=True)
+    (workdir / "tmp").mkdir(parents=True, exist_ok=True)
+    env = {k: runner[k] for k in BUILD_PASSED_THROUGH if k in runner}
+    env.update({k: v for k, v in runner.items() if k.startswith(("LC_", "UV_", "PIP_"))})
+    env.update({"HOME": str(workdir / "home"), "TMPDIR": str(workdir / "tmp"), "UV_LINK_MODE": "copy"})
+    if uv_cache:
+        env["UV_CACHE_DIR"] = uv_cache
+    return env
+
+
+def source_builds_allowed(record: Mapping[str, Any]) -> bool:
+    environment = (record.get("job") or {}).get("environment") or {}
+    return isinstance(environment, dict) and environment.get("source_builds") is True
+
+
+def _find_python(uv: str, python: str, runner: Mapping[str, str]) -> str:
+    """The interpreter as an absolute path, found with the runner's environment (pyenv shims and
+    uv's own Pythons live under its home), so the build steps need neither; the request as it
+    was where uv finds none (the venv step then says so)."""
+    try:
+        done = subprocess.run([uv, "python", "find", python], capture_output=True, text=True, timeout=60, env=dict(runner), check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return python
+    found = done.stdout.strip().splitlines()
+    return found[-1] if done.returncode == 0 and found and os.path.isabs(found[-1]) else python
+
+
+def _uv_cache(uv: str, runner: Mapping[str, str]) -> str | None:
+    if runner.get("UV_CACHE_DIR"):
+        return runner["UV_CACHE_DIR"]
+    try:
+        done = subprocess.run([uv, "cache", "dir"], capture_output=True, text=True, timeout=30, env=dict(runner), check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
 
 
 def _lock_format(entry: dict[str, Any]) -> str:
@@ -224,15 +271,17 @@ def _discard(folder: Path) -> None:
 class VenvEnvironment:
     kind = NAME
 
-    def __init__(self, path: Path, facts: dict[str, Any]) -> None:
+    def __init__(self, path: Path, facts: dict[str, Any], sandbox: Sandbox | None = None) -> None:
         self.path = path
         self.python = str(path / "bin" / "python")
         self.facts = facts
+        # the venv and the interpreter it links to, read-only inside the sandbox
+        self.sandbox = sandbox.showing(path, Path(os.path.realpath(self.python)).parent.parent) if sandbox is not None else None
 
     command_environment: tuple[str, ...] = ()
 
     def spawn(self, argv: list[str], env: Mapping[str, str], cwd: Path, log: Path) -> LocalProcess:
-        return LocalProcess(self._argv(argv), {**env, **self._activation(env)}, cwd, log)
+        return LocalProcess(self._argv(argv), {**env, **self._activation(env)}, cwd, log, self.sandbox)
 
     def command(self, argv: list[str], env: Mapping[str, str], cwd: Path, inherit: Sequence[str] = ()) -> list[str]:
         """The venv's interpreter by its path, activated as spawn does (VIRTUAL_ENV, PATH first)."""
@@ -292,7 +341,7 @@ class VenvRealizer:
                 _discard(target)
             self._build(uv, python, lock_path, _lock_format(entry), target, request)
         facts["seconds"] = round(time.monotonic() - started, 3)
-        return VenvEnvironment(target, facts)
+        return VenvEnvironment(target, facts, request.sandbox)
 
     @staticmethod
     def _pinned_lock(request: RealizeRequest, entry: dict[str, Any], found: str) -> tuple[bytes, str]:
@@ -317,12 +366,17 @@ class VenvRealizer:
         building.parent.mkdir(parents=True, exist_ok=True)
         # Copies, not uv's default hard links into its cache: a venv must own its files, or linking
         # the same wheel into another venv (or a chmod here) would change the files under both.
-        env = {**{k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "ACTIONS_"))}, "UV_LINK_MODE": "copy"}
-        indexes = index_arguments(env)
+        runner = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "ACTIONS_"))}
+        indexes = index_arguments(runner)  # pip's and uv's settings, read here with the runner's own environment
+        interpreter = _find_python(uv, python, runner)
+        env = build_environment(runner, request.workdir, _uv_cache(uv, runner))
+        # A pull request's lock may name an sdist (a direct URL, a path): its build backend would run
+        # here, outside the ranks' sandbox. Wheels only, unless the record allows source builds.
+        no_build = [] if request.environment == "reference" or source_builds_allowed(request.data) else ["--no-build"]
         log = request.workdir / "logs" / "realize-venv.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         self._uv(
-            [uv, "venv", "--quiet", "--seed", "--python", python, *indexes, str(building)],
+            [uv, "venv", "--quiet", "--seed", "--python", interpreter, *indexes, str(building)],
             env,
             log,
             "uv could not create a Python " + python + " environment",
@@ -342,11 +396,12 @@ class VenvRealizer:
                 "--python",
                 str(building / "bin" / "python"),
                 *indexes,
+                *no_build,
                 *(["--require-hashes"] if hashed else []),
                 str(lock),
             ]
         else:
-            cmd = [uv, "sync", "--frozen", "--no-install-project", "--compile-bytecode", "--project", str(lock.parent), *indexes]
+            cmd = [uv, "sync", "--frozen", "--no-install-project", "--compile-bytecode", "--project", str(lock.parent), *indexes, *no_build]
             env = {**env, "UV_PROJECT_ENVIRONMENT": str(building)}
         self._uv(cmd, env, log, f"uv could not install {lock.name}")
         for path in building.rglob("*"):  # read-only: nothing a rank does changes the cached venv

@@ -16,14 +16,18 @@ from reprogate.rebuild.context import RebuildContext, StageResult, failed, passe
 
 
 def digest(ctx: RebuildContext) -> StageResult:
+    from reprogate.rebuild import launchers, sandbox
     from reprogate.rebuild.realizers import REALIZERS, RealizeFailed, RealizeRequest, choose
 
     assert ctx.runtime is not None
     try:
         ctx.choice = choose(ctx.data, ctx.options.realizer)
         cache = ctx.options.cache or Path.home() / ".cache" / "reprogate"
-        request = RealizeRequest(ctx.data, ctx.root, ctx.workdir, ctx.options.environment, cache, ctx.runtime, ctx.options.image)
+        launcher = launchers.choose(ctx.data, ctx.options.launcher).name
+        box = sandbox.for_ranks(ctx.workdir, ctx.root) if sandbox.applies(ctx.choice.name, launcher) and sandbox.unavailable() is None else None
+        request = RealizeRequest(ctx.data, ctx.root, ctx.workdir, ctx.options.environment, cache, ctx.runtime, ctx.options.image, box)
         ctx.realized = REALIZERS[ctx.choice.name].realize(request)
+        ctx.realized.facts["sandbox"] = sandbox.described(box, ctx.choice.name, launcher)
     except RealizeFailed as exc:
         return failed(exc.message + (f" ({exc.hint})" if exc.hint else ""), log_tail=exc.log_tail)
     except ReprogateError as exc:
