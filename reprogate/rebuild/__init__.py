@@ -86,10 +86,13 @@ def check_before_running(doc: Document, record: Path, options: RebuildOptions) -
         launcher.admit(launchers.record_shape(data, options.world_size))
 
 
-def run_rebuild(record: Path, options: RebuildOptions) -> tuple[dict[str, Any], RebuildContext]:
-    """Run the stages; returns the verdict and the context (for the rebuild record)."""
-    doc = load_document(record)
-    check_before_running(doc, record, options)
+def run_rebuild(record: Path, options: RebuildOptions, checked: Document | None = None) -> tuple[dict[str, Any], RebuildContext]:
+    """Run the stages; returns the verdict and the context (for the rebuild record). `checked`:
+    the record, already loaded and through check_before_running."""
+    doc = checked
+    if doc is None:
+        doc = load_document(record)
+        check_before_running(doc, record, options)
     root = (options.root or repository_root(record.parent)).resolve()
     temporary = options.workdir is None
     workdir = Path(tempfile.mkdtemp(prefix="reprogate-rebuild-")) if temporary else options.workdir

@@ -45,19 +45,22 @@ def rebuild_command(record: Path, options: Any, output_dir: Path | None, fmt: st
     import hashlib
 
     from reprogate.core.config import repository_root
+    from reprogate.core.documents import load_document
     from reprogate.core.yamlout import dump_yaml
-    from reprogate.rebuild import exit_code, run_rebuild
+    from reprogate.rebuild import check_before_running, exit_code, run_rebuild
     from reprogate.rebuild.report import markdown
     from reprogate.rebuild.run_binding import check_nonce, fresh_output
 
     nonce = check_nonce(options.nonce)  # before any folder is made
+    doc = load_document(record)
+    check_before_running(doc, record, options)  # the record's own problems first, then the output folder's
     existed = output_dir is not None and output_dir.exists()
     output_dir = fresh_output(output_dir, options.root or repository_root(record.parent), options.dry_run)
     options = dataclasses.replace(options, output=output_dir, nonce=nonce)
     try:
         if options.dry_run:
             return dry_run_command(record, options, output_dir)
-        verdict, ctx = run_rebuild(record, options)
+        verdict, ctx = run_rebuild(record, options, doc)
     except ReprogateError:
         if not existed and not any(output_dir.iterdir()):
             output_dir.rmdir()  # refused before anything was written: the folder it made goes again

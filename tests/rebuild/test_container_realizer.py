@@ -190,3 +190,20 @@ def test_the_engine_is_named_by_its_ping_and_spoken_to_in_the_api_version_both_s
     assert tuple(map(int, connected.api_version.split("."))) == min(ours, theirs)
     assert connected.client.api.api_version == connected.api_version
     assert connected.client.images.list() is not None  # the negotiated client is usable
+
+
+@pytest.mark.parametrize("recipe", ["../outside/Dockerfile", "/etc/Dockerfile", "link/Dockerfile"])
+def test_a_candidate_recipe_outside_the_checkout_is_refused_before_the_engine_is_asked(tmp_path: Path, recipe: str) -> None:
+    from reprogate.core.errors import UsageError
+    from reprogate.rebuild.realizers.base import RealizeRequest
+    from reprogate.rebuild.realizers.container import ContainerRealizer
+
+    checkout, outside = tmp_path / "checkout", tmp_path / "outside"
+    checkout.mkdir()
+    outside.mkdir()
+    (outside / "Dockerfile").write_text("FROM scratch\n")
+    (checkout / "link").symlink_to(outside)
+    data = {"source": {"build_recipe": {"path": recipe}}}
+    request = RealizeRequest(data, checkout, tmp_path / "work", "candidate", tmp_path / "cache", tmp_path / "runtime")
+    with pytest.raises(UsageError, match="resolves outside the checkout"):
+        ContainerRealizer._build(None, request, recipe, {}, tmp_path / "log")

@@ -248,10 +248,13 @@ class ContainerRealizer:
     def _build(client: Any, request: RealizeRequest, recipe: str, facts: dict[str, Any], log: Path) -> str:
         import docker
 
+        root = request.root.resolve()
         dockerfile = (request.root / recipe).resolve()
+        if root not in dockerfile.parents:  # `../…`, an absolute path or a link: the pull request's recipe stays in its checkout
+            raise UsageError(f"{recipe}: the build recipe resolves outside the checkout ({root}); a candidate image is built from the checkout only")
         if not dockerfile.is_file():
             raise UsageError(f"{recipe}: the build recipe the record names is not in this checkout")
-        context = dockerfile.parent
+        context = dockerfile.parent  # inside the checkout: the engine gets that folder as the context, and no host path or socket
         lines: list[str] = []
         image_id = ""
         started = time.monotonic()
