@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import re
 from pathlib import Path
 from typing import Any
 
@@ -12,17 +11,13 @@ from reprogate.capture import CaptureContext, absent
 from reprogate.capture._run import run
 from reprogate.capture.packages import unpinned_installs
 from reprogate.core.canonical import file_digest
+from reprogate.core.redact import strip_credentials
 
 SECTION = "source"
 
 
 def _git(ctx_root: Path, *args: str) -> tuple[int, bytes, str]:
     return run(["git", "-c", "core.quotepath=off", "-C", str(ctx_root), *args], timeout=30)
-
-
-def strip_credentials(url: str) -> str:
-    """A remote URL without user:password@ (tokens are often embedded there)."""
-    return re.sub(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@]*@", r"\1", url.strip())
 
 
 def _untracked_digest(top: Path, names: list[str]) -> str:
@@ -53,7 +48,7 @@ def capture(ctx: CaptureContext) -> dict[str, Any]:
     section: dict[str, Any] = {}
     code, remote, _ = _git(top, "remote", "get-url", "origin")
     if code == 0 and remote.strip():
-        section["repository"] = strip_credentials(remote.decode())
+        section["repository"] = strip_credentials(remote.decode().strip())
     section["commit"] = out.decode().strip()
     relative = ctx.root.resolve().relative_to(top.resolve()).as_posix()
     if relative not in ("", "."):

@@ -71,13 +71,22 @@ def dataset_manifest(
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Hashing threads (default: number of cores).")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True, help="Seconds to wait for a remote before retrying.")
 @click.option("--retries", type=click.IntRange(min=0), default=3, show_default=True, help="Retries for a remote that fails or does not answer.")
+@click.option(
+    "--max-time",
+    type=click.FloatRange(min=1),
+    default=6 * 3600.0,
+    show_default=True,
+    help="Seconds all remote requests of the verification may take together; shards not checked by then are unreachable (exit 3).",
+)
 @click.option("--keep-going", is_flag=True, help="Compute checksums even when sizes already differ.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def dataset_verify(manifest: Path, root: str | None, fmt: str, jobs: int | None, timeout: float, retries: int, keep_going: bool, quiet: bool) -> None:
+def dataset_verify(
+    manifest: Path, root: str | None, fmt: str, jobs: int | None, timeout: float, retries: int, max_time: float, keep_going: bool, quiet: bool
+) -> None:
     """Check shards against a manifest: sizes first, then checksums."""
     from reprogate.datasets.command import verify_command
 
-    finish(lambda: verify_command(manifest, root, fmt, jobs, timeout, retries, keep_going, quiet), fmt, "dataset verify")
+    finish(lambda: verify_command(manifest, root, fmt, jobs, timeout, retries, keep_going, quiet, max_time), fmt, "dataset verify")
 
 
 @dataset.command("from-dvc")

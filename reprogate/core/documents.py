@@ -18,6 +18,7 @@ libyaml (fast), then builds the data itself:
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -241,7 +242,7 @@ def _load_yaml(text: str, display: str) -> Document:
         builder.check_size(node)
     data = builder.build(node, ())
     if builder.duplicates:
-        raise DocumentError(builder.duplicates, ExitCode.FAILED)
+        raise DocumentError(builder.duplicates, ExitCode.USAGE)  # unreadable as written: exit 2, as non-UTF-8 is
     return Document(display, data, "yaml", node)
 
 
@@ -263,8 +264,8 @@ def _load_json(text: str, display: str) -> Document:
         if node is not None:
             builder.build(node, ())
         if builder.duplicates:
-            raise DocumentError(builder.duplicates, ExitCode.FAILED)
-        raise _error(display, "duplicate-key", f"duplicate key {duplicates[0]!r}: JSON readers keep only one of them", exit_code=ExitCode.FAILED)
+            raise DocumentError(builder.duplicates, ExitCode.USAGE)  # unreadable as written: exit 2, as non-UTF-8 is
+        raise _error(display, "duplicate-key", f"duplicate key {duplicates[0]!r}: JSON readers keep only one of them", exit_code=ExitCode.USAGE)
     return Document(display, data, "json", text=text)
 
 
@@ -449,10 +450,13 @@ class _Builder:
 
     def _scalar(self, node: Any) -> Any:
         try:
-            return self._convert(node)
+            value = self._convert(node)
         except ValueError:  # Python refuses to convert integers of more than 4,300 digits
             message = f"an integer of {len(node.value):,} digits is longer than the {MAX_INT_DIGITS:,} digits reprogate reads"
             raise _error(self.display, "bad-scalar", message, _mark(node.start_mark)) from None
+        if isinstance(value, float) and not math.isfinite(value):  # as JSON refuses NaN and Infinity: no α, bound or tolerance is one
+            raise _error(self.display, "bad-scalar", f"{node.value!r} is not a finite number", _mark(node.start_mark))
+        return value
 
     def _convert(self, node: Any) -> Any:
         tag, value = node.tag, node.value

@@ -82,6 +82,8 @@ class Reply:
             return json.loads(self.body) if self.body else None
         except ValueError:
             raise InfrastructureError(f"{origin(self.url)} answered HTTP {self.status} with a body that is not JSON") from None
+        except RecursionError:  # `[[[[…` 100,000 deep: parsing runs out of stack
+            raise InfrastructureError(f"{origin(self.url)} answered HTTP {self.status} with JSON nested too deep to read") from None
 
 
 def origin(url: str) -> str:

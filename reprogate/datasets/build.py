@@ -99,7 +99,7 @@ def build_manifest(options: BuildOptions, written_by: str = "reprogate dataset m
     root = options.root
     files = _side_files(options)
     side_names = {name for _, name in options.side_files}
-    walk = Walk(root, options.include, options.exclude, skip={options.output}, sizes=False)  # workers learn sizes as they read
+    walk = Walk(root, options.include, options.exclude, skip={options.output}, sizes=False, temporaries_of=options.output)  # workers learn sizes as they read
     items = ((path, size, name) for name, size, path in walk if name not in side_names)
     fields = manifest_fields(options)
     progress = Progress("hashing", None, None, options.quiet)

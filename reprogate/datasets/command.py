@@ -51,11 +51,13 @@ def manifest_command(
     return CommandResult(ExitCode.OK, [f"wrote {output}: {built.shards:,} shard(s), {built.bytes:,} bytes, digest {built.digest}"], hint)
 
 
-def verify_command(manifest: Path, root: str | None, fmt: str, jobs: int | None, timeout: float, retries: int, keep_going: bool, quiet: bool) -> CommandResult:
+def verify_command(
+    manifest: Path, root: str | None, fmt: str, jobs: int | None, timeout: float, retries: int, keep_going: bool, quiet: bool, max_time: float = 6 * 3600.0
+) -> CommandResult:
     from reprogate.datasets.verify import VerifyOptions, verify
     from reprogate.output.findings import render_verify
 
-    return render_verify(verify(manifest, VerifyOptions(root, jobs, quiet, timeout, retries, keep_going)), fmt)
+    return render_verify(verify(manifest, VerifyOptions(root, jobs, quiet, timeout, retries, keep_going, max_time=max_time)), fmt)
 
 
 def from_dvc_command(dvc_file: Path, output: Path, manifest_id: str | None, stage: str | None = None) -> CommandResult:

@@ -98,7 +98,7 @@ def _pipeline_data(data: dict[str, Any], folder: Path, stage: str | None, result
 
 def _imports(data: dict[str, Any]) -> list[dict[str, Any]]:
     """Where a .dvc file's outputs were imported from (`dvc import`, `dvc import-url`)."""
-    from reprogate.capture.source import strip_credentials
+    from reprogate.core.redact import strip_credentials
 
     outs = [PurePosixPath(o["path"]).as_posix() for o in _entries(data, "outs")]
     found = []

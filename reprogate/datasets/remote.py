@@ -32,7 +32,20 @@ class Remote:
     timeout: float = 30.0
     retries: int = 3
     backoff: float = 0.5
+    max_time: float = 6 * 3600.0  # for every request of this verification together: a million slow shards still end
     _http: HttpClient | None = field(default=None, repr=False)
+    _ends: float | None = field(default=None, repr=False)
+
+    def _left(self, deadline: float) -> float:
+        """`deadline` for one request, cut to what the whole verification has left (none: Unreachable)."""
+        import time
+
+        if self._ends is None:
+            self._ends = time.monotonic() + self.max_time
+        left = self._ends - time.monotonic()
+        if left <= 0:
+            raise Unreachable(f"the verification ran past its time limit of {self.max_time:g} s (--max-time); this shard was not checked")
+        return min(deadline, left)
 
     @property
     def http(self) -> HttpClient:
@@ -57,7 +70,7 @@ class Remote:
     def size(self, url: str) -> int | None:
         """Content-Length from a HEAD request, or None when the server does not say."""
         try:
-            reply = self._check(url, self.http.request("HEAD", url, max_body=0))
+            reply = self._check(url, self.http.request("HEAD", url, max_body=0, deadline=self._left(self.http.policy.deadline)))
         except Unreachable:
             raise
         except InfrastructureError as exc:
@@ -77,7 +90,7 @@ class Remote:
             if on_bytes:
                 on_bytes(len(chunk))
 
-        deadline = self.http.policy.deadline + (expected_size or 0) / SLOWEST_RATE
+        deadline = self._left(self.http.policy.deadline + (expected_size or 0) / SLOWEST_RATE)
         try:
             self._check(url, self.http.request("GET", url, consume=consume, deadline=deadline))
         except (Unreachable, Missing):

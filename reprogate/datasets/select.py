@@ -45,8 +45,13 @@ class Walk:
     not asked for (no stat per file) or the file vanished before it could be stat'ed.
     """
 
-    def __init__(self, root: Path, include: list[str], exclude: list[str], skip: set[Path] | None = None, sizes: bool = True) -> None:
+    def __init__(
+        self, root: Path, include: list[str], exclude: list[str], skip: set[Path] | None = None, sizes: bool = True, temporaries_of: Path | None = None
+    ) -> None:
         self.root = str(root).rstrip("/") or "/"
+        # the output's own atomic-write temporaries (`.NAME.*.tmp` beside it: this run's, and any a
+        # killed run left) are never data
+        self.temporaries = (os.path.realpath(temporaries_of.parent), f".{temporaries_of.name}.") if temporaries_of is not None else None
         self.sizes = sizes
         excludes = [*DEFAULT_EXCLUDES, *exclude]
         # A folder matched by the part of an exclude before a final `/**` holds only excluded
@@ -121,6 +126,9 @@ class Walk:
                         keys.append(entry.name + "/" if entry.is_dir() else entry.name)
                 except OSError:
                     continue
+        if self.temporaries is not None and os.path.realpath(folder) == self.temporaries[0]:
+            prefix = self.temporaries[1]
+            keys = [key for key in keys if not (key.startswith(prefix) and key.endswith(".tmp"))]
         keys.sort()
         return keys, links
 

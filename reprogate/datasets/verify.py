@@ -100,6 +100,7 @@ class VerifyOptions:
     retries: int = 3
     keep_going: bool = False
     max_bytes: int = MANIFEST_MAX_BYTES
+    max_time: float = 6 * 3600.0  # every remote request of the verification together
 
 
 def _entries(data: dict[str, Any]) -> list[Entry]:
@@ -263,10 +264,17 @@ def _verify(manifest_path: Path, options: VerifyOptions, until_done: contextlib.
     walk = extras = None
     if not remote_root and "selection" in data and Path(report.root).is_dir():
         selection = data["selection"]
-        walk = Walk(Path(report.root), list(selection.get("include", [])), list(selection.get("exclude", [])), skip={manifest_path}, sizes=False)
+        walk = Walk(
+            Path(report.root),
+            list(selection.get("include", [])),
+            list(selection.get("exclude", [])),
+            skip={manifest_path},
+            sizes=False,
+            temporaries_of=manifest_path,
+        )
         extras = _Extras(walk, {e.name for e in source.side})
     try:
-        _check(doc, report, source, Remote(timeout=options.timeout, retries=options.retries), extras, algorithm, options)
+        _check(doc, report, source, Remote(timeout=options.timeout, retries=options.retries, max_time=options.max_time), extras, algorithm, options)
     except DocumentError as exc:  # a damaged line of a JSON Lines manifest
         return _unusable(report, [*source.problems, *exc.diagnostics])
     if source.problems:

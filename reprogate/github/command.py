@@ -55,7 +55,9 @@ def gate_command(repo: Path, config_path: Path | None, fmt: str, mode: str = "fu
     if fmt == "github":
         done.stdout = [*outcome.annotations, *outcome.messages]
         done.outputs = dict(outcome.outputs)
-        done.summary = "### reprogate gate\n\n" + "\n".join(f"- {m}" for m in outcome.messages) + "\n"
+        from reprogate.output.markdown import plain
+
+        done.summary = "### reprogate gate\n\n" + "\n".join(f"- {plain(m)}" for m in outcome.messages) + "\n"
     return done
 
 

@@ -289,8 +289,8 @@ def _basic(creds: tuple[str, str]) -> str:
 def _manifest_json(ref: Reference, body: bytes) -> dict[str, Any]:
     try:
         data = json.loads(body)
-    except ValueError:
-        raise Unreachable(f"{ref}: the registry answered with a manifest that is not JSON") from None
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to read
+        raise Unreachable(f"{ref}: the registry answered with a manifest that is not JSON it can read") from None
     if not isinstance(data, dict):
         raise Unreachable(f"{ref}: the registry answered with a manifest that is not a JSON object")
     return data

@@ -14,6 +14,15 @@ def one_line(text: str) -> str:
     return workflow.visible(text.replace("\r", " ").replace("\n", " "))
 
 
+_ACTIVE = re.compile(r"([\\`*_{}\[\]()#+\-.!<>|~&])")
+
+
+def plain(text: str) -> str:
+    """Text shown as itself in Markdown: one line, every character Markdown would act on escaped
+    (no heading, list, link, image or HTML can start from a name a pull request chose)."""
+    return _ACTIVE.sub(r"\\\1", one_line(text))
+
+
 def cell(text: str) -> str:
     """Text for a table cell: one line, no column break."""
     return one_line(text).replace("|", "\\|")
@@ -29,4 +38,4 @@ def code_span(text: str, in_table: bool = False) -> str:
     return f"{fence}{pad}{body}{pad}{fence}"
 
 
-__all__ = ["cell", "code_span", "one_line"]
+__all__ = ["cell", "code_span", "one_line", "plain"]

@@ -32,7 +32,7 @@ def test_malformed_yaml_reports_line_and_column(tmp_path: Path) -> None:
 
 def test_duplicate_keys_report_both_lines(tmp_path: Path) -> None:
     err = load_error("kind: RunRecord\nseeds:\n  global: 1\n  python: 2\n  global: 3\n", tmp_path)
-    assert err.exit_code == ExitCode.FAILED
+    assert err.exit_code == ExitCode.USAGE  # unreadable as written, like a file that is not UTF-8
     d = err.diagnostics[0]
     assert d.code == "duplicate-key" and d.field == "seeds.global"
     assert "line 3" in d.message and "line 5" in d.message

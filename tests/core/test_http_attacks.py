@@ -159,3 +159,40 @@ def test_credentials_are_refused_over_plain_http_to_another_machine() -> None:
     client.authorize("http://api.example.invalid", "Bearer x")
     with pytest.raises(UsageError, match="only sent over https"):
         client.request("GET", "http://api.example.invalid/repos")
+
+
+def deep(status: int = 201, headers: dict[str, str] | None = None) -> Callable[..., None]:
+    """A JSON answer 100,000 arrays deep: valid JSON that no recursive parser finishes."""
+    from support.hostile_http import answer
+
+    body = b"[" * 100_000 + b"]" * 100_000
+    return lambda handler, _state: answer(handler, status, body, {"Content-Type": "application/json", **(headers or {})})
+
+
+def test_json_nested_100k_deep_from_the_api_or_a_registry_is_exit_3(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    with hostile(deep()) as api:
+        for key, value in {"GITHUB_REPOSITORY": REPOSITORY, "GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": api.url, "GITHUB_SHA": "a" * 40}.items():
+            monkeypatch.setenv(key, value)
+        result = cli("github", "status", "--state", "success")
+    no_traceback(result)
+    assert result.exit_code == 3 and "nested too deep" in result.output, result.output
+    with hostile(deep(200, {"Content-Type": "application/vnd.oci.image.manifest.v1+json"})) as registry:
+        result = cli("image", "resolve", f"{registry.url.removeprefix('http://')}/team/train:v1")
+    no_traceback(result)
+    assert result.exit_code == 3, result.output
+
+
+def test_a_remote_verification_has_one_time_limit_for_all_its_shards() -> None:
+    """Each shard has its own deadline; a remote that drips every shard still ends the whole
+    verification at --max-time, the shards after it named unchecked, not waited for."""
+    from reprogate.datasets.remote import Remote, Unreachable
+
+    with hostile(drip()) as server:
+        remote = Remote(timeout=1.0, retries=0, max_time=1.5)
+        remote.http.policy = dataclasses.replace(remote.http.policy, deadline=60.0)
+        with pytest.raises(Unreachable, match="within"):
+            remote.digest(f"{server.url}/shard-000", "sha256")  # cut from 60 s to what is left of 1.5 s
+        for shard in range(1, 50):
+            with pytest.raises(Unreachable, match="time limit of 1.5 s"):
+                remote.size(f"{server.url}/shard-{shard:03d}")
+    assert abandoned(server)

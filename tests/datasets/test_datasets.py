@@ -438,3 +438,20 @@ def test_a_small_file_that_grew_after_its_size_was_taken_is_hashed_whole(tmp_pat
     monkeypatch.setattr(hashing.os, "fstat", stale)
     size, digest, problem, _ = hashing.FileReader("sha256", str(tmp_path)).check(str(path), 299, True)
     assert (size, digest, problem) == (300, hashlib.sha256(b"abc" * 100).digest(), "")
+
+
+def test_a_manifest_written_into_its_own_dataset_lists_neither_itself_nor_its_temporaries(cli: Callable[..., Any], tmp_path: Path) -> None:
+    """`dataset manifest DIR -o DIR/m.json`: the atomic writer's temporary sat beside the shards
+    while they were walked, and a killed run's leftover stayed there for the next run."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.bin").write_bytes(b"a" * 100)
+    (data / ".m.json.k1ll3d.tmp").write_text("left by a killed run")
+    (data / ".other.tmp").write_text("a real file that only looks temporary")
+    result = cli("dataset", "manifest", str(data), "-o", str(data / "m.json"), "--quiet")
+    assert result.exit_code == 0, result.output
+    import json
+
+    names = sorted(shard["name"] for shard in json.loads((data / "m.json").read_text())["shards"])
+    assert names == [".other.tmp", "a.bin"], names
+    assert cli("dataset", "verify", str(data / "m.json")).exit_code == 0

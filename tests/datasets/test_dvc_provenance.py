@@ -83,3 +83,13 @@ def test_a_pipeline_without_tracked_inputs_says_which_stage_to_name(cli: Cli, tm
     assert "--stage NAME" in result.output and "prepare, featurize, train, evaluate" in result.output
     result, _ = manifest(cli, tmp_path / "p" / "dvc.lock", tmp_path / "p" / "m.yaml", "--stage", "deploy")
     assert result.exit_code == 1 and "no stage 'deploy'" in result.output
+
+
+def test_dvc_provenance_strips_signed_query_strings_with_the_one_redactor() -> None:
+    """`dataset from-dvc` used capture's second, weaker stripper, which kept signed query strings."""
+    from reprogate.datasets.dvc import _imports
+
+    url = "https://bucket.s3.amazonaws.com/data.tar?X-Amz-Signature=abcdef0123456789&X-Amz-Credential=AKIAEXAMPLE&part=1"
+    data = {"outs": [{"path": "data.tar"}], "deps": [{"path": url, "etag": "e1"}, {"path": "x", "repo": {"url": "https://user:pw@git.example/r.git"}}]}
+    found = _imports(data)
+    assert [f.get("url") or f.get("repository") for f in found] == ["https://bucket.s3.amazonaws.com/data.tar?part=1", "https://git.example/r.git"]

@@ -283,3 +283,19 @@ def test_a_lock_pinned_by_the_record_in_the_pr_is_unchanged_by_these_rules(run_g
     base, head = commit(repo, lambda r: shutil.copy(LOCKS / "after" / "requirements.txt", r / "requirements.lock.txt"))
     run_gate(pr_event("opened", base, head))
     assert len(dispatches(github)) == 1 and github.statuses[-1]["description"].endswith(f"; base {base[:12]}")
+
+
+def test_file_names_from_the_pull_request_cannot_write_markdown_into_the_step_summary(run_gate: Run, github: FakeGitHub, repo: Path, tmp_path: Path) -> None:
+    name = "records/x\n# Reproduced ![p](https:evil.example.png) <img src=x>.yaml"
+
+    def add(root: Path) -> None:
+        (root / name).write_text((root / "records" / "startup.yaml").read_text() + "unknown_section: 1\n")
+
+    base, head = commit(repo, add)
+    result = run_gate(pr_event("opened", base, head))
+    assert result.exit_code == 1 and statuses(github, head) == [("reprogate/reproduction", "failure")], result.output
+    summary = (tmp_path / "summary.md").read_text()
+    assert "Reproduced" in summary, summary
+    assert [line for line in summary.splitlines() if line.startswith("#")] == ["### reprogate gate"]
+    unescaped = summary.replace("\\!\\[", "").replace("\\<", "")
+    assert "![" not in unescaped and "<img" not in unescaped, summary

@@ -275,3 +275,28 @@ def test_a_reference_trace_that_is_a_fifo_or_dev_zero_is_refused_not_read_foreve
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False, cwd=project)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "is not a regular file" in done.stdout and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.Inf"])
+def test_a_non_finite_number_in_a_record_is_unreadable_input_for_every_command(cli: Cli, project: Path, tmp_path: Path, value: str) -> None:
+    """`alpha: .nan` used to exit 0 from `interval` writing `nan%`, and end `rebuild` in a traceback."""
+    record = project / RECORD
+    text = record.read_text()
+    assert "  alpha: 0.05" in text
+    record.write_text(text.replace("  alpha: 0.05", f"  alpha: {value}", 1))
+    for args in (("interval", str(record)), ("rebuild", str(record), "--out", str(tmp_path / "out")), ("validate", str(record))):
+        result = cli(*args)
+        assert result.exit_code == 2, (args, result.output)
+        assert "is not a finite number" in result.output and "Traceback" not in result.output, (args, result.output)
+
+
+def test_a_duplicate_key_is_unreadable_input_for_every_command_that_reads_the_record(cli: Cli, project: Path, tmp_path: Path) -> None:
+    """It was exit 1 (the check failed) in interval, capture --into and rebuild, and 2 for a file
+    that is not UTF-8: unreadable input is 2 everywhere, validate's included (it names both lines)."""
+    record = project / RECORD
+    record.write_text(record.read_text() + "kind: RunRecord\n")
+    for args in (("interval", str(record)), ("rebuild", str(record), "--out", str(tmp_path / "out")), ("capture", "--into", str(record), "--no-framework")):
+        result = cli(*args)
+        assert result.exit_code == 2 and "duplicate key" in result.output and "Traceback" not in result.output, (args, result.output)
+    checked = cli("validate", str(record))
+    assert checked.exit_code == 2 and "first at line" in checked.output, checked.output
