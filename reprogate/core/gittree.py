@@ -86,7 +86,8 @@ def folder_files(folder: Path) -> dict[str, str]:
 def recorded_files(repo: Path, tree: str) -> dict[str, str] | None:
     """path -> blob id of a tree object the repository still has (None when git does not)."""
     try:
-        done = subprocess.run(["git", "-C", str(repo), "ls-tree", "-r", "-z", tree], capture_output=True, timeout=60)
+        # --full-tree: run in a subfolder, ls-tree would list only the part of `tree` under that folder
+        done = subprocess.run(["git", "-C", str(repo), "ls-tree", "-r", "-z", "--full-tree", tree], capture_output=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if done.returncode != 0:

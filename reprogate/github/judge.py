@@ -87,7 +87,7 @@ def assess(repo: Path, config_path: Path | None, config: Config, base: str, head
         if digest:
             found.promoted[path] = digest
 
-    _validate_head(found, config, (tree or top) / prefix if prefix else (tree or top), tree or top)
+    _validate_head(found, config, (tree or top) / prefix if prefix else (tree or top), tree or top, changed)
     touched = touched_records(base_records, head_records, changed, prefix)
     drifted = [p for p in dict.fromkeys(_top_path(d.path, tree or top) for d in found.drift_findings) if p]
     found.touched = list(dict.fromkeys([*touched, *drifted]))
@@ -101,18 +101,20 @@ def assess(repo: Path, config_path: Path | None, config: Config, base: str, head
     return found
 
 
-def _validate_head(found: Assessment, config: Config, folder: Path, tree: Path) -> None:
+def _validate_head(found: Assessment, config: Config, folder: Path, tree: Path, changed: list[str]) -> None:
+    """Validate the head's records there; in-repo shards the diff changed are hashed, whatever their size."""
     if not config.records:
         return
     from reprogate.validate.runner import Options, validate
 
-    report = validate([str(folder / glob) for glob in config.records], Options(root=folder))
+    touched = frozenset((tree / path).resolve() for path in changed)
+    report = validate([str(folder / glob) for glob in config.records], Options(root=folder, changed=touched))
     for f in report.files:
         for d in f.diagnostics:
             if d.code == DRIFT:
                 found.drift_findings.append(Diagnostic(_top_path(d.path, tree) or d.path, d.message, d.code, d.severity, d.location, d.field, d.hint))
             elif d.severity is Severity.ERROR:
-                found.invalid.append(f"{_top_path(d.path, tree) or d.path}:{d.location.line} {d.field} {d.message}")
+                found.invalid.append(f"{_top_path(d.path, tree) or d.path}:{d.location.line} {d.field} {d.message}" + (f" ({d.hint})" if d.hint else ""))
     found.invalid += [d.message for d in report.problems if d.severity is Severity.ERROR and d.code != "no-match"]
 
 

@@ -7,16 +7,33 @@ Adding a rule is one function in a module below and one line here.
 
 from __future__ import annotations
 
-from reprogate.rules import addressed, config, contract, credentials, driver_compat, envelope, environment, manifest, ranks, rebuildable, retention, trace_meta
+from reprogate.rules import (
+    addressed,
+    config,
+    contract,
+    credentials,
+    driver_compat,
+    envelope,
+    environment,
+    manifest,
+    ranks,
+    rebuildable,
+    retention,
+    shards,
+    source_tree,
+    trace_meta,
+)
 from reprogate.rules.base import Rule, RuleContext, RuleSpec, get, items
 
 RECORD, MANIFEST, CONFIG = "RunRecord", "DatasetManifest", "Config"
 
 RULES: dict[str, RuleSpec] = {
     "checksums-match": RuleSpec(addressed.checksums_match, (RECORD,), reads_files=True),
+    "source-tree-matches": RuleSpec(source_tree.source_tree_matches, (RECORD,), reads_files=True),
     "environment-pins-match": RuleSpec(environment.environment_pins_match, (RECORD,), reads_files=True),
     "configuration-hash-matches": RuleSpec(addressed.configuration_hash_matches, (RECORD,), reads_files=True),
     "dataset-manifest-matches": RuleSpec(addressed.dataset_manifest_matches, (RECORD,), reads_files=True),
+    "dataset-shards-match": RuleSpec(shards.dataset_shards_match, (RECORD,), reads_files=True),
     "driver-runs-framework-cuda": RuleSpec(driver_compat.driver_runs_framework_cuda, (RECORD,)),
     "reference-record-exists": RuleSpec(config.reference_record_exists, (CONFIG,)),
     "statistical-has-interval": RuleSpec(contract.statistical_has_interval, (RECORD,)),

@@ -26,15 +26,16 @@ class AddressError(Exception):
         self.code, self.message, self.hint = code, message, hint
 
 
-def resolve(ctx: RuleContext, rel: str) -> Path:
-    """The file a repository path names, refusing anything that leaves the repository.
+def resolve(ctx: RuleContext, rel: str, folder: bool = False) -> Path:
+    """The file (or, with `folder`, the folder) a repository path names, refusing anything that
+    leaves the repository.
 
     Remembered for the run (the cache lives as long as one `validate`): a thousand records that
     address the same lock file resolve it once, not a thousand times a dozen system calls."""
-    key = ("resolve", ctx.root, rel)
+    key = ("resolve", ctx.root, rel, folder)
     if key not in ctx.cache:
         try:
-            ctx.cache[key] = _resolve(ctx, rel)
+            ctx.cache[key] = _resolve(ctx, rel, folder)
         except AddressError as exc:
             ctx.cache[key] = exc
     found = ctx.cache[key]
@@ -50,7 +51,7 @@ def _stat(ctx: RuleContext, real: Path) -> os.stat_result:
     return ctx.cache[key]
 
 
-def _resolve(ctx: RuleContext, rel: str) -> Path:
+def _resolve(ctx: RuleContext, rel: str, folder: bool = False) -> Path:
     try:
         candidate = ctx.root / rel
         real, root = candidate.resolve(), ctx.root.resolve()
@@ -59,7 +60,9 @@ def _resolve(ctx: RuleContext, rel: str) -> Path:
         if not candidate.exists():
             hint = "commit the file, or fix the path (paths are relative to the repository root)"
             raise AddressError("file-missing", f"addressed file {rel[:200]!r} does not exist (looked in {display_path(root)})", hint)
-        if not real.is_file():
+        if folder and not real.is_dir():
+            raise AddressError("not-a-folder", f"addressed path {rel[:200]!r} is not a folder")
+        if not folder and not real.is_file():
             raise AddressError("not-a-file", f"addressed path {rel[:200]!r} is not a regular file")
     except (OSError, ValueError) as exc:  # a NUL in the path, a name too long for the file system
         raise AddressError("path-unusable", f"addressed path {rel[:200]!r} cannot be opened: {getattr(exc, 'strerror', None) or exc}") from None

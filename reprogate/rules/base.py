@@ -47,6 +47,7 @@ class RuleContext:
     max_bytes: int
     cache: dict[Any, Any] = field(default_factory=dict)
     source: Path | None = None  # the document's own file, where it was read from one
+    changed: frozenset[Path] | None = None  # files a pull request's diff changed (resolved); None: not known
 
     @property
     def data(self) -> Any:

@@ -35,6 +35,7 @@ class Options:
     strict: bool = False  # warnings fail too
     addressed_files: bool = True  # compare the files a record addresses (rebuild does that itself)
     today: datetime.date = field(default_factory=datetime.date.today)
+    changed: frozenset[Path] | None = None  # files a diff changed (resolved): in-repo shards among them are hashed; None: unknown
 
 
 @dataclass
@@ -149,7 +150,7 @@ def validate_document(doc: Document, kind: str, options: Options, cache: dict[An
         if ("repository-root", folder) not in cache:  # a walk up with a stat per level: once per folder
             cache[("repository-root", folder)] = repository_root(folder)
         root = cache[("repository-root", folder)]
-    ctx = RuleContext(doc, kind, root, options.today, options.max_bytes, cache, source)
+    ctx = RuleContext(doc, kind, root, options.today, options.max_bytes, cache, source, options.changed)
     for check in rules_for(kind, options.addressed_files):
         try:
             found.extend(check(ctx))

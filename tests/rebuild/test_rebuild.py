@@ -118,7 +118,7 @@ def test_ranks_that_cannot_import_torch_are_could_not_start_and_the_environment_
     """A torch that fails to import (here one shadowing the real one on the record's PYTHONPATH) is
     an infrastructure failure at preflight; rank 0 has already told what its environment holds,
     so the report still says which Python and packages the ranks had."""
-    shadow = tmp_path / "shadow" / "torch"
+    shadow = project / "shadow" / "torch"  # in the checkout, which the ranks' sandbox shows (not the pinned folder)
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text("raise ImportError('this torch is broken on purpose')\n")
     drill(project, PYTHONPATH=str(shadow.parent))

@@ -111,7 +111,9 @@ def _source_changes(ctx: RebuildContext, folder: str, pinned: str, found: str) -
             found=found,
         )
     diff = changed_paths(before, folder_files(ctx.root / folder))
-    owners = _owners(ctx, folder)
+    from reprogate.rules.source_tree import owned_paths
+
+    owners = owned_paths(ctx.data, ctx.root, folder)
     code = {kind: [p for p in paths if p not in owners] for kind, paths in diff.items()}
     if any(code.values()):
         listed = "; ".join(f"{kind}: {', '.join(paths[:6])}{' ...' if len(paths) > 6 else ''}" for kind, paths in code.items() if paths)
@@ -120,35 +122,3 @@ def _source_changes(ctx: RebuildContext, folder: str, pinned: str, found: str) -
         )
     ctx.facts["source_changes_deferred"] = {p: owners[p] for paths in diff.values() for p in paths}
     return None
-
-
-def _owners(ctx: RebuildContext, folder: str) -> dict[str, str]:
-    """Paths inside the project folder (relative to it) that another stage or the environment
-    judges, with who: config, dataset, environment."""
-    prefix = folder.rstrip("/") + "/"
-    owners: dict[str, str] = {}
-
-    def claim(rel: object, owner: str) -> None:
-        if isinstance(rel, str) and rel.startswith(prefix):
-            owners[rel[len(prefix) :]] = owner
-
-    claim(ctx.section("job", "config", "path"), "config")
-    claim(ctx.section("dataset", "manifest", "path"), "dataset")
-    claim(ctx.section("source", "build_recipe", "path"), "environment")
-    for item in ctx.section("source", "lock_files") or []:
-        if isinstance(item, dict):
-            claim(item.get("path"), "environment")
-    manifest = ctx.section("dataset", "manifest", "path")
-    if isinstance(manifest, str) and manifest.startswith(prefix):
-        from reprogate.core.documents import DocumentError
-        from reprogate.datasets.manifests import load_manifest
-
-        try:
-            data = load_manifest(ctx.root / manifest).data
-        except (DocumentError, OSError):
-            data = {}
-        base = Path(manifest).parent / str((data or {}).get("namespace") or ".") if isinstance(data, dict) else Path(manifest).parent
-        for entry in [*(data.get("shards") or []), *(data.get("files") or [])] if isinstance(data, dict) else []:
-            if isinstance(entry, dict) and isinstance(entry.get("name"), str):
-                claim((base / entry["name"]).as_posix(), "dataset")
-    return owners

@@ -1,0 +1,73 @@
+"""Issue 25's pull requests on a real repository: a change to a reference artifact the record pins
+(the training code in its project folder, an in-repo dataset shard) is a failing record at once
+— never `success`, never a GPU asked for — and the message names the file, the record and the
+way forward. A docs-only pull request still gets `success`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from click.testing import Result
+from support.gate import FakeGitHub, commit, dispatches, docs_only, pr_event, require_octokit, statuses
+
+require_octokit()
+
+Run = Callable[..., Result]
+
+
+def test_a_training_code_change_in_the_pinned_folder_fails_at_once(run_gate: Run, github: FakeGitHub, repo: Path) -> None:
+    def raise_lr(root: Path) -> None:
+        train = root / "tiny" / "project" / "train.py"
+        text = train.read_text()
+        assert "lr" in text
+        train.write_text(text + "\n# lr * 1.1\n")
+
+    base, head = commit(repo, raise_lr)
+    result = run_gate(pr_event("opened", base, head))
+    assert result.exit_code == 1, result.output
+    assert statuses(github, head) == [("reprogate/reproduction", "failure")] and dispatches(github) == []
+    assert "tiny/records/tiny.yaml" in result.output and "train.py" in result.output and "source.tree" in result.output
+    assert "promote it with the baseline label" in result.output
+
+
+def test_a_flipped_bit_in_an_in_repo_shard_fails_at_once(run_gate: Run, github: FakeGitHub, repo: Path) -> None:
+    def flip(root: Path) -> None:
+        shard = root / "tiny" / "data" / "shard-002.txt"
+        data = bytearray(shard.read_bytes())
+        data[7] ^= 1
+        shard.write_bytes(bytes(data))
+
+    base, head = commit(repo, flip)
+    result = run_gate(pr_event("opened", base, head))
+    assert result.exit_code == 1, result.output
+    assert statuses(github, head) == [("reprogate/reproduction", "failure")] and dispatches(github) == []
+    assert "shard shard-002.txt of tiny/data/tiny.manifest.yaml" in result.output and "tiny/records/tiny.yaml" in result.output
+
+
+def test_a_changed_shard_is_hashed_whatever_the_datasets_size_when_the_diff_names_it(tmp_path: Path, repo: Path) -> None:
+    """validate alone hashes in-repo shards only up to HASH_BUDGET; the gate hashes what the diff changed."""
+    from reprogate.rules import shards
+    from reprogate.validate.runner import Options, validate
+
+    shard = repo / "tiny" / "data" / "shard-000.txt"
+    data = bytearray(shard.read_bytes())
+    data[0] ^= 1
+    shard.write_bytes(bytes(data))
+    record = str(repo / "tiny" / "records" / "tiny.yaml")
+    budget = shards.HASH_BUDGET
+    try:
+        shards.HASH_BUDGET = 10  # as if the dataset were large
+        unknown = validate([record], Options(root=repo))
+        told = validate([record], Options(root=repo, changed=frozenset({shard.resolve()})))
+    finally:
+        shards.HASH_BUDGET = budget
+    codes = lambda report: [d.code for f in report.files for d in f.diagnostics]
+    assert "dataset-shard-changed" not in codes(unknown) and "dataset-shard-changed" in codes(told)
+    assert "dataset-shard-changed" in codes(validate([record], Options(root=repo)))
+
+
+def test_a_docs_only_pull_request_still_gets_success(run_gate: Run, github: FakeGitHub, repo: Path) -> None:
+    base, head = docs_only(repo)
+    assert run_gate(pr_event("opened", base, head)).exit_code == 0
+    assert statuses(github, head) == [("reprogate/reproduction", "success")]
