@@ -84,6 +84,11 @@ def preflight(world_size: int | None, backend: str | None, timeout: float, recor
     is_flag=True,
     help="Run a candidate rebuild's local ranks even where bubblewrap cannot sandbox them (an ephemeral runner); the claim says so.",
 )
+@click.option(
+    "--allow-source-builds",
+    is_flag=True,
+    help="Let a candidate venv build source distributions its lock file names (default wheels only: their build code would run on the runner).",
+)
 @click.option("--dry-run", is_flag=True, help="Write what the launcher would submit (--launcher kubernetes: the manifests, into --out) and run nothing.")
 @format_option()
 def rebuild(
@@ -101,6 +106,7 @@ def rebuild(
     cache: Path | None,
     timeout: float,
     allow_unsandboxed: bool,
+    allow_source_builds: bool,
     dry_run: bool,
     fmt: str,
 ) -> None:
@@ -122,6 +128,7 @@ def rebuild(
         dry_run=dry_run,
         nonce=nonce,
         allow_unsandboxed=allow_unsandboxed,
+        allow_source_builds=allow_source_builds,
     )
     finish(lambda: rebuild_command(record, options, output_dir, fmt), fmt, "rebuild")
 

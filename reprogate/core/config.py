@@ -16,6 +16,9 @@ from reprogate.core.documents import DocumentError, display_path, load_document
 CONFIG_NAME = ".reprogate.yaml"
 
 
+DEFAULT_STATUS_CONTEXT = "reprogate/reproduction"
+
+
 @dataclass
 class Config:
     """Settings with their defaults; `folder` is where relative globs and paths start."""
@@ -28,7 +31,7 @@ class Config:
     ignore_dependency_groups: list[str] = field(default_factory=lambda: ["docs", "doc", "lint", "test", "tests", "dev", "develop"])
     rebuild_label: str = "reprogate/rebuild"
     baseline_label: str = "reprogate/baseline"
-    status_context: str = "reprogate/reproduction"
+    status_context: str = DEFAULT_STATUS_CONTEXT
     baseline_context: str = "reprogate/baseline"
     rebuild_workflow: str = "reprogate-rebuild.yml"
     rebuild_ref: str | None = None

@@ -50,6 +50,22 @@ def open_input(path: str | Path) -> BinaryIO:
         raise
 
 
+def read_written_by_code(path: str | Path, limit: int) -> bytes | None:
+    """At most `limit` bytes of a file the code under test wrote (a rank's trace or events), None
+    when it holds more. Training code could have left a symbolic link (to a file of the runner's)
+    or a FIFO (a read that never ends) there: only a regular file is read, and a link is never
+    followed (OSError otherwise)."""
+    import errno
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        data = fh.read(limit + 1)
+    return None if len(data) > limit else data
+
+
 def read_input(path: str | Path, limit: int) -> bytes | None:
     """At most `limit` bytes of an input file (None when it holds more), read in chunks so a small
     file does not allocate `limit` bytes up front; never waits on a FIFO without a writer."""

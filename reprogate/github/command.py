@@ -83,7 +83,7 @@ def status_command(request: StatusRequest) -> CommandResult:
     """Post a state, or the one terminal state of a rebuild's verdicts: error for any verdict that
     is missing, unreadable or not bound to this dispatch (github/binding.py), so a required check
     never stays pending and never turns green from a file the rebuild did not make."""
-    from reprogate.core.config import load_config
+    from reprogate.core.config import DEFAULT_STATUS_CONTEXT
     from reprogate.github.gate import MARKER
     from reprogate.github.trust import check_sha
     from reprogate.rebuild.run_binding import check_nonce
@@ -97,7 +97,9 @@ def status_command(request: StatusRequest) -> CommandResult:
     commit = check_sha(request.sha or os.environ.get("GITHUB_SHA", ""), "--sha")
     base = check_sha(request.base, "--base") if request.base else None
     client, repo = client_from_env(), repository_from_env()
-    ctx = request.context or os.environ.get("REPROGATE_STATUS_CONTEXT") or load_config(Path(".")).status_context
+    # The workflow's input (the gate sends the base's context with the dispatch), else the default:
+    # never the checkout's .reprogate.yaml, which in the status job is the pull request's head.
+    ctx = request.context or os.environ.get("REPROGATE_STATUS_CONTEXT") or DEFAULT_STATUS_CONTEXT
     url = request.target_url or run_url_from_env()
     lines: list[str] = []
     posted_verdicts: list[dict[str, object]] = []
@@ -154,16 +156,17 @@ def _judge_verdicts(paths: list[Path], expected: list[str] | None, nonce: str | 
             notes.append(exc.message)
     named = [str((v.get("record") or {}).get("path", "")) for v in verdicts]
     expectation = Expectation(nonce, os.environ.get("GITHUB_RUN_ID") or None, job_result, commit, head_digests(Path("."), commit, [*(expected or []), *named]))
-    accepted, refused = [], []
+    accepted, refused, named_by_refused = [], [], set()
     for verdict in verdicts:
         why = refusal(verdict, expectation)
         if why is None:
             accepted.append(verdict)
         else:
             refused.append(why)
+            named_by_refused.add(os.path.normpath(str((verdict.get("record") or {}).get("path", ""))))
             notes.append(f"refused: {why}")
     rebuilt = {os.path.normpath(str((v.get("record") or {}).get("path", ""))) for v in accepted}
-    missing = [r for r in expected or [] if os.path.normpath(r) not in rebuilt and r not in refused]
+    missing = [r for r in expected or [] if os.path.normpath(r) not in rebuilt | named_by_refused]  # a refused one is named once, as refused
     notes += [f"no verdict for {r}" for r in missing]
     job = job_problem(expectation, bool(accepted) and all(v.get("verdict") == "pass" for v in accepted))
     if job:

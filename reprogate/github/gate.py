@@ -356,6 +356,7 @@ class Gate:
             "sha": subject.head,
             "base": subject.base,
             "nonce": secrets.token_urlsafe(24),  # the status job accepts only verdicts that carry it
+            "context": config.status_context,  # as the base's configuration names it: the status job reads no configuration
             "pr": str(subject.number or ""),
             "correlation": correlation,
             "baseline": "true" if plan.baseline_dispatch else "false",

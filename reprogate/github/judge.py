@@ -94,6 +94,9 @@ def assess(repo: Path, config_path: Path | None, config: Config, base: str, head
 
     if found.detection.rebuild_required:
         found.reasons.append(f"watched layers changed ({', '.join(found.detection.layers) or 'reference record'})")
+    if touched:  # what a record pins is watched whatever its name: a lock no detector knows, a repointed path, the record itself
+        shown = "; ".join(list(touched.values())[:3]) + (f"; and {len(touched) - 3} more" if len(touched) > 3 else "")
+        found.reasons.append(f"pinned inputs changed ({shown})")
     if found.config_changed:
         found.reasons.append(f"{rel} changed")
     if found.drift_findings:

@@ -101,18 +101,20 @@ def rebuild_digest(data: dict[str, Any] | None) -> str | None:
         return None
 
 
-def touched_records(base_records: list[RecordAtRevision], head_records: dict[str, RecordAtRevision], changed: list[str], prefix: str) -> list[str]:
-    """Records (as the base has them) whose inputs the diff changes. A record whose own file
-    changed counts only when its content beyond `baseline` changed."""
-    out = []
+def touched_records(base_records: list[RecordAtRevision], head_records: dict[str, RecordAtRevision], changed: list[str], prefix: str) -> dict[str, str]:
+    """Records (as the base has them) whose inputs the diff changes, each with what it pins that
+    changed. A record whose own file changed counts only when its content beyond `baseline`
+    changed (a new lock path, a new checksum, a new contract: the record now pins something else)."""
+    out: dict[str, str] = {}
     for record in base_records:
         inputs = inputs_of(record, prefix) - {record.path}
-        if any(reaches(inputs, path) for path in changed if path != record.path):
-            out.append(record.path)
+        hit = next((path for path in changed if path != record.path and reaches(inputs, path)), None)
+        if hit is not None:
+            out[record.path] = f"{record.path} pins {hit}, which changed"
         elif record.path in changed:
             head = head_records.get(record.path)
             if head is not None and head.data is not None and rebuild_digest(head.data) != rebuild_digest(record.data):
-                out.append(record.path)  # a removed or unreadable record has nothing to rebuild; validate says why
+                out[record.path] = f"{record.path} itself changed (more than its baseline)"  # a removed or unreadable record: validate says why
     return out
 
 

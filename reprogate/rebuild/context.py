@@ -37,6 +37,7 @@ class RebuildOptions:
     output: Path = Path("reprogate-rebuild")  # verdict, report, rebuild record and its trace (run_binding.fresh_output)
     nonce: str | None = None  # the gate's dispatch nonce, written into the verdict
     allow_unsandboxed: bool = False  # a candidate rebuild may run its ranks without a sandbox (the claim says so)
+    allow_source_builds: bool = False  # a candidate venv may build sdists its lock names (inside the build sandbox)
     dry_run: bool = False  # write what the launcher would submit (Kubernetes manifests) and run nothing
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reprogate.core.fileio import atomic_write
+from reprogate.core.fileio import atomic_write, read_written_by_code
 from reprogate.core.redact import redact
 from reprogate.rebuild.launchers.base import Launcher, RankGroup, Shape
 from reprogate.rebuild.realizers.base import Realized
@@ -31,6 +31,7 @@ PASSED_THROUGH = ("PATH", "LANG", "LANGUAGE", "TZ", "CUDA_VISIBLE_DEVICES", "NVI
 PREFLIGHT_STAGES = ("framework-op", "process-group", "collective")
 STARTUP_GRACE = 60.0  # starting Python and importing torch (a cold container, a cold cache)
 POLL = 0.05
+MAX_EVENTS_BYTES = 64 * 1024 * 1024  # a rank's control events: a few lines per stage
 
 
 def rank_environment(record_env: Mapping[str, Any], workdir: Path, runtime: Path, host: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -135,11 +136,12 @@ class RankHosts:
         for rank in range(self.shape.world_size):
             path = self.control / f"rank{rank}.events.jsonl"
             try:
-                with open(path, "rb") as fh:
-                    fh.seek(self._offsets.get(rank, 0))
-                    data = fh.read()
+                data = read_written_by_code(path, MAX_EVENTS_BYTES)  # a rank may have left a link or a FIFO there
             except OSError:
                 continue
+            if data is None:
+                continue
+            data = data[self._offsets.get(rank, 0) :]
             complete = data.rfind(b"\n") + 1
             self._offsets[rank] = self._offsets.get(rank, 0) + complete
             for line in data[:complete].splitlines():

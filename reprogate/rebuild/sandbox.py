@@ -73,12 +73,33 @@ class Sandbox:
         line = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc"]
         for path in sorted(set(self.hidden), key=lambda p: len(p.parts)):
             line += ["--tmpfs", str(path)]
+        for path in _sockets():  # a container engine or a user session would be a way out of the sandbox
+            line += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
         binds = [(p, "--ro-bind") for p in self.readable] + [(p, "--bind") for p in self.writable]
         # parents before children, so a read-only folder inside the work folder stays read-only
         for path, how in sorted(dict(binds).items(), key=lambda item: len(item[0].parts)):
             if path.exists():
                 line += [how, str(path), str(path)]
         return [*line, "--chdir", str(cwd), "--", *argv]
+
+
+SOCKETS = ("/run/docker.sock", "/var/run/docker.sock", "/run/podman", "/run/containerd", "/run/user", "/run/dbus", "/var/run/dbus", "/run/buildkit")
+
+
+def _sockets() -> list[Path]:
+    """Container-engine and session sockets on this machine, and the one DOCKER_HOST names."""
+    found = [Path(p) for p in SOCKETS]
+    host = os.environ.get("DOCKER_HOST", "")
+    if host.startswith("unix://"):
+        found.append(Path(host[len("unix://") :]))
+    seen: dict[str, Path] = {}
+    for path in found:
+        try:
+            if path.exists() and not path.is_symlink():
+                seen.setdefault(os.path.realpath(path), path)
+        except OSError:
+            continue
+    return sorted(seen.values(), key=lambda p: len(p.parts))
 
 
 def _runner_root() -> Path | None:
@@ -107,6 +128,16 @@ def for_ranks(workdir: Path, checkout: Path) -> Sandbox:
     return Sandbox(tuple(p.resolve() for p in hidden), tuple(Path(os.path.realpath(p)) for p in readable), (workdir.resolve(),))
 
 
+def for_builds(workdir: Path, checkout: Path, building: Path, readable: list[Path], writable: list[Path]) -> Sandbox:
+    """The sandbox of a realizer's build steps (uv): what the ranks' sandbox hides stays hidden
+    (so a package's code that runs while installing — a build backend, a `.pth` file run by the
+    bytecode compile — sees no runner process, no runner home and no action venv to rewrite);
+    only the venv being built, uv's cache and the work folder are writable."""
+    ranks = for_ranks(workdir, checkout)
+    shown = tuple(Path(os.path.realpath(p)) for p in readable)
+    return replace(ranks, readable=(*ranks.readable, *shown), writable=(*ranks.writable, building.resolve(), *(Path(os.path.realpath(p)) for p in writable)))
+
+
 def applies(realizer: str, launcher: str) -> bool:
     """Ranks this module sandboxes: local processes of the venv and current realizers (Slurm and
     Kubernetes ranks run where their scheduler starts them; containers have their own namespaces)."""
@@ -115,8 +146,10 @@ def applies(realizer: str, launcher: str) -> bool:
 
 def refusal(realizer: str, launcher: str, environment: str, allow_unsandboxed: bool) -> str | None:
     """Why a rebuild must not start unsandboxed (None: it may start): a candidate rebuild runs the
-    pull request's code, so it needs the sandbox unless the workflow says otherwise."""
-    if not applies(realizer, launcher) or environment != "candidate" or allow_unsandboxed:
+    pull request's code — in its ranks, and in the venv realizer's build steps on this machine,
+    whatever the launcher — so it needs the sandbox unless the workflow says otherwise."""
+    here = applies(realizer, launcher) or realizer == "venv"
+    if not here or environment != "candidate" or allow_unsandboxed:
         return None
     why = unavailable()
     return None if why is None else f"a candidate rebuild runs the pull request's code, and its ranks cannot be sandboxed here: {why}"
@@ -131,4 +164,4 @@ def described(sandbox: Sandbox | None, realizer: str, launcher: str) -> str:
     return f"none ({unavailable() or 'not asked for'})"
 
 
-__all__ = ["NAME", "SANDBOXED_REALIZERS", "Sandbox", "applies", "described", "for_ranks", "refusal", "unavailable"]
+__all__ = ["NAME", "SANDBOXED_REALIZERS", "Sandbox", "applies", "described", "for_builds", "for_ranks", "refusal", "unavailable"]

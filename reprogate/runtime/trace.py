@@ -696,11 +696,28 @@ def restore_rng_state(state: Mapping[str, Any]) -> dict[str, int]:
 
 def read_trace(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     """Events of one or more trace files, sorted by (type, step, rank) for comparison."""
-    events = []
+    texts = []
     for path in paths:
         with open(path, encoding="utf-8") as fh:
-            events.extend(json.loads(line) for line in fh if line.strip())
-    return sorted(events, key=lambda e: (e.get("type", ""), e.get("step", -1), e.get("rank", 0), e.get("name", "")))
+            texts.append(fh.read())
+    return trace_events(texts)
+
+
+def trace_events(texts: Iterable[str]) -> list[dict[str, Any]]:
+    """The events of trace texts (JSON Lines), sorted by (type, step, rank) for comparison. A
+    line that is not a JSON object, or a step that is not an integer, is a ValueError naming it."""
+    events = []
+    for text in texts:
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            event = json.loads(line)
+            if not isinstance(event, dict):
+                raise ValueError(f"line {number} is a JSON {type(event).__name__}, not an event object")
+            if not isinstance(event.get("step", -1), int) or not isinstance(event.get("rank", 0), int):
+                raise ValueError(f"line {number}: step and rank are integers")
+            events.append(event)
+    return sorted(events, key=lambda e: (str(e.get("type", "")), e.get("step", -1), e.get("rank", 0), str(e.get("name", ""))))
 
 
 def meta_events(events: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

@@ -299,3 +299,43 @@ def test_file_names_from_the_pull_request_cannot_write_markdown_into_the_step_su
     assert [line for line in summary.splitlines() if line.startswith("#")] == ["### reprogate gate"]
     unescaped = summary.replace("\\!\\[", "").replace("\\<", "")
     assert "![" not in unescaped and "<img" not in unescaped, summary
+
+
+@pytest.mark.parametrize("context", ["reprogate/baseline", "ci/unit-tests"])
+def test_the_heads_configuration_cannot_choose_the_context_the_status_job_posts_on(
+    post_status: Run, github: FakeGitHub, repo: Path, tmp_path: Path, context: str
+) -> None:
+    """The status job checks out the head (to read its records): its .reprogate.yaml is the pull
+    request's. A context from there could turn reprogate/baseline, or another required check, green."""
+
+    def edit(root: Path) -> None:
+        text = (root / ".reprogate.yaml").read_text()
+        assert "context: reprogate/reproduction" in text
+        (root / ".reprogate.yaml").write_text(text.replace("context: reprogate/reproduction", f"context: {context}"))
+
+    _, head = commit(repo, edit)
+    (tmp_path / "v.json").write_text(json.dumps(bound_verdict(repo, head, TINY)))
+    post_status(repo, head, "--from-verdict", str(tmp_path / "v.json"), "--expect-records", json.dumps([TINY]))
+    assert statuses(github) == [("reprogate/reproduction", "success")]
+    post_status(repo, head, "--from-verdict", str(tmp_path / "v.json"), "--context", "team/repro")  # the workflow's input (the gate's dispatch)
+    assert statuses(github)[-1] == ("team/repro", "success")
+
+
+def test_an_invalid_configuration_at_the_head_does_not_stop_the_status_job_posting(post_status: Run, github: FakeGitHub, repo: Path, tmp_path: Path) -> None:
+    _, head = commit(repo, lambda r: (r / ".reprogate.yaml").write_text((r / ".reprogate.yaml").read_text() + "status:\n  context: x\n"))
+    (tmp_path / "v.json").write_text(json.dumps(bound_verdict(repo, head, TINY, "fail", "steps")))
+    result = post_status(repo, head, "--from-verdict", str(tmp_path / "v.json"), "--expect-records", json.dumps([TINY]), result="failure")
+    assert result.exit_code == 0 and statuses(github) == [("reprogate/reproduction", "failure")], result.output
+
+
+def test_a_refused_verdict_is_not_also_counted_missing(post_status: Run, github: FakeGitHub, repo: Path, tmp_path: Path) -> None:
+    head = git(repo, "rev-parse", "HEAD")
+    (tmp_path / "v.json").write_text(json.dumps(bound_verdict(repo, head, TINY, nonce="x" * 20)))
+    result = post_status(repo, head, "--from-verdict", str(tmp_path / "v.json"), "--expect-records", json.dumps([TINY]))
+    assert github.statuses[-1]["state"] == "error" and f"no verdict for {TINY}" not in result.output
+
+
+def test_the_dispatch_names_the_bases_status_context(run_gate: Run, github: FakeGitHub, repo: Path) -> None:
+    base, head = bump_lock(repo)
+    run_gate(pr_event("opened", base, head))
+    assert dispatches(github)[0]["inputs"]["context"] == "reprogate/reproduction"

@@ -216,3 +216,39 @@ def test_a_candidate_rebuild_is_refused_unsandboxed_unless_the_workflow_allows_i
     assert verdict["environment"]["sandbox"].startswith("none") and any("without a sandbox" in n for n in verdict["claim"]["not_covered"])
     reference = cli("rebuild", str(project / RECORD), "--out", str(tmp_path / "reference"))
     assert reference.exit_code == 0, "a reference rebuild runs the record's own code: it is not refused"
+
+
+FIFO_TRACE = """
+import os
+from pathlib import Path
+trace = Path(os.environ["REPROGATE_TRACE_DIR"]) / f"trace-rank{os.environ['RANK']}.jsonl"
+if os.environ["RANK"] == "0":
+    os.mkfifo(trace)  # a read of it would never end
+else:
+    trace.symlink_to(os.environ["RUNNER_FILE"])  # a read of it would be the runner's file
+"""
+
+
+def test_a_trace_the_code_under_test_made_a_fifo_or_a_link_is_refused_not_read(cli: Cli, project: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    secret = project / "runner-file.txt"  # in the checkout, which the sandbox shows read-only
+    secret.write_text('{"type": "step", "step": 1, "rank": 1, "loss": 0.0}\n')
+    (project / "tiny" / "project" / "fifo.py").write_text(FIFO_TRACE)
+
+    def change(record: dict[str, Any]) -> None:
+        record["job"]["entrypoint"] = ["python", "fifo.py"]
+        record["execution"]["env"].update(RUNNER_FILE=str(secret))
+        from reprogate.core.gittree import tree_id
+
+        record["source"]["tree"] = tree_id(project / "tiny" / "project")
+
+    edit_record(project / RECORD, change)
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "reprogate", "rebuild", str(project / RECORD), "--out", str(out), "--timeout", "120"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert done.returncode == 1 and verdict["diagnosis"] == "run", done.stdout + done.stderr
+    detail = next(s["detail"] for s in verdict["stages"] if s["name"] == "run")
+    assert "the trace cannot be read" in detail and ("not a regular file" in detail or "Too many levels" in detail), detail

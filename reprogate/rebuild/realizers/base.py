@@ -42,6 +42,7 @@ class RealizeRequest:
     runtime: Path  # the injected reprogate runtime (mounted read-only where the realizer can)
     image: str | None = None  # --image: run this image instead of the record's
     sandbox: Sandbox | None = None  # local ranks (venv, current) start inside it; None: unsandboxed (the claim says so)
+    source_builds: bool = False  # a candidate venv may build sdists (the workflow's --allow-source-builds); never the record's say
 
 
 class RankProcess(Protocol):

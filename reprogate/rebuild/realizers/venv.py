@@ -104,9 +104,28 @@ def build_environment(runner: Mapping[str, str], workdir: Path, uv_cache: str | 
     return env
 
 
-def source_builds_allowed(record: Mapping[str, Any]) -> bool:
-    environment = (record.get("job") or {}).get("environment") or {}
-    return isinstance(environment, dict) and environment.get("source_builds") is True
+def local_index_paths(arguments: list[str]) -> list[Path]:
+    """Local folders and files among uv's index arguments (find-links, file:// indexes): the
+    build sandbox shows them."""
+    found = []
+    for flag, value in zip(arguments, arguments[1:], strict=False):
+        if flag in ("--find-links", "--index", "--default-index", "--index-url", "--extra-index-url"):
+            path = value[len("file://") :] if value.startswith("file://") else value
+            if path.startswith("/"):
+                found.append(Path(path))
+    return found
+
+
+def _build_sandbox(request: RealizeRequest, building: Path, readable: list[str | Path], writable: list[str]) -> Sandbox | None:
+    """The build steps' sandbox where bubblewrap runs here (none elsewhere: then a candidate
+    rebuild was refused before it began, unless the workflow allowed it unsandboxed)."""
+    from reprogate.rebuild import sandbox
+
+    if sandbox.unavailable() is not None:
+        return None
+    shown = [Path(p) if os.path.isabs(str(p)) else Path(shutil.which(str(p)) or str(p)) for p in readable]
+    shown = [p.parent if p.is_file() else p for p in shown] + [Path(os.path.realpath(p)).parent.parent for p in shown if p.is_file()]
+    return sandbox.for_builds(request.workdir, request.root, building, shown, [Path(w) for w in writable])
 
 
 def _find_python(uv: str, python: str, runner: Mapping[str, str]) -> str:
@@ -369,18 +388,22 @@ class VenvRealizer:
         runner = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "ACTIONS_"))}
         indexes = index_arguments(runner)  # pip's and uv's settings, read here with the runner's own environment
         interpreter = _find_python(uv, python, runner)
-        env = build_environment(runner, request.workdir, _uv_cache(uv, runner))
-        # A pull request's lock may name an sdist (a direct URL, a path): its build backend would run
-        # here, outside the ranks' sandbox. Wheels only, unless the record allows source builds.
-        no_build = [] if request.environment == "reference" or source_builds_allowed(request.data) else ["--no-build"]
+        cache = _uv_cache(uv, runner)
+        env = build_environment(runner, request.workdir, cache)
+        # A pull request's lock may name an sdist (a direct URL, a path) whose build backend runs
+        # code: wheels only for a candidate, unless the (trusted) workflow allows source builds.
+        no_build = [] if request.environment == "reference" or request.source_builds else ["--no-build"]
         log = request.workdir / "logs" / "realize-venv.log"
         log.parent.mkdir(parents=True, exist_ok=True)
+        building.mkdir()
+        box = _build_sandbox(request, building, [uv, interpreter, lock, *local_index_paths(indexes)], [cache] if cache else [])
         self._uv(
-            [uv, "venv", "--quiet", "--seed", "--python", interpreter, *indexes, str(building)],
+            [uv, "venv", "--quiet", "--seed", "--allow-existing", "--python", interpreter, *indexes, str(building)],
             env,
             log,
             "uv could not create a Python " + python + " environment",
-            before_retry=lambda: shutil.rmtree(building, ignore_errors=True),
+            before_retry=lambda: (shutil.rmtree(building, ignore_errors=True), building.mkdir()),
+            sandbox=box,
             not_the_lock=(
                 "the lock was not looked at yet: this runner lacks the Python the record names, or its indexes "
                 "(find-links) lack pip, setuptools and wheel, which `uv venv --seed` installs"
@@ -403,7 +426,7 @@ class VenvRealizer:
         else:
             cmd = [uv, "sync", "--frozen", "--no-install-project", "--compile-bytecode", "--project", str(lock.parent), *indexes, *no_build]
             env = {**env, "UV_PROJECT_ENVIRONMENT": str(building)}
-        self._uv(cmd, env, log, f"uv could not install {lock.name}")
+        self._uv(cmd, env, log, f"uv could not install {lock.name}", sandbox=box)
         for path in building.rglob("*"):  # read-only: nothing a rank does changes the cached venv
             if path.is_file() and not path.is_symlink():
                 path.chmod(path.stat().st_mode & ~0o222)
@@ -414,12 +437,22 @@ class VenvRealizer:
             _discard(building)
 
     @staticmethod
-    def _uv(cmd: list[str], env: Mapping[str, str], log: Path, what: str, before_retry: Callable[[], None] = lambda: None, not_the_lock: str = "") -> None:
-        """Run one uv step. A failure is the lock's (exit 2) unless an index did not answer, or
-        the step never reads the lock (`not_the_lock` says why): then it is the runner's (exit 3)."""
+    def _uv(
+        cmd: list[str],
+        env: Mapping[str, str],
+        log: Path,
+        what: str,
+        before_retry: Callable[[], Any] = lambda: None,
+        not_the_lock: str = "",
+        sandbox: Sandbox | None = None,
+    ) -> None:
+        """Run one uv step (inside `sandbox` when given). A failure is the lock's (exit 2) unless an
+        index did not answer, or the step never reads the lock (`not_the_lock` says why): then it
+        is the runner's (exit 3)."""
+        line = sandbox.wrap(cmd, log.parent) if sandbox is not None else cmd
         for attempt in (1, 2):
             try:
-                done = subprocess.run(cmd, capture_output=True, text=True, env=dict(env), timeout=UV_TIMEOUT)
+                done = subprocess.run(line, capture_output=True, text=True, env=dict(env), timeout=UV_TIMEOUT)
             except subprocess.TimeoutExpired:
                 raise InfrastructureError(f"{what}: uv did not finish within {UV_TIMEOUT:g} s") from None
             with open(log, "a", encoding="utf-8") as fh:

@@ -25,7 +25,9 @@ def digest(ctx: RebuildContext) -> StageResult:
         cache = ctx.options.cache or Path.home() / ".cache" / "reprogate"
         launcher = launchers.choose(ctx.data, ctx.options.launcher).name
         box = sandbox.for_ranks(ctx.workdir, ctx.root) if sandbox.applies(ctx.choice.name, launcher) and sandbox.unavailable() is None else None
-        request = RealizeRequest(ctx.data, ctx.root, ctx.workdir, ctx.options.environment, cache, ctx.runtime, ctx.options.image, box)
+        request = RealizeRequest(
+            ctx.data, ctx.root, ctx.workdir, ctx.options.environment, cache, ctx.runtime, ctx.options.image, box, ctx.options.allow_source_builds
+        )
         ctx.realized = REALIZERS[ctx.choice.name].realize(request)
         ctx.realized.facts["sandbox"] = sandbox.described(box, ctx.choice.name, launcher)
     except RealizeFailed as exc:

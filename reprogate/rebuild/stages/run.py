@@ -8,6 +8,8 @@ README documents — and a fresh rendezvous port.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from reprogate.core.errors import ReprogateError
 from reprogate.rebuild.context import RebuildContext, SeedRun, StageResult, failed, passed
 
@@ -28,7 +30,7 @@ def rebuild_seeds(ctx: RebuildContext) -> list[int]:
 def run(ctx: RebuildContext) -> StageResult:
     from reprogate.rebuild.launchers.local import free_port
     from reprogate.rebuild.ranks import RankHosts
-    from reprogate.runtime.trace import read_trace
+    from reprogate.runtime.trace import trace_events
 
     assert ctx.hosts is not None and ctx.realized is not None and ctx.launcher is not None and ctx.shape is not None
     entry = [str(a) for a in ctx.section("job", "entrypoint")]
@@ -76,8 +78,8 @@ def run(ctx: RebuildContext) -> StageResult:
             return failed(f"seed {seed}: {exc.message}", exit_code=int(exc.exit_code), seed=seed)
         traces = sorted(trace_dir.glob("trace-rank*.jsonl"))
         try:
-            events = read_trace(traces) if traces else []
-        except ValueError as exc:
+            events = trace_events(_written(path) for path in traces)  # written by the code under test: no link, no FIFO
+        except (OSError, ValueError) as exc:
             return failed(f"seed {seed}: the trace cannot be read: {exc}", seed=seed)
         outcome = SeedRun(seed, events, done.ok, done.seconds, done.log_tail, traces)
         ctx.runs.append(outcome)
@@ -91,3 +93,16 @@ def run(ctx: RebuildContext) -> StageResult:
         if steps < wanted:
             return failed(f"the run reached step {steps}; the startup contract needs {wanted}")
     return passed(f"{len(seeds)} seed(s) {seeds} x {ctx.world_size} rank(s) ran to step {steps} in {sum(r.seconds for r in ctx.runs):.1f} s", seeds=seeds)
+
+
+MAX_RANK_TRACE = 1024 * 1024 * 1024  # as `compare` reads traces
+
+
+def _written(path: Path) -> str:
+    """A rank's trace as text: a regular file, not followed through a link, within its bound."""
+    from reprogate.core.fileio import read_written_by_code
+
+    data = read_written_by_code(path, MAX_RANK_TRACE)
+    if data is None:
+        raise ValueError(f"{path.name} is larger than {MAX_RANK_TRACE:,} bytes")
+    return data.decode("utf-8")
