@@ -71,3 +71,33 @@ def test_a_docs_only_pull_request_still_gets_success(run_gate: Run, github: Fake
     base, head = docs_only(repo)
     assert run_gate(pr_event("opened", base, head)).exit_code == 0
     assert statuses(github, head) == [("reprogate/reproduction", "success")]
+
+
+def pin_lock(root: Path, name: str, text: str) -> None:
+    """The tiny record pins a lock file of pip's format under a name no detector knows."""
+    import hashlib
+
+    import yaml
+
+    (root / "tiny" / name).write_text(text)
+    record = root / "tiny" / "records" / "tiny.yaml"
+    data = yaml.safe_load(record.read_text())
+    data["source"]["lock_files"] = [{"path": f"tiny/{name}", "checksum": "sha256:" + hashlib.sha256(text.encode()).hexdigest(), "format": "pip-requirements"}]
+    record.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def test_a_lock_pinned_under_a_name_no_detector_knows_is_rebuilt_when_it_changes(run_gate: Run, github: FakeGitHub, repo: Path) -> None:
+    commit(repo, lambda r: pin_lock(r, "pins.lock", "numpy==1.26.4\n"))
+    base, head = commit(repo, lambda r: pin_lock(r, "pins.lock", "numpy==2.4.6\n"))  # the checksum updated in the same PR
+    result = run_gate(pr_event("opened", base, head))
+    assert result.exit_code == 0, result.output
+    assert statuses(github, head) == [("reprogate/reproduction", "pending")] and len(dispatches(github)) == 1, result.output
+    assert "pinned inputs changed (tiny/records/tiny.yaml pins tiny/pins.lock, which changed" in result.output
+
+
+def test_a_record_repointed_at_another_lock_is_rebuilt(run_gate: Run, github: FakeGitHub, repo: Path) -> None:
+    commit(repo, lambda r: pin_lock(r, "pins.lock", "numpy==1.26.4\n"))
+    base, head = commit(repo, lambda r: pin_lock(r, "other.lock", "numpy==2.4.6\n"))
+    result = run_gate(pr_event("opened", base, head))
+    assert statuses(github, head) == [("reprogate/reproduction", "pending")] and len(dispatches(github)) == 1, result.output
+    assert "tiny/records/tiny.yaml itself changed" in result.output
