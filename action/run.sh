@@ -42,6 +42,8 @@ case "${INPUT_COMMAND:-gate}" in
     extra=()
     [ -z "${INPUT_NONCE:-}" ] || extra+=(--nonce "$INPUT_NONCE")
     [ "${INPUT_ALLOW_UNSANDBOXED:-false}" != "true" ] || extra+=(--allow-unsandboxed)
+    # the base's contract judges (the dispatch's base input; empty for a baseline promotion's rebuild)
+    [ -z "${INPUT_BASE:-}" ] || extra+=(--contract-from "$INPUT_BASE")
     unset GITHUB_ENV GITHUB_PATH
     exec "$reprogate" rebuild "$INPUT_RECORD" --environment "${INPUT_ENVIRONMENT:-reference}" "${extra[@]}" --format github ;;
   audit)

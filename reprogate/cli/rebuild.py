@@ -89,6 +89,12 @@ def preflight(world_size: int | None, backend: str | None, timeout: float, recor
     is_flag=True,
     help="Let a candidate venv build source distributions its lock file names (default wheels only: their build code would run on the runner).",
 )
+@click.option(
+    "--contract-from",
+    default=None,
+    metavar="REV",
+    help="Judge by the record's contract, seeds and reference as REV has them (the pull request's base; the gate's dispatch names it).",
+)
 @click.option("--dry-run", is_flag=True, help="Write what the launcher would submit (--launcher kubernetes: the manifests, into --out) and run nothing.")
 @format_option()
 def rebuild(
@@ -107,6 +113,7 @@ def rebuild(
     timeout: float,
     allow_unsandboxed: bool,
     allow_source_builds: bool,
+    contract_from: str | None,
     dry_run: bool,
     fmt: str,
 ) -> None:
@@ -129,6 +136,7 @@ def rebuild(
         nonce=nonce,
         allow_unsandboxed=allow_unsandboxed,
         allow_source_builds=allow_source_builds,
+        contract_from=contract_from,
     )
     finish(lambda: rebuild_command(record, options, output_dir, fmt), fmt, "rebuild")
 

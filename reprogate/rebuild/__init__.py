@@ -88,10 +88,21 @@ def check_before_running(doc: Document, record: Path, options: RebuildOptions) -
 
 def run_rebuild(record: Path, options: RebuildOptions, checked: Document | None = None) -> tuple[dict[str, Any], RebuildContext]:
     """Run the stages; returns the verdict and the context (for the rebuild record). `checked`:
-    the record, already loaded and through check_before_running."""
+    the record, already loaded and through check_before_running. With --contract-from, the
+    record's judging sections are another revision's (judged_by.py)."""
     doc = checked
     if doc is None:
         doc = load_document(record)
+        check_before_running(doc, record, options)
+    head_data, note = None, ""
+    if options.contract_from:
+        import dataclasses
+
+        from reprogate.rebuild.judged_by import from_base
+
+        judged = from_base(record, doc.data, options.contract_from)
+        head_data, note = doc.data, judged.note
+        doc = dataclasses.replace(doc, data=judged.data)
         check_before_running(doc, record, options)
     root = (options.root or repository_root(record.parent)).resolve()
     temporary = options.workdir is None
@@ -100,7 +111,7 @@ def run_rebuild(record: Path, options: RebuildOptions, checked: Document | None 
     if workdir.exists() and any(workdir.iterdir()):
         raise RebuildUsageError(f"work folder {workdir} is not empty; a rebuild starts from an empty worker")
     workdir.mkdir(parents=True, exist_ok=True)
-    ctx = RebuildContext(record, doc, root, workdir.resolve(), options)
+    ctx = RebuildContext(record, doc, root, workdir.resolve(), options, head_data=head_data, judged_note=note)
     # What runs below us now (in a test session: its daemons) is spared; whatever the code under
     # test starts and leaves behind, however detached, is ours to end before a verdict exists.
     spared = frozenset(processes.descendants())
@@ -168,7 +179,12 @@ def _verdict(ctx: RebuildContext, results: list[StageResult], failed: StageResul
         "diagnosis": failed.name if failed else None,
         "infrastructure": bool(failed and failed.exit_code == ExitCode.INFRA),
         "exit_code": int(failed.exit_code) if failed else 0,
-        "record": {"path": display_path(ctx.record_path), "name": ctx.section("metadata", "name"), "digest": record_digest(ctx.data), "level": ctx.level},
+        "record": {
+            "path": display_path(ctx.record_path),
+            "name": ctx.section("metadata", "name"),
+            "digest": record_digest(ctx.checked_out),
+            "level": ctx.level,
+        },
         "run": RunBinding.from_environment(ctx.options.nonce).as_json(),
         "stages": [
             {

@@ -48,6 +48,8 @@ def claim(ctx: RebuildContext, verdict: dict[str, Any]) -> dict[str, Any]:
             "the environment was not rebuilt: the record asks to run in the Python environment reprogate is installed in "
             "(job.environment.realizer: current), so a lock-file or image change is not exercised"
         )
+    if ctx.judged_note:
+        limits.append(ctx.judged_note)
     box = str((ctx.realized.facts if ctx.realized is not None else {}).get("sandbox", ""))
     if box.startswith("none"):
         limits.append(f"the ranks ran without a sandbox ({box[len('none ') :].strip('()')}): the code under test could read what the runner's user can")

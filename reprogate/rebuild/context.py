@@ -38,6 +38,7 @@ class RebuildOptions:
     nonce: str | None = None  # the gate's dispatch nonce, written into the verdict
     allow_unsandboxed: bool = False  # a candidate rebuild may run its ranks without a sandbox (the claim says so)
     allow_source_builds: bool = False  # a candidate venv may build sdists its lock names (inside the build sandbox)
+    contract_from: str | None = None  # judge by the record's contract at this revision (the pull request's base)
     dry_run: bool = False  # write what the launcher would submit (Kubernetes manifests) and run nothing
 
 
@@ -96,6 +97,13 @@ class RebuildContext:
     tests: list[dict[str, Any]] = field(default_factory=list)  # steps, metric: statistical tests, stated fully
     rebuild_record: dict[str, Any] = field(default_factory=dict)  # written by the runner at the end
     escaped: int = 0  # processes the code under test left running, ended by the runner before any verdict was written
+    head_data: dict[str, Any] | None = None  # the record as checked out, when another revision's contract judges (its digest is the verdict's)
+    judged_note: str = ""  # where the judging contract came from, when not from the record as checked out
+
+    @property
+    def checked_out(self) -> dict[str, Any]:
+        """The record as the checkout holds it (what the verdict's digest names), whichever contract judges."""
+        return self.head_data if self.head_data is not None else self.data
 
     @property
     def data(self) -> dict[str, Any]:

@@ -44,7 +44,7 @@ def rebuild_record(ctx: RebuildContext, verdict: dict[str, Any], folder: Path) -
     from reprogate.capture import host as host_layer
     from reprogate.rebuild.compare import metrics
 
-    data = copy.deepcopy(ctx.data)
+    data = copy.deepcopy(ctx.checked_out)
     data.pop("baseline", None)
     realized = ctx.realized.facts if ctx.realized is not None else {}
     name = str(ctx.section("metadata", "name") or "run")

@@ -60,6 +60,38 @@ def statistical_has_interval(ctx: RuleContext) -> Iterator[Diagnostic]:
             yield ctx.finding(("seeds", "evaluation"), f"evaluation seeds {extra} have no reference metric value", "statistical-seed-without-value")
 
 
+def stored_interval_recomputes(ctx: RuleContext) -> Iterator[Diagnostic]:
+    """The stored interval must be the one its own inputs give: the reference seeds' values, its
+    α and the metric's resolution. A bound edited by hand (a pull request widening its own
+    interval) is a broken record, not a looser contract."""
+    interval = get(ctx.data, "contract", "metric", "interval")
+    values = get(ctx.data, "reference", "metric", "values")
+    if not isinstance(interval, dict) or interval.get("method", "prediction") != "prediction" or not isinstance(values, list):
+        return
+    low, high, alpha = interval.get("low"), interval.get("high"), interval.get("alpha")
+    numbers = [get(v, "value") for _, v in items(values)]
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in [low, high, alpha, *numbers]) or len(numbers) < 2:
+        return  # the schema and statistical-has-interval say what is missing
+    if not 0 < alpha < 1:
+        return
+    from reprogate.rebuild.stats import prediction_interval
+
+    resolution = get(ctx.data, "contract", "metric", "resolution")
+    computed = prediction_interval([float(x) for x in numbers], float(alpha), float(resolution) if isinstance(resolution, (int, float)) else 0.0)
+    # Wider than its inputs give is what loosens a contract; narrower only makes it stricter, and
+    # bounds rounded by hand (an older record) move them by far less than 1 % of the width.
+    slack = max(1e-9, 0.01 * (computed.high - computed.low))
+    bounds = (("low", low, computed.low, computed.low - low), ("high", high, computed.high, high - computed.high))
+    for name, stored, found, wider in bounds:
+        if wider > slack:
+            yield ctx.finding(
+                ("contract", "metric", "interval", name),
+                f"the stored interval's {name} bound is {stored:.10g}, wider than its own seeds, α = {alpha:g} and resolution give ({found:.10g})",
+                "interval-does-not-recompute",
+                "an interval is computed, never written by hand: `reprogate interval RECORD` stores it; a wider contract takes a baseline promotion",
+            )
+
+
 def bitwise_names_tensors(ctx: RuleContext) -> Iterator[Diagnostic]:
     if get(ctx.data, "contract", "level") != "bitwise":
         return

@@ -101,3 +101,20 @@ def test_a_record_repointed_at_another_lock_is_rebuilt(run_gate: Run, github: Fa
     result = run_gate(pr_event("opened", base, head))
     assert statuses(github, head) == [("reprogate/reproduction", "pending")] and len(dispatches(github)) == 1, result.output
     assert "tiny/records/tiny.yaml itself changed" in result.output
+
+
+def test_a_hand_widened_interval_fails_at_once_and_a_recomputed_one_is_valid(run_gate: Run, github: FakeGitHub, repo: Path, cli: Run) -> None:
+    import yaml
+
+    def widen(root: Path) -> None:
+        record = root / "tiny" / "records" / "tiny.yaml"
+        data = yaml.safe_load(record.read_text())
+        data["contract"]["metric"]["interval"]["high"] = 1.5
+        record.write_text(yaml.safe_dump(data, sort_keys=False))
+
+    base, head = commit(repo, widen)
+    result = run_gate(pr_event("opened", base, head))
+    assert result.exit_code == 1 and statuses(github, head) == [("reprogate/reproduction", "failure")] and dispatches(github) == []
+    assert "contract.metric.interval.high" in result.output and "wider than its own seeds" in result.output
+    assert cli("interval", str(repo / "tiny" / "records" / "tiny.yaml")).exit_code == 0  # what the hint says to run
+    assert cli("validate", str(repo / "tiny" / "records" / "tiny.yaml")).exit_code == 0

@@ -300,3 +300,37 @@ def test_a_duplicate_key_is_unreadable_input_for_every_command_that_reads_the_re
         assert result.exit_code == 2 and "duplicate key" in result.output and "Traceback" not in result.output, (args, result.output)
     checked = cli("validate", str(record))
     assert checked.exit_code == 2 and "first at line" in checked.output, checked.output
+
+
+def test_a_pull_request_that_widens_its_own_interval_is_judged_by_the_bases(cli: Cli, project: Path, tmp_path: Path) -> None:
+    """The head shifts the metric and loosens its contract to cover it — α lowered to 0.0001, the
+    interval recomputed from it, so the record is valid: judged by its own words it passes; with
+    --contract-from BASE (what the gate's dispatch asks for) it fails at metric, the claim says
+    whose contract judged, and the verdict still names the head's record. (A bound widened by
+    hand is caught earlier: validate recomputes it.)"""
+    from support import git
+
+    from reprogate.core.documents import load_document
+    from reprogate.rebuild import record_digest
+
+    git(project, "init", "-q", "-b", "main")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "base")
+    base = git(project, "rev-parse", "HEAD")
+
+    def loosen(record: dict[str, Any]) -> None:
+        record["execution"].setdefault("env", {}).update(EXAMPLE_METRIC_SHIFT="0.05")
+        record["contract"]["metric"]["alpha"] = 0.0001
+
+    edit_record(project / RECORD, loosen)
+    assert cli("interval", str(project / RECORD)).exit_code == 0
+    assert cli("validate", str(project / RECORD)).exit_code == 0
+    git(project, "commit", "-qam", "loosen the contract")
+    own, loose = rebuild(cli, project)
+    assert own.exit_code == 0 and loose["verdict"] == "pass", own.output
+    judged, strict = rebuild(cli, project, "--contract-from", base)
+    assert judged.exit_code == 1 and strict["diagnosis"] == "metric", judged.output
+    assert any("judged by the contract of tiny/records/tiny.yaml at the base" in n and "contract" in n for n in strict["claim"]["not_covered"])
+    assert strict["record"]["digest"] == record_digest(load_document(project / RECORD).data) == loose["record"]["digest"]
+    missing = cli("rebuild", str(project / RECORD), "--contract-from", "0" * 40, "--out", str(tmp_path / "o"))
+    assert missing.exit_code == 3 and "fetch" in missing.output

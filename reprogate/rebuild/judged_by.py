@@ -1,0 +1,69 @@
+"""The contract that judges a pull request's rebuild is the base's, not the pull request's.
+
+A record holds two kinds of things. Its environment pins (lock files, recipe, image) are what a
+pull request may change, and what the rebuild realizes from the checkout. Its contract — level,
+steps, tolerances, tensors, metric interval, envelope, seeds, the reference trace and metric
+values it is compared with — says what "reproduced" means, and was fixed before any rerun: a
+pull request that widens its own interval, raises its tolerance or drops a tensor must not be
+judged by its own, looser words. `rebuild --contract-from BASE` takes those sections from the
+record as BASE has it; the head's changes to them take effect only through a baseline promotion
+(a writer's label, a passing rebuild), whose rebuild is judged by the head's own contract.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reprogate.core.errors import InfrastructureError, UsageError
+
+JUDGING = ("contract", "seeds", "reference")
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The record a rebuild compares against, and what the claim says about where it came from."""
+
+    data: dict[str, Any]
+    note: str  # empty when the head's own contract judges
+    changed: tuple[str, ...] = ()  # sections the pull request changed (not in effect)
+
+
+def from_base(record: Path, head: dict[str, Any], rev: str) -> Judged:
+    """`head` with its judging sections as the record is at `rev` (a new record: its own)."""
+    from reprogate.core.documents import DocumentError, load_text
+    from reprogate.detect.git import DetectError, read_blobs, resolve, toplevel
+
+    try:
+        top = toplevel(record.parent)
+        sha = resolve(top, rev)
+    except DetectError as exc:
+        raise InfrastructureError(
+            f"--contract-from {rev[:40]}: {exc.message}", hint="check out with fetch-depth: 0, or git fetch the base commit, before the rebuild"
+        ) from None
+    rel = record.resolve().relative_to(top.resolve()).as_posix()
+    blob = read_blobs(top, [f"{sha}:{rel}"]).get(f"{sha}:{rel}")
+    if blob is None:
+        return Judged(head, f"{rel} is new at this head: its own contract judges it")
+    try:
+        base = load_text(blob.decode("utf-8"), f"{rel} at {sha[:12]}").data
+    except (DocumentError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{rel} at {sha[:12]} cannot be read as the contract that judges: {exc}") from None
+    if not isinstance(base, dict) or base.get("kind") != "RunRecord":
+        raise UsageError(f"{rel} at {sha[:12]} is not a run record; it cannot judge the rebuild")
+    merged = {k: v for k, v in head.items() if k not in JUDGING}
+    merged.update({k: base[k] for k in JUDGING if k in base})
+    changed = tuple(k for k in JUDGING if _canonical(base.get(k)) != _canonical(head.get(k)))
+    note = f"judged by the contract of {rel} at the base {sha[:12]}"
+    if changed:
+        note += f"; this pull request's changes to {', '.join(changed)} do not judge (a baseline promotion makes them effective)"
+    return Judged(merged, note, changed)
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+__all__ = ["JUDGING", "Judged", "from_base"]
