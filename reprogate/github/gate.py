@@ -203,6 +203,9 @@ def _report_assessment(found: Assessment, outcome: GateOutcome) -> None:
         outcome.messages.append(f"invalid record: {line}")
     for reason in found.reasons:
         outcome.messages.append(f"rebuild required: {reason}")
+    for path, changes in found.contract_changes.items():
+        effects = sorted({c.effect for c in changes})
+        outcome.messages.append(f"contract of {path} {'/'.join(effects)} ({', '.join(c.field for c in changes[:4])}): the base's contract judges the rebuild")
     if found.config_changed:
         outcome.annotations.append(
             workflow.annotation(
@@ -341,7 +344,7 @@ class Gate:
                 text = with_base(text, subject.base)
                 self.client.create_status(subject.repository, subject.head, state, config.baseline_context, text, url)
                 self.outcome.messages.append(f"{config.baseline_context} = {state}: {text}")
-        if subject.number is not None and (plan.records or plan.comment or found.config_changed):
+        if subject.number is not None and (plan.records or plan.comment or found.config_changed or found.contract_changes):
             self.client.upsert_comment(subject.repository, subject.number, MARKER, comment(found, plan, url))
 
     def _dispatch(self, plan: Plan, subject: Subject, config: Config, found: Assessment) -> str:
@@ -472,6 +475,10 @@ def comment(found: Assessment, plan: Plan, url: str | None) -> str:
                 "the change takes effect once merged, and counts as a watched change."
             ),
         ]
+    from reprogate.github.contract_diff import markdown_table
+
+    for path, changes in found.contract_changes.items():
+        lines += ["", *markdown_table(path, changes)]
     if found.drift_findings:
         lines += ["", "Environment drift (the pull request changes what the reference ran in; the rebuild uses the pull request's environment):"]
         lines += [f"- {code_span(d.path)} {code_span(d.field)}: {d.message.replace(chr(10), ' ')}" for d in found.drift_findings[:50]]

@@ -19,6 +19,7 @@ from pathlib import Path
 from reprogate.core.config import Config
 from reprogate.core.diagnostics import Diagnostic, Severity
 from reprogate.detect.run import DetectResult
+from reprogate.github.contract_diff import ContractChange, contract_changes
 
 DRIFT = "environment-drift"
 
@@ -35,6 +36,7 @@ class Assessment:
     references: list[str] = field(default_factory=list)  # every record the base configuration names
     promoted: dict[str, str] = field(default_factory=dict)  # record path -> digest at the head
     reasons: list[str] = field(default_factory=list)  # why a rebuild is required (empty: it is not)
+    contract_changes: dict[str, list[ContractChange]] = field(default_factory=dict)  # record path -> what the pull request changes in its contract
 
     @property
     def drift(self) -> list[str]:
@@ -82,6 +84,11 @@ def assess(repo: Path, config_path: Path | None, config: Config, base: str, head
     head_wanted = sorted({p for p in base_paths if p in changed} | set(promoted))
     head_blobs = read_blobs(top, [f"{head}:{p}" for p in head_wanted])
     head_records = {p: parse_record(p, head_blobs.get(f"{head}:{p}")) for p in head_wanted}
+    for base_record in base_records:
+        if base_record.path in head_records:
+            changes = contract_changes(base_record.data, head_records[base_record.path].data)
+            if changes:
+                found.contract_changes[base_record.path] = changes
     for path in promoted:
         digest = rebuild_digest(head_records[path].data)
         if digest:

@@ -118,3 +118,60 @@ def test_a_hand_widened_interval_fails_at_once_and_a_recomputed_one_is_valid(run
     assert "contract.metric.interval.high" in result.output and "wider than its own seeds" in result.output
     assert cli("interval", str(repo / "tiny" / "records" / "tiny.yaml")).exit_code == 0  # what the hint says to run
     assert cli("validate", str(repo / "tiny" / "records" / "tiny.yaml")).exit_code == 0
+
+
+def test_a_loosened_contract_is_shown_side_by_side_and_judged_by_the_base(run_gate: Run, github: FakeGitHub, repo: Path) -> None:
+    import yaml
+
+    def loosen(root: Path) -> None:
+        record = root / "tiny" / "records" / "tiny.yaml"
+        data = yaml.safe_load(record.read_text())
+        data["contract"]["tensors"] = ["model_state"]  # head.weight dropped
+        data["contract"]["steps"]["count"] = 40
+        record.write_text(yaml.safe_dump(data, sort_keys=False))
+
+    base, head = commit(repo, loosen)
+    result = run_gate(pr_event("opened", base, head))
+    assert result.exit_code == 0 and statuses(github, head) == [("reprogate/reproduction", "pending")], result.output
+    (sent,) = dispatches(github)
+    assert sent["inputs"]["base"] == base  # the rebuild workflow passes it as --contract-from
+    body = github.comments[-1]["body"]
+    assert "| `contract.tensors` |" in body and "| `contract.steps.count` | `80` | `40` | **loosened** |" in body
+    assert "contract of tiny/records/tiny.yaml loosened" in result.output
+
+
+def test_contract_changes_name_their_direction() -> None:
+    from reprogate.github.contract_diff import contract_changes
+
+    base = {
+        "contract": {
+            "level": "bitwise",
+            "tensors": ["a", "b"],
+            "tolerance": {"abs": 0.0},
+            "metric": {"alpha": 0.05, "interval": {"low": 1.0, "high": 2.0}},
+            "envelope": {"gpu_models": ["H100"]},
+        },
+        "seeds": {"global": 1},
+    }
+    head = {
+        "contract": {
+            "level": "behavioral",
+            "tensors": ["a", "b", "c"],
+            "tolerance": {"abs": 0.01},
+            "metric": {"alpha": 0.01, "interval": {"low": 1.1, "high": 2.5}},
+            "envelope": {"gpu_models": ["H100", "A100"]},
+        },
+        "seeds": {"global": 2},
+    }
+    effects = {c.field: c.effect for c in contract_changes(base, head)}
+    assert effects == {
+        "contract.level": "loosened",
+        "contract.tensors": "tightened",
+        "contract.tolerance.abs": "loosened",
+        "contract.metric.alpha": "loosened",
+        "contract.metric.interval.low": "tightened",
+        "contract.metric.interval.high": "loosened",
+        "contract.envelope.gpu_models": "loosened",
+        "seeds.global": "changed",
+    }
+    assert contract_changes(base, base) == []

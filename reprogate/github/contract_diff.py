@@ -1,0 +1,96 @@
+"""What a pull request changes in a record's contract, and in which direction.
+
+The base's contract judges the rebuild (rebuild/judged_by.py); a change to it takes effect only
+through a baseline promotion. Reviewers approving one should see at a glance whether it loosens
+the contract (a weaker level, a larger tolerance, fewer tensors or steps, a wider interval or
+envelope, a smaller α) or tightens it. Anything else is shown as changed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+LEVELS = ("startup", "statistical", "behavioral", "bitwise")  # weakest first
+LOOSER_WHEN_LARGER = ("contract.tolerance.abs", "contract.tolerance.rel", "contract.metric.margin", "contract.metric.resolution")
+LOOSER_WHEN_SMALLER = ("contract.steps.count", "contract.metric.alpha", "contract.metric.interval.low")
+LOOSER_WHEN_ADDED = ("contract.envelope",)  # more GPU models, world sizes, topology changes: more places count as reproduced
+
+
+@dataclass(frozen=True)
+class ContractChange:
+    field: str
+    base: Any
+    head: Any
+    effect: str  # loosened, tightened, changed
+
+
+def contract_changes(base: dict[str, Any] | None, head: dict[str, Any] | None) -> list[ContractChange]:
+    """The leaves of `contract` (and `seeds`) that differ between two versions of a record."""
+    if not isinstance(base, dict) or not isinstance(head, dict):
+        return []
+    before = dict(_leaves({"contract": base.get("contract"), "seeds": base.get("seeds")}, ""))
+    after = dict(_leaves({"contract": head.get("contract"), "seeds": head.get("seeds")}, ""))
+    changes = []
+    for field in sorted(before.keys() | after.keys()):
+        old, new = before.get(field), after.get(field)
+        if _same(old, new) or field.endswith((".computed_at", ".computed_by")):
+            continue
+        changes.append(ContractChange(field, old, new, _effect(field, old, new)))
+    return changes
+
+
+def _leaves(node: Any, prefix: str) -> list[tuple[str, Any]]:
+    if isinstance(node, dict):
+        return [leaf for key, value in node.items() for leaf in _leaves(value, f"{prefix}.{key}" if prefix else str(key))]
+    return [(prefix, node)]
+
+
+def _same(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+
+def _effect(field: str, old: Any, new: Any) -> str:
+    if field == "contract.level" and old in LEVELS and new in LEVELS:
+        return "loosened" if LEVELS.index(new) < LEVELS.index(old) else "tightened"
+    if _numbers(old, new):
+        if field in LOOSER_WHEN_LARGER or field == "contract.metric.interval.high":
+            return "loosened" if new > old else "tightened"
+        if field in LOOSER_WHEN_SMALLER:
+            return "loosened" if new < old else "tightened"
+    if isinstance(old, list) and isinstance(new, list):
+        gone, added = [x for x in old if x not in new], [x for x in new if x not in old]
+        if field == "contract.tensors":
+            return "loosened" if gone else "tightened"
+        if field.startswith(LOOSER_WHEN_ADDED):
+            return "loosened" if added and not gone else "tightened" if gone and not added else "changed"
+    if old is None and field == "contract.tolerance.abs":
+        return "loosened"
+    return "changed"
+
+
+def _numbers(*values: Any) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+
+
+def markdown_table(path: str, changes: list[ContractChange]) -> list[str]:
+    """The comment's rows for one record (text from the pull request in code spans)."""
+    from reprogate.output.markdown import code_span
+
+    def shown(value: Any) -> str:
+        return "—" if value is None else code_span(json.dumps(value, default=str)[:80], in_table=True)
+
+    lines = [
+        f"Contract changes in {code_span(path)} (the base's contract judges this rebuild; these take effect only through a baseline promotion):",
+        "",
+        "| field | base | pull request | |",
+        "|---|---|---|---|",
+    ]
+    lines += [f"| {code_span(c.field, in_table=True)} | {shown(c.base)} | {shown(c.head)} | **{c.effect}** |" for c in changes[:40]]
+    if len(changes) > 40:
+        lines.append(f"| … {len(changes) - 40} more | | | |")
+    return lines
+
+
+__all__ = ["ContractChange", "contract_changes", "markdown_table"]
