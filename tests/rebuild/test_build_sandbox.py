@@ -105,8 +105,6 @@ def evil_wheel(folder: Path) -> Path:
 
 def evil_sdist(folder: Path) -> Path:
     """An sdist whose in-tree build backend runs PAYLOAD when uv builds it (no build requirements)."""
-    import io
-    import tarfile
 
     backend = (
         PAYLOAD
@@ -138,15 +136,9 @@ def build_wheel(d, config_settings=None, metadata_directory=None): return _wheel
         "evilsd-1.0/backend.py": backend,
         "evilsd-1.0/PKG-INFO": "Metadata-Version: 2.1\nName: evilsd\nVersion: 1.0\n",
     }
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "evilsd-1.0.tar.gz"
-    with tarfile.open(path, "w:gz") as tar:
-        for name, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return path
+    from support.archives import sdist
+
+    return sdist(folder / "evilsd-1.0.tar.gz", files)
 
 
 @pytest.mark.parametrize("how", ["pth-wheel", "sdist-source-builds"])

@@ -37,22 +37,26 @@ sys.exit(7)
 """
 
 
+def entrypoint(project: Path, script: str, text: str, **env: str) -> None:
+    """The record runs `python SCRIPT` (written into the pinned folder, the tree re-pinned) with `env` added."""
+    from reprogate.core.gittree import tree_id
+
+    (project / "tiny" / "project" / script).write_text(text)
+
+    def change(record: dict[str, Any]) -> None:
+        record["job"]["entrypoint"] = ["python", script]
+        record["execution"]["env"].update(env)
+        record["source"]["tree"] = tree_id(project / "tiny" / "project")
+
+    edit_record(project / RECORD, change)
+
+
 def test_ranks_see_only_the_allowlist_and_nothing_planted_leaves(cli: Cli, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in PLANTED.items():
         monkeypatch.setenv(name, value)
     leak = tmp_path / "leak.txt"
     leak.write_text(PLANTED["GITHUB_TOKEN"] + " " + PLANTED["AWS_SECRET_ACCESS_KEY"])
-    script = project / "tiny" / "project" / "dump.py"
-    script.write_text(DUMP)
-
-    def change(record: dict[str, Any]) -> None:
-        record["job"]["entrypoint"] = ["python", "dump.py"]
-        record["execution"]["env"].update(LEAK_FILE=str(leak))
-        from reprogate.core.gittree import tree_id
-
-        record["source"]["tree"] = tree_id(project / "tiny" / "project")
-
-    edit_record(project / RECORD, change)
+    entrypoint(project, "dump.py", DUMP, LEAK_FILE=str(leak))
     out = tmp_path / "out"
     result = cli("rebuild", str(project / RECORD), "--out", str(out), "--workdir", str(tmp_path / "work"))
     verdict = json.loads((out / "verdict.json").read_text())
@@ -100,20 +104,11 @@ def test_a_detached_rewriter_started_by_training_code_is_ended_before_the_verdic
     import os
     import time
 
-    script = project / "tiny" / "project" / "rewrite.py"
-    script.write_text(REWRITER)
     runner_temp = tmp_path / "runner-temp"
     runner_temp.mkdir()
     marker = tmp_path / "rewriter.pid"
 
-    def change(record: dict[str, Any]) -> None:
-        record["job"]["entrypoint"] = ["python", "rewrite.py"]
-        record["execution"]["env"].update(REWRITE_TARGET=str(runner_temp), REWRITER_PID=str(marker))
-        from reprogate.core.gittree import tree_id
-
-        record["source"]["tree"] = tree_id(project / "tiny" / "project")
-
-    edit_record(project / RECORD, change)
+    entrypoint(project, "rewrite.py", REWRITER, REWRITE_TARGET=str(runner_temp), REWRITER_PID=str(marker))
     monkeypatch.setenv("RUNNER_TEMP", str(runner_temp))
     monkeypatch.setenv("REPROGATE_SANDBOX", "off")  # this layer alone: in the sandbox the rewriter could not write there at all
     result = cli("rebuild", str(project / RECORD), "--workdir", str(tmp_path / "work"))
@@ -171,22 +166,17 @@ def test_sandboxed_ranks_see_no_runner_process_secret_or_file_command(cli: Cli, 
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("RUNNER_TEMP", str(runner_temp))
     monkeypatch.setenv("GITHUB_ENV", str(file_commands))
-    (project / "tiny" / "project" / "probe.py").write_text(PROBE)
 
-    def change(record: dict[str, Any]) -> None:
-        record["job"]["entrypoint"] = ["python", "probe.py"]
-        record["execution"]["env"].update(
-            RUNNER_PID=str(os.getpid()),
-            FILE_COMMANDS=str(file_commands),
-            RUNNER_TEMP_SEEN=str(runner_temp),
-            HOME_FILE=str(home / ".docker" / "config.json"),
-            CHECKOUT_FILE=str(project / "tiny" / "project" / "train.py"),
-        )
-        from reprogate.core.gittree import tree_id
-
-        record["source"]["tree"] = tree_id(project / "tiny" / "project")
-
-    edit_record(project / RECORD, change)
+    entrypoint(
+        project,
+        "probe.py",
+        PROBE,
+        RUNNER_PID=str(os.getpid()),
+        FILE_COMMANDS=str(file_commands),
+        RUNNER_TEMP_SEEN=str(runner_temp),
+        HOME_FILE=str(home / ".docker" / "config.json"),
+        CHECKOUT_FILE=str(project / "tiny" / "project" / "train.py"),
+    )
     out = tmp_path / "out"
     result = cli("rebuild", str(project / RECORD), "--out", str(out), "--workdir", str(tmp_path / "work"))
     assert (out / "verdict.json").exists(), result.output
@@ -235,16 +225,8 @@ def test_a_trace_the_code_under_test_made_a_fifo_or_a_link_is_refused_not_read(c
 
     secret = project / "runner-file.txt"  # in the checkout, which the sandbox shows read-only
     secret.write_text('{"type": "step", "step": 1, "rank": 1, "loss": 0.0}\n')
-    (project / "tiny" / "project" / "fifo.py").write_text(FIFO_TRACE)
 
-    def change(record: dict[str, Any]) -> None:
-        record["job"]["entrypoint"] = ["python", "fifo.py"]
-        record["execution"]["env"].update(RUNNER_FILE=str(secret))
-        from reprogate.core.gittree import tree_id
-
-        record["source"]["tree"] = tree_id(project / "tiny" / "project")
-
-    edit_record(project / RECORD, change)
+    entrypoint(project, "fifo.py", FIFO_TRACE, RUNNER_FILE=str(secret))
     out = tmp_path / "out"
     command = [sys.executable, "-m", "reprogate", "rebuild", str(project / RECORD), "--out", str(out), "--timeout", "120"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)

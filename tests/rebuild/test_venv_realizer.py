@@ -273,21 +273,13 @@ def test_a_cached_venv_that_training_code_changed_is_not_reused(tmp_path: Path) 
 
 def evil_sdist(folder: Path, marker: Path) -> Path:
     """A source distribution whose setup.py records the environment it was built in."""
-    import io
-    import tarfile
 
     setup = (
         f"import json, os\nopen({str(marker)!r}, 'w').write(json.dumps(dict(os.environ)))\nfrom setuptools import setup\nsetup(name='evil', version='1.0')\n"
     )
-    files = {"evil-1.0/setup.py": setup, "evil-1.0/PKG-INFO": "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n"}
-    path = folder / "evil-1.0.tar.gz"
-    with tarfile.open(path, "w:gz") as tar:
-        for name, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return path
+    from support.archives import sdist
+
+    return sdist(folder / "evil-1.0.tar.gz", {"evil-1.0/setup.py": setup, "evil-1.0/PKG-INFO": "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n"})
 
 
 def test_a_candidate_lock_naming_an_sdist_is_refused_without_running_its_build(
