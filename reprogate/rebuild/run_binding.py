@@ -67,6 +67,18 @@ def _inside(path: Path, folder: Path) -> bool:
     return True
 
 
+def _work_tree(folder: Path) -> Path:
+    """The git work tree `folder` lies in (all of it is checked out), else the folder itself."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", "-C", str(folder), "rev-parse", "--show-toplevel"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return folder.resolve()
+    top = done.stdout.strip()
+    return Path(top).resolve() if done.returncode == 0 and top else folder.resolve()
+
+
 def fresh_output(requested: Path | None, checkout: Path, dry_run: bool = False) -> Path:
     """The folder this rebuild writes its verdict, report and rebuild record into.
 
@@ -91,7 +103,7 @@ def fresh_output(requested: Path | None, checkout: Path, dry_run: bool = False) 
     resolved = target.resolve()
     if not dry_run:
         workspace = os.environ.get("GITHUB_WORKSPACE")
-        for tree in (checkout.resolve(), *([Path(workspace).resolve()] if workspace else [])):
+        for tree in (_work_tree(checkout), *([Path(workspace).resolve()] if workspace else [])):
             if _inside(resolved, tree):
                 raise UsageError(
                     f"--out {requested} lies inside the checked-out tree {tree}: the code under test could have put a verdict there",
