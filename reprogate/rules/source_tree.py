@@ -47,8 +47,9 @@ def source_tree_matches(ctx: RuleContext) -> Iterator[Diagnostic]:
         return
     from reprogate.core.gittree import changed_paths, folder_files, recorded_files
 
-    before = recorded_files(ctx.root, pinned)
-    if before is None:
+    known = _git_diff(real, pinned, found)
+    before = recorded_files(ctx.root, pinned) if known is None else {}
+    if known is None and before is None:
         yield ctx.finding(
             ("source", "tree"),
             f"the project folder {folder} has git tree {found[:12]}, the record pins {pinned[:12]}, which this repository does not hold",
@@ -57,7 +58,7 @@ def source_tree_matches(ctx: RuleContext) -> Iterator[Diagnostic]:
         )
         return
     owners = owned_paths(ctx.data, ctx.root, folder)
-    diff = changed_paths(before, folder_files(real))
+    diff = known if known is not None else changed_paths(before or {}, folder_files(real))
     code = {kind: [p for p in paths if p not in owners] for kind, paths in diff.items()}
     if any(code.values()):
         listed = "; ".join(f"{kind}: {', '.join(paths[:6])}{' ...' if len(paths) > 6 else ''}" for kind, paths in code.items() if paths)
@@ -70,20 +71,66 @@ def source_tree_matches(ctx: RuleContext) -> Iterator[Diagnostic]:
 
 
 def current_tree(folder: Path) -> str:
-    """The git tree id of the folder as it is: git's own when the work tree is clean there."""
+    """The git tree id of the folder as it is: git's own when the work tree is clean there; else
+    git's index of it as it is now (a copy of the index, so only changed files are hashed, in C);
+    outside git, computed here."""
     from reprogate.core.gittree import tree_id
 
     try:
-        status = subprocess.run(
-            ["git", "-C", str(folder), "status", "--porcelain", "-z", "--untracked-files=all", "--", "."], capture_output=True, timeout=60, check=False
-        )
-        if status.returncode == 0 and not status.stdout:
-            known = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD:./"], capture_output=True, timeout=30, check=False)
-            if known.returncode == 0 and known.stdout.strip():
-                return known.stdout.decode().strip()
+        status = _git(folder, "status", "--porcelain", "-z", "--untracked-files=all", "--", ".")
+        if status is not None and not status:
+            known = _git(folder, "rev-parse", "HEAD:./")
+            if known:
+                return known.decode().strip()
+        staged = _staged_tree(folder)
+        if staged:
+            return staged
     except (OSError, subprocess.TimeoutExpired):
         pass
     return tree_id(folder)
+
+
+def _git(folder: Path, *args: str, env: dict[str, str] | None = None) -> bytes | None:
+    done = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, timeout=120, check=False, env=env)
+    return done.stdout if done.returncode == 0 else None
+
+
+def _staged_tree(folder: Path) -> str | None:
+    """The tree git would record for the folder now, from a throwaway copy of the index (the real
+    index and the work tree are left alone; the blobs go into the object store, as `git add` would)."""
+    import os
+    import shutil
+    import tempfile
+
+    top, index = _git(folder, "rev-parse", "--show-toplevel"), _git(folder, "rev-parse", "--git-path", "index")
+    if not top or not index:
+        return None
+    top_path = Path(top.decode().strip())
+    index_path = Path(index.decode().strip())
+    index_path = index_path if index_path.is_absolute() else folder / index_path
+    rel = folder.resolve().relative_to(top_path.resolve()).as_posix()
+    with tempfile.TemporaryDirectory(prefix="reprogate-index-") as tmp:
+        copy = Path(tmp) / "index"
+        if index_path.is_file():
+            shutil.copyfile(index_path, copy)
+        env = {**os.environ, "GIT_INDEX_FILE": str(copy)}
+        if _git(top_path, "add", "-A", "--", rel, env=env) is None:
+            return None
+        tree = _git(top_path, "write-tree", *([f"--prefix={rel}/"] if rel != "." else []), env=env)
+    return tree.decode().strip() if tree else None
+
+
+def _git_diff(folder: Path, pinned: str, found: str) -> dict[str, list[str]] | None:
+    """changed / added / removed paths (relative to the folder) between two tree ids git holds."""
+    out = _git(folder, "diff-tree", "-r", "-z", "--no-renames", "--name-status", pinned, found)
+    if out is None:
+        return None
+    kinds = {"M": "changed", "T": "changed", "A": "added", "D": "removed"}
+    diff: dict[str, list[str]] = {"changed": [], "added": [], "removed": []}
+    fields = out.decode("utf-8", "replace").split("\0")
+    for status, name in zip(fields[::2], fields[1::2], strict=False):
+        diff[kinds.get(status[:1], "changed")].append(name)
+    return diff
 
 
 def owned_paths(data: Any, root: Path, folder: str) -> dict[str, str]:
