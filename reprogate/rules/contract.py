@@ -74,14 +74,19 @@ def stored_interval_recomputes(ctx: RuleContext) -> Iterator[Diagnostic]:
         return  # the schema and statistical-has-interval say what is missing
     if not 0 < alpha < 1:
         return
-    from reprogate.rebuild.stats import prediction_interval
+    from reprogate.core.tdist import t_quantile
 
     resolution = get(ctx.data, "contract", "metric", "resolution")
-    computed = prediction_interval([float(x) for x in numbers], float(alpha), float(resolution) if isinstance(resolution, (int, float)) else 0.0)
+    values = [float(x) for x in numbers]
+    n, mean = len(values), sum(values) / len(values)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    # as rebuild/stats.prediction_interval computes it (scipy's t there; the core's own t here)
+    half = t_quantile(1 - alpha / 2, n - 1) * sd * math.sqrt(1 + 1 / n) + (float(resolution) / 2 if isinstance(resolution, (int, float)) else 0.0)
+    computed_low, computed_high = mean - half, mean + half
     # Wider than its inputs give is what loosens a contract; narrower only makes it stricter, and
     # bounds rounded by hand (an older record) move them by far less than 1 % of the width.
-    slack = max(1e-9, 0.01 * (computed.high - computed.low))
-    bounds = (("low", low, computed.low, computed.low - low), ("high", high, computed.high, high - computed.high))
+    slack = max(1e-9, 0.01 * (computed_high - computed_low))
+    bounds = (("low", low, computed_low, computed_low - low), ("high", high, computed_high, high - computed_high))
     for name, stored, found, wider in bounds:
         if wider > slack:
             yield ctx.finding(
