@@ -157,7 +157,7 @@ def _compute(event: Event, settings: Settings, outcome: GateOutcome) -> GateOutc
         return outcome
     subject = _subject_of(event)
     config = _base_config(settings, subject.base)
-    found = assess(settings.repo, settings.config_path, config, subject.base, subject.head, settings.repo)
+    found = assess(settings.repo, settings.config_path, config, subject.base, subject.head)  # the head is the working tree: assess takes its top
     _report_assessment(found, outcome)
     if settings.result_file is not None:
         from reprogate.core.fileio import atomic_write
@@ -244,7 +244,7 @@ class Gate:
                 "this event changes nothing that is built, so nothing is posted"
             )
             return
-        found = assess(self.settings.repo, self.settings.config_path, config, subject.base, subject.head, tree or self.settings.repo)
+        found = assess(self.settings.repo, self.settings.config_path, config, subject.base, subject.head, tree)  # None: the working tree, from its top
         _report_assessment(found, self.outcome)
         plan = Plan()
         current_state = str(current.get("state")) if current else None

@@ -85,6 +85,11 @@ def assess(repo: Path, config_path: Path | None, config: Config, base: str, head
     head_blobs = read_blobs(top, [f"{head}:{p}" for p in head_wanted])
     head_records = {p: parse_record(p, head_blobs.get(f"{head}:{p}")) for p in head_wanted}
     for base_record in base_records:
+        if base_record.data is not None and base_record.path in changed and head_blobs.get(f"{head}:{base_record.path}") is None:
+            found.invalid.append(
+                f"{base_record.path}: a run record the base holds is gone at the head (moved or deleted), so its pinned inputs would go "
+                "unwatched (retire or move a reference record in a pull request of its own, which a maintainer merges knowingly)"
+            )
         if base_record.path in head_records:
             changes = contract_changes(base_record.data, head_records[base_record.path].data)
             if changes:

@@ -135,7 +135,8 @@ def _git_diff(folder: Path, pinned: str, found: str) -> dict[str, list[str]] | N
 
 def owned_paths(data: Any, root: Path, folder: str) -> dict[str, str]:
     """Paths inside the project folder (relative to it) that another check judges, with which:
-    config, dataset, environment."""
+    config, dataset, environment. A file the record calls a lock file or a build recipe is one
+    only if it parses as one: naming `train.py` a lock file must not hide a code change."""
     prefix = folder.rstrip("/") + "/"
     owners: dict[str, str] = {}
 
@@ -145,10 +146,12 @@ def owned_paths(data: Any, root: Path, folder: str) -> dict[str, str]:
 
     claim(get(data, "job", "config", "path"), "config")
     claim(get(data, "dataset", "manifest", "path"), "dataset")
-    claim(get(data, "source", "build_recipe", "path"), "environment")
+    recipe = get(data, "source", "build_recipe", "path")
+    if isinstance(recipe, str) and _is_recipe(root / recipe):
+        claim(recipe, "environment")
     for item in get(data, "source", "lock_files") or []:
-        if isinstance(item, dict):
-            claim(item.get("path"), "environment")
+        if isinstance(item, dict) and isinstance(item.get("path"), str) and _is_lock(root / item["path"], item.get("format")):
+            claim(item["path"], "environment")
     manifest = get(data, "dataset", "manifest", "path")
     if isinstance(manifest, str) and manifest.startswith(prefix):
         from reprogate.core.documents import DocumentError
@@ -164,6 +167,70 @@ def owned_paths(data: Any, root: Path, folder: str) -> dict[str, str]:
                 if isinstance(entry, dict) and isinstance(entry.get("name"), str):
                     claim((base / entry["name"]).as_posix(), "dataset")
     return owners
+
+
+DOCKERFILE_WORDS = frozenset(
+    {
+        "FROM",
+        "RUN",
+        "CMD",
+        "LABEL",
+        "MAINTAINER",
+        "EXPOSE",
+        "ENV",
+        "ADD",
+        "COPY",
+        "ENTRYPOINT",
+        "VOLUME",
+        "USER",
+        "WORKDIR",
+        "ARG",
+        "ONBUILD",
+        "STOPSIGNAL",
+        "HEALTHCHECK",
+        "SHELL",
+    }
+)
+
+
+def _text(path: Path) -> str | None:
+    try:
+        if not path.is_file() or path.stat().st_size > 16 * 1024 * 1024:
+            return None
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _is_lock(path: Path, declared: object) -> bool:
+    """Whether the file parses as the lock format the record declares (or its name says)."""
+    from reprogate.lockfiles import FORMATS, LockFileError, format_for
+
+    module = FORMATS.get(declared) if isinstance(declared, str) else format_for(path)
+    text = _text(path)
+    if module is None or text is None:
+        return False
+    try:
+        module.parse(text)
+    except (LockFileError, ValueError, TypeError, KeyError, AttributeError):
+        return False
+    return True
+
+
+def _is_recipe(path: Path) -> bool:
+    """Whether the file is a Dockerfile: every instruction one Docker knows, the first past ARG a FROM."""
+    from reprogate.detect.dockerfile import instructions
+
+    text = _text(path)
+    if text is None:
+        return False
+    try:
+        found = instructions(text)
+    except (ValueError, RecursionError):
+        return False
+    words = [i.word for i in found]
+    first = next((w for w in words if w != "ARG"), None)
+    return first == "FROM" and all(w in DOCKERFILE_WORDS for w in words)
 
 
 __all__ = ["WAY_FORWARD", "current_tree", "owned_paths", "source_tree_matches"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from click.testing import Result
 from support.gate import FakeGitHub, commit, dispatches, docs_only, pr_event, require_octokit, statuses
 
@@ -175,3 +176,66 @@ def test_contract_changes_name_their_direction() -> None:
         "seeds.global": "changed",
     }
     assert contract_changes(base, base) == []
+
+
+def test_code_named_a_lock_file_by_the_pull_request_is_still_code(run_gate: Run, github: FakeGitHub, repo: Path) -> None:
+    """The head record lists train.py among its lock files, so that the tree check leaves it to
+    the environment checks: a file is a lock file only if it parses as one."""
+    import hashlib
+
+    import yaml
+
+    def hide(root: Path) -> None:
+        train = root / "tiny" / "project" / "train.py"
+        train.write_text(train.read_text() + "\nLR_SCALE = 1.1\n")
+        record = root / "tiny" / "records" / "tiny.yaml"
+        data = yaml.safe_load(record.read_text())
+        entry = {"path": "tiny/project/train.py", "checksum": "sha256:" + hashlib.sha256(train.read_bytes()).hexdigest(), "format": "pip-requirements"}
+        data["source"]["lock_files"] = [entry]
+        record.write_text(yaml.safe_dump(data, sort_keys=False))
+
+    base, head = commit(repo, hide)
+    result = run_gate(pr_event("opened", base, head))
+    assert result.exit_code == 1 and statuses(github, head) == [("reprogate/reproduction", "failure")], result.output
+    assert "invalid record: tiny/records/tiny.yaml:" in result.output and "changed: train.py" in result.output  # the record that named it, not only its sibling
+
+
+def test_a_record_moved_out_of_the_records_globs_is_not_a_way_out(run_gate: Run, github: FakeGitHub, repo: Path) -> None:
+    """Moved where the base's globs do not look, a record's pins would go unwatched from the next
+    pull request on: the move itself fails."""
+    from support import git
+
+    def move(root: Path) -> None:
+        (root / "retired").mkdir()
+        git(root, "mv", "tiny/records/tiny.yaml", "retired/tiny.yaml")
+
+    base, head = commit(repo, move)
+    result = run_gate(pr_event("opened", base, head))
+    assert result.exit_code == 1 and statuses(github, head) == [("reprogate/reproduction", "failure")], result.output
+    assert "tiny/records/tiny.yaml: a run record the base holds is gone at the head" in result.output
+
+
+def test_a_gate_run_with_repo_naming_the_configs_subfolder_validates_the_head(
+    cli: Run, github: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`gate --repo ml` (the folder holding .reprogate.yaml) used to validate ml/ml/… and find nothing."""
+    import json
+    import shutil
+
+    from support import EXAMPLES, git
+    from support.gate import gate_env
+
+    top = tmp_path / "mono"
+    shutil.copytree(EXAMPLES, top / "ml")
+    git(top, "init", "-q", "-b", "main")
+    git(top, "add", "-A")
+    git(top, "commit", "-q", "-m", "base")
+    train = top / "ml" / "tiny" / "project" / "train.py"
+    base, head = commit(top, lambda r: train.write_text(train.read_text() + "\nLR_SCALE = 1.1\n"))
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps(pr_event("opened", base, head)))
+    for key, value in gate_env(github, tmp_path, "pull_request", event).items():
+        monkeypatch.setenv(key, value)
+    result = cli("gate", "--repo", str(top / "ml"))
+    assert result.exit_code == 1 and statuses(github, head) == [("reprogate/reproduction", "failure")], result.output
+    assert "ml/tiny/records/tiny.yaml" in result.output and "train.py" in result.output
