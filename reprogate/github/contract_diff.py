@@ -13,7 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 LEVELS = ("startup", "statistical", "behavioral", "bitwise")  # weakest first
-LOOSER_WHEN_LARGER = ("contract.tolerance.abs", "contract.tolerance.rel", "contract.metric.margin", "contract.metric.resolution")
+LOOSER_WHEN_LARGER = (
+    "contract.tolerance.abs",
+    "contract.tolerance.rel",
+    "contract.metric.margin",
+    "contract.metric.resolution",
+    "contract.envelope.nodes.max",
+)
+LOOSER_WHEN_ADDED_VALUE = ("contract.tolerance.abs", "contract.tolerance.rel", "contract.metric.margin")  # none before: exact
 LOOSER_WHEN_SMALLER = ("contract.steps.count", "contract.metric.alpha", "contract.metric.interval.low")
 LOOSER_WHEN_ADDED = ("contract.envelope",)  # more GPU models, world sizes, topology changes: more places count as reproduced
 
@@ -65,8 +72,12 @@ def _effect(field: str, old: Any, new: Any) -> str:
             return "loosened" if gone else "tightened"
         if field.startswith(LOOSER_WHEN_ADDED):
             return "loosened" if added and not gone else "tightened" if gone and not added else "changed"
-    if old is None and field == "contract.tolerance.abs":
+    if old is None and field in LOOSER_WHEN_ADDED_VALUE:
         return "loosened"
+    if new is None and field in LOOSER_WHEN_ADDED_VALUE:
+        return "tightened"
+    if field == "contract.envelope.nodes.min" and _numbers(old, new):
+        return "loosened" if new < old else "tightened"
     return "changed"
 
 

@@ -344,7 +344,7 @@ class Gate:
                 text = with_base(text, subject.base)
                 self.client.create_status(subject.repository, subject.head, state, config.baseline_context, text, url)
                 self.outcome.messages.append(f"{config.baseline_context} = {state}: {text}")
-        if subject.number is not None and (plan.records or plan.comment or found.config_changed or found.contract_changes):
+        if subject.number is not None and (plan.records or plan.comment or found.config_changed or found.contract_changes or found.invalid):
             self.client.upsert_comment(subject.repository, subject.number, MARKER, comment(found, plan, url))
 
     def _dispatch(self, plan: Plan, subject: Subject, config: Config, found: Assessment) -> str:
@@ -460,11 +460,18 @@ def _subject_from_api(pr: dict[str, Any], event: WorkflowRunEvent, number: int) 
 def comment(found: Assessment, plan: Plan, url: str | None) -> str:
     """The one sticky comment: what was dispatched or is awaited, and why."""
     from reprogate.detect.output import markdown
+    from reprogate.output.markdown import plain
 
     lines = ["## reprogate", ""]
+    if found.invalid:
+        lines.append(f"**{len(found.invalid)} invalid record(s)**: `reprogate/reproduction` fails until they are fixed (no rebuild is asked for).")
+        lines += [f"- {plain(line)}" for line in found.invalid[:30]]
+        lines.append("")
     if url and plan.records:
         lines.append(f"The rebuild of {len(plan.records)} record(s) was dispatched: [run]({url}). The reproduction status will report its verdict.")
         lines += [f"- {code_span(path)}" for path in plan.records]
+        if found.reasons:
+            lines += ["", "Why: " + "; ".join(plain(reason) for reason in found.reasons)]
         lines.append("")
     lines += plan.comment
     if found.config_changed:

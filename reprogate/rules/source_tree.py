@@ -23,8 +23,8 @@ from reprogate.rules.addressed import AddressError, resolve
 from reprogate.rules.base import RuleContext, get
 
 WAY_FORWARD = (
-    "a changed reference artifact needs a new reference: re-record it (reprogate init, or capture --into and a new "
-    "reference run), then promote it with the baseline label; or undo the change"
+    "a changed reference artifact needs a new reference: re-record it (`reprogate init FOLDER --force`, or `capture --into` and a "
+    "new reference run), then promote it with the baseline label; or undo the change"
 )
 
 

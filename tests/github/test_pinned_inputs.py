@@ -239,3 +239,20 @@ def test_a_gate_run_with_repo_naming_the_configs_subfolder_validates_the_head(
     result = cli("gate", "--repo", str(top / "ml"))
     assert result.exit_code == 1 and statuses(github, head) == [("reprogate/reproduction", "failure")], result.output
     assert "ml/tiny/records/tiny.yaml" in result.output and "train.py" in result.output
+
+
+def test_the_comment_names_invalid_records_and_why_a_rebuild_was_asked_for(run_gate: Run, github: FakeGitHub, repo: Path) -> None:
+    commit(repo, lambda r: pin_lock(r, "pins.lock", "numpy==1.26.4\n"))
+    base, head = commit(repo, lambda r: pin_lock(r, "pins.lock", "numpy==2.4.6\n"))
+    run_gate(pr_event("opened", base, head))
+    why = next(line for line in github.comments[-1]["body"].splitlines() if line.startswith("Why: "))
+    assert "pinned inputs changed" in why and "pins\\.lock" in why  # Markdown-escaped, shown as pins.lock
+
+    def raise_lr(root: Path) -> None:
+        train = root / "tiny" / "project" / "train.py"
+        train.write_text(train.read_text() + "\n# lr * 1.1\n")
+
+    base, head = commit(repo, raise_lr)
+    run_gate(pr_event("synchronize", base, head))
+    body = github.comments[-1]["body"]
+    assert "invalid record(s)" in body and "train\\.py" in body and "init FOLDER \\-\\-force" in body
