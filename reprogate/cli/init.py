@@ -25,6 +25,20 @@ def _seeds(text: str) -> list[int]:
         raise click.BadParameter(f"{text!r}: write integers separated by commas, e.g. 1,2,3", param_hint="--seeds") from None
 
 
+def _detect(text: str) -> dict[str, float]:
+    """`0.01` (the metric's units) or `2%` (a share of the reference mean)."""
+    import math
+
+    relative = text.strip().endswith("%")
+    try:
+        value = float(text.strip().rstrip("%").strip())
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise click.BadParameter(f"{text!r}: write a positive number (0.01) or a share (2%)", param_hint="--detect")
+    return {"relative": value / 100} if relative else {"absolute": value}
+
+
 def _env(pairs: tuple[str, ...]) -> dict[str, str]:
     out = {}
     for pair in pairs:
@@ -71,6 +85,22 @@ def _env(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.option("--direction", type=click.Choice(["lower", "higher"]), default="lower", show_default=True, help="Which way the metric is better.")
 @click.option("--tensors", default="model_state", show_default=True, help="Tensors a bitwise contract compares, comma-separated.")
 @click.option(
+    "--resolution",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="The metric's evaluation grid (1/N for accuracy on N examples; default: the grid the reference values sit on, else 0).",
+)
+@click.option(
+    "--detect",
+    "detect_text",
+    default=None,
+    metavar="SHIFT",
+    help="The shift of the metric the verdict must catch: a number (metric units) or a share like 2%% (default: what 3 rebuild seeds catch).",
+)
+@click.option(
+    "--margin", type=click.FloatRange(min=0, min_open=True), default=None, help="Judge several seeds by Welch TOST within this margin (test: equivalence)."
+)
+@click.option(
     "--realizer",
     type=click.Choice(["venv", "container", "current"]),
     default=None,
@@ -100,6 +130,9 @@ def init(
     metric: str | None,
     direction: str,
     tensors: str,
+    resolution: float | None,
+    detect_text: str | None,
+    margin: float | None,
     realizer: str | None,
     image: str | None,
     env_pairs: tuple[str, ...],
@@ -127,6 +160,9 @@ def init(
         metric=metric,
         direction=direction,
         tensors=[t for t in tensors.split(",") if t],
+        resolution=resolution,
+        detect=_detect(detect_text) if detect_text else None,
+        margin=margin,
         realizer=realizer,
         image=image,
         env=_env(env_pairs),

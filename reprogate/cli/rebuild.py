@@ -54,7 +54,8 @@ def preflight(world_size: int | None, backend: str | None, timeout: float, recor
     type=click.IntRange(min=1),
     default=1,
     show_default=True,
-    help="Rebuild seeds: 1 uses the predeclared interval, 2+ a Welch TOST against the reference seeds.",
+    help="Runs: fresh seeds the metric is judged on (a bitwise or behavioral contract's first run replays the trace's seed); "
+    "1 uses the predeclared interval, 2+ the two-sample t. `reprogate interval RECORD --plan` says how many a shift needs.",
 )
 @click.option("--world-size", type=click.IntRange(min=1), default=None, help="Ranks to run (default the record's); must be inside the envelope.")
 @click.option(
@@ -143,12 +144,16 @@ def rebuild(
 
 @click.command()
 @click.argument("record", type=click.Path(dir_okay=False, exists=True, path_type=Path))
-@click.option("--alpha", type=click.FloatRange(min=0.0001, max=0.5), default=None, help="Override contract.metric.alpha.")
-def interval(record: Path, alpha: float | None) -> None:
-    """Compute and store the seed-aware interval in a record."""
-    from reprogate.rebuild.command import interval_command
+@click.option("--alpha", type=float, default=None, help="Override contract.metric.alpha (a number in (0, 0.5]).")
+@click.option("--plan", "show_plan", is_flag=True, help="Print how many rebuild (and reference) seeds a shift needs; the record is left unchanged.")
+def interval(record: Path, alpha: float | None, show_plan: bool) -> None:
+    """Compute and store the seed-aware interval in a record, or plan the seeds a shift needs."""
+    from reprogate.rebuild.command import interval_command, plan_command
 
-    finish(lambda: interval_command(record, alpha), "text", "interval")
+    if show_plan:
+        finish(lambda: plan_command(record), "text", "interval")
+    else:
+        finish(lambda: interval_command(record, alpha), "text", "interval")
 
 
 @click.command()

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from reprogate.detect.versions import Versions
 
-LAYERS = ("framework", "base-image", "driver", "dataset", "records")
-REBUILD_LAYERS = ("framework", "base-image", "driver", "dataset")
+LAYERS = ("framework", "base-image", "driver", "dataset", "source", "records")
+REBUILD_LAYERS = ("framework", "base-image", "driver", "dataset", "source")
 
 
 @dataclass
@@ -22,6 +22,7 @@ class Change:
     new: str | None = None
     detail: str = ""
     group: str = ""  # where in the file: a dependency group or extra, build-system, a Dockerfile stage, a workflow job
+    record: str = ""  # the run record(s) that pin this file, as the base revision has them
 
     def describe(self) -> str:
         subject = f"{self.subject} [{self.group}]" if self.group else self.subject

@@ -44,9 +44,14 @@ Ref = ImageRef | Unresolved
 
 
 def _is_image_key(key: object) -> bool:
-    """`image`, and keys that name a base image in build matrices: `BASE_IMAGE`, `base-image`, `cuda_image`."""
-    lowered = str(key).lower()
-    return lowered in ("image", "baseimage", "base_image") or lowered.endswith(("_image", "-image"))
+    """`image`, and keys that name an image in build matrices and workflow inputs: `BASE_IMAGE`,
+    `base-image`, `cuda_image`, `fa4_image_cu130` (`image` as one of the key's words)."""
+    words = re.split(r"[-_.]", str(key).lower())
+    return words == ["baseimage"] or ("image" in words and words[-1] not in _NOT_A_REFERENCE)
+
+
+# `image_tag`, `image-pull-policy`: about an image, but not a reference to one
+_NOT_A_REFERENCE = {"tag", "tags", "name", "version", "digest", "id", "repo", "repository", "registry", "policy", "pull", "size", "platform", "arch"}
 
 
 def _yaml_refs(data: Any, path: str = "") -> Iterator[tuple[str, str]]:

@@ -96,6 +96,10 @@ def of_image(name: str, tag: str | None) -> Cuda | None:
         if match := pattern.search(tag):
             groups = match.groups()
             return _from_digits(groups[0], groups[1], groups[2] if len(groups) > 2 else None, "image tag")
+    if "cuda" in repository:  # `pytorch-cuda:2.5.1-12.4.1`: the dash-separated part that is a CUDA release
+        for part in reversed(tag.split("-")):
+            if (match := VERSION.fullmatch(part)) and f"{int(match.group(1))}.{int(match.group(2))}" in TOOLKIT_DRIVER:
+                return _from_digits(match.group(1), match.group(2), match.group(3), "image tag")
     return None
 
 

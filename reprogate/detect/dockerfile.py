@@ -193,7 +193,13 @@ class _Expander:
                     use_alt = non_empty if op == ":+" else is_set
                     return (self.expand(operand) if use_alt else ""), end
                 return self._value(name, literal), end
-        return self._value(name, literal), end  # ${NAME}, or an operator BuildKit adds later (%, #, /)
+        for op in ("%%", "%", "##", "#", "//", "/"):
+            if inner.startswith(op):
+                value = self.scope.get(name)
+                if value is None:
+                    return self._value(name, literal), end
+                return _trimmed(value, op, self.expand(inner[len(op) :])), end
+        return self._value(name, literal), end  # ${NAME}
 
     def _value(self, name: str, literal: str) -> str:
         value = self.scope.get(name)
@@ -210,6 +216,25 @@ class _Expander:
         for name in self.unresolved:
             text = re.sub(rf"\$(?:{name}\b|\{{{name}\}})", "${" + name + "}", text)
         return text
+
+
+def _trimmed(value: str, op: str, operand: str) -> str:
+    """The shell's (and BuildKit's) `${V%pat}`, `${V%%pat}`, `${V#pat}`, `${V##pat}`,
+    `${V/pat/rep}` and `${V//pat/rep}`, with glob patterns: `${CUDA_VERSION%.*}` is 12.1 of 12.1.1."""
+    import fnmatch
+
+    if op in ("/", "//"):
+        pattern, _, replacement = operand.partition("/")
+        if not pattern:
+            return value
+        regex = fnmatch.translate(pattern).removesuffix("\\Z").removeprefix("(?s:").removesuffix(")")
+        return re.sub(regex, lambda _: replacement, value, count=0 if op == "//" else 1)
+    cuts = range(len(value) + 1)
+    if op.startswith("%"):  # from the end: the shortest (%) or longest (%%) match
+        ends = sorted(cuts, reverse=op == "%")
+        return next((value[:i] for i in ends if fnmatch.fnmatchcase(value[i:], operand)), value)
+    starts = sorted(cuts, reverse=op == "##")
+    return next((value[i:] for i in starts if fnmatch.fnmatchcase(value[:i], operand)), value)
 
 
 def expand(word: str, scope: dict[str, str | None]) -> tuple[str, set[str]]:
@@ -262,6 +287,18 @@ def _from_parts(value: str) -> tuple[str | None, str | None, str | None]:
     return words[0], name, platform
 
 
+_CUDA_IMAGE_TAG = re.compile(r"^(\d+\.\d+(?:\.\d+)?)-")
+
+
+def _image_env(image: ImageRef) -> dict[str, str]:
+    """What a well-known base image sets in its ENV that RUN lines read: NVIDIA's CUDA images
+    set CUDA_VERSION to the CUDA of their tag (`nvidia/cuda:12.1.1-devel-ubuntu22.04`)."""
+    match = _CUDA_IMAGE_TAG.match(image.tag or "")
+    if image.name.rsplit("/", 2)[-2:] == ["nvidia", "cuda"] and match:
+        return {"CUDA_VERSION": match.group(1)}
+    return {}
+
+
 def stages(text: str) -> tuple[dict[str, str | None], list[Stage]]:
     """The global build arguments and every stage, with images resolved as BuildKit would."""
     global_args: dict[str, str | None] = {}
@@ -293,6 +330,7 @@ def stages(text: str) -> tuple[dict[str, str | None], list[Stage]]:
                 stage.written = _Expander(global_args).placeholders(written)
             elif resolved.lower() != "scratch":
                 stage.image = ImageRef.parse(resolved)
+                stage.env.update(_image_env(stage.image))
             found.append(stage)
             if name:
                 by_name[name.lower()] = stage

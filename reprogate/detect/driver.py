@@ -26,6 +26,8 @@ LAYER = "driver"
 _APT_CUDA = re.compile(r"^(cuda-(?:compat|toolkit|runtime|libraries|cudart)-\d+-\d+)(?:=(\S+))?$")
 _DRIVERISH = re.compile(r"(gpu|cuda|driver|nvidia|r\d{3}|h100|h200|b200|a100|a10g|l4|l40|t4|v100)", re.IGNORECASE)
 _CUDA_RUNTIME = re.compile(r"^nvidia-cuda-runtime(-cu\d+)?$")
+_CUDA_INPUT = re.compile(r"(?i)cuda|gpu[-_]arch")  # `cuda-version`, `gpu-arch-version`: inputs of reusable GPU workflows
+_RUNNER_INPUT = re.compile(r"(?i)runner|runs[-_]on")
 _INDEX_LABELS = ("--index-url", "--extra-index-url", "--find-links")
 _INDEX_GROUPS = ("uv index", "poetry source", "uv source")
 
@@ -123,6 +125,12 @@ def _yaml_facts(v: Versions, which: str) -> dict[str, Any]:
             labels = _labels(body.get("runs-on") if isinstance(body, dict) else None)
             if any(_DRIVERISH.search(label) for label in labels):
                 facts[f"jobs.{job}.runs-on"] = ", ".join(labels)
+            inputs = body.get("with") if isinstance(body, dict) else None
+            for key, value in (inputs or {}).items() if isinstance(inputs, dict) else ():
+                if _CUDA_INPUT.search(str(key)) and cuda.VERSION.match(str(value).strip()):
+                    facts[f"jobs.{job}.with.{key}"] = str(value).strip()  # a reusable workflow's CUDA, chosen by its caller
+                elif _RUNNER_INPUT.fullmatch(str(key)) and any(_DRIVERISH.search(label) for label in _labels(value)):
+                    facts[f"jobs.{job}.with.{key}"] = ", ".join(_labels(value))  # the runner a reusable workflow is asked to run on
     return facts
 
 
@@ -192,8 +200,27 @@ def diff(v: Versions, ctx: DetectContext) -> list[Change]:
         detail = _driver_detail(before, after) if is_cuda else ""
         changes.append(Change(LAYER, v.path, kind, key, _shown(before), _shown(after), detail))
     if v.name.endswith((".yml", ".yaml")):
-        changes = _drop_reused_runners(changes, old, new)
+        changes = _drop_reused_runners(_drop_renamed_images(changes, old, new), old, new)
     return changes
+
+
+def _place_cudas(facts: dict[str, Any]) -> dict[str, set[str]]:
+    """Place in the file -> the CUDAs its image references carry, whichever images they are."""
+    found: dict[str, set[str]] = {}
+    for key, fact in facts.items():
+        if key.startswith("CUDA (") and ": " in key:
+            place = key[len("CUDA (") :].rsplit(": ", 1)[0]
+            found.setdefault(place, set()).update(filter(None, str(_shown(fact)).split(", ")))
+    return found
+
+
+def _drop_renamed_images(changes: list[Change], old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
+    """Another image at the same place on the same CUDA (`mosaicml/pytorch:...cu124` for
+    `mosaicml/llm-foundry:...cu124`) does not change the driver it needs: the base-image layer
+    reports the image."""
+    before, after = _place_cudas(old), _place_cudas(new)
+    same = {place for place in before.keys() & after.keys() if before[place] == after[place]}
+    return [c for c in changes if not (c.subject.startswith("CUDA (") and ": " in c.subject and c.subject[len("CUDA (") :].rsplit(": ", 1)[0] in same)]
 
 
 def _drop_reused_runners(changes: list[Change], old: dict[str, Any], new: dict[str, Any]) -> list[Change]:

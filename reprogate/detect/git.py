@@ -1,4 +1,4 @@
-"""The two git calls detect makes, whatever the size of the diff."""
+"""The git calls detect makes, a fixed number whatever the size of the diff."""
 
 from __future__ import annotations
 
@@ -68,6 +68,12 @@ def changed_files(repo: Path, base: str, head: str) -> list[FileChange]:
         else:
             changes.append(FileChange(status, path, None, old_blob, new_blob))
     return changes
+
+
+def files_at(repo: Path, rev: str) -> list[str]:
+    """Every file path in the tree of `rev` (one `git ls-tree`)."""
+    out = _git(repo, "ls-tree", "-r", "-z", "--name-only", rev)
+    return [p for p in out.decode("utf-8", "replace").split("\0") if p]
 
 
 def read_blobs(repo: Path, blobs: list[str]) -> dict[str, bytes | None]:

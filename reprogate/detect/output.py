@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import json
 
-from reprogate.detect.base import LAYERS
+from reprogate.detect.base import LAYERS, Change
 from reprogate.detect.run import DetectResult
+from reprogate.output.markdown import cell, code_span
 
 
 def text(result: DetectResult) -> str:
     lines = [f"{result.files} file(s) changed between {result.base[:12]} and {result.head[:12]}"]
     if not result.changes:
-        lines.append("no framework, driver, image, dataset or record change")
+        lines.append("no framework, image, driver, dataset, pinned source or record change")
     for layer in LAYERS:
         changes = [c for c in result.changes if c.layer == layer]
         if changes:
             lines.append(f"{layer}:")
-            lines += [f"  {c.path}: {c.describe()}" for c in changes]
+            lines += [f"  {c.path}: {_described(c)}" for c in changes]
     lines += [f"note: {n}" for n in result.notes]
     lines.append(f"rebuild required: {'yes' if result.rebuild_required else 'no'}")
     return "\n".join(lines) + "\n"
@@ -32,20 +33,13 @@ def markdown(result: DetectResult) -> str:
     if result.changes:
         lines += ["| layer | file | change |", "|---|---|---|"]
         for c in result.changes:
-            lines.append(f"| {c.layer} | {_code(c.path)} | {_cell(c.describe())} |")
+            lines.append(f"| {c.layer} | {code_span(c.path, in_table=True)} | {cell(_described(c))} |")
     return "\n".join(lines) + "\n"
 
 
-def _code(text: str) -> str:
-    """A path from a pull request as inline code it cannot break out of (the table ends up in a
-    PR comment: a backtick in a file name must not turn the rest into links or mentions)."""
-    longest = run = 0
-    for ch in text:
-        run = run + 1 if ch == "`" else 0
-        longest = max(longest, run)
-    fence = "`" * (longest + 1)
-    return f"{fence} {_cell(text)} {fence}"
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "/").replace("\n", " ").replace("\r", " ").replace("<", "&lt;")  # no HTML tags from a pull request
+def _described(change: Change) -> str:
+    """What changed, and which record pins it when a detector found it (a pinned-only change
+    already says so)."""
+    if change.record and change.kind != "pinned":
+        return f"{change.describe()} (pinned by {change.record})"
+    return change.describe()

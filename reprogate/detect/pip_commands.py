@@ -10,6 +10,7 @@ URL. Words of other commands, comments and heredoc text that is not shell never 
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 
@@ -46,12 +47,20 @@ class Installed:
     label: str = ""  # for options: --index-url, -r, -e, path or URL ...
 
 
+_MID_WORD_HASH = re.compile(r"(?<=\S)#")
+_HASH_STAND_IN = "\x00"
+
+
 def _words(command: str) -> list[str]:
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>")
+    """The shell words of a command. A `#` starts a comment only at the start of a word, as in
+    the shell (shlex would also start one inside `git+https://...#egg=pkg` and lose the rest of
+    the line, an `--extra-index-url` with it)."""
+    guarded = _MID_WORD_HASH.sub(_HASH_STAND_IN, command.replace(_HASH_STAND_IN, ""))
+    lexer = shlex.shlex(guarded, posix=True, punctuation_chars=";&|()<>")
     lexer.whitespace_split = True
     lexer.commenters = "#"
     try:
-        return list(lexer)
+        return [word.replace(_HASH_STAND_IN, "#") for word in lexer]
     except ValueError:  # an unbalanced quote: read it word by word without quoting
         return command.split()
 
@@ -75,11 +84,28 @@ def _commands(words: list[str]) -> list[list[str]]:
     return [c for c in commands if c]
 
 
+_ENV_RUNNERS = {"conda", "mamba", "micromamba"}
+_ENV_RUNNER_VALUES = {"-n", "--name", "-p", "--prefix", "--cwd"}  # options of `conda run` that take a value
+
+
+def _after_env_runner(words: list[str]) -> list[str]:
+    """The command `conda run [options] COMMAND...` runs."""
+    i = 0
+    while i < len(words) and words[i].startswith("-"):
+        i += 2 if words[i] in _ENV_RUNNER_VALUES else 1
+    return words[i:]
+
+
 def _install_arguments(command: list[str]) -> list[str] | None:
     """The words after `install` if this command is a pip install, else None."""
     words = list(command)
-    while words and ("=" in words[0] and not words[0].startswith("-") or words[0] in _WRAPPERS):
-        words.pop(0)  # FOO=bar pip install ..., sudo pip install ...
+    while words:
+        if "=" in words[0] and not words[0].startswith("-") or words[0] in _WRAPPERS:
+            words.pop(0)  # FOO=bar pip install ..., sudo pip install ...
+        elif words[0].rsplit("/", 1)[-1] in _ENV_RUNNERS and len(words) > 1 and words[1] == "run":
+            words = _after_env_runner(words[2:])  # conda run -n peft pip install ...
+        else:
+            break
     if not words:
         return None
     program = words[0].rsplit("/", 1)[-1]
@@ -146,7 +172,7 @@ def _wheel(word: str) -> Installed | None:
 
 def installs(command: str, heredocs: tuple[str, ...], scope: dict[str, str | None]) -> list[Installed]:
     """Everything pip installs in one RUN instruction (its heredoc scripts included)."""
-    from reprogate.detect.dockerfile import substitute
+    from reprogate.detect.dockerfile import expand, substitute
 
     scripts = [command]
     interpreter = command.split()[0].rsplit("/", 1)[-1] if command.split() else ""
@@ -155,8 +181,17 @@ def installs(command: str, heredocs: tuple[str, ...], scope: dict[str, str | Non
             scripts += body.replace("\\\n", " ").splitlines()
     found: list[Installed] = []
     for script in scripts:
+        local: dict[str, str | None] = dict(scope)  # shell variables the script sets, for the commands after
         for words in _commands(_words(substitute(script, scope))):
-            arguments = _install_arguments(words)
+            if words and all(_ASSIGNMENT.match(word) for word in words):  # `CUDA_MM=${CUDA_VERSION%.*}`: sets, runs nothing
+                for word in words:
+                    name, _, value = word.partition("=")
+                    local[name] = expand(value, local)[0]
+                continue
+            arguments = _install_arguments([expand(word, local)[0] if "$" in word else word for word in words])
             if arguments is not None:
                 found += parse_install(arguments)
     return found
+
+
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")

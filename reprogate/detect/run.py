@@ -17,10 +17,12 @@ from reprogate.detect.git import (
     DetectError,
     FileChange,
     changed_files,
+    files_at,
     read_blobs,
     resolve,
     toplevel,
 )
+from reprogate.detect.pinned import Pin, parse_record, pins_of, record_paths, shard_pins
 from reprogate.detect.versions import Versions
 from reprogate.validate.discovery import glob_to_regex
 
@@ -76,30 +78,104 @@ def detect(repo: Path, base: str, head: str, config: Config) -> DetectResult:
 
 def _detect(repo: Path, base: str, head: str, config: Config) -> DetectResult:
     base_sha, head_sha = resolve(repo, base), resolve(repo, head)
+    top = toplevel(repo)
     files = changed_files(repo, base_sha, head_sha)
     result = DetectResult(base_sha, head_sha, len(files))
-    config = _rooted(config, toplevel(repo))
-    ignore = config.watch.get("ignore", [])
-    if ignore:
-        files = [f for f in files if not _matches_any(f.path, ignore)]
-    candidates = [f for f in files if _watched(f, config)]
+    prefix = _prefix(config, top)
+    rooted = _rooted(config, prefix)
+    ignore = rooted.watch.get("ignore", [])
+    kept = [f for f in files if not _matches_any(f.path, ignore)] if ignore else files
+    candidates = [f for f in kept if _watched(f, rooted)]
     blobs = read_blobs(repo, sorted({b for f in candidates for b in (f.old_blob, f.new_blob) if b}))
-    ctx = DetectContext(set(config.ignore_dependency_groups), config.reference)
+    ctx = DetectContext(set(rooted.ignore_dependency_groups), rooted.reference)
     for f in candidates:
         versions = Versions(f.path, blobs.get(f.old_blob) if f.old_blob else None, blobs.get(f.new_blob) if f.new_blob else None)
-        result.changes.extend(_judge(versions, config, ctx))
+        result.changes.extend(_judge(versions, rooted, ctx))
+    _pinned_changes(repo, base_sha, config, prefix, files, result)  # every file, ignored or not: a record's pins outrank watch.ignore
     return result
 
 
-def _rooted(config: Config, top: Path) -> Config:
+def _prefix(config: Config, top: Path) -> str:
+    """The folder of .reprogate.yaml relative to the repository top ("." at the top)."""
+    try:
+        return config.folder.resolve().relative_to(top.resolve()).as_posix()
+    except ValueError:
+        return "."
+
+
+def _record_pins(repo: Path, base: str, config: Config, prefix: str) -> dict[str, list[tuple[str, Pin]]]:
+    """Pinned path -> (record, pin) for every record the base names, its in-repository shards
+    included; read from the base so a pull request cannot disown what it changes."""
+    paths = record_paths(config, prefix, files_at(repo, base))
+    if not paths:
+        return {}
+    blobs = read_blobs(repo, [f"{base}:{p}" for p in paths])
+    pins: list[tuple[str, Pin]] = []
+    manifests: list[tuple[str, Pin]] = []
+    for path in paths:
+        for pin in pins_of(parse_record(path, blobs.get(f"{base}:{path}")).data, prefix):
+            if pin.path != path:
+                pins.append((path, pin))
+                if pin.field == "dataset.manifest.path":
+                    manifests.append((path, pin))
+    if manifests:
+        from reprogate.core.documents import DocumentError, load_text
+
+        found = read_blobs(repo, [f"{base}:{pin.path}" for _, pin in manifests])
+        for record, pin in manifests:
+            blob = found.get(f"{base}:{pin.path}")
+            try:
+                data = load_text(blob.decode("utf-8"), pin.path, "json" if pin.path.endswith(".json") else "yaml").data if blob else None
+            except (DocumentError, UnicodeDecodeError):
+                data = None  # an unreadable or streamed manifest: dataset-manifest-matches says why
+            pins += [(record, shard) for shard in shard_pins(pin, data)]
+    index: dict[str, list[tuple[str, Pin]]] = {}
+    for record, pin in pins:
+        index.setdefault(pin.path.rstrip("/"), []).append((record, pin))
+    return index
+
+
+def _pinned_changes(repo: Path, base: str, config: Config, prefix: str, files: list[FileChange], result: DetectResult) -> None:
+    """Each changed file a record pins, as the layer its pin belongs to, naming the record: the
+    detectors' own changes of that file are marked with it, and a file no detector reads (code in
+    the project folder, a shard, a lock file under a name no pattern knows) becomes a change."""
+    index = _record_pins(repo, base, config, prefix)
+    if not index:
+        return
+    by_path: dict[str, list[Change]] = {}
+    for change in result.changes:
+        by_path.setdefault(change.path, []).append(change)
+    for f in files:
+        for path in dict.fromkeys(p for p in (f.path, f.old_path) if p):
+            reached = _reached(index, path)
+            if not reached:
+                continue
+            known = by_path.get(path, [])
+            for change in known:
+                change.record = change.record or ", ".join(reached)
+            if not known:
+                verb = {"A": "added", "D": "removed", "R": "renamed", "C": "copied"}.get(f.status, "changed")
+                for record, pin in reached.items():
+                    result.changes.append(Change(pin.layer, path, "pinned", detail=f"{verb}; {record} pins it ({pin.field})", record=record))
+
+
+def _reached(index: dict[str, list[tuple[str, Pin]]], path: str) -> dict[str, Pin]:
+    """Record -> its most specific pin holding `path` (the file itself, else the nearest folder):
+    one lookup per folder level, not one comparison per pin."""
+    reached: dict[str, Pin] = {}
+    candidate = path
+    while candidate:
+        for record, pin in index.get(candidate, []):
+            reached.setdefault(record, pin)
+        candidate = candidate.rpartition("/")[0]
+    return reached
+
+
+def _rooted(config: Config, prefix: str) -> Config:
     """The configuration with its globs and reference made relative to the repository top (a
     .reprogate.yaml in a subfolder writes them relative to itself)."""
     import dataclasses
 
-    try:
-        prefix = config.folder.resolve().relative_to(top.resolve()).as_posix()
-    except ValueError:
-        prefix = "."
     if prefix == ".":
         return config
 

@@ -19,9 +19,11 @@ LOOSER_WHEN_LARGER = (
     "contract.metric.margin",
     "contract.metric.resolution",
     "contract.envelope.nodes.max",
+    "contract.metric.detect.absolute",  # only a larger shift need be caught
+    "contract.metric.detect.relative",
 )
 LOOSER_WHEN_ADDED_VALUE = ("contract.tolerance.abs", "contract.tolerance.rel", "contract.metric.margin")  # none before: exact
-LOOSER_WHEN_SMALLER = ("contract.steps.count", "contract.metric.alpha", "contract.metric.interval.low")
+LOOSER_WHEN_SMALLER = ("contract.steps.count", "contract.metric.alpha", "contract.metric.interval.low", "contract.metric.detect.power")
 LOOSER_WHEN_ADDED = ("contract.envelope",)  # more GPU models, world sizes, topology changes: more places count as reproduced
 
 
@@ -72,6 +74,8 @@ def _effect(field: str, old: Any, new: Any) -> str:
             return "loosened" if gone else "tightened"
         if field.startswith(LOOSER_WHEN_ADDED):
             return "loosened" if added and not gone else "tightened" if gone and not added else "changed"
+    if field == "seeds.replay":  # replayed seeds are not independent of the reference: a deterministic build passes them by rerunning
+        return "loosened" if new is not None else "tightened"
     if old is None and field in LOOSER_WHEN_ADDED_VALUE:
         return "loosened"
     if new is None and field in LOOSER_WHEN_ADDED_VALUE:

@@ -18,7 +18,7 @@ from reprogate.core.config import CONFIG_NAME, Config, from_data
 from reprogate.core.diagnostics import ExitCode
 from reprogate.core.documents import DocumentError, load_text
 from reprogate.core.errors import UsageError
-from reprogate.detect.git import DetectError, read_blobs, toplevel
+from reprogate.detect.git import DetectError, files_at, read_blobs, toplevel
 
 MAX_TREE_BYTES = 2 * 1024 * 1024 * 1024  # a head tree larger than this is not materialized
 
@@ -76,12 +76,6 @@ def config_at(top: Path, rev: str, rel: str, folder: Path | None = None) -> Conf
     if not isinstance(doc.data, dict):
         raise UsageError(f"{display}: the configuration must be a mapping")
     return from_data(doc.data, where / CONFIG_NAME)
-
-
-def files_at(top: Path, rev: str) -> list[str]:
-    """Every file path in the tree of `rev`."""
-    out = _git(top, "ls-tree", "-r", "-z", "--name-only", rev)
-    return [p for p in out.decode("utf-8", "replace").split("\0") if p]
 
 
 def materialize(top: Path, rev: str, dest: Path, limit: int = MAX_TREE_BYTES) -> Path:

@@ -10,81 +10,15 @@ leaves it out, so the earlier rebuild still stands for the promoted record.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import PurePosixPath
 from typing import Any
 
 from reprogate.core.canonical import CanonicalError, canonical_digest
-from reprogate.core.config import Config
-from reprogate.core.documents import DocumentError, load_text
-from reprogate.validate.discovery import glob_to_regex
-
-
-@dataclass(frozen=True)
-class RecordAtRevision:
-    path: str  # relative to the repository top
-    data: dict[str, Any] | None  # None where the file is missing or unreadable at that revision
-
-
-def prefixed(prefix: str, rel: str) -> str:
-    """A config-relative path as a repository-top path (records and their inputs are written
-    relative to the folder that holds .reprogate.yaml)."""
-    joined = PurePosixPath(prefix, rel) if prefix not in ("", ".") else PurePosixPath(rel)
-    parts: list[str] = []
-    for part in joined.parts:
-        if part == "..":
-            if parts:
-                parts.pop()
-        elif part not in (".", ""):
-            parts.append(part)
-    return "/".join(parts)
-
-
-def record_paths(config: Config, prefix: str, files: list[str]) -> list[str]:
-    """Records the configuration names: its `records:` globs matched against the files of a
-    revision, plus its `reference`, as repository-top paths."""
-    found: list[str] = []
-    patterns = [glob_to_regex(prefixed(prefix, g)) for g in config.records]
-    for path in files:
-        if path.endswith((".yaml", ".yml", ".json")) and any(p.match(path) for p in patterns):
-            found.append(path)
-    if config.reference:
-        reference = prefixed(prefix, config.reference)
-        if reference not in found:
-            found.insert(0, reference)
-    return found
-
-
-def parse_record(path: str, blob: bytes | None) -> RecordAtRevision:
-    if blob is None:
-        return RecordAtRevision(path, None)
-    try:
-        data = load_text(blob.decode("utf-8"), path, "json" if path.endswith(".json") else "yaml").data
-    except (DocumentError, UnicodeDecodeError):
-        return RecordAtRevision(path, None)
-    if not isinstance(data, dict) or data.get("kind") != "RunRecord":
-        return RecordAtRevision(path, None)
-    return RecordAtRevision(path, data)
-
-
-def _named_paths(node: Any) -> Iterator[str]:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key in ("path", "workdir") and isinstance(value, str):
-                yield value
-            else:
-                yield from _named_paths(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _named_paths(value)
+from reprogate.detect.pinned import RecordAtRevision, parse_record, pins_of, prefixed, record_paths
 
 
 def inputs_of(record: RecordAtRevision, prefix: str) -> set[str]:
     """Repository-top paths (files or folders) the record's run depends on."""
-    if record.data is None:
-        return {record.path}
-    return {record.path, *(prefixed(prefix, p) for p in _named_paths(record.data) if p and "\0" not in p)}
+    return {record.path, *(pin.path for pin in pins_of(record.data, prefix))}
 
 
 def reaches(inputs: set[str], changed: str) -> bool:

@@ -41,6 +41,9 @@ class InitOptions:
     metric: str | None = None
     direction: str = "lower"
     tensors: list[str] = field(default_factory=lambda: ["model_state"])
+    resolution: float | None = None
+    detect: dict[str, float] | None = None
+    margin: float | None = None
     realizer: str | None = None
     image: str | None = None
     env: dict[str, str] = field(default_factory=dict)
@@ -325,9 +328,12 @@ def run_init(options: InitOptions) -> CommandResult:
             metric=options.metric,
             direction=options.direction,
             tensors=list(options.tensors),
+            resolution=options.resolution,
+            detect=options.detect,
+            margin=options.margin,
         )
         record = before_reference(plan)
-        runs = run_reference(record, root, len(plan.seeds), options.timeout, options.cache)
+        runs = run_reference(record, root, list(plan.seeds), options.timeout, options.cache)
         primary = runs.events.get(plan.seeds[0]) or []
         text = trace_text(primary)
         checksum = "sha256:" + hashlib.sha256(text.encode()).hexdigest()

@@ -42,6 +42,35 @@ class Plan:
     direction: str = "lower"
     tensors: list[str] = field(default_factory=lambda: ["model_state"])
     description: str = ""
+    resolution: float | None = None  # None: the grid the reference values sit on
+    detect: dict[str, float] | None = None  # None: what SUGGESTED_SEEDS rebuild seeds catch
+    margin: float | None = None  # given: several seeds are judged by Welch TOST within it
+
+
+SUGGESTED_SEEDS = 3
+
+
+def _metric(plan: Plan, name: str, values: list[float], notes: list[str]) -> dict[str, Any]:
+    """The metric's contract: its resolution from the evaluation grid the values sit on (unless
+    given), and the shift to catch, suggested from the seeds' spread (unless given)."""
+    from reprogate.core.seedstats import grid_step, mean_sd, minimum_detectable_shift
+
+    resolution = plan.resolution if plan.resolution is not None else grid_step(values)
+    if plan.resolution is None and resolution:
+        notes.append(f"{name}: the reference values sit on a grid of {resolution:g}; contract.metric.resolution says so (--resolution to change it)")
+    metric: dict[str, Any] = {"name": name, "direction": plan.direction, "alpha": 0.05, "resolution": resolution}
+    if plan.detect is not None:
+        metric["detect"] = dict(plan.detect)
+    elif len(values) >= 2 and mean_sd(values)[1] > 0:
+        shift = minimum_detectable_shift(len(values), SUGGESTED_SEEDS, mean_sd(values)[1], 0.05, resolution=resolution)
+        metric["detect"] = {"absolute": float(f"{shift:.3g}")}
+        notes.append(
+            f"{name}: contract.metric.detect is {shift:.3g}, the smallest shift {SUGGESTED_SEEDS} rebuild seeds catch at 80 % power with "
+            f"{len(values)} reference seeds; set the shift that must be caught with --detect (`reprogate interval RECORD --plan` prices it)"
+        )
+    if plan.margin is not None:
+        metric["margin"], metric["test"] = plan.margin, "equivalence"
+    return metric
 
 
 def before_reference(plan: Plan) -> dict[str, Any]:
@@ -173,7 +202,7 @@ def complete(
                 f"seed(s) {missing} reported no metric {metric!r} (Tracer.metric on rank 0)",
                 hint="the metric's name is what the script passes to tracer.metric(NAME, value)",
             )
-        contract["metric"] = {"name": metric, "direction": plan.direction, "alpha": 0.05, "resolution": 0.0}
+        contract["metric"] = _metric(plan, metric, [float(v["value"]) for v in values], notes)
         reference["metric"] = {"name": metric, "values": values}
         record["reference"] = reference
         record["contract"] = contract

@@ -37,7 +37,7 @@ class ReferenceRuns:
     stages: list[str] = field(default_factory=list)  # one line per stage, for the output
 
 
-def run_reference(draft: dict[str, Any], root: Path, seeds: int, timeout: float, cache: Path | None) -> ReferenceRuns:
+def run_reference(draft: dict[str, Any], root: Path, seeds: list[int], timeout: float, cache: Path | None) -> ReferenceRuns:
     from reprogate.core.documents import load_document
     from reprogate.rebuild.context import RebuildContext, RebuildOptions
     from reprogate.rebuild.inject import make_writable
@@ -48,7 +48,7 @@ def run_reference(draft: dict[str, Any], root: Path, seeds: int, timeout: float,
     atomic_write(record, dump_yaml(draft))
     workdir = scratch / "work"
     workdir.mkdir()
-    options = RebuildOptions(workdir=workdir, seeds=seeds, timeout=timeout, cache=cache, output=scratch / "out")
+    options = RebuildOptions(workdir=workdir, seeds=len(seeds), reference_seeds=tuple(seeds), timeout=timeout, cache=cache, output=scratch / "out")
     ctx = RebuildContext(record, load_document(record), root, workdir, options)
     runs = ReferenceRuns()
     try:

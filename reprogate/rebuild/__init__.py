@@ -1,12 +1,12 @@
 """`reprogate rebuild`: the drill. Stages in order; the first failure is the diagnosis.
 
 The verdict (schemas/verdict.schema.json) records every stage, the environment that was realized
-and what it was told from inside, the seeds, each statistical test with its α, margin, n and m,
+and what it was told from inside, the seeds, each statistical test with its α, n, m and power,
 the loss curves, and the bounded claim: what was replayed, on what, compared how, and what the
 claim does not cover. Next to it the rebuild writes its own run record (rebuild/record.py).
 
 Everything that can be refused without running (an invalid record, a non-empty work folder, an
-unknown realizer, several seeds without an equivalence margin) is refused before the first stage,
+unknown realizer, an equivalence test without its margin) is refused before the first stage,
 with exit 2, so a long run never ends in a usage error.
 """
 
@@ -61,15 +61,20 @@ def check_before_running(doc: Document, record: Path, options: RebuildOptions) -
     if options.environment not in ENVIRONMENTS:
         raise RebuildUsageError(f"--environment must be one of {', '.join(ENVIRONMENTS)}")
     metric = (data.get("contract") or {}).get("metric")
-    if options.seeds > 1 and not (isinstance(metric, dict) and metric.get("margin") is not None):
+    equivalence = isinstance(metric, dict) and metric.get("test") == "equivalence"
+    if options.seeds > 1 and equivalence and metric.get("margin") is None:
         raise RebuildUsageError(
-            f"--seeds {options.seeds} compares the metric with a Welch TOST, which needs contract.metric.margin; the record declares none",
-            hint="declare the equivalence margin in the record (before the drill), or rebuild one seed against the predeclared interval",
+            f"--seeds {options.seeds} with test: equivalence needs contract.metric.margin; the record declares none",
+            hint="declare the equivalence margin in the record (before the drill), or drop `test: equivalence` for the two-sample t",
         )
     seeds = data.get("seeds") or {}
-    available = {s for s in [seeds.get("global"), *(seeds.get("evaluation") or [])] if isinstance(s, int)}
-    if options.seeds > max(1, len(available)):
-        raise RebuildUsageError(f"--seeds {options.seeds}: the record names only {len(available)} seed(s) (seeds.global and seeds.evaluation)")
+    replay = [s for s in seeds.get("replay") or [] if isinstance(s, int)]
+    trace_run = 1 if (data.get("contract") or {}).get("level") in ("bitwise", "behavioral") else 0
+    if replay and options.seeds - trace_run > len(replay):
+        raise RebuildUsageError(
+            f"--seeds {options.seeds}: the record asks to replay {len(replay)} named seed(s) (seeds.replay) and no others",
+            hint="name more seeds in seeds.replay, or drop it to draw fresh seeds",
+        )
     from reprogate.rebuild import launchers, realizers
 
     realizer = realizers.choose(data, options.realizer)
@@ -200,6 +205,8 @@ def _verdict(ctx: RebuildContext, results: list[StageResult], failed: StageResul
         "seeds": {
             "rebuilt": [r.seed for r in ctx.runs],
             "reference": [v["seed"] for v in ctx.section("reference", "metric", "values") or [] if isinstance(v, dict)],
+            "metric": list(ctx.seed_plan.metric_seeds),
+            "source": ctx.seed_plan.source,
         },
         "tests": ctx.tests,
         "curves": {"reference": loss_curve(ctx.reference_events), "rebuilt": loss_curve(ctx.runs[0].events) if ctx.runs else []},

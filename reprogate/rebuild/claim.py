@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from reprogate.core.seedstats import percent
 from reprogate.rebuild.context import RebuildContext
 
 
@@ -18,6 +19,7 @@ def claim(ctx: RebuildContext, verdict: dict[str, Any]) -> dict[str, Any]:
     first, last = ctx.step_range
     statuses = {s["name"]: s["status"] for s in verdict["stages"]}
     compared = []
+    limits: list[str] = []
     if statuses.get("batches") == "pass":
         compared.append(f"input batch digests of steps {first}-{last}" if last else "input batch digests")
     if statuses.get("model-state") == "pass":
@@ -29,11 +31,18 @@ def claim(ctx: RebuildContext, verdict: dict[str, Any]) -> dict[str, Any]:
             compared.append(f"{'/'.join(test['quantities'])} within {test['abs']:g} + {test['rel']:g}*|ref| at {test['compared']} (step, rank) points")
         elif test["test"].startswith("t prediction"):
             compared.append(
-                f"{test['metric']} against its predeclared {100 - test['alpha'] * 100:g}% prediction interval "
-                f"[{test['interval'][0]:.6g}, {test['interval'][1]:.6g}] (t-based, n={test['n']} reference seeds, m=1)"
+                f"{test['metric']} against its predeclared {percent(1 - test['alpha'])} prediction interval "
+                f"[{test['interval'][0]:.6g}, {test['interval'][1]:.6g}] (t-based, n={test['n']} reference seeds, m=1{_power(test)})"
+            )
+        elif test["test"].startswith("two-sample t"):
+            compared.append(
+                f"{test['metric']} by a two-sided two-sample t on the means, |difference| within {test['limit']:.4g} "
+                f"(pooled, α={test['alpha']:g} false-fail rate, n={test['n']}, m={test['m']}{_power(test)})"
             )
         elif test["test"].startswith("Welch"):
             compared.append(f"{test['metric']} by Welch TOST within ±{test['margin']:g} (α={test['alpha']:g}, n={test['n']}, m={test['m']})")
+        if test.get("seeds_note"):
+            limits.append(test["seeds_note"])
     kernels = f", torch CPU kernels {facts['cpu_capability']}, MKL_CBWR {facts.get('mkl_cbwr', '?')}" if facts.get("cpu_capability") else ""
     gpus = ", ".join(facts.get("gpu_models") or []) or "CPU"
     machine = (
@@ -41,7 +50,6 @@ def claim(ctx: RebuildContext, verdict: dict[str, Any]) -> dict[str, Any]:
         f"{facts.get('world_size', ctx.world_size)} rank(s) over {facts.get('backend', '?')}"
     )
     replayed = verdict["verdict"] == "pass"
-    limits = []
     environment = _environment(ctx)
     if ctx.choice is not None and ctx.choice.name == "current":
         limits.append(
@@ -95,6 +103,17 @@ def claim(ctx: RebuildContext, verdict: dict[str, Any]) -> dict[str, Any]:
     if topo is not None:
         found["placement"] = topo.as_dict()
     return found
+
+
+def _power(test: dict[str, Any]) -> str:
+    """What the test could have caught: stated with every statistical verdict."""
+    stated = test.get("power") or {}
+    if "minimum_detectable_shift" not in stated:
+        return ""
+    said = f"; catches a shift of {stated['minimum_detectable_shift']:.4g} with {percent(stated['at_power'])} power"
+    if "shift" in stated:
+        said += f", the declared {stated['shift']:.4g} with {percent(stated['power'])}"
+    return said
 
 
 def _topology(ctx: RebuildContext) -> Any:

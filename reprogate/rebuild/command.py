@@ -130,14 +130,27 @@ def dry_run_command(record: Path, options: Any, output_dir: Path) -> CommandResu
 
 
 def interval_command(record: Path, alpha: float | None) -> CommandResult:
+    from reprogate.core.seedstats import percent
     from reprogate.rebuild.interval import store
 
     stored = store(record, alpha)
     line = (
-        f"{record}: {100 - stored['alpha'] * 100:g}% prediction interval [{stored['low']:.6g}, "
+        f"{record}: {percent(1 - stored['alpha'])} prediction interval [{stored['low']:.6g}, "
         f"{stored['high']:.6g}] from n={stored['n']} seeds (mean {stored['mean']:.6g}, sd {stored['sd']:.3g})"
     )
-    return CommandResult(ExitCode.OK, [line])
+    notices = [f"notice: {part}" for part in str(stored.get("notice", "")).split("; ") if part]
+    return CommandResult(ExitCode.OK, [line], stderr=notices)
+
+
+def plan_command(record: Path) -> CommandResult:
+    from reprogate.core.documents import load_document
+    from reprogate.core.errors import UsageError
+    from reprogate.rebuild.planner import plan
+
+    doc = load_document(record)
+    if not isinstance(doc.data, dict) or doc.data.get("kind") != "RunRecord":
+        raise UsageError(f"{record} is not a run record (kind: RunRecord)")
+    return CommandResult(ExitCode.OK, [f"{record}:", *plan(doc.data).lines()])
 
 
 MAX_TRACE_BYTES = 1024 * 1024 * 1024

@@ -12,19 +12,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from reprogate.core.canonical import canonical_digest
 from reprogate.core.documents import Document
 
 if TYPE_CHECKING:
     from reprogate.rebuild.launchers.base import Launcher, Shape
     from reprogate.rebuild.ranks import RankHosts
     from reprogate.rebuild.realizers.base import Choice, Realized
+    from reprogate.rebuild.seed_plan import SeedPlan
 
 
 @dataclass
 class RebuildOptions:
     workdir: Path | None = None  # must be empty (or absent); default a fresh temporary folder
     steps: int | None = None  # compare at most this many steps
-    seeds: int = 1  # rebuild seeds; 1 = prediction interval, >= 2 = Welch TOST
+    seeds: int = 1  # runs; which seeds, and which the metric is judged on: seed_plan.py
+    reference_seeds: tuple[int, ...] = ()  # init: run exactly these seeds (the reference being made), no plan
     world_size: int | None = None  # default the record's; checked against the envelope
     image: str | None = None  # run this image instead of the record's (container realizer)
     timeout: float = 900.0  # for the run of each seed
@@ -99,6 +102,16 @@ class RebuildContext:
     escaped: int = 0  # processes the code under test left running, ended by the runner before any verdict was written
     head_data: dict[str, Any] | None = None  # the record as checked out, when another revision's contract judges (its digest is the verdict's)
     judged_note: str = ""  # where the judging contract came from, when not from the record as checked out
+
+    @property
+    def seed_plan(self) -> SeedPlan:
+        """Which seeds run, and which the metric is judged on (seed_plan.py): from the judging
+        record's digest, so the same record always draws the same fresh seeds."""
+        from reprogate.rebuild.seed_plan import SeedPlan, plan
+
+        if self.options.reference_seeds:
+            return SeedPlan(None, self.options.reference_seeds, "reference")
+        return plan(self.data, canonical_digest({k: v for k, v in self.data.items() if k != "baseline"}), self.options.seeds)
 
     @property
     def checked_out(self) -> dict[str, Any]:

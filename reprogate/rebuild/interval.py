@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -27,21 +28,57 @@ def compute(data: dict[str, Any], alpha: float | None = None) -> dict[str, Any]:
     metric = (data.get("contract") or {}).get("metric")
     if not isinstance(metric, dict):
         raise IntervalError("contract.metric is not declared")
-    try:
-        values = [float(v["value"]) for v in ((data.get("reference") or {}).get("metric") or {}).get("values", [])]
-    except (TypeError, KeyError, ValueError, AttributeError):
-        raise IntervalError("reference.metric.values must be a list of {seed, value} with numeric values; run `reprogate validate`") from None
-    if len(values) < 2:
-        raise IntervalError(f"reference.metric.values holds {len(values)} seed(s); at least 2 are needed (5 or more recommended)")
-    a = float(alpha if alpha is not None else metric.get("alpha", 0.05))
-    resolution = float(metric.get("resolution", 0.0))
+    values = reference_values(data)
+    a = checked_alpha(alpha if alpha is not None else metric.get("alpha", 0.05), "--alpha" if alpha is not None else "contract.metric.alpha")
+    resolution = float(metric.get("resolution", 0.0) or 0.0)
     interval = prediction_interval(values, a, resolution)
     stored = interval.as_record()
     if resolution:
         stored["resolution"] = resolution
-    stored["computed_by"] = f"reprogate {__version__} (t prediction interval for one rebuild seed)"
+    notices = seed_notices(values)
+    if notices:
+        stored["notice"] = "; ".join(notices)
+    stored["computed_by"] = f"reprogate {__version__} (t prediction interval for one rebuild seed; the two-sample t on the means for more)"
     stored["computed_at"] = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
     return stored
+
+
+def reference_values(data: dict[str, Any]) -> list[float]:
+    try:
+        values = [float(v["value"]) for v in ((data.get("reference") or {}).get("metric") or {}).get("values", [])]
+    except (TypeError, KeyError, ValueError, AttributeError):
+        raise IntervalError("reference.metric.values must be a list of {seed, value} with numeric values; run `reprogate validate`") from None
+    if not all(math.isfinite(v) for v in values):
+        raise IntervalError("reference.metric.values holds a value that is not a finite number")
+    if len(values) < 2:
+        raise IntervalError(f"reference.metric.values holds {len(values)} seed(s); at least 2 are needed (5 or more recommended)")
+    return values
+
+
+def checked_alpha(value: object, where: str) -> float:
+    """α as a number in (0, 0.5]: NaN, 0, 1 or a word is a usage error (exit 2), never `nan%`."""
+    try:
+        a = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise UsageError(f"{where} must be a number in (0, 0.5], not {value!r}") from None
+    if not math.isfinite(a) or not 0 < a <= 0.5:
+        raise UsageError(f"{where} must be a number in (0, 0.5], not {value!r}")
+    return a
+
+
+def seed_notices(values: list[float]) -> list[str]:
+    """What the reference seeds say about how far the normal-theory error rate can be trusted."""
+    from reprogate.core.seedstats import shape
+
+    found = []
+    if len(set(values)) == 1:
+        found.append(f"the {len(values)} reference seeds showed no spread: the interval is the resolution band (declare contract.metric.resolution)")
+    if len(values) < 3:
+        found.append(f"only {len(values)} reference seeds: the interval is very wide and the power low (5 or more recommended)")
+    notice = shape(values).notice
+    if notice:
+        found.append(notice)
+    return found
 
 
 def store(record: Path, alpha: float | None = None) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """A verdict as the Markdown a reviewer reads in a pull request, or as JSON.
 
 Sections: the verdict and diagnosis, the stage table, the bounded claim and what it does not
-cover, the reference and rebuilt environments side by side, the statistical tests with α, margin, n and m, the reference and rebuilt loss curves as a
+cover, the reference and rebuilt environments side by side, the statistical tests with α, n, m and power, the reference and rebuilt loss curves as a
 Mermaid xychart-beta (GitHub renders it), the failing run's log tail, and the way forward when the
 rebuild failed: what to do about the stage that failed first (WAY_FORWARD), and, where the change
 is meant, a new reference record promoted through the baseline label — never a bypass.
@@ -47,7 +47,7 @@ WAY_FORWARD: dict[str, str] = {
     "steps": "The per-step numbers left the declared tolerance at the step named above. Find what changed the numbers "
     "(a library bump in the lock file is the usual cause); a tolerance is changed only in the record, on purpose.",
     "metric": "The evaluation metric fell outside the interval predeclared from the reference seeds (or the equivalence "
-    "test failed). Rebuild more seeds (`--seeds N`, with contract.metric.margin) to tell noise from a shift; a metric "
+    "test failed). Rebuild more seeds (`--seeds N`; `reprogate interval RECORD --plan` says how many a shift needs) to tell noise from a shift; a metric "
     "resolution or margin is changed only in the record.",
 }
 INFRASTRUCTURE = (
@@ -138,8 +138,17 @@ def markdown(verdict: dict[str, Any]) -> str:
     if verdict["tests"]:
         lines += ["### Tests", "", "| test | result | details |", "|---|---|---|"]
         for test in verdict["tests"]:
-            shown = {k: v for k, v in test.items() if k not in ("test", "passed", "values")}
+            shown = {k: v for k, v in test.items() if k not in ("test", "passed", "values", "reference", "power", "seeds_note", "notice")}
             lines.append(f"| {test['test']} | {'pass' if test['passed'] else 'fail'} | {_cell(', '.join(f'{k}={_short(v)}' for k, v in shown.items()))} |")
+        lines.append("")
+        for test in verdict["tests"]:
+            stated = test.get("power") or {}
+            if stated:
+                lines.append(f"- {_cell(test['test'])}: " + _cell(", ".join(f"{k.replace('_', ' ')} {_short(v)}" for k, v in stated.items())))
+            if test.get("seeds_note"):
+                lines.append(f"- seeds: {_cell(test['seeds_note'])}")
+            if test.get("notice"):
+                lines.append(f"- notice: {_cell(test['notice'])}")
         lines.append("")
     curves = verdict.get("curves") or {}  # optional in the verdict schema
     chart = mermaid_chart(curves.get("reference") or [], curves.get("rebuilt") or [])

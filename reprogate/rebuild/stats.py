@@ -3,13 +3,16 @@
 - Step comparison: |a - b| <= abs + rel * |b| for each compared step; report the first step
   outside and the largest deviation.
 - Bitwise: digests equal or not; one unequal tensor fails however close the numbers are.
-- Metric, one rebuild seed: a two-sided t prediction interval from the n reference seeds,
-  mean ± t(1-α/2, n-1) · s · sqrt(1 + 1/n), widened by half the metric's declared resolution on
-  each side (a value measured on a finite eval set, or every K steps, is quantised; without this
-  the interval is stricter than the measurement and users ask for bypasses).
-- Metric, m >= 2 rebuild seeds: Welch's two one-sided tests (Schuirmann 1987; Lakens 2017) for
-  equivalence within ±margin at level α, equivalently the (1-2α) Welch interval of the difference
-  lying inside (-margin, margin).
+- Metric, any number m of rebuild seeds: the two-sided two-sample t on the means of
+  core/seedstats.py, whose α is the false-fail rate of a build that reproduces. At m = 1 it is
+  the t prediction interval predeclared from the n reference seeds,
+  mean ± t(1-α/2, n-1) · s · sqrt(1 + 1/n); at every m it is widened by half the metric's
+  declared resolution on each side (a value measured on a finite eval set, or every K steps, is
+  quantised; without this the test is stricter than the measurement and users ask for bypasses).
+- Metric, opt-in `test: equivalence`: Welch's two one-sided tests for equivalence within ±margin
+  at level α, equivalently the (1-2α) Welch interval of the difference inside (-margin, margin).
+  Its α bounds the false *pass* at the margin; a good build needs enough seeds to pass it, and
+  the verdict states how likely that was.
 tests/rebuild/test_rebuild.py holds these to scipy's own ttest_ind and confidence intervals.
 """
 
@@ -19,6 +22,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from reprogate.core.seedstats import bound, mean_sd, pooled_sd
 
 
 @dataclass
@@ -65,13 +70,6 @@ def compare_steps(
     return result
 
 
-def mean_sd(values: Sequence[float]) -> tuple[float, float]:
-    n = len(values)
-    mean = sum(values) / n
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
-    return mean, sd
-
-
 @dataclass
 class Interval:
     method: str
@@ -101,14 +99,48 @@ class Interval:
 
 def prediction_interval(values: Sequence[float], alpha: float = 0.05, resolution: float = 0.0) -> Interval:
     """Where one new run should land with probability 1-α, given n reference runs."""
-    from scipy import stats
-
     n = len(values)
     if n < 2:
         raise ValueError("a prediction interval needs at least 2 reference seeds")
     mean, sd = mean_sd(values)
-    half = float(stats.t.ppf(1 - alpha / 2, n - 1)) * sd * math.sqrt(1 + 1 / n) + resolution / 2
+    half = bound(n, 1, sd, alpha, resolution)
     return Interval("prediction", mean - half, mean + half, alpha, n, mean, sd, resolution)
+
+
+@dataclass
+class Difference:
+    """The two-sample t on the means: passed when |difference| <= limit."""
+
+    passed: bool
+    difference: float
+    limit: float
+    sd_pooled: float
+    df: int
+    p_value: float
+    alpha: float
+    resolution: float
+    n: int
+    m: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def difference_test(reference: Sequence[float], rebuilt: Sequence[float], alpha: float, resolution: float = 0.0) -> Difference:
+    """Do m rebuild seeds come from the reference's distribution (two-sided, pooled, level α)?
+    The p value is of the difference beyond half the resolution (1 when within it)."""
+    from reprogate.core.tdist import t_cdf
+
+    n, m = len(reference), len(rebuilt)
+    if n < 2 or m < 1:
+        raise ValueError("the two-sample t needs at least 2 reference seeds and 1 rebuild seed")
+    difference = mean_sd(rebuilt)[0] - mean_sd(reference)[0]
+    sd = pooled_sd(reference, rebuilt)
+    limit = bound(n, m, sd, alpha, resolution)
+    excess = max(0.0, abs(difference) - resolution / 2)
+    se = sd * math.sqrt(1 / n + 1 / m)
+    p_value = 1.0 if excess == 0 else (0.0 if se == 0 else 2 * (1 - t_cdf(excess / se, n + m - 2)))
+    return Difference(abs(difference) <= limit, difference, limit, sd, n + m - 2, p_value, alpha, resolution, n, m)
 
 
 @dataclass

@@ -38,6 +38,7 @@ RULES: dict[str, RuleSpec] = {
     "reference-record-exists": RuleSpec(config.reference_record_exists, (CONFIG,)),
     "statistical-has-interval": RuleSpec(contract.statistical_has_interval, (RECORD,)),
     "stored-interval-recomputes": RuleSpec(contract.stored_interval_recomputes, (RECORD,)),
+    "seeds-say-what-they-can": RuleSpec(contract.seeds_say_what_they_can, (RECORD,)),
     "bitwise-names-tensors": RuleSpec(contract.bitwise_names_tensors, (RECORD,)),
     "dirty-source-has-diff": RuleSpec(contract.dirty_source_has_diff, (RECORD,)),
     "behavioral-has-tolerance": RuleSpec(contract.behavioral_has_tolerance, (RECORD,)),

@@ -36,7 +36,8 @@ def statistical_has_interval(ctx: RuleContext) -> Iterator[Diagnostic]:
         return
     low, high = interval.get("low"), interval.get("high")
     if isinstance(low, (int, float)) and isinstance(high, (int, float)):
-        if not (math.isfinite(low) and math.isfinite(high)) or low >= high:
+        flat = interval.get("sd") == 0  # seeds with no spread and no resolution: the interval is one point
+        if not (math.isfinite(low) and math.isfinite(high)) or low > high or (low == high and not flat):
             yield ctx.finding(("contract", "metric", "interval"), f"interval [{low}, {high}] is empty or unbounded", "statistical-bad-interval")
     values = get(ctx.data, "reference", "metric", "values")
     n = interval.get("n")
@@ -74,14 +75,14 @@ def stored_interval_recomputes(ctx: RuleContext) -> Iterator[Diagnostic]:
         return  # the schema and statistical-has-interval say what is missing
     if not 0 < alpha < 1:
         return
-    from reprogate.core.tdist import t_quantile
+    from reprogate.core.seedstats import bound, mean_sd
 
     resolution = get(ctx.data, "contract", "metric", "resolution")
     values = [float(x) for x in numbers]
-    n, mean = len(values), sum(values) / len(values)
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    # as rebuild/stats.prediction_interval computes it (scipy's t there; the core's own t here)
-    half = t_quantile(1 - alpha / 2, n - 1) * sd * math.sqrt(1 + 1 / n) + (float(resolution) / 2 if isinstance(resolution, (int, float)) else 0.0)
+    n = len(values)
+    mean, sd = mean_sd(values)
+    # as rebuild/stats.prediction_interval computes it: the two-sample t at m = 1
+    half = bound(n, 1, sd, alpha, float(resolution) if isinstance(resolution, (int, float)) else 0.0)
     computed_low, computed_high = mean - half, mean + half
     # Wider than its inputs give is what loosens a contract; narrower only makes it stricter, and
     # bounds rounded by hand (an older record) move them by far less than 1 % of the width.
@@ -95,6 +96,72 @@ def stored_interval_recomputes(ctx: RuleContext) -> Iterator[Diagnostic]:
                 "interval-does-not-recompute",
                 "an interval is computed, never written by hand: `reprogate interval RECORD` stores it; a wider contract takes a baseline promotion",
             )
+
+
+def seeds_say_what_they_can(ctx: RuleContext) -> Iterator[Diagnostic]:
+    """What the reference seeds can support, said before any GPU is spent: an interval computed at
+    another α than the contract's, too few seeds, seeds with no spread or an odd shape, a declared
+    shift no number of rebuild seeds up to 20 would catch, and a margin that a pre-0.3 record
+    meant for the default test."""
+    metric = get(ctx.data, "contract", "metric")
+    if not isinstance(metric, dict):
+        return
+    values = [get(v, "value") for _, v in items(get(ctx.data, "reference", "metric", "values") or [])]
+    numbers = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
+    alpha, stored = metric.get("alpha", 0.05), get(metric, "interval", "alpha")
+    if isinstance(stored, (int, float)) and isinstance(alpha, (int, float)) and abs(stored - alpha) > 1e-12:
+        yield ctx.finding(
+            ("contract", "metric", "interval", "alpha"),
+            f"the interval was computed at α = {stored:g}, the contract declares α = {alpha:g}: the verdict would state one and apply the other",
+            "interval-alpha-differs",
+            "recompute with `reprogate interval RECORD` (or set contract.metric.alpha to the interval's)",
+        )
+    if metric.get("margin") is not None and metric.get("test") is None:
+        yield ctx.finding(
+            ("contract", "metric", "margin"),
+            "since reprogate 0.3 several rebuild seeds are judged by the two-sample t (α is its false-fail rate); the margin is used only by "
+            "`test: equivalence` (Welch TOST, which fails good builds unless enough seeds run)",
+            "margin-needs-test",
+            "keep the old test with `test: equivalence`, or drop the margin (and declare `detect:` for the shift to catch)",
+            Severity.NOTICE,
+        )
+    if len(numbers) < 2 or len(numbers) != len(values):
+        return
+    from reprogate.core.seedstats import declared_shift, mean_sd, power, shape, target_power
+
+    where = ("reference", "metric", "values")
+    if len(set(numbers)) == 1:
+        yield ctx.finding(
+            where,
+            f"the {len(numbers)} reference seeds showed no spread ({numbers[0]:g} each): the interval is the resolution band",
+            "seeds-without-spread",
+            "declare contract.metric.resolution (the evaluation grid), or check that the seed reaches the run",
+            Severity.WARNING,
+        )
+    elif len(numbers) < 3:
+        yield ctx.finding(
+            where,
+            f"only {len(numbers)} reference seeds: the interval is very wide and its power low",
+            "too-few-seeds",
+            "run 5 or more reference seeds",
+            Severity.WARNING,
+        )
+    odd = shape(numbers).notice
+    if odd:
+        yield ctx.finding(where, odd, "seeds-not-normal", "see `reprogate interval RECORD --plan`", Severity.NOTICE)
+    a = float(alpha) if isinstance(alpha, (int, float)) and 0 < alpha < 1 else 0.05
+    mean, sigma = mean_sd(numbers)
+    shift, target = declared_shift(metric, mean), target_power(metric)
+    resolution = metric.get("resolution") if isinstance(metric.get("resolution"), (int, float)) else 0.0
+    if shift is not None and sigma > 0 and power(len(numbers), 20, shift, sigma, a, float(resolution)) < target:
+        yield ctx.finding(
+            ("contract", "metric", "detect"),
+            f"the declared shift ({shift:.4g}, {shift / sigma:.2f} sd of the reference seeds) is caught with power below "
+            f"{target:.0%} by any number of rebuild seeds up to 20, with n={len(numbers)} reference seeds",
+            "shift-not-detectable",
+            "run more reference seeds; `reprogate interval RECORD --plan` says how many",
+            Severity.WARNING,
+        )
 
 
 def bitwise_names_tensors(ctx: RuleContext) -> Iterator[Diagnostic]:

@@ -291,3 +291,28 @@ def test_an_image_chosen_by_a_build_argument_without_default_is_reported_unresol
     assert [(c["kind"], c["subject"], c["old"], c["new"]) for c in changes["driver"]] == [
         ("cuda", "CUDA (stage build)", "12.4.1", "unresolved (the image is set by --build-arg BASE)")
     ]
+
+
+def test_reusable_workflow_cuda_inputs_and_renamed_images_on_the_same_cuda(cli: Cli, repo: Path) -> None:
+    wf = ".github/workflows/gpu.yml"
+
+    def base(r: Path) -> None:
+        (r / ".github" / "workflows").mkdir(parents=True)
+        (r / wf).write_text(
+            "on: push\njobs:\n  test:\n    uses: org/ci/.github/workflows/linux_job.yml@main\n"
+            "    with:\n      runner: linux.g5.48xlarge.nvidia.gpu\n      gpu-arch-version: '12.4'\n"
+            "  unit:\n    runs-on: [self-hosted, gpu]\n    container: mosaicml/pytorch:2.5.1_cu124-python3.11-ubuntu22.04\n"
+            "    steps:\n      - uses: org/bench@v1\n        with:\n          fa4_image_cu130: ghcr.io/org/fa4:1\n"
+        )
+
+    change(repo, base)
+
+    def bump(r: Path) -> None:
+        text = (r / wf).read_text().replace("'12.4'", "'12.6'").replace("mosaicml/pytorch:", "mosaicml/llm-foundry:").replace("fa4:1", "fa4:2")
+        (r / wf).write_text(text)
+
+    change(repo, bump)
+    report = detect(cli, repo)
+    assert found(report, "driver") == [(wf, "changed", "jobs.test.with.gpu-arch-version", "12.4", "12.6")]  # the new image keeps CUDA 12.4
+    images = {c[2] for c in found(report, "base-image")}
+    assert "jobs.unit.container" in images and "jobs.unit.steps[].with.fa4_image_cu130" in images

@@ -112,3 +112,42 @@ def test_every_watched_name_passes_the_fast_name_filter() -> None:
     for name in names:
         watched = any(module.matches(Versions(name, None, None)) for module in detectors())
         assert not watched or _MAYBE_WATCHED.match(name.rsplit("/", 1)[-1]), name
+
+
+def test_a_hash_inside_a_word_is_not_a_comment() -> None:
+    """`git+https://...#egg=pkg` keeps the rest of the line: the index after it is read."""
+    found = installs("pip install git+https://github.com/org/pkg#egg=pkg --extra-index-url https://download.pytorch.org/whl/cu126 # a comment", (), {})
+    assert [(i.label, i.text) for i in found if i.label] == [
+        ("path or URL", "git+https://github.com/org/pkg#egg=pkg"),
+        ("--extra-index-url", "https://download.pytorch.org/whl/cu126"),
+    ]
+
+
+def test_shell_variables_set_in_a_run_line_and_trimmed_reach_the_pip_arguments() -> None:
+    text = (
+        "FROM nvidia/cuda:12.1.1-devel-ubuntu22.04\n"
+        "RUN CUDA_MM=${CUDA_VERSION%.*} && \\\n"
+        "    pip install torch --extra-index-url=\"https://download.pytorch.org/whl/cu${CUDA_MM//'.'/''}/\"\n"
+    )
+    [stage] = stages(text)[1]
+    assert stage.env["CUDA_VERSION"] == "12.1.1"  # what NVIDIA's CUDA images set in their ENV
+    command, heredocs, scope = stage.runs[0]
+    [index] = [i for i in installs(command, heredocs, scope) if i.label]
+    assert index.text == "https://download.pytorch.org/whl/cu121/"
+
+
+@pytest.mark.parametrize(
+    "word, value",
+    [("${V%.*}", "12.1"), ("${V%%.*}", "12"), ("${V#*.}", "1.1"), ("${V##*.}", "1"), ("${V//./}", "1211"), ("${V/./-}", "12-1.1"), ("${U%.*}", "")],
+)
+def test_shell_trims_and_replacements(word: str, value: str) -> None:
+    from reprogate.detect.dockerfile import expand
+
+    assert expand(word, {"V": "12.1.1"})[0] == value
+
+
+def test_pip_through_conda_run_and_cuda_in_a_dashed_tag() -> None:
+    found = installs("conda run -n peft --no-capture-output pip install mslk --index-url https://download.pytorch.org/whl/cu132", (), {})
+    assert [(i.name or i.label, i.text) for i in found] == [("mslk", "mslk"), ("--index-url", "https://download.pytorch.org/whl/cu132")]
+    assert cuda.of_image("registry.example/hpcaitech/pytorch-cuda", "2.5.1-12.4.1").version == "12.4.1"
+    assert cuda.of_image("registry.example/hpcaitech/pytorch", "2.5.1-12.4.1") is None  # no CUDA in the name: the tag's versions are not read

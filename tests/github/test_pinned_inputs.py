@@ -32,14 +32,16 @@ def test_a_training_code_change_in_the_pinned_folder_fails_at_once(run_gate: Run
     assert "promote it with the baseline label" in result.output
 
 
-def test_a_flipped_bit_in_an_in_repo_shard_fails_at_once(run_gate: Run, github: FakeGitHub, repo: Path) -> None:
-    def flip(root: Path) -> None:
-        shard = root / "tiny" / "data" / "shard-002.txt"
-        data = bytearray(shard.read_bytes())
-        data[7] ^= 1
-        shard.write_bytes(bytes(data))
+def flip_shard(root: Path) -> None:
+    """One bit of an in-repository shard flipped; the manifest left as it was."""
+    shard = root / "tiny" / "data" / "shard-002.txt"
+    data = bytearray(shard.read_bytes())
+    data[7] ^= 1
+    shard.write_bytes(bytes(data))
 
-    base, head = commit(repo, flip)
+
+def test_a_flipped_bit_in_an_in_repo_shard_fails_at_once(run_gate: Run, github: FakeGitHub, repo: Path) -> None:
+    base, head = commit(repo, flip_shard)
     result = run_gate(pr_event("opened", base, head))
     assert result.exit_code == 1, result.output
     assert statuses(github, head) == [("reprogate/reproduction", "failure")] and dispatches(github) == []
@@ -139,6 +141,19 @@ def test_a_loosened_contract_is_shown_side_by_side_and_judged_by_the_base(run_ga
     body = github.comments[-1]["body"]
     assert "| `contract.tensors` |" in body and "| `contract.steps.count` | `80` | `40` | **loosened** |" in body
     assert "contract of tiny/records/tiny.yaml loosened" in result.output
+
+
+def test_statistical_contract_changes_name_their_direction() -> None:
+    from reprogate.github.contract_diff import contract_changes
+
+    base = {"contract": {"metric": {"detect": {"absolute": 0.01, "power": 0.9}}}, "seeds": {"global": 1}}
+    head = {"contract": {"metric": {"detect": {"absolute": 0.05, "power": 0.5}, "test": "equivalence"}}, "seeds": {"global": 1, "replay": [1, 2]}}
+    assert {c.field: c.effect for c in contract_changes(base, head)} == {
+        "contract.metric.detect.absolute": "loosened",
+        "contract.metric.detect.power": "loosened",
+        "contract.metric.test": "changed",
+        "seeds.replay": "loosened",
+    }
 
 
 def test_contract_changes_name_their_direction() -> None:
@@ -256,3 +271,95 @@ def test_the_comment_names_invalid_records_and_why_a_rebuild_was_asked_for(run_g
     run_gate(pr_event("synchronize", base, head))
     body = github.comments[-1]["body"]
     assert "invalid record(s)" in body and "train\\.py" in body and "init FOLDER \\-\\-force" in body
+
+
+# `reprogate detect` alone reads the records too: every path a base record pins is watched, with
+# its layer, and the change names the record (issue 25, item 1).
+
+
+def detected(cli: Run, repo: Path, base: str, *extra: str) -> dict:
+    import json
+
+    done = cli("detect", "--repo", str(repo), "--base", base, "--head", "HEAD", "--format", "json", *extra)
+    assert done.exit_code == 0, done.output
+    return json.loads(done.output)
+
+
+def test_detect_names_a_code_change_in_the_pinned_folder_and_the_record(cli: Run, repo: Path) -> None:
+    base, _ = commit(repo, lambda r: (r / "tiny" / "project" / "train.py").write_text((r / "tiny" / "project" / "train.py").read_text() + "# lr * 1.1\n"))
+    found = detected(cli, repo, base)
+    assert found["rebuild_required"] is True and found["layers"] == ["source"]
+    assert {
+        "layer": "source",
+        "path": "tiny/project/train.py",
+        "kind": "pinned",
+        "detail": "changed; tiny/records/tiny.yaml pins it (source.path)",
+        "record": "tiny/records/tiny.yaml",
+    } in found["changes"]["source"]
+    assert sorted(c["record"] for c in found["changes"]["source"]) == ["tiny/records/tiny-2node.yaml", "tiny/records/tiny.yaml"]  # both records pin the folder
+    text = cli("detect", "--repo", str(repo), "--base", base).output
+    assert "source:\n  tiny/project/train.py: changed; tiny/records/tiny.yaml pins it (source.path)" in text and "rebuild required: yes" in text
+
+
+def test_detect_names_a_flipped_in_repo_shard_as_a_dataset_change(cli: Run, repo: Path) -> None:
+    base, _ = commit(repo, flip_shard)
+    [change] = [c for c in detected(cli, repo, base)["changes"]["dataset"] if c["record"] == "tiny/records/tiny.yaml"]
+    assert change["path"] == "tiny/data/shard-002.txt" and change["record"] == "tiny/records/tiny.yaml"
+    assert change["detail"] == "changed; tiny/records/tiny.yaml pins it (dataset.manifest.path -> shards[2])"
+
+
+def test_detect_watches_a_lock_under_any_name_and_marks_known_ones_with_their_record(cli: Run, repo: Path) -> None:
+    commit(repo, lambda r: pin_lock(r, "pins.lock", "numpy==1.26.4\n"))
+    base, _ = commit(repo, lambda r: (r / "tiny" / "pins.lock").write_text("numpy==2.4.6\n"))
+    [change] = detected(cli, repo, base)["changes"]["framework"]
+    assert change["path"] == "tiny/pins.lock" and change["kind"] == "pinned" and "source.lock_files[0].path" in change["detail"]
+
+    commit(repo, lambda r: pin_lock(r, "requirements-pinned.txt", "numpy==1.26.4\n"))
+    base, _ = commit(repo, lambda r: (r / "tiny" / "requirements-pinned.txt").write_text("numpy==2.4.6\n"))
+    [change] = detected(cli, repo, base)["changes"]["framework"]
+    assert (change["kind"], change["subject"], change["record"]) == ("version", "numpy", "tiny/records/tiny.yaml")  # the detector's detail, and who pins it
+    assert "numpy 1.26.4 -> 2.4.6 (pinned by tiny/records/tiny.yaml)" in cli("detect", "--repo", str(repo), "--base", base).output
+
+
+def test_watch_ignore_does_not_hide_what_a_record_pins(cli: Run, repo: Path) -> None:
+    config = repo / ".reprogate.yaml"
+    config.write_text(config.read_text().replace("watch:\n", "watch:\n  ignore: ['tiny/project/**', '*.py']\n"))
+    commit(repo, lambda r: None)
+    base, _ = commit(repo, lambda r: (r / "tiny" / "project" / "train.py").write_text("print('changed')\n"))
+    assert {c["path"] for c in detected(cli, repo, base)["changes"]["source"]} == {"tiny/project/train.py"}
+
+
+def test_detect_reads_records_from_the_base_so_a_pull_request_cannot_disown_a_file(cli: Run, repo: Path) -> None:
+    import yaml
+
+    def disown(root: Path) -> None:
+        record = root / "tiny" / "records" / "tiny.yaml"
+        data = yaml.safe_load(record.read_text())
+        data["source"]["path"] = "elsewhere"
+        record.write_text(yaml.safe_dump(data, sort_keys=False))
+        (root / "tiny" / "project" / "train.py").write_text("print('changed')\n")
+
+    base, _ = commit(repo, disown)
+    found = detected(cli, repo, base)
+    assert "tiny/records/tiny.yaml" in {c["record"] for c in found["changes"]["source"] if c["path"] == "tiny/project/train.py"} and found["changes"]["records"]
+
+
+def test_detect_with_the_config_in_a_subfolder_names_repository_top_paths(cli: Run, tmp_path: Path) -> None:
+    import shutil
+
+    from support import EXAMPLES, git
+
+    root = tmp_path / "mono"
+    shutil.copytree(EXAMPLES, root / "ml")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    base, _ = commit(root, lambda r: (r / "ml" / "tiny" / "project" / "train.py").write_text("print('changed')\n"))
+    found = detected(cli, root, base, "--config", str(root / "ml" / ".reprogate.yaml"))
+    assert ("ml/tiny/project/train.py", "ml/tiny/records/tiny.yaml") in {(c["path"], c["record"]) for c in found["changes"]["source"]}
+
+
+def test_detect_of_a_docs_only_change_needs_no_rebuild(cli: Run, repo: Path) -> None:
+    base, _ = docs_only(repo)
+    found = detected(cli, repo, base)
+    assert found["rebuild_required"] is False and found["layers"] == []

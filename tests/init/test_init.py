@@ -76,8 +76,10 @@ def test_init_writes_a_record_that_validates_and_rebuilds(cli: Cli, tiny: Path) 
     metas = [json.loads(line) for line in trace.read_text().splitlines()[:2]]
     assert [m["type"] for m in metas] == ["meta", "meta"] and record["software"]["determinism"] == metas[0]["determinism"]
     assert load(tiny / ".reprogate.yaml")["reference"] == "records/project.yaml"
+    metric = record["contract"]["metric"]
+    assert metric["resolution"] == 0 and metric["detect"]["absolute"] > 0 and "margin" not in metric  # the suggested shift; no TOST unless asked
     check = cli("validate", cwd=tiny)
-    assert check.exit_code == 0 and "0 warning(s)" in check.output, check.output
+    assert check.exit_code == 0 and "1 warning(s)" in check.output and "only 2 reference seeds" in check.output, check.output  # two seeds keep the test fast
     git(tiny, "add", "-A")
     git(tiny, "commit", "-qm", "the reference record")
     rebuilt = cli("rebuild", "records/project.yaml", "--out", str(tiny.parent / "out"), cwd=tiny)
@@ -155,3 +157,23 @@ def test_init_runs_the_reference_in_the_venv_its_lock_file_makes(cli: Cli, tmp_p
     rebuilt = cli("rebuild", "records/project.yaml", "--out", str(tmp_path / "out"), "--cache", str(venv_cache), cwd=repo)
     assert rebuilt.exit_code == 0, rebuilt.output
     assert json.loads((tmp_path / "out" / "verdict.json").read_text())["environment"]["cache"] == "hit"
+
+
+def test_the_metric_contract_takes_its_resolution_from_the_grid_and_suggests_a_shift() -> None:
+    from reprogate.init.draft import Plan, _metric
+
+    plan = Plan(name="n", project="p", tree="t", entrypoint=["python"], config="c", config_hash="h", realizer="current", world_size=1, seeds=[1, 2, 3])
+    notes: list[str] = []
+    quantised = _metric(plan, "epochs", [40.0, 45.0, 45.0, 55.0, 40.0], notes)
+    assert quantised["resolution"] == 5 and quantised["detect"]["absolute"] > 0 and "grid of 5" in notes[0]
+    import dataclasses
+
+    given = _metric(dataclasses.replace(plan, resolution=0.001, detect={"relative": 0.02}, margin=0.05), "acc", [0.91, 0.912, 0.915], [])
+    expected = {"name": "acc", "direction": "lower", "alpha": 0.05, "resolution": 0.001, "detect": {"relative": 0.02}, "margin": 0.05}
+    assert given == {**expected, "test": "equivalence"}
+
+
+@pytest.mark.parametrize("shift", ["abc", "-1", "0", "nan"])
+def test_a_bad_detect_shift_is_a_usage_error(cli: Cli, tiny: Path, shift: str) -> None:
+    result = cli("init", "project", "--detect", shift, "-y", cwd=tiny)
+    assert result.exit_code == 2 and "--detect" in result.output

@@ -175,7 +175,7 @@ def test_a_prediction_interval_is_described_with_its_level_bounds_and_n(tmp_path
         }
     ]
     compared = claim(context(tmp_path), verdict)["compared"]
-    assert compared[-1] == "val_loss against its predeclared 95% prediction interval [0.951032, 0.977656] (t-based, n=5 reference seeds, m=1)"
+    assert compared[-1] == "val_loss against its predeclared 95 % prediction interval [0.951032, 0.977656] (t-based, n=5 reference seeds, m=1)"
 
 
 def test_a_prediction_interval_level_is_not_rounded_away(tmp_path: Path) -> None:
@@ -183,7 +183,7 @@ def test_a_prediction_interval_level_is_not_rounded_away(tmp_path: Path) -> None
     verdict["tests"] = [
         {"test": "t prediction interval (one rebuild seed)", "metric": "val_loss", "alpha": 0.025, "n": 8, "m": 1, "interval": [1.0, 2.0], "passed": True}
     ]
-    assert "val_loss against its predeclared 97.5% prediction interval" in claim(context(tmp_path), verdict)["compared"][-1]
+    assert "val_loss against its predeclared 97.5 % prediction interval" in claim(context(tmp_path), verdict)["compared"][-1]
 
 
 def test_a_welch_tost_is_described_with_its_margin_alpha_n_and_m(tmp_path: Path) -> None:
@@ -283,3 +283,27 @@ def test_the_claim_is_valid_where_the_verdict_schema_puts_it(tmp_path: Path) -> 
     for verdict in (make_verdict("pass"), make_verdict("fail", "steps")):
         verdict["claim"] = claim(ctx, verdict)
         assert not list(Draft202012Validator(load_schema("Verdict")["properties"]["claim"]).iter_errors(verdict["claim"]))
+
+
+def test_a_two_sample_t_is_described_with_its_false_fail_rate_power_and_seeds(tmp_path: Path) -> None:
+    verdict = make_verdict("pass")
+    verdict["tests"] = [
+        {
+            "test": "two-sample t on the means (pooled, two-sided)",
+            "metric": "val_loss",
+            "alpha": 0.05,
+            "n": 5,
+            "m": 3,
+            "difference": 0.001,
+            "limit": 0.0081,
+            "passed": True,
+            "seeds_note": "metric judged on fresh seed(s) 11, 12, 13, none of which the reference ran (drawn from the record's digest)",
+            "power": {"sigma": 0.0044, "minimum_detectable_shift": 0.0108, "at_power": 0.8, "shift": 0.0193, "power": 0.9962},
+        }
+    ]
+    found = claim(context(tmp_path), verdict)
+    assert found["compared"][-1] == (
+        "val_loss by a two-sided two-sample t on the means, |difference| within 0.0081 (pooled, α=0.05 false-fail rate, n=5, m=3; "
+        "catches a shift of 0.0108 with 80 % power, the declared 0.0193 with 99.62 %)"
+    )
+    assert any("fresh seed(s) 11, 12, 13" in limit for limit in found["not_covered"])

@@ -182,12 +182,61 @@ def test_crashing_entrypoint_is_diagnosed_at_run_with_its_log_tail(cli: Cli, pro
     assert "crashing at step 3" in (project.parent / "out" / "report.md").read_text()
 
 
-def test_several_seeds_use_welch_tost(cli: Cli, project: Path) -> None:
+def test_several_seeds_of_a_bitwise_contract_replay_the_trace_seed_then_judge_fresh_ones(cli: Cli, project: Path) -> None:
     result, verdict = rebuild(cli, project, "--seeds", "3")
     assert result.exit_code == 0, result.output
     test = verdict["tests"][-1]
-    assert test["test"] == "Welch TOST equivalence" and test["n"] == 5 and test["m"] == 3 and test["margin"] == 0.1
-    assert verdict["seeds"]["rebuilt"] == [1, 2, 3]
+    assert test["test"] == "two-sample t on the means (pooled, two-sided)" and test["n"] == 5 and test["m"] == 2 and test["alpha"] == 0.05
+    rebuilt, metric = verdict["seeds"]["rebuilt"], verdict["seeds"]["metric"]
+    assert rebuilt[0] == 1 and rebuilt[1:] == metric and not set(metric) & {1, 2, 3, 4, 5} and verdict["seeds"]["source"] == "fresh"
+    assert test["power"]["minimum_detectable_shift"] > 0 and 0 < test["power"]["power"] <= 1  # the record declares detect: relative 2 %
+
+
+def as_base(project: Path) -> str:
+    """The project as the first commit of a fresh repository (the base a pull request starts from)."""
+    from support import git
+
+    git(project, "init", "-q", "-b", "main")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "base")
+    return git(project, "rev-parse", "HEAD")
+
+
+def statistical(project: Path) -> None:
+    edit_record(project / RECORD, lambda r: r["contract"].update(level="statistical"))
+
+
+def test_a_statistical_rebuild_of_three_fresh_seeds_passes_a_good_build_and_fails_a_shifted_one(cli: Cli, project: Path) -> None:
+    statistical(project)
+    result, verdict = rebuild(cli, project, "--seeds", "3")
+    assert result.exit_code == 0, result.output
+    seeds = verdict["seeds"]
+    assert len(seeds["metric"]) == 3 and seeds["rebuilt"] == seeds["metric"] and not set(seeds["metric"]) & set(seeds["reference"])
+    assert stages(verdict)["batches"] == "skipped"  # fresh seeds read the data in their own order
+    claim = verdict["claim"]
+    assert any("fresh seed(s)" in limit for limit in claim["not_covered"]) and "two-sample t" in claim["compared"][-1]
+    report = (project.parent / "out" / "report.md").read_text()
+    assert "minimum detectable shift" in report and "fresh seed(s)" in report
+
+    _, again = rebuild(cli, project, "--seeds", "3")
+    assert again["seeds"]["metric"] == seeds["metric"]  # drawn from the record's digest: a rerun draws the same
+
+    drill(project, EXAMPLE_METRIC_SHIFT="0.05")  # about 11 sd of the reference seeds
+    result, shifted = rebuild(cli, project, "--seeds", "3")
+    assert result.exit_code == 1 and shifted["diagnosis"] == "metric", result.output
+    assert shifted["seeds"]["metric"] != seeds["metric"]  # another record, other fresh seeds
+    assert "beyond" in next(s["detail"] for s in shifted["stages"] if s["name"] == "metric")
+
+
+def test_named_replay_seeds_are_rerun_and_the_claim_says_they_are_not_independent(cli: Cli, project: Path) -> None:
+    statistical(project)
+    edit_record(project / RECORD, lambda r: r["seeds"].update(replay=[2, 3]))
+    result, verdict = rebuild(cli, project, "--seeds", "2")
+    assert result.exit_code == 0, result.output
+    assert verdict["seeds"]["metric"] == [2, 3] and verdict["seeds"]["source"] == "replay"
+    assert any("not independent" in limit for limit in verdict["claim"]["not_covered"])
+    too_many, _ = rebuild(cli, project, "--seeds", "3")
+    assert too_many.exit_code == 2 and "seeds.replay" in too_many.output
 
 
 def test_changed_source_is_diagnosed_at_artifacts(cli: Cli, project: Path) -> None:
@@ -216,7 +265,7 @@ def test_interval_command_stores_the_interval(cli: Cli, project: Path) -> None:
     edit_record(record, lambda r: (r["contract"].update(level="statistical"), r["contract"]["metric"].pop("interval")))
     assert cli("validate", str(record)).exit_code == 1  # a statistical contract carries its interval
     result = cli("interval", str(record))
-    assert result.exit_code == 0 and "95% prediction interval [0.951032, 0.977656]" in result.output
+    assert result.exit_code == 0 and "95 % prediction interval [0.951032, 0.977656]" in result.output
     assert cli("validate", str(record)).exit_code == 0
 
 
@@ -313,10 +362,7 @@ def test_a_pull_request_that_widens_its_own_interval_is_judged_by_the_bases(cli:
     from reprogate.core.documents import load_document
     from reprogate.rebuild import record_digest
 
-    git(project, "init", "-q", "-b", "main")
-    git(project, "add", "-A")
-    git(project, "commit", "-qm", "base")
-    base = git(project, "rev-parse", "HEAD")
+    base = as_base(project)
 
     def loosen(record: dict[str, Any]) -> None:
         record["execution"].setdefault("env", {}).update(EXAMPLE_METRIC_SHIFT="0.05")
@@ -334,3 +380,26 @@ def test_a_pull_request_that_widens_its_own_interval_is_judged_by_the_bases(cli:
     assert strict["record"]["digest"] == record_digest(load_document(project / RECORD).data) == loose["record"]["digest"]
     missing = cli("rebuild", str(project / RECORD), "--contract-from", "0" * 40, "--out", str(tmp_path / "o"))
     assert missing.exit_code == 3 and "fetch" in missing.output
+
+
+def test_a_pull_request_cannot_choose_replayed_seeds_or_a_wide_equivalence_margin_for_itself(cli: Cli, project: Path) -> None:
+    """A statistical head that shifts its metric and asks to replay reference seeds under a TOST
+    with a huge margin would pass by its own words; judged by the base (--contract-from, what the
+    gate dispatches), it draws fresh seeds and the two-sample t fails it."""
+    from support import git
+
+    statistical(project)
+    base = as_base(project)
+
+    def cheat(record: dict[str, Any]) -> None:
+        record["execution"].setdefault("env", {}).update(EXAMPLE_METRIC_SHIFT="0.05")
+        record["seeds"]["replay"] = [1, 2]
+        record["contract"]["metric"].update(test="equivalence", margin=1.0)
+
+    edit_record(project / RECORD, cheat)
+    git(project, "commit", "-qam", "replay my own seeds")
+    own, loose = rebuild(cli, project, "--seeds", "2")
+    assert own.exit_code == 0 and loose["seeds"]["source"] == "replay" and loose["tests"][-1]["test"] == "Welch TOST equivalence", own.output
+    judged, strict = rebuild(cli, project, "--seeds", "2", "--contract-from", base)
+    assert judged.exit_code == 1 and strict["diagnosis"] == "metric", judged.output
+    assert strict["seeds"]["source"] == "fresh" and strict["tests"][-1]["test"].startswith("two-sample t")

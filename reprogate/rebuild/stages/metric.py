@@ -1,69 +1,158 @@
-"""metric: the evaluation metric against the predeclared interval (one seed), or Welch TOST
-against the reference seeds (several), with α, margin, n and m stated in the verdict."""
+"""metric: the evaluation metric of the rebuild's metric seeds against the reference seeds.
+
+One test for every m (core/seedstats.py): at m = 1 the predeclared t prediction interval, at
+m >= 2 the two-sided two-sample t on the means; both are the same test, whose α is the chance of
+failing a build that reproduces. `test: equivalence` opts into Welch TOST instead, which bounds
+the chance of *passing* a build beyond the margin, and the verdict then says how likely a good
+build was to pass it. Every verdict states α, n, m, the seeds and where they came from, and its
+power: at the shift the record declares (contract.metric.detect) and the smallest shift it
+catches at 80 %.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
+from reprogate.core.seedstats import POWER, declared_shift, mean_sd, minimum_detectable_shift, percent, power, target_power, tost_pass_chance
 from reprogate.rebuild import compare
 from reprogate.rebuild.context import RebuildContext, StageResult, failed, passed, skipped
+from reprogate.rebuild.seed_plan import SeedPlan
 
 
 def metric(ctx: RebuildContext) -> StageResult:
-    from reprogate.rebuild.stats import Interval, welch_tost
-
     declared = ctx.section("contract", "metric")
     if not isinstance(declared, dict):
         if ctx.level == "statistical":
             return failed("a statistical contract without a declared metric cannot be judged")
         return skipped("the contract declares no metric")
     name = declared["name"]
+    plan = ctx.seed_plan
     values = []
     for run_ in ctx.runs:
+        if run_.seed not in plan.metric_seeds:
+            continue
         found = compare.metrics(run_.events).get(name)
         if found is None:
             return failed(f"seed {run_.seed}: the run reported no {name} (Tracer.metric)")
         values.append(found)
     reference = [float(v["value"]) for v in ctx.section("reference", "metric", "values") or []]
     alpha = float(declared.get("alpha", 0.05))
+    resolution = float(declared.get("resolution") or 0.0)
+    if declared.get("test") == "equivalence" and len(values) >= 2:
+        return _equivalence(ctx, declared, reference, values, alpha)
     if len(values) == 1:
         stored = declared.get("interval")
         if not isinstance(stored, dict):
             return failed(f"no predeclared interval for {name}: run `reprogate interval RECORD` before the drill", exit_code=2)
-        interval = Interval(
-            stored["method"],
-            stored["low"],
-            stored["high"],
-            stored.get("alpha", alpha),
-            stored["n"],
-            stored.get("mean", 0.0),
-            stored.get("sd", 0.0),
-            stored.get("resolution", 0.0),
-        )
-        inside = interval.contains(values[0])
+        low, high = float(stored["low"]), float(stored["high"])
+        alpha, n, resolution = float(stored.get("alpha", alpha)), int(stored["n"]), float(stored.get("resolution", resolution))
+        sigma = float(stored.get("sd", mean_sd(reference)[1] if len(reference) > 1 else 0.0))
+        inside = low <= values[0] <= high
+        stated = _power(declared, n, 1, sigma, alpha, resolution, float(stored.get("mean", 0.0)))
+        test = "t prediction interval (one rebuild seed)"
         ctx.tests.append(
-            {
-                "test": "t prediction interval (one rebuild seed)",
-                "metric": name,
-                "alpha": interval.alpha,
-                "n": interval.n,
-                "m": 1,
-                "interval": [interval.low, interval.high],
-                "resolution": interval.resolution,
-                "value": values[0],
-                "passed": inside,
-            }
+            _entry(test, name, alpha, n, plan, inside, stated, interval=[low, high], resolution=resolution, value=values[0], values=values, reference=reference)
         )
         detail = (
-            f"{name} {values[0]:.6g} {'inside' if inside else 'outside'} the predeclared {int((1 - interval.alpha) * 100)}% "
-            f"prediction interval [{interval.low:.6g}, {interval.high:.6g}] (n={interval.n}, m=1)"
+            f"{name} {values[0]:.6g} {'inside' if inside else 'outside'} the predeclared {percent(1 - alpha)} "
+            f"prediction interval [{low:.6g}, {high:.6g}] (n={n}, m=1); {_said(stated)}"
         )
         return StageResult("pass" if inside else "fail", detail, {"value": values[0]})
-    margin = declared.get("margin")
-    if margin is None:
-        return failed(f"{len(values)} rebuild seeds need contract.metric.margin for the equivalence test", exit_code=2)
-    tost = welch_tost(reference, values, float(margin), alpha)
-    ctx.tests.append({"test": "Welch TOST equivalence", "metric": name, **tost.as_dict(), "passed": tost.equivalent, "values": values})
+    from reprogate.rebuild.stats import difference_test
+
+    if len(reference) < 2:
+        return failed(f"{len(values)} rebuild seeds are compared with the reference seeds; reference.metric.values lists {len(reference)}", exit_code=2)
+    result = difference_test(reference, values, alpha, resolution)
+    stated = _power(declared, result.n, result.m, mean_sd(reference)[1], alpha, resolution, mean_sd(reference)[0])
+    test = "two-sample t on the means (pooled, two-sided)"
+    ctx.tests.append(
+        _entry(
+            test, name, alpha, result.n, plan, result.passed, stated, difference=result.difference, limit=result.limit,
+            sd_pooled=result.sd_pooled, df=result.df, p_value=result.p_value, resolution=resolution, values=values, reference=reference,
+        )
+    )  # fmt: skip
     detail = (
-        f"{name}: mean difference {tost.difference:+.4g}, {int((1 - 2 * alpha) * 100)}% CI [{tost.ci_low:.4g}, {tost.ci_high:.4g}] "
-        f"{'inside' if tost.equivalent else 'not inside'} ±{margin} (Welch TOST, α={alpha}, n={tost.n}, m={tost.m}, p={tost.p_value:.3g})"
+        f"{name}: mean difference {result.difference:+.4g} {'within' if result.passed else 'beyond'} ±{result.limit:.4g} "
+        f"(two-sample t, α={alpha:g}, n={result.n}, m={result.m}, p={result.p_value:.3g}); {_said(stated)}"
+    )
+    return passed(detail, values=values) if result.passed else failed(detail, values=values)
+
+
+def _equivalence(ctx: RebuildContext, declared: dict[str, Any], reference: list[float], values: list[float], alpha: float) -> StageResult:
+    from reprogate.rebuild.stats import welch_tost
+
+    name, margin = declared["name"], float(declared["margin"])
+    tost = welch_tost(reference, values, margin, alpha)
+    sigma = mean_sd(reference)[1]
+    chance = tost_pass_chance(tost.n, tost.m, sigma, margin, alpha)
+    needed = next((m for m in range(2, 201) if tost_pass_chance(tost.n, m, sigma, margin, alpha) >= POWER), None)
+    stated = {
+        "bounds": f"the chance of passing a build whose mean moved by ±{margin:g} (not of failing a good one)",
+        "good_build_passes": round(chance, 4),
+        "seeds_for_80_percent": needed,
+    }
+    ctx.tests.append(
+        {
+            "test": "Welch TOST equivalence",
+            "metric": name,
+            **tost.as_dict(),
+            "passed": tost.equivalent,
+            "values": values,
+            **_seeds(ctx.seed_plan),
+            "power": stated,
+        }
+    )
+    detail = (
+        f"{name}: mean difference {tost.difference:+.4g}, {percent(1 - 2 * alpha)} CI [{tost.ci_low:.4g}, {tost.ci_high:.4g}] "
+        f"{'inside' if tost.equivalent else 'not inside'} ±{margin:g} (Welch TOST, α={alpha:g}, n={tost.n}, m={tost.m}, p={tost.p_value:.3g}); "
+        f"α bounds false passes: a build that reproduces passes with m={tost.m} {chance:.0%} of the time"
+        + (f", needs m={needed} for 80 %" if needed else ", and with no m up to 200 for 80 %")
     )
     return passed(detail, values=values) if tost.equivalent else failed(detail, values=values)
+
+
+def _power(declared: dict[str, Any], n: int, m: int, sigma: float, alpha: float, resolution: float, mean: float) -> dict[str, Any]:
+    target = target_power(declared)
+    shift = declared_shift(declared, mean)
+    stated: dict[str, Any] = {
+        "sigma": sigma,
+        "minimum_detectable_shift": minimum_detectable_shift(n, m, sigma, alpha, target, resolution),
+        "at_power": target,
+    }
+    if shift is not None:
+        stated["shift"] = shift
+        stated["power"] = round(power(n, m, shift, sigma, alpha, resolution), 4)
+    return stated
+
+
+def _said(stated: dict[str, Any]) -> str:
+    smallest = f"smallest shift caught at {percent(stated['at_power'])} power: {stated['minimum_detectable_shift']:.4g}"
+    if "shift" in stated:
+        return f"power {percent(stated['power'])} at the declared shift {stated['shift']:.4g}; {smallest}"
+    return f"{smallest} (no shift declared: contract.metric.detect)"
+
+
+def _notice(reference: list[float]) -> str:
+    """What the reference seeds' shape says of the normal-theory error rate (also in the record)."""
+    from reprogate.rebuild.interval import seed_notices
+
+    return "; ".join(seed_notices(reference)) if len(reference) >= 2 else ""
+
+
+def _seeds(plan: SeedPlan) -> dict[str, Any]:
+    return {"seeds": list(plan.metric_seeds), "seed_source": plan.source, "seeds_note": plan.describe()}
+
+
+def _entry(test: str, name: str, alpha: float, n: int, plan: SeedPlan, passed_: bool, stated: dict[str, Any], **facts: Any) -> dict[str, Any]:
+    return {
+        "test": test,
+        "metric": name,
+        "alpha": alpha,
+        "n": n,
+        "m": len(facts.get("values") or []),
+        **facts,
+        **_seeds(plan),
+        **({"notice": _notice(facts.get("reference") or [])} if _notice(facts.get("reference") or []) else {}),
+        "passed": passed_,
+        "power": stated,
+    }

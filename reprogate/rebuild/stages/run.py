@@ -1,4 +1,4 @@
-"""run: each rebuild seed runs the record's entrypoint on every rank.
+"""run: each rebuild seed runs the record's entrypoint on every rank (which seeds: seed_plan.py).
 
 The first seed uses the rank hosts the preflight proved (warm: torch already imported); later
 seeds start fresh rank hosts. Each rank gets REPROGATE_SEED, REPROGATE_TRACE_DIR (where
@@ -14,19 +14,6 @@ from reprogate.core.errors import ReprogateError
 from reprogate.rebuild.context import RebuildContext, SeedRun, StageResult, failed, passed
 
 
-def rebuild_seeds(ctx: RebuildContext) -> list[int]:
-    """The primary seed (seeds.global) first, then further evaluation seeds up to --seeds."""
-    primary = ctx.section("seeds", "global")
-    evaluation = list(ctx.section("seeds", "evaluation") or [])
-    seeds = [primary] if isinstance(primary, int) else evaluation[:1] or [0]
-    for seed in evaluation:
-        if len(seeds) >= max(1, ctx.options.seeds):
-            break
-        if seed not in seeds:
-            seeds.append(seed)
-    return seeds[: max(1, ctx.options.seeds)]
-
-
 def run(ctx: RebuildContext) -> StageResult:
     from reprogate.rebuild.launchers.local import free_port
     from reprogate.rebuild.ranks import RankHosts
@@ -36,7 +23,7 @@ def run(ctx: RebuildContext) -> StageResult:
     entry = [str(a) for a in ctx.section("job", "entrypoint")]
     cwd = ctx.workdir / (ctx.section("job", "workdir") or ctx.section("source", "path") or ".")
     first, last = ctx.step_range
-    seeds = rebuild_seeds(ctx)
+    seeds = ctx.seed_plan.all
     for index, seed in enumerate(seeds):
         folder = ctx.workdir / "runs" / f"seed-{seed}"
         trace_dir = folder / "trace"

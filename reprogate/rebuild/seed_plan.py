@@ -1,0 +1,77 @@
+"""Which seeds a rebuild runs, and which of them the metric is judged on.
+
+The statistical test compares the rebuild's metric with the reference seeds' as two independent
+samples. Rerunning the reference's own seeds breaks that (a deterministic build gives back the
+same values, and a broken one that depends on the seed can hide), so the metric is judged on
+fresh seeds: drawn from the judging record's digest, so a rerun of the same record draws the same
+ones, and never one the reference used. A record may instead name the seeds to replay
+(`seeds.replay`); the claim then says the samples are not independent.
+
+Contracts that compare a trace step by step (bitwise, behavioral) need the reference's own seed
+for that trace: their first run replays `seeds.global`, and the metric is judged on the further,
+fresh runs when there are any, else on that replay (said so).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+SEED_SPACE = 2**31 - 1  # what every framework's manual_seed takes
+
+
+@dataclass(frozen=True)
+class SeedPlan:
+    trace_seed: int | None  # the replayed reference seed a step-by-step comparison needs, else None
+    metric_seeds: tuple[int, ...]  # the seeds the metric is judged on (may start with trace_seed)
+    source: str  # fresh, replay (named by the record), trace-replay (the one run replays the trace's seed) or reference (init making one)
+
+    @property
+    def all(self) -> list[int]:
+        return list(dict.fromkeys([*([self.trace_seed] if self.trace_seed is not None else []), *self.metric_seeds]))
+
+    def describe(self) -> str:
+        shown = ", ".join(map(str, self.metric_seeds))
+        if self.source == "fresh":
+            return f"metric judged on fresh seed(s) {shown}, none of which the reference ran (drawn from the record's digest)"
+        if self.source == "reference":
+            return f"the reference seeds {shown}, run to make the reference"
+        if self.source == "replay":
+            return f"metric judged on replayed seed(s) {shown}, as the record asks (seeds.replay): not independent of the reference"
+        return f"metric judged on seed {shown}, the reference seed the trace comparison replays: not independent of the reference"
+
+
+def fresh_seeds(digest: str, count: int, used: set[int]) -> list[int]:
+    """`count` seeds from the digest, none in `used`: the same record always draws the same."""
+    found: list[int] = []
+    counter = 0
+    while len(found) < count:
+        value = int.from_bytes(hashlib.sha256(f"{digest}:{counter}".encode()).digest()[:8], "big") % SEED_SPACE
+        counter += 1
+        if value not in used and value not in found:
+            found.append(value)
+    return found
+
+
+def plan(data: dict[str, Any], digest: str, runs: int) -> SeedPlan:
+    """`runs` seeds in all (`--seeds`)."""
+    seeds = data.get("seeds") if isinstance(data.get("seeds"), dict) else {}
+    level = (data.get("contract") or {}).get("level")
+    values = ((data.get("reference") or {}).get("metric") or {}).get("values") or []
+    used = {s for s in [seeds.get("global"), *(seeds.get("evaluation") or []), *(v.get("seed") for v in values if isinstance(v, dict))] if isinstance(s, int)}
+    runs = max(1, runs)
+    trace_seed = seeds.get("global") if level in ("bitwise", "behavioral") else None
+    if level in ("bitwise", "behavioral") and not isinstance(trace_seed, int):
+        evaluation = [s for s in seeds.get("evaluation") or [] if isinstance(s, int)]
+        trace_seed = evaluation[0] if evaluation else 0
+    wanted = runs - (1 if trace_seed is not None else 0)
+    replay = [s for s in seeds.get("replay") or [] if isinstance(s, int)]
+    if wanted == 0:
+        return SeedPlan(trace_seed, (trace_seed,) if trace_seed is not None else (), "trace-replay")
+    if replay:
+        return SeedPlan(trace_seed, tuple(replay[:wanted]), "replay")
+    return SeedPlan(trace_seed, tuple(fresh_seeds(digest, wanted, used)), "fresh")
+
+
+__all__ = ["SeedPlan", "fresh_seeds", "plan"]
