@@ -25,6 +25,15 @@ def _seeds(text: str) -> list[int]:
         raise click.BadParameter(f"{text!r}: write integers separated by commas, e.g. 1,2,3", param_hint="--seeds") from None
 
 
+def _finite(value: float | None, name: str) -> float | None:
+    """click's FloatRange lets nan and inf through; a grid or margin of either means nothing."""
+    import math
+
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value!r}: write a finite number", param_hint=name)
+    return value
+
+
 def _detect(text: str) -> dict[str, float]:
     """`0.01` (the metric's units) or `2%` (a share of the reference mean)."""
     import math
@@ -88,6 +97,7 @@ def _env(pairs: tuple[str, ...]) -> dict[str, str]:
     "--resolution",
     type=click.FloatRange(min=0),
     default=None,
+    callback=lambda _ctx, _param, value: _finite(value, "--resolution"),
     help="The metric's evaluation grid (1/N for accuracy on N examples; default: the grid the reference values sit on, else 0).",
 )
 @click.option(
@@ -98,7 +108,11 @@ def _env(pairs: tuple[str, ...]) -> dict[str, str]:
     help="The shift of the metric the verdict must catch: a number (metric units) or a share like 2%% (default: what 3 rebuild seeds catch).",
 )
 @click.option(
-    "--margin", type=click.FloatRange(min=0, min_open=True), default=None, help="Judge several seeds by Welch TOST within this margin (test: equivalence)."
+    "--margin",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    callback=lambda _ctx, _param, value: _finite(value, "--margin"),
+    help="Judge several seeds by Welch TOST within this margin (test: equivalence).",
 )
 @click.option(
     "--realizer",

@@ -151,7 +151,7 @@ def interval(record: Path, alpha: float | None, show_plan: bool) -> None:
     from reprogate.rebuild.command import interval_command, plan_command
 
     if show_plan:
-        finish(lambda: plan_command(record), "text", "interval")
+        finish(lambda: plan_command(record, alpha), "text", "interval")
     else:
         finish(lambda: interval_command(record, alpha), "text", "interval")
 

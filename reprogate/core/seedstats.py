@@ -79,9 +79,9 @@ def _expected_over_sd(df: int, chance: Callable[[float], float]) -> float:
     total = 0.0
     for i in range(steps + 1):
         chi = low + i * width
-        if chi <= 0:
-            continue
-        density = math.exp(log_norm + (df - 1) * math.log(chi) - chi * chi / 2)
+        if chi <= 0 and df != 1:
+            continue  # the chi density is 0 at 0 for df > 1 (and finite, sqrt(2/π), for df = 1)
+        density = math.exp(log_norm - chi * chi / 2) if df == 1 else math.exp(log_norm + (df - 1) * math.log(chi) - chi * chi / 2)
         weight = 1 if i in (0, steps) else (4 if i % 2 else 2)
         total += weight * density * chance(chi / centre)
     return min(1.0, max(0.0, total * width / 3))
@@ -91,9 +91,13 @@ def minimum_detectable_shift(n: int, m: int, sigma: float, alpha: float, target:
     """The smallest shift the test catches with probability `target` (bisection on `power`)."""
     if sigma <= 0:
         return resolution / 2
+    if not (math.isfinite(sigma) and math.isfinite(resolution)):
+        return math.inf
     low, high = 0.0, sigma
     while power(n, m, high, sigma, alpha, resolution) < target:
         high *= 2
+        if high > 1e12 * (sigma + resolution):  # power never reaches the target (a degenerate input): no finite shift does
+            return math.inf
     for _ in range(40):
         middle = (low + high) / 2
         if power(n, m, middle, sigma, alpha, resolution) < target:

@@ -3,8 +3,32 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reprogate.output.result import CommandResult
+
+if TYPE_CHECKING:
+    from reprogate.detect.run import DetectResult
+
+
+def _with_the_bases_config(repo: Path, base: str, head: str) -> DetectResult:
+    """The diff judged by `.reprogate.yaml` as the base has it (its records, watch globs and
+    ignores), as the gate does: a pull request that edits the configuration cannot unwatch what
+    it changes. Without one at the base, the working tree's."""
+    from reprogate.core.config import CONFIG_NAME, load_config
+    from reprogate.detect.git import read_blobs, resolve
+    from reprogate.detect.run import detect
+    from reprogate.github.revision import config_at, config_location
+
+    top, rel = config_location(repo, None)
+    sides = [f"{resolve(top, base)}:{rel}", f"{resolve(top, head)}:{rel}"]
+    blobs = read_blobs(top, sides)
+    at_base = blobs.get(sides[0]) is not None
+    config = config_at(top, sides[0].split(":", 1)[0], rel, (top / rel).parent) if at_base else load_config(repo)
+    result = detect(repo, base, head, config)
+    if at_base and blobs.get(sides[1]) != blobs.get(sides[0]):
+        result.notes.append(f"{rel} changed in this diff; the base's {CONFIG_NAME} decided what is watched (the gate does the same)")
+    return result
 
 
 def detect_command(repo: Path, base: str | None, head: str, files_from: Path | None, config_path: Path | None, fmt: str) -> CommandResult:
@@ -13,13 +37,14 @@ def detect_command(repo: Path, base: str | None, head: str, files_from: Path | N
     from reprogate.detect.git import DetectError
     from reprogate.detect.run import detect, detect_files
 
-    config = load_config(config_path if config_path is not None else repo)
     if files_from is not None:
-        result = detect_files(files_from, config)
+        result = detect_files(files_from, load_config(config_path if config_path is not None else repo))
     elif base is None:
         raise DetectError("give --base REF (and --head), or --files-from FILE")
+    elif config_path is not None:
+        result = detect(repo, base, head, load_config(config_path))
     else:
-        result = detect(repo, base, head, config)
+        result = _with_the_bases_config(repo, base, head)
     if fmt == "json":
         return CommandResult(stdout=[output.as_json(result).rstrip("\n")])
     done = CommandResult(stdout=output.text(result).rstrip("\n").split("\n"))

@@ -10,7 +10,8 @@ from reprogate.output.markdown import cell, code_span
 
 
 def text(result: DetectResult) -> str:
-    lines = [f"{result.files} file(s) changed between {result.base[:12]} and {result.head[:12]}"]
+    short = lambda rev: rev[:12] if all(c in "0123456789abcdef" for c in rev) else rev
+    lines = [f"{result.files} file(s) changed between {short(result.base)} and {short(result.head)}"]
     if not result.changes:
         lines.append("no framework, image, driver, dataset, pinned source or record change")
     for layer in LAYERS:
@@ -40,6 +41,6 @@ def markdown(result: DetectResult) -> str:
 def _described(change: Change) -> str:
     """What changed, and which record pins it when a detector found it (a pinned-only change
     already says so)."""
-    if change.record and change.kind != "pinned":
+    if change.record and change.kind not in ("pinned", "reference"):
         return f"{change.describe()} (pinned by {change.record})"
     return change.describe()

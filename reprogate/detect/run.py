@@ -156,7 +156,8 @@ def _pinned_changes(repo: Path, base: str, config: Config, prefix: str, files: l
             if not known:
                 verb = {"A": "added", "D": "removed", "R": "renamed", "C": "copied"}.get(f.status, "changed")
                 for record, pin in reached.items():
-                    result.changes.append(Change(pin.layer, path, "pinned", detail=f"{verb}; {record} pins it ({pin.field})", record=record))
+                    kind = "reference" if pin.layer == "records" else "pinned"  # a reference artifact: the record no longer describes its run
+                    result.changes.append(Change(pin.layer, path, kind, detail=f"{verb}; {record} pins it ({pin.field})", record=record))
 
 
 def _reached(index: dict[str, list[tuple[str, Pin]]], path: str) -> dict[str, Pin]:

@@ -36,11 +36,12 @@ class ContractChange:
 
 
 def contract_changes(base: dict[str, Any] | None, head: dict[str, Any] | None) -> list[ContractChange]:
-    """The leaves of `contract` (and `seeds`) that differ between two versions of a record."""
+    """The leaves of what judges a rebuild (`contract`, `seeds`, `reference`: rebuild/judged_by.py)
+    that differ between two versions of a record."""
     if not isinstance(base, dict) or not isinstance(head, dict):
         return []
-    before = dict(_leaves({"contract": base.get("contract"), "seeds": base.get("seeds")}, ""))
-    after = dict(_leaves({"contract": head.get("contract"), "seeds": head.get("seeds")}, ""))
+    before = dict(_leaves({k: base.get(k) for k in ("contract", "seeds", "reference")}, ""))
+    after = dict(_leaves({k: head.get(k) for k in ("contract", "seeds", "reference")}, ""))
     changes = []
     for field in sorted(before.keys() | after.keys()):
         old, new = before.get(field), after.get(field)

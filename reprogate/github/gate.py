@@ -205,7 +205,8 @@ def _report_assessment(found: Assessment, outcome: GateOutcome) -> None:
         outcome.messages.append(f"rebuild required: {reason}")
     for path, changes in found.contract_changes.items():
         effects = sorted({c.effect for c in changes})
-        outcome.messages.append(f"contract of {path} {'/'.join(effects)} ({', '.join(c.field for c in changes[:4])}): the base's contract judges the rebuild")
+        fields = ", ".join(c.field for c in changes[:4]) + (f" and {len(changes) - 4} more" if len(changes) > 4 else "")
+        outcome.messages.append(f"contract of {path} {'/'.join(effects)} ({fields}): the base's contract judges the rebuild")
     if found.config_changed:
         outcome.annotations.append(
             workflow.annotation(

@@ -67,6 +67,10 @@ def check_before_running(doc: Document, record: Path, options: RebuildOptions) -
             f"--seeds {options.seeds} with test: equivalence needs contract.metric.margin; the record declares none",
             hint="declare the equivalence margin in the record (before the drill), or drop `test: equivalence` for the two-sample t",
         )
+    from reprogate.core.seedstats import MAX_PLANNED_SEEDS
+
+    if options.seeds > MAX_PLANNED_SEEDS:
+        raise RebuildUsageError(f"--seeds {options.seeds}: at most {MAX_PLANNED_SEEDS} runs (`reprogate interval RECORD --plan` says how many a shift needs)")
     seeds = data.get("seeds") or {}
     replay = [s for s in seeds.get("replay") or [] if isinstance(s, int)]
     trace_run = 1 if (data.get("contract") or {}).get("level") in ("bitwise", "behavioral") else 0

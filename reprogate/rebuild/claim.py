@@ -41,8 +41,11 @@ def claim(ctx: RebuildContext, verdict: dict[str, Any]) -> dict[str, Any]:
             )
         elif test["test"].startswith("Welch"):
             compared.append(f"{test['metric']} by Welch TOST within ±{test['margin']:g} (α={test['alpha']:g}, n={test['n']}, m={test['m']})")
-        if test.get("seeds_note"):
-            limits.append(test["seeds_note"])
+        note = test.get("seeds_note")
+        if note and test.get("seed_source") in ("replay", "trace-replay"):
+            limits.append(note)  # samples that are not independent: a limit of the claim
+        elif note and compared:
+            compared[-1] += f"; {note}"
     kernels = f", torch CPU kernels {facts['cpu_capability']}, MKL_CBWR {facts.get('mkl_cbwr', '?')}" if facts.get("cpu_capability") else ""
     gpus = ", ".join(facts.get("gpu_models") or []) or "CPU"
     machine = (

@@ -142,7 +142,7 @@ def interval_command(record: Path, alpha: float | None) -> CommandResult:
     return CommandResult(ExitCode.OK, [line], stderr=notices)
 
 
-def plan_command(record: Path) -> CommandResult:
+def plan_command(record: Path, alpha: float | None = None) -> CommandResult:
     from reprogate.core.documents import load_document
     from reprogate.core.errors import UsageError
     from reprogate.rebuild.planner import plan
@@ -150,7 +150,7 @@ def plan_command(record: Path) -> CommandResult:
     doc = load_document(record)
     if not isinstance(doc.data, dict) or doc.data.get("kind") != "RunRecord":
         raise UsageError(f"{record} is not a run record (kind: RunRecord)")
-    return CommandResult(ExitCode.OK, [f"{record}:", *plan(doc.data).lines()])
+    return CommandResult(ExitCode.OK, [f"{record}:", *plan(doc.data, alpha).lines()])
 
 
 MAX_TRACE_BYTES = 1024 * 1024 * 1024

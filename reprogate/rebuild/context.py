@@ -105,13 +105,17 @@ class RebuildContext:
 
     @property
     def seed_plan(self) -> SeedPlan:
-        """Which seeds run, and which the metric is judged on (seed_plan.py): from the judging
-        record's digest, so the same record always draws the same fresh seeds."""
+        """Which seeds run, and which the metric is judged on (seed_plan.py): drawn from the digest
+        of the judging sections only (contract, seeds, reference: the base's, under
+        --contract-from), so the same contract always draws the same fresh seeds and nothing a
+        pull request writes (a description, an environment variable) can choose them."""
         from reprogate.rebuild.seed_plan import SeedPlan, plan
 
         if self.options.reference_seeds:
             return SeedPlan(None, self.options.reference_seeds, "reference")
-        return plan(self.data, canonical_digest({k: v for k, v in self.data.items() if k != "baseline"}), self.options.seeds)
+        from reprogate.rebuild.judged_by import JUDGING
+
+        return plan(self.data, canonical_digest({k: self.data.get(k) for k in JUDGING}), self.options.seeds)
 
     @property
     def checked_out(self) -> dict[str, Any]:

@@ -55,14 +55,18 @@ def reference_values(data: dict[str, Any]) -> list[float]:
     return values
 
 
+MIN_ALPHA = 1e-6
+
+
 def checked_alpha(value: object, where: str) -> float:
-    """α as a number in (0, 0.5]: NaN, 0, 1 or a word is a usage error (exit 2), never `nan%`."""
+    """α as a number in [1e-6, 0.5]: NaN, 0, 1, 1e-300 or a word is a usage error (exit 2), never
+    `nan%` or a t quantile out of reach."""
     try:
         a = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        raise UsageError(f"{where} must be a number in (0, 0.5], not {value!r}") from None
-    if not math.isfinite(a) or not 0 < a <= 0.5:
-        raise UsageError(f"{where} must be a number in (0, 0.5], not {value!r}")
+        raise UsageError(f"{where} must be a number in [{MIN_ALPHA:g}, 0.5], not {value!r}") from None
+    if not math.isfinite(a) or not MIN_ALPHA <= a <= 0.5:
+        raise UsageError(f"{where} must be a number in [{MIN_ALPHA:g}, 0.5], not {value!r}")
     return a
 
 
@@ -88,9 +92,15 @@ def store(record: Path, alpha: float | None = None) -> dict[str, Any]:
     if not isinstance(doc.data, dict) or doc.data.get("kind") != "RunRecord":
         raise UsageError(f"{record} is not a run record (kind: RunRecord)")
     interval = compute(doc.data, alpha)
+    # --alpha sets the contract's α too: an interval at one α and a contract at another would
+    # state one and apply the other (validate refuses such a record)
     if doc.syntax == "json":
         doc.data["contract"]["metric"]["interval"] = interval
+        doc.data["contract"]["metric"]["alpha"] = interval["alpha"]
         atomic_write(record, json.dumps(doc.data, indent=2, ensure_ascii=False) + "\n")
     else:
-        atomic_write(record, splice(record.read_text(encoding="utf-8"), ("contract", "metric", "interval"), interval))
+        text = splice(record.read_text(encoding="utf-8"), ("contract", "metric", "interval"), interval)
+        if alpha is not None:
+            text = splice(text, ("contract", "metric", "alpha"), interval["alpha"])
+        atomic_write(record, text)
     return interval

@@ -43,7 +43,11 @@ def from_base(record: Path, head: dict[str, Any], rev: str) -> Judged:
         raise InfrastructureError(
             f"--contract-from {rev[:40]}: {exc.message}", hint="check out with fetch-depth: 0, or git fetch the base commit, before the rebuild"
         ) from None
-    rel = record.resolve().relative_to(top.resolve()).as_posix()
+    if record.is_symlink():  # a link would have the base's contract of another file judge this one
+        raise UsageError(f"{record} is a symbolic link; a run record is a file of its own, judged by that file's contract at the base")
+    import os
+
+    rel = Path(os.path.abspath(record)).relative_to(top.resolve()).as_posix()
     blob = read_blobs(top, [f"{sha}:{rel}"]).get(f"{sha}:{rel}")
     if blob is None:
         return Judged(head, f"{rel} is new at this head: its own contract judges it")

@@ -46,15 +46,18 @@ class Plan:
     resolution: float
     detectable: dict[int, float]  # m -> minimum detectable shift at `power`
     needs: list[Need]
+    equivalence: bool = False  # the record asks for Welch TOST at m >= 2
 
     def lines(self) -> list[str]:
         out = [
             f"reference: n={self.n} seeds, mean {self.mean:.6g}, sd {self.sigma:.4g}; test: two-sample t on the means, "
-            f"α={self.alpha:g} (its false-fail rate at every m), power target {percent(self.power)}"
-            + (f", resolution {self.resolution:g}" if self.resolution else ""),
+            f"α={self.alpha:g} (its false-fail rate at every m, averaged over reference draws: with few reference seeds one record's "
+            f"rate can be far from it), power target {percent(self.power)}" + (f", resolution {self.resolution:g}" if self.resolution else ""),
             "",
             f"smallest shift caught at {percent(self.power)} power, by rebuild seeds m (each seed is one training run per rebuild):",
         ]
+        if self.equivalence:
+            out[1:1] = ["note: the record asks for test: equivalence (Welch TOST at m >= 2); this plans the two-sample t, the default test", ""]
         out += [
             f"  m={m:<3} {shift:.4g}  ({shift / self.sigma:.2f} sd)" if self.sigma > 0 else f"  m={m:<3} {shift:.4g}" for m, shift in self.detectable.items()
         ]
@@ -66,12 +69,12 @@ class Plan:
         return out
 
 
-def plan(data: dict[str, Any]) -> Plan:
+def plan(data: dict[str, Any], alpha_override: float | None = None) -> Plan:
     metric = (data.get("contract") or {}).get("metric")
     if not isinstance(metric, dict):
         raise IntervalError("contract.metric is not declared")
     values = reference_values(data)
-    alpha = checked_alpha(metric.get("alpha", 0.05), "contract.metric.alpha")
+    alpha = checked_alpha(*((alpha_override, "--alpha") if alpha_override is not None else (metric.get("alpha", 0.05), "contract.metric.alpha")))
     resolution = float(metric.get("resolution") or 0.0)
     target = target_power(metric)
     n = len(values)
@@ -92,7 +95,7 @@ def plan(data: dict[str, Any]) -> Plan:
         )
         for label, shift in shifts
     ]
-    return Plan(n, mean, sigma, alpha, target, resolution, detectable, needs)
+    return Plan(n, mean, sigma, alpha, target, resolution, detectable, needs, metric.get("test") == "equivalence")
 
 
 __all__ = ["Plan", "plan"]

@@ -3,8 +3,9 @@
 The statistical test compares the rebuild's metric with the reference seeds' as two independent
 samples. Rerunning the reference's own seeds breaks that (a deterministic build gives back the
 same values, and a broken one that depends on the seed can hide), so the metric is judged on
-fresh seeds: drawn from the judging record's digest, so a rerun of the same record draws the same
-ones, and never one the reference used. A record may instead name the seeds to replay
+fresh seeds: drawn from the digest of the judging sections (contract, seeds, reference), so a
+rerun of the same contract draws the same ones and a pull request cannot pick them by editing
+anything else, and never one the reference used. A record may instead name the seeds to replay
 (`seeds.replay`); the claim then says the samples are not independent.
 
 Contracts that compare a trace step by step (bitwise, behavioral) need the reference's own seed
@@ -34,7 +35,7 @@ class SeedPlan:
     def describe(self) -> str:
         shown = ", ".join(map(str, self.metric_seeds))
         if self.source == "fresh":
-            return f"metric judged on fresh seed(s) {shown}, none of which the reference ran (drawn from the record's digest)"
+            return f"metric judged on fresh seed(s) {shown}, none of which the reference ran (drawn from the judging contract's digest)"
         if self.source == "reference":
             return f"the reference seeds {shown}, run to make the reference"
         if self.source == "replay":

@@ -116,6 +116,13 @@ def seeds_say_what_they_can(ctx: RuleContext) -> Iterator[Diagnostic]:
             "interval-alpha-differs",
             "recompute with `reprogate interval RECORD` (or set contract.metric.alpha to the interval's)",
         )
+    if metric.get("test") == "equivalence" and metric.get("margin") is None:
+        yield ctx.finding(
+            ("contract", "metric", "test"),
+            "test: equivalence judges several seeds by Welch TOST within contract.metric.margin, and the record declares none",
+            "equivalence-without-margin",
+            "declare the margin (in the metric's units), or drop `test: equivalence` for the two-sample t",
+        )
     if metric.get("margin") is not None and metric.get("test") is None:
         yield ctx.finding(
             ("contract", "metric", "margin"),

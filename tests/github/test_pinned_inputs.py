@@ -363,3 +363,34 @@ def test_detect_of_a_docs_only_change_needs_no_rebuild(cli: Run, repo: Path) -> 
     base, _ = docs_only(repo)
     found = detected(cli, repo, base)
     assert found["rebuild_required"] is False and found["layers"] == []
+
+
+def test_detect_takes_the_bases_configuration_so_a_pull_request_cannot_unwatch_what_it_changes(cli: Run, repo: Path) -> None:
+    def unwatch(root: Path) -> None:
+        config = root / ".reprogate.yaml"
+        config.write_text(config.read_text().replace("  - tiny/records/*.yaml\n", "").replace("watch:\n", "watch:\n  ignore: ['**']\n"))
+        (root / "tiny" / "project" / "train.py").write_text("print('changed')\n")
+
+    base, _ = commit(repo, unwatch)
+    found = detected(cli, repo, base)
+    assert found["rebuild_required"] is True and "tiny/project/train.py" in {c["path"] for c in found["changes"]["source"]}
+    assert any(".reprogate.yaml changed in this diff" in note for note in found["notes"])
+
+
+def test_a_changed_reference_trace_is_a_rebuild_required_change_and_a_linked_record_no_traceback(cli: Run, repo: Path) -> None:
+    trace = repo / "tiny" / "reference" / "trace.jsonl"
+    base, _ = commit(repo, lambda r: trace.write_text(trace.read_text() + "\n"))
+    found = detected(cli, repo, base)
+    assert found["rebuild_required"] is True and [c["kind"] for c in found["changes"]["records"] if c["path"] == "tiny/reference/trace.jsonl"] == ["reference"]
+
+    def link(root: Path) -> None:
+        record = root / "tiny" / "records" / "tiny.yaml"
+        (root / "tiny" / "records" / "evil.yaml").write_text(record.read_text())
+        record.unlink()
+        record.symlink_to("evil.yaml")
+
+    base, _ = commit(repo, link)
+    found = detected(cli, repo, base)
+    assert [c["kind"] for c in found["changes"]["records"] if c["path"] == "tiny/records/tiny.yaml"] == ["unparseable"]
+    refused = cli("rebuild", str(repo / "tiny" / "records" / "tiny.yaml"), "--contract-from", base, "--out", str(repo.parent / "out"))
+    assert refused.exit_code == 2 and "symbolic link" in refused.output and "Traceback" not in refused.output

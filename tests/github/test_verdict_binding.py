@@ -143,7 +143,7 @@ def test_rebuild_refuses_an_output_folder_that_holds_anything(cli: Run, repo: Pa
 
 def test_a_refused_rebuild_leaves_no_folder_of_its_own_behind(cli: Run, repo: Path, tmp_path: Path) -> None:
     out = tmp_path / "new-out"
-    result = cli("rebuild", TINY, "--out", str(out), "--seeds", "99", cwd=repo)
+    result = cli("rebuild", TINY, "--out", str(out), "--seeds", "999", cwd=repo)
     assert result.exit_code == 2 and not out.exists()
     bad = cli("rebuild", TINY, "--nonce", "short", cwd=repo)
     assert bad.exit_code == 2 and "a nonce is 16 to 128 characters" in bad.output

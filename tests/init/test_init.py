@@ -177,3 +177,9 @@ def test_the_metric_contract_takes_its_resolution_from_the_grid_and_suggests_a_s
 def test_a_bad_detect_shift_is_a_usage_error(cli: Cli, tiny: Path, shift: str) -> None:
     result = cli("init", "project", "--detect", shift, "-y", cwd=tiny)
     assert result.exit_code == 2 and "--detect" in result.output
+
+
+@pytest.mark.parametrize("option", ["--resolution", "--margin"])
+def test_a_non_finite_resolution_or_margin_is_a_usage_error_not_a_hang(cli: Cli, tiny: Path, option: str) -> None:
+    result = cli("init", "project", option, "nan", "-y", cwd=tiny)
+    assert result.exit_code == 2 and option in result.output

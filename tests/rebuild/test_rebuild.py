@@ -214,17 +214,23 @@ def test_a_statistical_rebuild_of_three_fresh_seeds_passes_a_good_build_and_fail
     assert len(seeds["metric"]) == 3 and seeds["rebuilt"] == seeds["metric"] and not set(seeds["metric"]) & set(seeds["reference"])
     assert stages(verdict)["batches"] == "skipped"  # fresh seeds read the data in their own order
     claim = verdict["claim"]
-    assert any("fresh seed(s)" in limit for limit in claim["not_covered"]) and "two-sample t" in claim["compared"][-1]
+    assert "two-sample t" in claim["compared"][-1] and "fresh seed(s)" in claim["compared"][-1]
     report = (project.parent / "out" / "report.md").read_text()
     assert "minimum detectable shift" in report and "fresh seed(s)" in report
 
-    _, again = rebuild(cli, project, "--seeds", "3")
-    assert again["seeds"]["metric"] == seeds["metric"]  # drawn from the record's digest: a rerun draws the same
+    from reprogate.core.canonical import canonical_digest
+    from reprogate.core.documents import load_document
+    from reprogate.rebuild.judged_by import JUDGING
+    from reprogate.rebuild.seed_plan import plan
+
+    data = load_document(project / RECORD).data
+    again = plan(data, canonical_digest({k: data.get(k) for k in JUDGING}), 3)
+    assert list(again.metric_seeds) == seeds["metric"]  # drawn from the judging contract's digest: a rerun draws the same
 
     drill(project, EXAMPLE_METRIC_SHIFT="0.05")  # about 11 sd of the reference seeds
     result, shifted = rebuild(cli, project, "--seeds", "3")
     assert result.exit_code == 1 and shifted["diagnosis"] == "metric", result.output
-    assert shifted["seeds"]["metric"] != seeds["metric"]  # another record, other fresh seeds
+    assert shifted["seeds"]["metric"] == seeds["metric"]  # the environment changed, not the judging contract: the same seeds
     assert "beyond" in next(s["detail"] for s in shifted["stages"] if s["name"] == "metric")
 
 
@@ -403,3 +409,15 @@ def test_a_pull_request_cannot_choose_replayed_seeds_or_a_wide_equivalence_margi
     judged, strict = rebuild(cli, project, "--seeds", "2", "--contract-from", base)
     assert judged.exit_code == 1 and strict["diagnosis"] == "metric", judged.output
     assert strict["seeds"]["source"] == "fresh" and strict["tests"][-1]["test"].startswith("two-sample t")
+
+
+def test_a_run_that_ignores_the_seed_it_was_given_fails_at_run(cli: Cli, project: Path) -> None:
+    """An entrypoint that drops REPROGATE_SEED falls back to its own seed: its "fresh" runs would
+    be the reference's own seed, judged as independent. The trace's meta says which it applied."""
+    statistical(project)
+    script = "import os, runpy, sys; os.environ.pop('REPROGATE_SEED'); sys.argv = ['train.py', '--config', '../config/tiny.yaml']; "
+    entry = ["python", "-c", script + "runpy.run_path('train.py', run_name='__main__')"]
+    edit_record(project / RECORD, lambda r: r["job"].update(entrypoint=entry))
+    result, verdict = rebuild(cli, project)
+    assert result.exit_code == 1 and verdict["diagnosis"] == "run", result.output
+    assert "applied seed 1 (its trace's meta), not the one it was given" in next(s["detail"] for s in verdict["stages"] if s["name"] == "run")

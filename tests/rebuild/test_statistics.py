@@ -83,7 +83,7 @@ def test_quantised_seeds_with_half_the_grid_as_resolution_stay_near_alpha() -> N
 def test_power_is_the_noncentral_t_and_the_planner_matches_it() -> None:
     from scipy import stats
 
-    for n, m, shift in [(5, 1, 1.0), (5, 3, 2.0), (20, 15, 1.0), (10, 4, 1.5), (3, 1, 3.0)]:
+    for n, m, shift in [(5, 1, 1.0), (5, 3, 2.0), (20, 15, 1.0), (10, 4, 1.5), (3, 1, 3.0), (2, 1, 3.0)]:  # (2, 1): one degree of freedom
         df, k = n + m - 2, math.sqrt(1 / n + 1 / m)
         t = stats.t.ppf(1 - ALPHA / 2, df)
         expected = 1 - stats.nct.cdf(t, df, shift / k) + stats.nct.cdf(-t, df, shift / k)

@@ -69,11 +69,13 @@ def test_a_shift_no_number_of_seeds_can_catch_is_warned(cli: Any, project: Path)
 
 def test_an_interval_at_another_alpha_than_the_contract_is_an_error(cli: Any, project: Path) -> None:
     record = project / RECORD
-    assert cli("interval", str(record), "--alpha", "0.01").exit_code == 0
+    assert cli("interval", str(record), "--alpha", "0.01").exit_code == 0  # sets the contract's α with the interval's
+    assert found(record) == []
+    edit_record(record, lambda r: r["contract"]["metric"].update(alpha=0.05))
     assert found(record) == [("interval-alpha-differs", "error")]
 
 
-@pytest.mark.parametrize("alpha", ["nan", "0", "0.7", "x"])
+@pytest.mark.parametrize("alpha", ["nan", "0", "0.7", "x", "1e-300", "inf"])
 def test_alpha_out_of_range_is_a_usage_error(cli: Any, project: Path, alpha: str) -> None:
     done = cli("interval", str(project / RECORD), "--alpha", alpha)
     assert done.exit_code == 2 and "nan%" not in done.output
@@ -97,3 +99,9 @@ def test_the_planner_prints_the_issues_examples(cli: Any, project: Path) -> None
     with_values(cli, record, [rng.gauss(1.0, 0.01) for _ in range(20)])
     twenty = cli("interval", str(record), "--plan")
     assert "1 sd (" in twenty.output and "m=15 with n=20" in twenty.output
+
+
+def test_equivalence_without_a_margin_is_an_error(project: Path) -> None:
+    record = project / RECORD
+    edit_record(record, lambda r: r["contract"]["metric"].update(test="equivalence"))
+    assert found(record) == [("equivalence-without-margin", "error")]

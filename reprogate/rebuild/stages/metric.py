@@ -105,7 +105,7 @@ def _equivalence(ctx: RebuildContext, declared: dict[str, Any], reference: list[
     detail = (
         f"{name}: mean difference {tost.difference:+.4g}, {percent(1 - 2 * alpha)} CI [{tost.ci_low:.4g}, {tost.ci_high:.4g}] "
         f"{'inside' if tost.equivalent else 'not inside'} ±{margin:g} (Welch TOST, α={alpha:g}, n={tost.n}, m={tost.m}, p={tost.p_value:.3g}); "
-        f"α bounds false passes: a build that reproduces passes with m={tost.m} {chance:.0%} of the time"
+        f"α bounds false passes: a build that reproduces passes with m={tost.m} {percent(round(chance, 3))} of the time"
         + (f", needs m={needed} for 80 %" if needed else ", and with no m up to 200 for 80 %")
     )
     return passed(detail, values=values) if tost.equivalent else failed(detail, values=values)

@@ -74,6 +74,13 @@ def run(ctx: RebuildContext) -> StageResult:
             return failed(f"seed {seed}: {done.detail}", log_tail=done.log_tail, seed=seed, rank=done.failed_rank)
         if not any(e.get("type") == "step" for e in events):
             return failed(f"seed {seed}: the entrypoint finished but wrote no step trace (does it use reprogate.trace.Tracer?)", log_tail=hosts.log_tail(0))
+        applied = sorted({e["seed"] for e in events if e.get("type") == "meta" and isinstance(e.get("seed"), int)})
+        if applied and applied != [seed]:  # a fresh seed the script never applied would be judged as one it did
+            return failed(
+                f"seed {seed}: the run applied seed {', '.join(map(str, applied))} (its trace's meta), not the one it was given: "
+                "the script must seed from REPROGATE_SEED (seed_everything(seed_from_env(...)))",
+                seed=seed,
+            )
     steps = max(e["step"] for e in ctx.runs[0].events if e.get("type") == "step")
     if ctx.level == "startup":
         wanted = int(ctx.section("contract", "steps", "count") or 1)
