@@ -51,11 +51,11 @@ def preflight(world_size: int | None, backend: str | None, timeout: float, recor
 @click.option("--steps", type=click.IntRange(min=1), default=None, help="Compare at most this many steps (the entrypoint sees REPROGATE_MAX_STEPS).")
 @click.option(
     "--seeds",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Runs: fresh seeds the metric is judged on (a bitwise or behavioral contract's first run replays the trace's seed); "
-    "1 uses the predeclared interval, 2+ the two-sample t. `reprogate interval RECORD --plan` says how many a shift needs.",
+    type=click.IntRange(min=1, max=200),
+    default=None,
+    help="Runs (default: the contract's metric.rebuild_seeds, else 1): fresh seeds the metric is judged on (a bitwise or behavioral "
+    "contract's first run replays the trace's seed); 1 uses the predeclared interval, 2+ the two-sample t. "
+    "`reprogate interval RECORD --plan` says how many a shift needs.",
 )
 @click.option("--world-size", type=click.IntRange(min=1), default=None, help="Ranks to run (default the record's); must be inside the envelope.")
 @click.option(
@@ -104,7 +104,7 @@ def rebuild(
     output_dir: Path | None,
     nonce: str | None,
     steps: int | None,
-    seeds: int,
+    seeds: int | None,
     world_size: int | None,
     environment: str,
     realizer: str | None,

@@ -23,7 +23,13 @@ LOOSER_WHEN_LARGER = (
     "contract.metric.detect.relative",
 )
 LOOSER_WHEN_ADDED_VALUE = ("contract.tolerance.abs", "contract.tolerance.rel", "contract.metric.margin")  # none before: exact
-LOOSER_WHEN_SMALLER = ("contract.steps.count", "contract.metric.alpha", "contract.metric.interval.low", "contract.metric.detect.power")
+LOOSER_WHEN_SMALLER = (
+    "contract.steps.count",
+    "contract.metric.alpha",
+    "contract.metric.interval.low",
+    "contract.metric.detect.power",
+    "contract.metric.rebuild_seeds",
+)
 LOOSER_WHEN_ADDED = ("contract.envelope",)  # more GPU models, world sizes, topology changes: more places count as reproduced
 
 

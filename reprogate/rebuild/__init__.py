@@ -60,23 +60,26 @@ def check_before_running(doc: Document, record: Path, options: RebuildOptions) -
         )
     if options.environment not in ENVIRONMENTS:
         raise RebuildUsageError(f"--environment must be one of {', '.join(ENVIRONMENTS)}")
+    from reprogate.rebuild.seed_plan import runs_for
+
     metric = (data.get("contract") or {}).get("metric")
     equivalence = isinstance(metric, dict) and metric.get("test") == "equivalence"
-    if options.seeds > 1 and equivalence and metric.get("margin") is None:
+    runs = runs_for(options.seeds, data)
+    if runs > 1 and equivalence and metric.get("margin") is None:
         raise RebuildUsageError(
-            f"--seeds {options.seeds} with test: equivalence needs contract.metric.margin; the record declares none",
+            f"{runs} rebuild seeds with test: equivalence needs contract.metric.margin; the record declares none",
             hint="declare the equivalence margin in the record (before the drill), or drop `test: equivalence` for the two-sample t",
         )
     from reprogate.core.seedstats import MAX_PLANNED_SEEDS
 
-    if options.seeds > MAX_PLANNED_SEEDS:
-        raise RebuildUsageError(f"--seeds {options.seeds}: at most {MAX_PLANNED_SEEDS} runs (`reprogate interval RECORD --plan` says how many a shift needs)")
+    if runs > MAX_PLANNED_SEEDS:
+        raise RebuildUsageError(f"--seeds {runs}: at most {MAX_PLANNED_SEEDS} runs (`reprogate interval RECORD --plan` says how many a shift needs)")
     seeds = data.get("seeds") or {}
     replay = [s for s in seeds.get("replay") or [] if isinstance(s, int)]
     trace_run = 1 if (data.get("contract") or {}).get("level") in ("bitwise", "behavioral") else 0
-    if replay and options.seeds - trace_run > len(replay):
+    if replay and runs - trace_run > len(replay):
         raise RebuildUsageError(
-            f"--seeds {options.seeds}: the record asks to replay {len(replay)} named seed(s) (seeds.replay) and no others",
+            f"{runs} rebuild seeds: the record asks to replay {len(replay)} named seed(s) (seeds.replay) and no others",
             hint="name more seeds in seeds.replay, or drop it to draw fresh seeds",
         )
     from reprogate.rebuild import launchers, realizers

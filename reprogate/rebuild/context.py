@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 class RebuildOptions:
     workdir: Path | None = None  # must be empty (or absent); default a fresh temporary folder
     steps: int | None = None  # compare at most this many steps
-    seeds: int = 1  # runs; which seeds, and which the metric is judged on: seed_plan.py
+    seeds: int | None = None  # runs (None: the contract's metric.rebuild_seeds, else 1); which seeds: seed_plan.py
     reference_seeds: tuple[int, ...] = ()  # init: run exactly these seeds (the reference being made), no plan
     world_size: int | None = None  # default the record's; checked against the envelope
     image: str | None = None  # run this image instead of the record's (container realizer)
@@ -109,13 +109,13 @@ class RebuildContext:
         of the judging sections only (contract, seeds, reference: the base's, under
         --contract-from), so the same contract always draws the same fresh seeds and nothing a
         pull request writes (a description, an environment variable) can choose them."""
-        from reprogate.rebuild.seed_plan import SeedPlan, plan
+        from reprogate.rebuild.seed_plan import SeedPlan, plan, runs_for
 
         if self.options.reference_seeds:
             return SeedPlan(None, self.options.reference_seeds, "reference")
         from reprogate.rebuild.judged_by import JUDGING
 
-        return plan(self.data, canonical_digest({k: self.data.get(k) for k in JUDGING}), self.options.seeds)
+        return plan(self.data, canonical_digest({k: self.data.get(k) for k in JUDGING}), runs_for(self.options.seeds, self.data))
 
     @property
     def checked_out(self) -> dict[str, Any]:

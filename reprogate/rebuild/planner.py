@@ -66,6 +66,9 @@ class Plan:
             here = f"m={need.m}" if need.m is not None else f"no m up to {MAX_PLANNED_SEEDS}"
             others = ", ".join(f"n={n}: {'m=' + str(m) if m is not None else 'none'}" for n, m in need.n_for_m.items())
             out.append(f"  {need.label} ({need.shift:.4g}): {here} with n={self.n}; {others}")
+        declared = next((need for need in self.needs if need.label == "declared shift"), None)
+        if declared is not None and declared.m is not None:
+            out += ["", f"to have every rebuild (the gate's included) catch the declared shift: contract.metric.rebuild_seeds: {declared.m}"]
         return out
 
 

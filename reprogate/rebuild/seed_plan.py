@@ -55,6 +55,15 @@ def fresh_seeds(digest: str, count: int, used: set[int]) -> list[int]:
     return found
 
 
+def runs_for(asked: int | None, data: dict[str, Any]) -> int:
+    """How many runs: `--seeds` when given, else the contract's `metric.rebuild_seeds` (what the
+    planner priced; the base's under --contract-from, so a pull request cannot lower it), else 1."""
+    if asked is not None:
+        return asked
+    declared = ((data.get("contract") or {}).get("metric") or {}).get("rebuild_seeds")
+    return declared if isinstance(declared, int) and not isinstance(declared, bool) and declared >= 1 else 1
+
+
 def plan(data: dict[str, Any], digest: str, runs: int) -> SeedPlan:
     """`runs` seeds in all (`--seeds`)."""
     seeds = data.get("seeds") if isinstance(data.get("seeds"), dict) else {}
@@ -75,4 +84,4 @@ def plan(data: dict[str, Any], digest: str, runs: int) -> SeedPlan:
     return SeedPlan(trace_seed, tuple(fresh_seeds(digest, wanted, used)), "fresh")
 
 
-__all__ = ["SeedPlan", "fresh_seeds", "plan"]
+__all__ = ["SeedPlan", "fresh_seeds", "plan", "runs_for"]

@@ -83,6 +83,8 @@ def run_entrypoint(argv: list[str]) -> None:
             return
     sys.stdout.flush()
     sys.stderr.flush()
+    if argv and os.path.basename(argv[0]) in _python_names():  # `python -c ...`, `python -u x.py`: this environment's interpreter, PATH or not
+        argv = [sys.executable, *argv[1:]]
     os.execvpe(argv[0], argv, dict(os.environ))
 
 

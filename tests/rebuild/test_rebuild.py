@@ -236,8 +236,8 @@ def test_a_statistical_rebuild_of_three_fresh_seeds_passes_a_good_build_and_fail
 
 def test_named_replay_seeds_are_rerun_and_the_claim_says_they_are_not_independent(cli: Cli, project: Path) -> None:
     statistical(project)
-    edit_record(project / RECORD, lambda r: r["seeds"].update(replay=[2, 3]))
-    result, verdict = rebuild(cli, project, "--seeds", "2")
+    edit_record(project / RECORD, lambda r: (r["seeds"].update(replay=[2, 3]), r["contract"]["metric"].update(rebuild_seeds=2)))
+    result, verdict = rebuild(cli, project)  # no --seeds: the contract's rebuild_seeds (the gate's dispatch gives none)
     assert result.exit_code == 0, result.output
     assert verdict["seeds"]["metric"] == [2, 3] and verdict["seeds"]["source"] == "replay"
     assert any("not independent" in limit for limit in verdict["claim"]["not_covered"])
