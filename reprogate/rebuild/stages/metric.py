@@ -144,6 +144,7 @@ def _seeds(plan: SeedPlan) -> dict[str, Any]:
 
 
 def _entry(test: str, name: str, alpha: float, n: int, plan: SeedPlan, passed_: bool, stated: dict[str, Any], **facts: Any) -> dict[str, Any]:
+    notice = _notice(facts.get("reference") or [])
     return {
         "test": test,
         "metric": name,
@@ -152,7 +153,7 @@ def _entry(test: str, name: str, alpha: float, n: int, plan: SeedPlan, passed_: 
         "m": len(facts.get("values") or []),
         **facts,
         **_seeds(plan),
-        **({"notice": _notice(facts.get("reference") or [])} if _notice(facts.get("reference") or []) else {}),
+        **({"notice": notice} if notice else {}),
         "passed": passed_,
         "power": stated,
     }
