@@ -120,7 +120,7 @@ def rebuild(
 ) -> None:
     """Run the rebuild drill: stages in order, verdict, report and rebuild record."""
     from reprogate.rebuild.command import rebuild_command
-    from reprogate.rebuild.context import RebuildOptions
+    from reprogate.rebuild.options import RebuildOptions
 
     options = RebuildOptions(
         workdir=workdir,

@@ -19,9 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from reprogate.core.diagnostics import ExitCode
+from reprogate.core.documents import load_document
 from reprogate.core.errors import CheckFailed, InfrastructureError, UsageError
 from reprogate.core.fileio import atomic_write
 from reprogate.core.yamlout import dump_yaml
+from reprogate.rebuild import job_for
+from reprogate.rebuild.inject import make_writable
+from reprogate.rebuild.options import RebuildOptions
+from reprogate.rebuild.stages import STAGES
+from reprogate.rebuild.state import RebuildState
 
 STAGES_BEFORE_THE_REFERENCE = ("artifacts", "digest", "preflight", "dataset", "config", "run")
 
@@ -38,34 +44,31 @@ class ReferenceRuns:
 
 
 def run_reference(draft: dict[str, Any], root: Path, seeds: list[int], timeout: float, cache: Path | None) -> ReferenceRuns:
-    from reprogate.core.documents import load_document
-    from reprogate.rebuild.context import RebuildContext, RebuildOptions
-    from reprogate.rebuild.inject import make_writable
-    from reprogate.rebuild.stages import STAGES
-
     scratch = Path(tempfile.mkdtemp(prefix="reprogate-init-"))
     record = scratch / "draft.yaml"
     atomic_write(record, dump_yaml(draft))
     workdir = scratch / "work"
     workdir.mkdir()
     options = RebuildOptions(workdir=workdir, seeds=len(seeds), reference_seeds=tuple(seeds), timeout=timeout, cache=cache, output=scratch / "out")
-    ctx = RebuildContext(record, load_document(record), root, workdir, options)
     runs = ReferenceRuns()
+    state: RebuildState | None = None
     try:
+        state = RebuildState(job_for(record, load_document(record), root, workdir, options))
         for name in STAGES_BEFORE_THE_REFERENCE:
-            result = STAGES[name].run(ctx)
+            result = STAGES[name].run(state)
             runs.stages.append(f"  {name:<10} {result.status:<8} {result.detail}")
             if result.status == "fail":
                 message = f"the reference run could not be made: {name}: {result.detail}"
                 hint = f"log tail:\n{result.log_tail}" if result.log_tail else ""
                 error = {ExitCode.USAGE: UsageError, ExitCode.INFRA: InfrastructureError}.get(ExitCode(result.exit_code), CheckFailed)
                 raise error(message, hint=hint)
-        runs.events = {run.seed: run.events for run in ctx.runs}
-        runs.probe = dict(ctx.probe)
-        runs.realized = dict(ctx.realized.facts) if ctx.realized is not None else {}
-        runs.backend = str(ctx.facts.get("backend") or "gloo")
+        runs.events = {run.seed: list(run.events) for run in (state.runs.seeds if state.runs else ())}
+        runs.probe = dict(state.probe.facts) if state.probe is not None else {}
+        runs.realized = dict(state.environment.realized.facts) if state.environment is not None else {}
+        runs.backend = state.ranks.backend if state.ranks is not None else "gloo"
     finally:
-        ctx.close()
+        if state is not None:
+            state.close()
         make_writable(scratch)
         shutil.rmtree(scratch, ignore_errors=True)
     return runs

@@ -12,42 +12,59 @@ with exit 2, so a long run never ends in a usage error.
 
 from __future__ import annotations
 
-import datetime
+import dataclasses
+import hashlib
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from reprogate import __version__
 from reprogate.core import processes
-from reprogate.core.canonical import canonical_digest
 from reprogate.core.config import repository_root
-from reprogate.core.diagnostics import ExitCode
 from reprogate.core.documents import Document, display_path, load_document
-from reprogate.core.errors import UsageError
-from reprogate.core.redact import redact
+from reprogate.core.errors import InfrastructureError, UsageError
+from reprogate.core.fileio import atomic_write
+from reprogate.core.seedstats import MAX_PLANNED_SEEDS
+from reprogate.core.timestamps import utc_now
+from reprogate.core.yamlout import dump_yaml
+from reprogate.rebuild import launchers, realizers, sandbox
+from reprogate.rebuild.claim import bounded_claim
 from reprogate.rebuild.compare import loss_curve
-from reprogate.rebuild.context import RebuildContext, RebuildOptions, StageResult
-from reprogate.rebuild.realizers.base import ENVIRONMENTS
+from reprogate.rebuild.environments import RebuiltSide, side_by_side
+from reprogate.rebuild.inject import make_writable
+from reprogate.rebuild.judged_by import from_base
+from reprogate.rebuild.launchers.base import Launcher
+from reprogate.rebuild.options import RebuildOptions
+from reprogate.rebuild.realizers.base import ENVIRONMENTS, Choice
+from reprogate.rebuild.record import rebuild_record
 from reprogate.rebuild.run_binding import RunBinding
+from reprogate.rebuild.seed_plan import runs_for
 from reprogate.rebuild.stages import STAGES
+from reprogate.rebuild.stages.base import StageResult
+from reprogate.rebuild.state import RebuildJob, RebuildState, record_digest
+from reprogate.rebuild.verdict import FileRef, RecordRef, SeedsUsed, StageRecord, Verdict
+from reprogate.validate.runner import Options, validate_document
+
+REBUILD_RECORD = "rebuild-record.yaml"
 
 
 class RebuildUsageError(UsageError):
     """The rebuild cannot begin: the record is unreadable or invalid, or the work folder is not empty (exit 2)."""
 
 
-def record_digest(data: dict[str, Any]) -> str:
-    """The digest a verdict binds to: the record without its baseline section (promoting a
-    record must not invalidate the verdict that allowed the promotion)."""
-    return canonical_digest({k: v for k, v in data.items() if k != "baseline"})
+@dataclass(frozen=True)
+class Chosen:
+    """The realizer and launcher of a rebuild, chosen once before anything runs."""
+
+    realizer: Choice
+    launcher: Launcher
 
 
-def check_before_running(doc: Document, record: Path, options: RebuildOptions) -> None:
-    """Every refusal that needs no run: raised before the first stage (exit 2)."""
-    from reprogate.validate.runner import Options, validate_document
-
+def check_before_running(doc: Document, record: Path, options: RebuildOptions) -> Chosen:
+    """Every refusal that needs no run: raised before the first stage (exit 2, or 3 for a runner
+    that cannot sandbox or a scheduler that cannot take the shape)."""
     data = doc.data
     if not isinstance(data, dict) or data.get("kind") != "RunRecord":
         raise RebuildUsageError(f"{record}: not a run record (kind: RunRecord)")
@@ -60,8 +77,6 @@ def check_before_running(doc: Document, record: Path, options: RebuildOptions) -
         )
     if options.environment not in ENVIRONMENTS:
         raise RebuildUsageError(f"--environment must be one of {', '.join(ENVIRONMENTS)}")
-    from reprogate.rebuild.seed_plan import runs_for
-
     metric = (data.get("contract") or {}).get("metric")
     equivalence = isinstance(metric, dict) and metric.get("test") == "equivalence"
     runs = runs_for(options.seeds, data)
@@ -70,8 +85,6 @@ def check_before_running(doc: Document, record: Path, options: RebuildOptions) -
             f"{runs} rebuild seeds with test: equivalence needs contract.metric.margin; the record declares none",
             hint="declare the equivalence margin in the record (before the drill), or drop `test: equivalence` for the two-sample t",
         )
-    from reprogate.core.seedstats import MAX_PLANNED_SEEDS
-
     if runs > MAX_PLANNED_SEEDS:
         raise RebuildUsageError(f"--seeds {runs}: at most {MAX_PLANNED_SEEDS} runs (`reprogate interval RECORD --plan` says how many a shift needs)")
     seeds = data.get("seeds") or {}
@@ -82,150 +95,156 @@ def check_before_running(doc: Document, record: Path, options: RebuildOptions) -
             f"{runs} rebuild seeds: the record asks to replay {len(replay)} named seed(s) (seeds.replay) and no others",
             hint="name more seeds in seeds.replay, or drop it to draw fresh seeds",
         )
-    from reprogate.rebuild import launchers, realizers
-
     realizer = realizers.choose(data, options.realizer)
     launcher = launchers.choose(data, options.launcher)
-    from reprogate.rebuild import sandbox
-
     unsafe = sandbox.refusal(realizer.name, launcher.name, options.environment, options.allow_unsandboxed)
     if unsafe is not None:
-        from reprogate.core.errors import InfrastructureError
-
         hint = "install bubblewrap on the runner, or pass --allow-unsandboxed where the runner is ephemeral (the claim then says so)"
         raise InfrastructureError(unsafe, hint=hint)
     if not options.dry_run:  # a partition too small for the record, a scheduler that does not answer: before anything runs
         launcher.admit(launchers.record_shape(data, options.world_size))
+    return Chosen(realizer, launcher)
 
 
-def run_rebuild(record: Path, options: RebuildOptions, checked: Document | None = None) -> tuple[dict[str, Any], RebuildContext]:
-    """Run the stages; returns the verdict and the context (for the rebuild record). `checked`:
-    the record, already loaded and through check_before_running. With --contract-from, the
-    record's judging sections are another revision's (judged_by.py)."""
-    doc = checked
-    if doc is None:
+def job_for(record: Path, doc: Document, root: Path, workdir: Path, options: RebuildOptions, chosen: Chosen | None = None, **judged: object) -> RebuildJob:
+    """The job of a rebuild (or of `init` making a reference, which needs no refusal check)."""
+    if chosen is None:
+        chosen = Chosen(realizers.choose(doc.data, options.realizer), launchers.choose(doc.data, options.launcher))
+    return RebuildJob(record, doc, root, workdir, options, chosen.realizer, chosen.launcher, **judged)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Rebuilt:
+    """What a rebuild leaves: its verdict, the run record it wrote about itself, and how many
+    processes the code under test had left running."""
+
+    verdict: Verdict
+    record: dict
+    escaped: int
+
+
+def run_rebuild(record: Path, options: RebuildOptions, checked: tuple[Document, Chosen] | None = None) -> Rebuilt:
+    """Run the stages and write the rebuild record into options.output (the caller writes the
+    verdict and report beside it). `checked`: the record, already loaded, and what
+    check_before_running chose for it. With --contract-from, the record's judging sections are
+    another revision's (judged_by.py), and they are checked again."""
+    if checked is None:
         doc = load_document(record)
-        check_before_running(doc, record, options)
+        chosen = check_before_running(doc, record, options)
+    else:
+        doc, chosen = checked
     head_data, note = None, ""
     if options.contract_from:
-        import dataclasses
-
-        from reprogate.rebuild.judged_by import from_base
-
         judged = from_base(record, doc.data, options.contract_from)
         head_data, note = doc.data, judged.note
         doc = dataclasses.replace(doc, data=judged.data)
-        check_before_running(doc, record, options)
+        chosen = check_before_running(doc, record, options)
     root = (options.root or repository_root(record.parent)).resolve()
     temporary = options.workdir is None
-    workdir = Path(tempfile.mkdtemp(prefix="reprogate-rebuild-")) if temporary else options.workdir
-    assert workdir is not None
+    workdir = Path(tempfile.mkdtemp(prefix="reprogate-rebuild-")) if options.workdir is None else options.workdir
     if workdir.exists() and any(workdir.iterdir()):
         raise RebuildUsageError(f"work folder {workdir} is not empty; a rebuild starts from an empty worker")
     workdir.mkdir(parents=True, exist_ok=True)
-    ctx = RebuildContext(record, doc, root, workdir.resolve(), options, head_data=head_data, judged_note=note)
+    state = RebuildState(job_for(record, doc, root, workdir.resolve(), options, chosen, head_data=head_data, judged_note=note))
     # What runs below us now (in a test session: its daemons) is spared; whatever the code under
     # test starts and leaves behind, however detached, is ours to end before a verdict exists.
     spared = frozenset(processes.descendants())
     reaper = processes.become_subreaper()
-    started_at = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    started_at = utc_now()
     started = time.monotonic()
+    stages: list[StageRecord] = []
     results: list[StageResult] = []
-    failed: StageResult | None = None
+    failed: StageRecord | None = None
     try:
         for name, stage in STAGES.items():
             if failed is not None:
-                results.append(StageResult("not-run", f"not run: {failed.name} failed first", name=name))
+                stages.append(StageRecord(name, "not-run", 0.0, f"not run: {failed.name} failed first"))
                 continue
             begin = time.monotonic()
-            result = stage.run(ctx)
-            result.name, result.seconds = name, time.monotonic() - begin
+            result = stage.run(state)
             results.append(result)
+            stages.append(StageRecord(name, result.status, time.monotonic() - begin, result.detail, result.log_tail, result.exit_code))
             if result.status == "fail":
-                failed = result
-        verdict = _verdict(ctx, results, failed, started_at, time.monotonic() - started)
-        from reprogate.rebuild.record import rebuild_record
-
+                failed = stages[-1]
+        of = RecordRef(display_path(record), state.job.name, record_digest(state.job.checked_out), state.job.level)
         options.output.mkdir(parents=True, exist_ok=True)
-        ctx.rebuild_record = rebuild_record(ctx, verdict, options.output)  # before the work folder goes
+        written = rebuild_record(state, of, failed is None, started_at, options.output)  # before the work folder goes
+        record_file = _write_rebuild_record(written, of, options.output)
     finally:
-        ctx.close()
-        ctx.escaped = processes.end_escaped(spared)
+        state.close()
+        escaped = processes.end_escaped(spared)
         if reaper:
             processes.become_subreaper(False)
         if temporary:
-            from reprogate.rebuild.inject import make_writable
-
             make_writable(workdir)
             shutil.rmtree(workdir, ignore_errors=True)
-    verdict["seconds"] = round(time.monotonic() - started, 3)
-    return verdict, ctx
+    verdict = _verdict(state, of, tuple(stages), results, failed, started_at, time.monotonic() - started, record_file)
+    return Rebuilt(verdict, written, escaped)
 
 
-def _environment(ctx: RebuildContext) -> dict[str, Any]:
-    """The environment the ranks got, as realized and as told from inside; then the machine."""
-    env: dict[str, Any] = {"requested": ctx.options.environment}
-    if ctx.choice is not None:
-        env["realizer"] = ctx.choice.name
-        env["why"] = ctx.choice.reason
-    if ctx.realized is not None:
-        env.update({f"realized_{k}" if k in env else k: v for k, v in ctx.realized.facts.items() if k != "realizer"})
-    if ctx.probe:
-        env["inside"] = {k: v for k, v in ctx.probe.items() if k != "packages"}
-        packages = ctx.probe.get("packages") or {}
-        env["inside"]["packages"] = len(packages)
-    env.update({k: v for k, v in ctx.facts.items() if v not in (None, "", []) and k != "spare_port"})
-    from reprogate.rebuild.environments import side_by_side
+def _write_rebuild_record(data: dict, of: RecordRef, folder: Path) -> FileRef:
+    text = dump_yaml(data, f"Run record of a rebuild of {of.path} (reprogate rebuild); its verdict is verdict.json beside it")
+    target = folder / REBUILD_RECORD
+    atomic_write(target, text)
+    return FileRef(str(target), "sha256:" + hashlib.sha256(text.encode()).hexdigest())
 
-    env["compared"] = side_by_side(ctx.data, env, (ctx.probe or {}).get("packages"), ctx.reference_events)
+
+def _environment(state: RebuildState) -> dict:
+    """The environment the ranks got, as realized and as told from inside; then the machine; then
+    side by side with the record."""
+    env: dict = {"requested": state.job.options.environment}
+    if state.environment is not None:
+        env["realizer"] = state.environment.choice.name
+        env["why"] = state.environment.choice.reason
+        env.update({f"realized_{k}" if k in env else k: v for k, v in state.environment.realized.facts.items() if k != "realizer"})
+        env["sandbox"] = state.environment.sandbox
+    if state.probe is not None and state.probe.facts:
+        env["inside"] = state.probe.inside()
+    facts: dict = {}
+    if state.fetched is not None and state.fetched.deferred:
+        facts["source_changes_deferred"] = dict(state.fetched.deferred)
+    if state.ranks is not None:
+        facts.update(state.ranks.facts())
+    if state.machine is not None:
+        facts.update(state.machine.facts())
+    env.update({k: v for k, v in facts.items() if v not in (None, "", [], {})})
+    env["compared"] = side_by_side(state.job.data, RebuiltSide.of(state), state.reference_events)
     return env
 
 
-def _verdict(ctx: RebuildContext, results: list[StageResult], failed: StageResult | None, started_at: str, seconds: float) -> dict[str, Any]:
-    from reprogate.rebuild.claim import claim
-
-    verdict: dict[str, Any] = {
-        "apiVersion": "reprogate/v1",
-        "kind": "Verdict",
-        "verdict": "fail" if failed else "pass",
-        "diagnosis": failed.name if failed else None,
-        "infrastructure": bool(failed and failed.exit_code == ExitCode.INFRA),
-        "exit_code": int(failed.exit_code) if failed else 0,
-        "record": {
-            "path": display_path(ctx.record_path),
-            "name": ctx.section("metadata", "name"),
-            "digest": record_digest(ctx.checked_out),
-            "level": ctx.level,
-        },
-        "run": RunBinding.from_environment(ctx.options.nonce).as_json(),
-        "stages": [
-            {
-                "name": r.name,
-                "status": r.status,
-                "seconds": round(r.seconds, 3),
-                "detail": redact(r.detail),
-                **({"log_tail": redact(r.log_tail)} if r.log_tail else {}),
-            }
-            for r in results
-        ],
-        "environment": _environment(ctx),
-        "seeds": {
-            "rebuilt": [r.seed for r in ctx.runs],
-            "reference": [v["seed"] for v in ctx.section("reference", "metric", "values") or [] if isinstance(v, dict)],
-            "metric": list(ctx.seed_plan.metric_seeds),
-            "source": ctx.seed_plan.source,
-        },
-        "tests": ctx.tests,
-        "curves": {"reference": loss_curve(ctx.reference_events), "rebuilt": loss_curve(ctx.runs[0].events) if ctx.runs else []},
-        "started_at": started_at,
-        "seconds": round(seconds, 3),
-        "tool": f"reprogate {__version__}",
-    }
-    verdict["claim"] = claim(ctx, verdict)
-    return verdict
-
-
-def exit_code(verdict: dict[str, Any]) -> ExitCode:
-    if verdict["verdict"] == "pass":
-        return ExitCode.OK
-    return ExitCode(verdict.get("exit_code") or (ExitCode.INFRA if verdict.get("infrastructure") else ExitCode.FAILED))
+def _verdict(
+    state: RebuildState,
+    of: RecordRef,
+    stages: tuple[StageRecord, ...],
+    results: list[StageResult],
+    failed: StageRecord | None,
+    started_at: str,
+    seconds: float,
+    record_file: FileRef,
+) -> Verdict:
+    job = state.job
+    tests = tuple(r.comparison for r in results if r.comparison is not None)
+    runs = state.runs.seeds if state.runs is not None else ()
+    seeds = SeedsUsed(
+        tuple(r.seed for r in runs),
+        tuple(v["seed"] for v in job.section("reference", "metric", "values") or [] if isinstance(v, dict)),
+        tuple(job.seed_plan.metric_seeds),
+        job.seed_plan.source,
+    )
+    return Verdict(
+        passed=failed is None,
+        diagnosis=failed.name if failed else None,
+        exit_code=int(failed.exit_code) if failed else 0,
+        record=of,
+        run=RunBinding.from_environment(job.options.nonce),
+        stages=stages,
+        environment=_environment(state),
+        seeds=seeds,
+        tests=tests,
+        curves={"reference": loss_curve(state.reference_events), "rebuilt": loss_curve(runs[0].events) if runs else []},
+        started_at=started_at,
+        seconds=seconds,
+        tool=f"reprogate {__version__}",
+        claim=bounded_claim(state, stages, tests, failed, seeds.rebuilt),
+        rebuild_record=record_file,
+    )

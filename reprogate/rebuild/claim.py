@@ -7,110 +7,123 @@ contract that expires, steps outside the compared range, hardware outside the en
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
+from reprogate.core.documents import DocumentError, load_document
 from reprogate.core.seedstats import percent
-from reprogate.rebuild.context import RebuildContext
+from reprogate.rebuild.comparisons import DIFFERENCE, EQUIVALENCE, EXACT, PREDICTION, TOLERANCE, Comparison, MetricTest, StepTest
+from reprogate.rebuild.state import RebuildJob, RebuildState
+from reprogate.rebuild.topology import Topology, topology
+from reprogate.rebuild.verdict import Claim, StageRecord
 
 
-def claim(ctx: RebuildContext, verdict: dict[str, Any]) -> dict[str, Any]:
-    facts = ctx.facts
-    name = ctx.section("metadata", "name")
-    first, last = ctx.step_range
-    statuses = {s["name"]: s["status"] for s in verdict["stages"]}
-    compared = []
+def _compared(job: RebuildJob, stages: Sequence[StageRecord], tests: Sequence[Comparison]) -> tuple[list[str], list[str]]:
+    """(what was compared and how, the limits the seeds put on it)."""
+    first, last = job.step_range
+    statuses = {s.name: s.status for s in stages}
+    compared: list[str] = []
     limits: list[str] = []
     if statuses.get("batches") == "pass":
         compared.append(f"input batch digests of steps {first}-{last}" if last else "input batch digests")
     if statuses.get("model-state") == "pass":
-        compared.append(f"bitwise digests of {', '.join(ctx.section('contract', 'tensors') or [])}")
-    for test in verdict["tests"]:
-        if test["test"] == "exact step values":
-            compared.append(f"{'/'.join(test['quantities'])} exactly at {test['compared']} (step, rank) points")
-        elif test["test"] == "step tolerance":
-            compared.append(f"{'/'.join(test['quantities'])} within {test['abs']:g} + {test['rel']:g}*|ref| at {test['compared']} (step, rank) points")
-        elif test["test"].startswith("t prediction"):
+        compared.append(f"bitwise digests of {', '.join(job.section('contract', 'tensors') or [])}")
+    for test in tests:
+        if isinstance(test, StepTest):
+            if test.kind == EXACT:
+                compared.append(f"{'/'.join(test.quantities)} exactly at {test.compared} (step, rank) points")
+            elif test.kind == TOLERANCE:
+                compared.append(f"{'/'.join(test.quantities)} within {test.abs:g} + {test.rel:g}*|ref| at {test.compared} (step, rank) points")
+            continue
+        if test.kind == PREDICTION and test.interval is not None:
             compared.append(
-                f"{test['metric']} against its predeclared {percent(1 - test['alpha'])} prediction interval "
-                f"[{test['interval'][0]:.6g}, {test['interval'][1]:.6g}] (t-based, n={test['n']} reference seeds, m=1{_power(test)})"
+                f"{test.metric} against its predeclared {percent(1 - test.alpha)} prediction interval "
+                f"[{test.interval[0]:.6g}, {test.interval[1]:.6g}] (t-based, n={test.n} reference seeds, m=1{_power(test)})"
             )
-        elif test["test"].startswith("two-sample t"):
+        elif test.kind == DIFFERENCE and test.limit is not None:
             compared.append(
-                f"{test['metric']} by a two-sided two-sample t on the means, |difference| within {test['limit']:.4g} "
-                f"(pooled, α={test['alpha']:g} false-fail rate, n={test['n']}, m={test['m']}{_power(test)})"
+                f"{test.metric} by a two-sided two-sample t on the means, |difference| within {test.limit:.4g} "
+                f"(pooled, α={test.alpha:g} false-fail rate, n={test.n}, m={test.m}{_power(test)})"
             )
-        elif test["test"].startswith("Welch"):
-            compared.append(f"{test['metric']} by Welch TOST within ±{test['margin']:g} (α={test['alpha']:g}, n={test['n']}, m={test['m']})")
-        note = test.get("seeds_note")
-        if note and test.get("seed_source") in ("replay", "trace-replay"):
+        elif test.kind == EQUIVALENCE and test.margin is not None:
+            compared.append(f"{test.metric} by Welch TOST within ±{test.margin:g} (α={test.alpha:g}, n={test.n}, m={test.m})")
+        if not test.seeds.metric_seeds:
+            continue
+        note = test.seeds.describe()
+        if test.seeds.source in ("replay", "trace-replay"):
             limits.append(note)  # samples that are not independent: a limit of the claim
-        elif note and compared:
+        elif compared:
             compared[-1] += f"; {note}"
-    kernels = f", torch CPU kernels {facts['cpu_capability']}, MKL_CBWR {facts.get('mkl_cbwr', '?')}" if facts.get("cpu_capability") else ""
-    gpus = ", ".join(facts.get("gpu_models") or []) or "CPU"
-    machine = (
-        f"{gpus} ({facts.get('machine', '?')}{kernels}), {facts.get('os', 'unknown OS')}, torch {facts.get('torch', '?')}, "
-        f"{facts.get('world_size', ctx.world_size)} rank(s) over {facts.get('backend', '?')}"
+    return compared, limits
+
+
+def bounded_claim(
+    state: RebuildState, stages: Sequence[StageRecord], tests: Sequence[Comparison], failed: StageRecord | None, seeds_rebuilt: Sequence[int]
+) -> Claim:
+    job, machine, ranks = state.job, state.machine, state.ranks
+    name = job.name
+    last = job.step_range[1]
+    compared, limits = _compared(job, stages, tests)
+    cpu = machine.cpu if machine is not None else {}
+    kernels = f", torch CPU kernels {cpu['cpu_capability']}, MKL_CBWR {cpu.get('mkl_cbwr', '?')}" if cpu.get("cpu_capability") else ""
+    gpus = ", ".join(machine.gpu_models if machine is not None else ()) or "CPU"
+    described = (
+        f"{gpus} ({machine.machine if machine is not None else '?'}{kernels}), {(machine.os if machine is not None else None) or 'unknown OS'}, "
+        f"torch {(machine.torch if machine is not None else None) or '?'}, "
+        f"{machine.world_size if machine is not None else job.world_size} rank(s) over {ranks.backend if ranks is not None else '?'}"
     )
-    replayed = verdict["verdict"] == "pass"
-    environment = _environment(ctx)
-    if ctx.choice is not None and ctx.choice.name == "current":
+    replayed = failed is None
+    environment = _environment(state)
+    if state.environment is not None and state.environment.choice.name == "current":
         limits.append(
             "the environment was not rebuilt: the record asks to run in the Python environment reprogate is installed in "
             "(job.environment.realizer: current), so a lock-file or image change is not exercised"
         )
-    if ctx.judged_note:
-        limits.append(ctx.judged_note)
-    box = str((ctx.realized.facts if ctx.realized is not None else {}).get("sandbox", ""))
+    if job.judged_note:
+        limits.append(job.judged_note)
+    box = state.environment.sandbox if state.environment is not None else ""
     if box.startswith("none"):
         limits.append(f"the ranks ran without a sandbox ({box[len('none ') :].strip('()')}): the code under test could read what the runner's user can")
-    topo = _topology(ctx)
+    topo = _topology(state)
     if topo is not None:
-        machine += f"; ranks on {topo.words()}, started by {facts.get('launcher', '?')}"
+        described += f"; ranks on {topo.words()}, started by {ranks.launcher.name if ranks is not None else '?'}"
         if topo.changes:
             limits.append(
                 f"topology changed against the reference: {', '.join(topo.changes)}" + (f" ({'; '.join(topo.remapped[:3])})" if topo.remapped else "")
             )
-    container = ctx.section("container")
+    container = job.section("container")
     if isinstance(container, dict) and container.get("used") is False:
         limits.append(f"no container: {container.get('reason', 'none declared')}")
-    retention = _retention(ctx)
+    retention = _retention(job)
     if retention:
         limits.append(f"exact reproduction expires with the dataset's retention on {retention}")
-    lifetime = ctx.section("contract", "lifetime", "expires")
+    lifetime = job.section("contract", "lifetime", "expires")
     if lifetime:
         limits.append(f"the contract holds until {lifetime}")
     if last:
         limits.append(f"steps after {last} were not compared")
-    envelope = ctx.section("contract", "envelope") or {}
+    envelope = job.section("contract", "envelope") or {}
     framework = envelope.get("framework", {})
     limits.append(
         f"hardware and software outside the envelope (GPUs {envelope.get('gpu_models') or 'none: CPU only'}, "
         f"framework {framework.get('name', '?')} {framework.get('release', '')}, "
-        f"world sizes {envelope.get('world_sizes') or [ctx.section('execution', 'world_size')]})"
+        f"world sizes {envelope.get('world_sizes') or [job.section('execution', 'world_size')]})"
     )
-    if replayed:
+    if failed is None:
         text = (
-            f"{name} was replayed from an empty worker in {environment}, on {machine}, inside its contract's envelope. "
-            f"Seeds rebuilt: {verdict['seeds']['rebuilt']}. Compared: {'; '.join(compared) or 'the run started and reached its steps'}."
+            f"{name} was replayed from an empty worker in {environment}, on {described}, inside its contract's envelope. "
+            f"Seeds rebuilt: {list(seeds_rebuilt)}. Compared: {'; '.join(compared) or 'the run started and reached its steps'}."
         )
-    elif verdict.get("exit_code") in (2, 3):  # nothing was compared: a usage or infrastructure stop is no difference
-        why = "an infrastructure failure" if verdict.get("exit_code") == 3 else "a problem with the input or the environment it declares"
-        text = f"{name} could not be rebuilt, so nothing was compared: the {verdict['diagnosis']} stage stopped it with {why} ({_detail(verdict)})."
+    elif failed.exit_code in (2, 3):  # nothing was compared: a usage or infrastructure stop is no difference
+        why = "an infrastructure failure" if failed.exit_code == 3 else "a problem with the input or the environment it declares"
+        text = f"{name} could not be rebuilt, so nothing was compared: the {failed.name} stage stopped it with {why} ({failed.detail})."
     else:
-        text = (
-            f"{name} was NOT reproduced: the first difference is at the {verdict['diagnosis']} stage ({_detail(verdict)}). "
-            f"Rebuilt in {environment}, on {machine}."
-        )
-    found = {"replayed": replayed, "text": text, "compared": compared, "not_covered": limits}
-    if topo is not None:
-        found["placement"] = topo.as_dict()
-    return found
+        text = f"{name} was NOT reproduced: the first difference is at the {failed.name} stage ({failed.detail}). Rebuilt in {environment}, on {described}."
+    return Claim(replayed, text, tuple(compared), tuple(limits), topo.as_dict() if topo is not None else None)
 
 
-def _power(test: dict[str, Any]) -> str:
+def _power(test: MetricTest) -> str:
     """What the test could have caught: stated with every statistical verdict."""
-    stated = test.get("power") or {}
+    stated = test.power
     if "minimum_detectable_shift" not in stated:
         return ""
     said = f"; catches a shift of {stated['minimum_detectable_shift']:.4g} with {percent(stated['at_power'])} power"
@@ -119,19 +132,19 @@ def _power(test: dict[str, Any]) -> str:
     return said
 
 
-def _topology(ctx: RebuildContext) -> Any:
+def _topology(state: RebuildState) -> Topology | None:
     """Where the ranks ran (rank <-> node) and what changed against the record, when known."""
-    from reprogate.rebuild.topology import topology
-
-    placement = ctx.facts.get("placement") or {}
-    return topology(ctx.data, placement) if placement else None
+    placement = state.ranks.placement if state.ranks is not None else {}
+    return topology(state.job.data, dict(placement)) if placement else None
 
 
-def _environment(ctx: RebuildContext) -> str:
+def _environment(state: RebuildState) -> str:
     """Which environment ran, in words: what the claim is about."""
-    facts = ctx.realized.facts if ctx.realized is not None else {}
-    which = ctx.options.environment
-    kind = ctx.choice.name if ctx.choice is not None else "no realized environment"
+    which = state.job.options.environment
+    if state.fetched is None:  # the digest stage never ran
+        return "no realized environment"
+    kind = state.job.realizer.name
+    facts = state.environment.realized.facts if state.environment is not None else {}
     if kind == "container":
         image = str(facts.get("image_id", "?"))[:19]
         source = (
@@ -153,21 +166,14 @@ def _environment(ctx: RebuildContext) -> str:
     return kind
 
 
-def _detail(verdict: dict[str, Any]) -> str:
-    stage = next(s for s in verdict["stages"] if s["name"] == verdict["diagnosis"])
-    return stage["detail"]
-
-
-def _retention(ctx: RebuildContext) -> str | None:
-    from reprogate.core.documents import DocumentError, load_document
-
-    inline = ctx.section("dataset", "inline")
+def _retention(job: RebuildJob) -> str | None:
+    inline = job.section("dataset", "inline")
     if isinstance(inline, dict):
         return (inline.get("retention") or {}).get("expires")
-    path = ctx.section("dataset", "manifest", "path")
+    path = job.section("dataset", "manifest", "path")
     if isinstance(path, str):
         try:
-            data = load_document(ctx.root / path).data
+            data = load_document(job.root / path).data
         except (DocumentError, OSError):
             return None
         return ((data or {}).get("retention") or {}).get("expires") if isinstance(data, dict) else None

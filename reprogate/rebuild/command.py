@@ -5,15 +5,31 @@ Each returns a CommandResult (output/result.py) or raises a ReprogateError; noth
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from reprogate.core.config import repository_root
 from reprogate.core.diagnostics import ExitCode
+from reprogate.core.documents import Document, DocumentError, load_document, parse_json
 from reprogate.core.errors import ReprogateError, UsageError
-from reprogate.core.fileio import atomic_write
+from reprogate.core.fileio import atomic_write, read_input
+from reprogate.core.seedstats import percent
 from reprogate.output import workflow
 from reprogate.output.result import CommandResult
+from reprogate.rebuild import Chosen, check_before_running, compare, run_rebuild
+from reprogate.rebuild.interval import store
+from reprogate.rebuild.launchers import kubernetes
+from reprogate.rebuild.options import RebuildOptions
+from reprogate.rebuild.planner import plan
+from reprogate.rebuild.preflight import PreflightOptions, render_text, run_preflight
+from reprogate.rebuild.report import markdown, render
+from reprogate.rebuild.run_binding import check_nonce, fresh_output
+from reprogate.rebuild.stages.preflight import time_limit
+from reprogate.rebuild.verdicts import read_verdict
 
 
 def text_summary(verdict: dict[str, Any]) -> list[str]:
@@ -30,9 +46,7 @@ def text_summary(verdict: dict[str, Any]) -> list[str]:
     return lines
 
 
-def preflight_command(options: Any, output: Path | None, fmt: str) -> CommandResult:
-    from reprogate.rebuild.preflight import render_text, run_preflight
-
+def preflight_command(options: PreflightOptions, output: Path | None, fmt: str) -> CommandResult:
     report = run_preflight(options)
     payload = json.dumps(report.as_json(), indent=2)
     if output is not None:
@@ -40,44 +54,31 @@ def preflight_command(options: Any, output: Path | None, fmt: str) -> CommandRes
     return CommandResult(report.exit_code, [payload if fmt == "json" else render_text(report)])
 
 
-def rebuild_command(record: Path, options: Any, output_dir: Path | None, fmt: str) -> CommandResult:
-    import dataclasses
-    import hashlib
-
-    from reprogate.core.config import repository_root
-    from reprogate.core.documents import load_document
-    from reprogate.core.yamlout import dump_yaml
-    from reprogate.rebuild import check_before_running, exit_code, run_rebuild
-    from reprogate.rebuild.report import markdown
-    from reprogate.rebuild.run_binding import check_nonce, fresh_output
-
+def rebuild_command(record: Path, options: RebuildOptions, output_dir: Path | None, fmt: str) -> CommandResult:
     nonce = check_nonce(options.nonce)  # before any folder is made
     doc = load_document(record)
-    check_before_running(doc, record, options)  # the record's own problems first, then the output folder's
+    chosen = check_before_running(doc, record, options)  # the record's own problems first, then the output folder's
     existed = output_dir is not None and output_dir.exists()
     output_dir = fresh_output(output_dir, options.root or repository_root(record.parent), options.dry_run)
     options = dataclasses.replace(options, output=output_dir, nonce=nonce)
     try:
         if options.dry_run:
-            return dry_run_command(record, options, output_dir)
-        verdict, ctx = run_rebuild(record, options, doc)
+            return dry_run_command(doc, options, output_dir, chosen)
+        rebuilt = run_rebuild(record, options, (doc, chosen))
     except ReprogateError:
         if not existed and not any(output_dir.iterdir()):
             output_dir.rmdir()  # refused before anything was written: the folder it made goes again
         raise
-    record_text = dump_yaml(
-        ctx.rebuild_record, f"Run record of a rebuild of {verdict['record']['path']} (reprogate rebuild); its verdict is verdict.json beside it"
-    )
-    atomic_write(output_dir / "rebuild-record.yaml", record_text)
-    verdict["rebuild_record"] = {"path": str(output_dir / "rebuild-record.yaml"), "checksum": "sha256:" + hashlib.sha256(record_text.encode()).hexdigest()}
+    verdict = rebuilt.verdict.to_json()
     report = markdown(verdict)
     atomic_write(output_dir / "verdict.json", json.dumps(verdict, indent=2) + "\n")
     atomic_write(output_dir / "report.md", report)
     result = CommandResult(
-        exit_code(verdict), stderr=[f"wrote {output_dir / 'verdict.json'}, {output_dir / 'report.md'} and {output_dir / 'rebuild-record.yaml'}"]
+        rebuilt.verdict.code(), stderr=[f"wrote {output_dir / 'verdict.json'}, {output_dir / 'report.md'} and {output_dir / 'rebuild-record.yaml'}"]
     )
-    if ctx.escaped:
-        result.stderr.insert(0, f"ended {ctx.escaped} process(es) the code under test had left running (detached from its ranks) before writing the verdict")
+    if rebuilt.escaped:
+        ended = f"ended {rebuilt.escaped} process(es) the code under test had left running (detached from its ranks) before writing the verdict"
+        result.stderr.insert(0, ended)
     if fmt == "json":
         result.stdout = [json.dumps(verdict, indent=2)]
         return result
@@ -99,18 +100,9 @@ def rebuild_command(record: Path, options: Any, output_dir: Path | None, fmt: st
     return result
 
 
-def dry_run_command(record: Path, options: Any, output_dir: Path) -> CommandResult:
+def dry_run_command(doc: Document, options: RebuildOptions, output_dir: Path, chosen: Chosen) -> CommandResult:
     """What the launcher would submit, written and not submitted: Kubernetes manifests."""
-    import yaml
-
-    from reprogate.core.documents import load_document
-    from reprogate.rebuild import check_before_running, launchers
-    from reprogate.rebuild.launchers import kubernetes
-    from reprogate.rebuild.stages.preflight import time_limit
-
-    doc = load_document(record)
-    check_before_running(doc, record, options)
-    if launchers.choose(doc.data, options.launcher).name != kubernetes.NAME:
+    if chosen.launcher.name != kubernetes.NAME:
         raise UsageError(
             "--dry-run writes the Kubernetes manifests of a rebuild (--launcher kubernetes)",
             hint="the slurm launcher leaves the job.sh and rank.sh it submits in the work folder's runs/*/logs (keep them with --workdir)",
@@ -130,9 +122,6 @@ def dry_run_command(record: Path, options: Any, output_dir: Path) -> CommandResu
 
 
 def interval_command(record: Path, alpha: float | None) -> CommandResult:
-    from reprogate.core.seedstats import percent
-    from reprogate.rebuild.interval import store
-
     stored = store(record, alpha)
     line = (
         f"{record}: {percent(1 - stored['alpha'])} prediction interval [{stored['low']:.6g}, "
@@ -143,10 +132,6 @@ def interval_command(record: Path, alpha: float | None) -> CommandResult:
 
 
 def plan_command(record: Path, alpha: float | None = None) -> CommandResult:
-    from reprogate.core.documents import load_document
-    from reprogate.core.errors import UsageError
-    from reprogate.rebuild.planner import plan
-
     doc = load_document(record)
     if not isinstance(doc.data, dict) or doc.data.get("kind") != "RunRecord":
         raise UsageError(f"{record} is not a run record (kind: RunRecord)")
@@ -159,9 +144,6 @@ MAX_TRACE_BYTES = 1024 * 1024 * 1024
 def _read_traces(paths: list[Path]) -> list[dict[str, Any]]:
     """Events of trace files given on the command line, read as untrusted input: a FIFO is not
     waited on, and a line that is not UTF-8, not JSON or not an object is named by file and line."""
-    from reprogate.core.documents import DocumentError, parse_json
-    from reprogate.core.fileio import read_input
-
     events: list[dict[str, Any]] = []
     for path in paths:
         try:
@@ -196,8 +178,6 @@ def _read_traces(paths: list[Path]) -> list[dict[str, Any]]:
 def compare_command(
     reference: Path, rebuilt: list[Path], tolerance: tuple[float, float] | None, tensors: list[str], first: int, last: int | None
 ) -> CommandResult:
-    from reprogate.rebuild import compare
-
     try:
         ref = compare.step_events(_read_traces([reference]), first, last)
         new = compare.step_events(_read_traces(rebuilt), first, last)
@@ -214,8 +194,5 @@ def compare_command(
 
 
 def report_command(verdict_path: Path, fmt: str) -> CommandResult:
-    from reprogate.rebuild.report import render
-    from reprogate.rebuild.verdicts import read_verdict
-
     verdict = read_verdict(verdict_path)
     return CommandResult(ExitCode.OK if verdict.get("verdict") == "pass" else ExitCode.FAILED, render(verdict, fmt).splitlines())

@@ -12,7 +12,7 @@ contract.envelope.cpu, else from the reference trace's meta (what the reference 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reprogate.capture.cpu import (
@@ -22,7 +22,8 @@ from reprogate.capture.cpu import (
     predict_mkl_cbwr,
     read_cpuinfo,
 )
-from reprogate.rebuild.context import RebuildContext
+from reprogate.rebuild.ranks import PASSED_THROUGH
+from reprogate.rebuild.state import Event, RebuildJob
 
 WAY_OUT = (
     "pin a portable capability (ATEN_CPU_CAPABILITY=default and MKL_CBWR=COMPATIBLE in execution.env, or "
@@ -31,20 +32,18 @@ WAY_OUT = (
 )
 
 
-def rank_environment(ctx: RebuildContext, base: Mapping[str, str] | None = None) -> dict[str, str]:
+def kernel_environment(job: RebuildJob, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment the launcher gives each rank, as far as the CPU kernels are concerned: the
     rank allowlist (rebuild/ranks.py) of this process's environment, overlaid with the record's
     execution.env. A variable set on the runner alone (ATEN_CPU_CAPABILITY, MKL_CBWR) never
     reaches a rank, so it cannot change the kernels a rebuild runs."""
-    from reprogate.rebuild.ranks import PASSED_THROUGH
-
     host = os.environ if base is None else base
     allowed = {k: v for k, v in host.items() if k in PASSED_THROUGH or k.startswith("LC_")}
-    record = {k: str(v) for k, v in (ctx.section("execution", "env") or {}).items()}
+    record = {k: str(v) for k, v in (job.section("execution", "env") or {}).items()}
     return {**allowed, **record}
 
 
-def _reference_cpu(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _reference_cpu(events: Sequence[Event]) -> list[dict[str, Any]]:
     return [e["cpu"] for e in events if e.get("type") == "meta" and isinstance(e.get("cpu"), dict)]
 
 
@@ -56,11 +55,14 @@ def _allowed(declared: Any, found: list[Any], normalise: Any) -> list[str]:
     return sorted(values) if len(values) == 1 else []
 
 
-def cpu_envelope(ctx: RebuildContext, cpu: CpuInfo | None = None, env: Mapping[str, str] | None = None) -> tuple[list[str], dict[str, Any]]:
-    """(problems, facts): problems empty when the ranks' CPU kernels fit the contract."""
+def cpu_envelope(
+    job: RebuildJob, reference_events: Sequence[Event], cpu: CpuInfo | None = None, env: Mapping[str, str] | None = None
+) -> tuple[list[str], dict[str, Any]]:
+    """(problems, facts): problems empty when the ranks' CPU kernels fit the contract; the
+    reference's own kernels come from its trace's meta."""
     cpu = cpu or read_cpuinfo()
-    env = rank_environment(ctx) if env is None else env
-    reference = _reference_cpu(ctx.reference_events)
+    env = kernel_environment(job) if env is None else env
+    reference = _reference_cpu(reference_events)
     portable = any(c.get("portable") for c in reference)
     prediction = predict_capability(env, cpu, "default" if portable else None)
     mkl = predict_mkl_cbwr(env, cpu, "COMPATIBLE" if portable else None)
@@ -70,9 +72,9 @@ def cpu_envelope(ctx: RebuildContext, cpu: CpuInfo | None = None, env: Mapping[s
     problems: list[str] = []
     if prediction.capability is not None and not prediction.runnable:
         problems.append(f"the ranks would run torch's {prediction.capability} CPU kernels ({prediction.how}): they would die of an illegal instruction")
-    if ctx.level != "bitwise":
+    if job.level != "bitwise":
         return problems, facts
-    declared = ctx.section("contract", "envelope", "cpu") or {}
+    declared = job.section("contract", "envelope", "cpu") or {}
     capabilities = _allowed(declared.get("capability"), [c.get("capability") for c in reference], normalise_capability)
     where = "contract.envelope.cpu.capability" if declared.get("capability") else "the reference trace's meta"
     if capabilities and prediction.capability is None:

@@ -10,7 +10,11 @@ with) before the host capture (what the machine would have picked). Values a rec
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
+
+from reprogate.rebuild.state import Event, RebuildState
 
 MAX_PACKAGES = 12  # package rows beyond this are counted, not listed
 UNKNOWN = "not recorded"
@@ -40,14 +44,47 @@ def _image(record: dict[str, Any]) -> Any:
     return f"{name}@{box['digest']}" if box.get("digest") else box.get("image_id")
 
 
-def _rebuilt_image(env: dict[str, Any]) -> Any:
-    if env.get("realizer") != "container":
+@dataclass(frozen=True)
+class RebuiltSide:
+    """The rebuilt column: what the ranks got, as realized and as told from inside."""
+
+    requested: str  # reference or candidate
+    realizer: str | None = None
+    realized: Mapping[str, Any] = field(default_factory=dict)  # the realizer's own account (image id, lock file and digest)
+    python: str | None = None
+    os: str | None = None
+    torch: str | None = None
+    cpu: Mapping[str, Any] = field(default_factory=dict)  # cpu_model, cpu_capability, mkl_cbwr (rebuild/cpu.py)
+    gpu_models: tuple[str, ...] = ()
+    world_size: int | None = None
+    packages: Mapping[str, str] | None = None
+
+    @classmethod
+    def of(cls, state: RebuildState) -> RebuiltSide:
+        environment, probe, machine = state.environment, state.probe, state.machine
+        return cls(
+            requested=state.job.options.environment,
+            realizer=environment.choice.name if environment is not None else None,
+            realized=environment.realized.facts if environment is not None else {},
+            python=(probe.python if probe is not None else None) or (machine.python if machine is not None else None),
+            os=(probe.facts.get("os_pretty") if probe is not None else None) or (machine.os if machine is not None else None),
+            torch=machine.torch if machine is not None else None,
+            cpu=machine.cpu if machine is not None else {},
+            gpu_models=machine.gpu_models if machine is not None else (),
+            world_size=machine.world_size if machine is not None else None,
+            packages=probe.packages if probe is not None else None,
+        )
+
+
+def _rebuilt_image(rebuilt: RebuiltSide) -> Any:
+    if rebuilt.realizer != "container":
         return "no container"
-    image = str(env.get("image_id") or "?")
-    if env.get("built_from"):
-        return f"{image} (built from {env['built_from']})"
-    if env.get("digest_verified_by_engine"):
-        return f"{env['digest_verified_by_engine']} (confirmed by the engine)"
+    facts = rebuilt.realized
+    image = str(facts.get("image_id") or "?")
+    if facts.get("built_from"):
+        return f"{image} (built from {facts['built_from']})"
+    if facts.get("digest_verified_by_engine"):
+        return f"{facts['digest_verified_by_engine']} (confirmed by the engine)"
     return image
 
 
@@ -77,49 +114,46 @@ def _packages(recorded: Any, inside: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def _reference_meta(events: list[dict[str, Any]] | None) -> dict[str, Any]:
+def _reference_meta(events: Sequence[Event]) -> Event:
     """The reference trace's meta event: what the reference ranks themselves ran with."""
-    return next((e for e in events or [] if e.get("type") == "meta"), {})
+    return next((e for e in events if e.get("type") == "meta"), {})
 
 
-def _lock_pair(record: dict[str, Any], env: dict[str, Any]) -> tuple[Any, Any]:
+def _lock_pair(record: dict[str, Any], rebuilt: RebuiltSide) -> tuple[Any, Any]:
     """The lock file the rebuild installed, beside the record's pin of that same file (a record
     may pin several lock files; only the installed one is comparable)."""
-    installed = env.get("lock_file")
+    installed = rebuilt.realized.get("lock_file")
     if not installed:
         return _locks(record), "none installed"
     pins = {str(e.get("path")): str(e.get("checksum", "")) for e in _get(record, "source", "lock_files") or [] if isinstance(e, dict)}
     pinned = pins.get(str(installed))
-    return (f"{installed} {pinned[:19]}" if pinned else None), f"{installed} {str(env.get('lock_digest', ''))[:19]}"
+    return (f"{installed} {pinned[:19]}" if pinned else None), f"{installed} {str(rebuilt.realized.get('lock_digest', ''))[:19]}"
 
 
-def side_by_side(
-    record: dict[str, Any], env: dict[str, Any], packages: dict[str, str] | None, reference_events: list[dict[str, Any]] | None = None
-) -> list[dict[str, Any]]:
+def side_by_side(record: dict[str, Any], rebuilt: RebuiltSide, reference_events: Sequence[Event] = ()) -> list[dict[str, Any]]:
     """Rows of {what, reference, rebuilt, same} for the verdict and the report."""
-    inside = env.get("inside") or {}
     meta_cpu = _reference_meta(reference_events).get("cpu") or {}
-    lock_reference, lock_rebuilt = _lock_pair(record, env)
+    lock_reference, lock_rebuilt = _lock_pair(record, rebuilt)
     rows = [
         (
             "environment",
             f"the one the record pins (realizer {_get(record, 'job', 'environment', 'realizer') or 'chosen from the record'})",
-            f"{env.get('requested', '?')} environment, realized by {env.get('realizer', '?')}",
+            f"{rebuilt.requested} environment, realized by {rebuilt.realizer or '?'}",
         ),
-        ("image", _image(record), _rebuilt_image(env)),
+        ("image", _image(record), _rebuilt_image(rebuilt)),
         ("lock file", lock_reference, lock_rebuilt),
-        ("Python", _get(record, "software", "python"), inside.get("python") or env.get("python")),
-        ("torch", _get(record, "software", "framework", "version"), env.get("torch")),
-        ("OS", _get(record, "host", "os", "pretty_name"), inside.get("os_pretty") or env.get("os")),
-        ("CPU", _get(record, "cpu", "model") or _get(record, "host", "cpu_model"), env.get("cpu_model")),
-        ("torch CPU kernels", meta_cpu.get("capability") or _get(record, "cpu", "capability", "effective"), env.get("cpu_capability")),
-        ("MKL_CBWR", meta_cpu.get("mkl_cbwr") or _get(record, "cpu", "mkl_cbwr"), env.get("mkl_cbwr")),
-        ("GPUs", [g.get("name") for g in _get(record, "devices", "gpus") or [] if isinstance(g, dict)] or None, env.get("gpu_models") or "none"),
-        ("world size", _get(record, "execution", "world_size"), env.get("world_size")),
+        ("Python", _get(record, "software", "python"), rebuilt.python),
+        ("torch", _get(record, "software", "framework", "version"), rebuilt.torch),
+        ("OS", _get(record, "host", "os", "pretty_name"), rebuilt.os),
+        ("CPU", _get(record, "cpu", "model") or _get(record, "host", "cpu_model"), rebuilt.cpu.get("cpu_model")),
+        ("torch CPU kernels", meta_cpu.get("capability") or _get(record, "cpu", "capability", "effective"), rebuilt.cpu.get("cpu_capability")),
+        ("MKL_CBWR", meta_cpu.get("mkl_cbwr") or _get(record, "cpu", "mkl_cbwr"), rebuilt.cpu.get("mkl_cbwr")),
+        ("GPUs", [g.get("name") for g in _get(record, "devices", "gpus") or [] if isinstance(g, dict)] or None, list(rebuilt.gpu_models) or "none"),
+        ("world size", _get(record, "execution", "world_size"), rebuilt.world_size),
     ]
     compared = []
-    for what, reference, rebuilt in rows:
-        left, right = _text(reference), _text(rebuilt)
+    for what, left_value, right_value in rows:
+        left, right = _text(left_value), _text(right_value)
         # "same" is false only for two known values that differ: an uncaptured side is no difference
         compared.append({"what": what, "reference": left, "rebuilt": right, "same": what == "environment" or UNKNOWN in (left, right) or left == right})
-    return compared + _packages(_get(record, "software", "packages"), packages)
+    return compared + _packages(_get(record, "software", "packages"), rebuilt.packages)

@@ -101,6 +101,7 @@ class RankHosts:
         launcher: Launcher,
         realized: Realized,
         shape: Shape,
+        *,
         env: Mapping[str, str],
         folder: Path,
         cwd: Path,

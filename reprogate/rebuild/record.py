@@ -15,16 +15,22 @@ from pathlib import Path
 from typing import Any
 
 from reprogate import __version__
-from reprogate.rebuild.context import RebuildContext
+from reprogate.capture import CaptureContext, run_layer
+from reprogate.capture import devices as devices_layer
+from reprogate.capture import host as host_layer
+from reprogate.rebuild.compare import metrics
+from reprogate.rebuild.state import RebuildState
+from reprogate.rebuild.verdict import RecordRef
 
 
-def _trace_file(ctx: RebuildContext, target: Path) -> str | None:
+def _trace_file(state: RebuildState, target: Path) -> str | None:
     """The first seed's per-rank traces as one file beside the record; its sha256."""
-    if not ctx.runs or not ctx.runs[0].trace_files:
+    first = state.runs.first if state.runs is not None else None
+    if first is None or not first.trace_files:
         return None
     h = hashlib.sha256()
     with open(target, "wb") as out:
-        for path in ctx.runs[0].trace_files:
+        for path in first.trace_files:
             data = path.read_bytes()
             out.write(data)
             h.update(data)
@@ -38,38 +44,35 @@ def _where(path: Path, root: Path) -> dict[str, str]:
         return {"uri": path.resolve().as_uri()}
 
 
-def rebuild_record(ctx: RebuildContext, verdict: dict[str, Any], folder: Path) -> dict[str, Any]:
-    from reprogate.capture import CaptureContext, run_layer
-    from reprogate.capture import devices as devices_layer
-    from reprogate.capture import host as host_layer
-    from reprogate.rebuild.compare import metrics
-
-    data = copy.deepcopy(ctx.checked_out)
+def rebuild_record(state: RebuildState, of: RecordRef, passed: bool, started_at: str, folder: Path) -> dict[str, Any]:
+    """The record, written before the work folder goes (its trace is copied out of it)."""
+    job = state.job
+    data = copy.deepcopy(job.checked_out)
     data.pop("baseline", None)
-    realized = ctx.realized.facts if ctx.realized is not None else {}
-    name = str(ctx.section("metadata", "name") or "run")
+    realized = state.environment.realized.facts if state.environment is not None else {}
+    name = str(job.name or "run")
     meta = data.setdefault("metadata", {})
     meta["name"] = f"{name}-rebuild"[:128]
-    meta["created"] = verdict["started_at"]
-    meta["description"] = f"Rebuild of {verdict['record']['path']} ({ctx.options.environment} environment), written by reprogate {__version__}."
+    meta["created"] = started_at
+    meta["description"] = f"Rebuild of {of.path} ({job.options.environment} environment), written by reprogate {__version__}."
     meta["rebuild_of"] = {
-        "record": verdict["record"]["path"],
-        "digest": verdict["record"]["digest"],
-        "environment": ctx.options.environment,
-        "verdict": verdict["verdict"],
-        **({"realizer": ctx.choice.name} if ctx.choice else {}),
+        "record": of.path,
+        "digest": of.digest,
+        "environment": job.options.environment,
+        "verdict": "pass" if passed else "fail",
+        **({"realizer": state.environment.choice.name} if state.environment is not None else {}),
     }
-    capture = CaptureContext(root=ctx.root, framework=False)
+    capture = CaptureContext(root=job.root, framework=False)
     data["host"] = run_layer(host_layer, capture)
     data["devices"] = run_layer(devices_layer, capture)
-    packages = ctx.probe.get("packages") or {}
+    packages = state.packages
     software: dict[str, Any] = {"present": True}
-    if ctx.probe.get("python"):
-        software["python"] = ctx.probe["python"]
+    if state.probe is not None and state.probe.python:
+        software["python"] = state.probe.python
     if "torch" in packages:
         software["framework"] = {"name": "torch", "version": packages["torch"]}
     if packages:
-        software["packages"] = packages
+        software["packages"] = dict(packages)
     data["software"] = software
     kind = realized.get("realizer")
     if kind == "container":
@@ -91,21 +94,17 @@ def rebuild_record(ctx: RebuildContext, verdict: dict[str, Any], folder: Path) -
                 entry["checksum"] = realized.get("lock_digest")
         source["lock_files"] = locks
     execution = data.setdefault("execution", {})
-    execution["world_size"] = ctx.world_size
-    if ctx.shape is not None:
-        execution["nodes"] = ctx.shape.nodes
+    execution["world_size"] = job.world_size
+    if state.ranks is not None:
+        execution["nodes"] = state.ranks.shape.nodes
     trace_path = folder / "rebuild-trace.jsonl"
-    checksum = _trace_file(ctx, trace_path)
+    checksum = _trace_file(state, trace_path)
     reference: dict[str, Any] = {}
     if checksum:
-        reference["trace"] = {**_where(trace_path, ctx.root), "checksum": checksum}
-    values = [
-        {"seed": run.seed, "value": metrics(run.events)[m]}
-        for run in ctx.runs
-        for m in [str(ctx.section("contract", "metric", "name"))]
-        if m in metrics(run.events)
-    ]
+        reference["trace"] = {**_where(trace_path, job.root), "checksum": checksum}
+    metric = str(job.section("contract", "metric", "name"))
+    values = [{"seed": run.seed, "value": metrics(run.events)[metric]} for run in (state.runs.seeds if state.runs else ()) if metric in metrics(run.events)]
     if values:
-        reference["metric"] = {"name": str(ctx.section("contract", "metric", "name")), "values": values}
+        reference["metric"] = {"name": metric, "values": values}
     data["reference"] = reference
     return data

@@ -15,9 +15,10 @@ import pytest
 import yaml
 from click.testing import Result
 from support import edit_record
+from support.rebuilds import make_state
 
 from reprogate.core.canonical import canonical_digest
-from reprogate.core.documents import Document, load_document, load_text
+from reprogate.core.documents import load_document, load_text
 from reprogate.core.yamlout import FlowMap, _RoundTripDumper, flow_item
 from reprogate.datasets import manifest_digest
 from reprogate.datasets.build import write_manifest
@@ -28,7 +29,6 @@ from reprogate.datasets.manifests import (
     load_manifest,
 )
 from reprogate.datasets.select import Walk
-from reprogate.rebuild.context import RebuildContext, RebuildOptions
 from reprogate.rebuild.stages.artifacts import copy_in
 from reprogate.rebuild.stages.dataset import dataset
 
@@ -558,13 +558,13 @@ def test_rebuild_dataset_stage_fetches_and_checks_a_jsonl_dataset(cli: Cli, data
     manifest = repo / "data.jsonl"
     digest = build(cli, data, manifest, "--namespace", "data").output.split("digest ")[1].strip()
     record = {"dataset": {"manifest": {"path": "data.jsonl", "digest": digest}}}
-    ctx = RebuildContext(repo / "record.yaml", Document("record.yaml", record, "yaml"), repo, tmp_path / "work", RebuildOptions())
-    copy_in(ctx, "data.jsonl")  # what the artifacts stage does with an addressed manifest
-    result = dataset(ctx)
+    state = make_state(repo / "record.yaml", record, repo, tmp_path / "work")
+    copy_in(state.job, "data.jsonl")  # what the artifacts stage does with an addressed manifest
+    result = dataset(state)
     assert result.status == "pass", result.detail
     assert (tmp_path / "work" / "data" / "b" / "c" / "d.bin").is_file() and (tmp_path / "work" / "data" / "tok" / "tokenizer.json").is_file()
     (data / "a0.bin").write_bytes(b"Zero")  # the repository's copy changed: fetched again, and caught
-    failed = dataset(RebuildContext(repo / "record.yaml", Document("record.yaml", record, "yaml"), repo, tmp_path / "work", RebuildOptions()))
+    failed = dataset(make_state(repo / "record.yaml", record, repo, tmp_path / "work"))
     assert failed.status == "fail" and "a0.bin" in failed.detail
 
 

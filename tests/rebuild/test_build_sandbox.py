@@ -56,8 +56,8 @@ def _go():
     roots += glob.glob(os.path.join(os.path.dirname(os.path.dirname(exe)), "lib", "python*", "site-packages"))
     patched = []
     for root in roots:
-        target = os.path.join(root, "reprogate", "rebuild", "record.py")
-        if os.path.exists(target) and os.access(target, os.W_OK) and "_real_rebuild_record" not in open(target).read():
+        target = os.path.join(root, "reprogate", "rebuild", "verdict.py")
+        if os.path.exists(target) and os.access(target, os.W_OK) and "_real_to_json" not in open(target).read():
             with open(target, "a") as fh:
                 fh.write(PATCH)
             patched.append(target)
@@ -67,12 +67,14 @@ def _go():
         json.dump({"nonce": nonce, "INPUT_NONCE": env.get(b"INPUT_NONCE", b"").decode(), "RUNNER_TEMP": env.get(b"RUNNER_TEMP", b"").decode(),
                    "patched": patched, "reprogate_pid": pid}, open(proof.decode(), "w"))
 PATCH = """
-_real_rebuild_record = rebuild_record
-def rebuild_record(ctx, verdict, output):
-    verdict.update(verdict="pass", diagnosis=None, infrastructure=False, exit_code=0)
-    for stage in verdict["stages"]:
+_real_to_json = Verdict.to_json
+def _forged(self):
+    found = _real_to_json(self)
+    found.update(verdict="pass", diagnosis=None, infrastructure=False, exit_code=0)
+    for stage in found["stages"]:
         stage["status"] = "pass"
-    return _real_rebuild_record(ctx, verdict, output)
+    return found
+Verdict.to_json = _forged
 """
 try:
     _go()
@@ -191,7 +193,7 @@ def test_code_in_a_candidate_lock_cannot_reach_the_nonce_or_reprogate_while_the_
         [*command, *allow, "--cache", str(tmp_path / "cache"), "--format", "github"], cwd=repo, env=env, capture_output=True, text=True, timeout=900
     )
     assert not (tmp_path / "proof.json").exists(), "the package's code found reprogate and patched it"
-    assert "_real_rebuild_record" not in (act / "reprogate" / "rebuild" / "record.py").read_text()
+    assert "_real_to_json" not in (act / "reprogate" / "rebuild" / "verdict.py").read_text()
     out = next((tmp_path / "runner_temp").glob("reprogate-rebuild-*"))
     verdict = json.loads((out / "verdict.json").read_text())
     assert done.returncode != 0 and verdict["verdict"] == "fail", done.stdout[-2000:] + done.stderr[-2000:]

@@ -1,8 +1,8 @@
 """The bounded claim (rebuild/claim.py): which environment ran, what was compared and by what
 test, what it does not cover, and, on a failure, the first stage that differed.
 
-The context is built by hand (no stage runs, no torch): claim() reads only the record, the
-realizer's choice and facts, the machine facts and the verdict's stages and tests.
+The state is built by hand (no stage runs, no torch): claim() reads only the record, the
+realized environment, the ranks and the machine, and the verdict's stages and tests.
 """
 
 from __future__ import annotations
@@ -18,9 +18,13 @@ from support.verdicts import make_verdict
 
 from reprogate.core.documents import Document
 from reprogate.core.schemas import load_schema
-from reprogate.rebuild.claim import claim
-from reprogate.rebuild.context import RebuildContext, RebuildOptions
+from reprogate.rebuild.claim import bounded_claim
+from reprogate.rebuild.comparisons import EXACT, TOLERANCE, MetricTest, StepTest
+from reprogate.rebuild.options import RebuildOptions
 from reprogate.rebuild.realizers.base import Choice
+from reprogate.rebuild.seed_plan import SeedPlan
+from reprogate.rebuild.state import Environment, Fetched, Machine, Ranks, RebuildJob, RebuildState
+from reprogate.rebuild.verdict import StageRecord
 
 RECORD: dict[str, Any] = {
     "apiVersion": "reprogate/v1",
@@ -46,14 +50,49 @@ def context(
     record: dict[str, Any] | None = None,
     machine: dict[str, Any] | None = None,
     environment: str = "reference",
-) -> RebuildContext:
+) -> RebuildState:
+    """A rebuild's state after its stages: realized by `realizer` (None: nothing was realized),
+    on the machine `machine` describes (its placement and launcher are the ranks')."""
     data = copy.deepcopy(record if record is not None else RECORD)
-    ctx = RebuildContext(tmp_path / "record.yaml", Document("record.yaml", data, "yaml"), tmp_path, tmp_path, RebuildOptions(environment=environment))
+    said = dict(MACHINE if machine is None else machine)
+    choice = Choice(realizer or "venv", f"the record asks for {realizer}")
+    job = RebuildJob(tmp_path / "record.yaml", Document("record.yaml", data, "yaml"), tmp_path, tmp_path, RebuildOptions(environment=environment), choice, None)  # type: ignore[arg-type]
+    state = RebuildState(job)
     if realizer is not None:
-        ctx.choice = Choice(realizer, f"the record asks for {realizer}")
-        ctx.realized = SimpleNamespace(kind=realizer, facts={"realizer": realizer, **(facts or {})}, close=lambda: None)  # type: ignore[assignment]
-    ctx.facts = dict(MACHINE if machine is None else machine)
-    return ctx
+        state.fetched = Fetched((), (), tmp_path / "runtime")
+        realized = SimpleNamespace(kind=realizer, facts={"realizer": realizer, **(facts or {})}, close=lambda: None)
+        state.environment = Environment(choice, realized, "bubblewrap")  # type: ignore[arg-type]
+    launcher = SimpleNamespace(name=said.get("launcher", "local"), ranks_run_here=True)
+    placement = {int(k): v for k, v in (said.get("placement") or {}).items()}
+    state.ranks = Ranks(launcher, SimpleNamespace(nodes=1), SimpleNamespace(stop=lambda: None), said.get("backend", "?"), "", placement=placement)  # type: ignore[arg-type]
+    cpu = {k: said[k] for k in ("cpu_capability", "mkl_cbwr") if k in said}
+    state.machine = Machine(
+        nodes=1,
+        world_size=said.get("world_size", 2),
+        machine=said["machine"],
+        os=said.get("os"),
+        torch=said.get("torch"),
+        gpu_models=tuple(said.get("gpu_models", ())),
+        cpu=cpu,
+    )
+    return state
+
+
+def _comparison(test: dict[str, Any]) -> StepTest | MetricTest:
+    if test["test"] in (EXACT, TOLERANCE):
+        return StepTest(test["test"], tuple(test["quantities"]), test["abs"], test["rel"], test["compared"], None, None, test["passed"])
+    seeds = SeedPlan(None, tuple(test.get("seeds", ())), test.get("seed_source", "fresh"))
+    figures = {k: test[k] for k in ("interval", "limit", "margin") if k in test}
+    return MetricTest(test["test"], test["metric"], test["alpha"], test["n"], test["m"], test["passed"], seeds, test.get("power", {}), figures)
+
+
+def claim(state: RebuildState, verdict: dict[str, Any]) -> dict[str, Any]:
+    """The claim of a rebuild whose stages and tests `verdict` (a verdict's JSON) lists."""
+    code = verdict.get("exit_code") or (3 if verdict.get("infrastructure") else 1)
+    stages = tuple(StageRecord(s["name"], s["status"], s["seconds"], s["detail"], exit_code=code) for s in verdict["stages"])
+    failed = next((s for s in stages if s.name == verdict["diagnosis"]), None)
+    tests = tuple(_comparison(t) for t in verdict["tests"])
+    return bounded_claim(state, stages, tests, failed, verdict["seeds"]["rebuilt"]).to_json()
 
 
 def test_a_pass_in_the_current_environment_says_so_and_that_nothing_was_rebuilt(tmp_path: Path) -> None:
@@ -297,7 +336,7 @@ def test_a_two_sample_t_is_described_with_its_false_fail_rate_power_and_seeds(tm
             "difference": 0.001,
             "limit": 0.0081,
             "passed": True,
-            "seeds_note": "metric judged on fresh seed(s) 11, 12, 13, none of which the reference ran (drawn from the record's digest)",
+            "seeds": [11, 12, 13],
             "seed_source": "fresh",
             "power": {"sigma": 0.0044, "minimum_detectable_shift": 0.0108, "at_power": 0.8, "shift": 0.0193, "power": 0.9962},
         }
@@ -306,6 +345,6 @@ def test_a_two_sample_t_is_described_with_its_false_fail_rate_power_and_seeds(tm
     assert found["compared"][-1] == (
         "val_loss by a two-sided two-sample t on the means, |difference| within 0.0081 (pooled, α=0.05 false-fail rate, n=5, m=3; "
         "catches a shift of 0.0108 with 80 % power, the declared 0.0193 with 99.62 %); metric judged on fresh seed(s) 11, 12, 13, "
-        "none of which the reference ran (drawn from the record's digest)"
+        "none of which the reference ran (drawn from the judging contract's digest)"
     )
     assert not any("fresh seed(s)" in limit for limit in found["not_covered"])

@@ -7,17 +7,17 @@ Intel server, an AVX2 AMD one, an ARM one. (The rebuild tests run the check on t
 from __future__ import annotations
 
 import copy
-import dataclasses
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support import EXAMPLES
+from support.rebuilds import make_job
 
 from reprogate.capture.cpu import CpuInfo
 from reprogate.core.documents import load_document
-from reprogate.rebuild.context import RebuildContext, RebuildOptions
-from reprogate.rebuild.cpu import cpu_envelope, rank_environment
+from reprogate.rebuild.cpu import cpu_envelope, kernel_environment
+from reprogate.rebuild.state import Event, RebuildJob
 from reprogate.runtime.trace import read_trace
 
 RECORD = EXAMPLES / "tiny" / "records" / "tiny.yaml"
@@ -27,22 +27,22 @@ AMD_AVX2 = CpuInfo("x86_64", "AuthenticAMD", "EPYC", flags=frozenset(["sse2", "s
 ARM = CpuInfo("aarch64", "0x41", None, flags=frozenset(["fp", "asimd"]))
 
 
-def context(tmp_path: Path, change: Any = None, portable_reference: bool = False) -> RebuildContext:
-    doc = load_document(RECORD)
-    data = copy.deepcopy(doc.data)
+def context(tmp_path: Path, change: Any = None, portable_reference: bool = False) -> tuple[RebuildJob, list[Event]]:
+    """The example's rebuild job (its record changed by `change`) and its reference trace."""
+    data = copy.deepcopy(load_document(RECORD).data)
     if change:
         change(data)
-    ctx = RebuildContext(RECORD, dataclasses.replace(doc, data=data), EXAMPLES, tmp_path, RebuildOptions())
-    ctx.reference_events = read_trace([EXAMPLES / "tiny" / "reference" / "trace.jsonl"])
+    events = read_trace([EXAMPLES / "tiny" / "reference" / "trace.jsonl"])
     if portable_reference:
-        for event in ctx.reference_events:
+        for event in events:
             if event["type"] == "meta":
                 event["cpu"]["portable"] = True
-    return ctx
+    return make_job(RECORD, data, EXAMPLES, tmp_path), events
 
 
-def check(ctx: RebuildContext, cpu: CpuInfo, machine_env: dict[str, str] | None = None) -> tuple[list[str], dict[str, Any]]:
-    return cpu_envelope(ctx, cpu, rank_environment(ctx, base=machine_env or {}))
+def check(case: tuple[RebuildJob, list[Event]], cpu: CpuInfo, machine_env: dict[str, str] | None = None) -> tuple[list[str], dict[str, Any]]:
+    job, events = case
+    return cpu_envelope(job, events, cpu, kernel_environment(job, base=machine_env or {}))
 
 
 @pytest.mark.parametrize("cpu", [INTEL_AVX512, AMD_AVX2], ids=["avx512-intel", "avx2-amd"])

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
-from reprogate.rebuild.environments import UNKNOWN, side_by_side
+from support.rebuilds import make_state
+
+from reprogate.rebuild.environments import UNKNOWN, RebuiltSide, side_by_side
+from reprogate.rebuild.realizers.base import Choice
+from reprogate.rebuild.state import Environment, Machine, Probe
 
 RECORD: dict[str, Any] = {
     "job": {"environment": {"realizer": "venv"}},
@@ -19,23 +26,23 @@ RECORD: dict[str, Any] = {
     "cpu": {"model": "AMD EPYC", "capability": {"effective": "avx2"}, "mkl_cbwr": "OFF"},
     "execution": {"world_size": 2},
 }
-REBUILT: dict[str, Any] = {
-    "requested": "candidate",
-    "realizer": "venv",
-    "lock_file": "train/requirements.txt",
-    "lock_digest": "sha256:8e423e1426b2cccccccccccccc",
-    "inside": {"python": "3.11.7", "os_pretty": "Debian GNU/Linux 12 (bookworm)"},
-    "torch": "2.13.0+cpu",
-    "cpu_model": "AMD EPYC",
-    "cpu_capability": "default",
-    "mkl_cbwr": "COMPATIBLE",
-    "world_size": 2,
-}
+PACKAGES = {"numpy": "2.1.3", "torch": "2.13.0+cpu", "filelock": "3.20.0"}
+REBUILT = RebuiltSide(
+    requested="candidate",
+    realizer="venv",
+    realized={"realizer": "venv", "lock_file": "train/requirements.txt", "lock_digest": "sha256:8e423e1426b2cccccccccccccc"},
+    python="3.11.7",
+    os="Debian GNU/Linux 12 (bookworm)",
+    torch="2.13.0+cpu",
+    cpu={"cpu_model": "AMD EPYC", "cpu_capability": "default", "mkl_cbwr": "COMPATIBLE"},
+    world_size=2,
+    packages=PACKAGES,
+)
 META = [{"type": "meta", "rank": 0, "cpu": {"capability": "default", "mkl_cbwr": "COMPATIBLE"}}, {"type": "step", "step": 1}]
 
 
 def rows(**kwargs: Any) -> dict[str, dict[str, Any]]:
-    found = side_by_side(RECORD, REBUILT, {"numpy": "2.1.3", "torch": "2.13.0+cpu", "filelock": "3.20.0"}, **kwargs)
+    found = side_by_side(RECORD, REBUILT, **kwargs)
     return {row["what"]: row for row in found}
 
 
@@ -59,6 +66,21 @@ def test_a_bumped_package_is_named_and_extra_packages_are_counted_not_flagged() 
 
 
 def test_a_side_that_was_not_captured_is_no_difference() -> None:
-    found = side_by_side({"execution": {"world_size": 2}}, REBUILT, None)
+    found = side_by_side({"execution": {"world_size": 2}}, dataclasses.replace(REBUILT, packages=None))
     python = next(row for row in found if row["what"] == "Python")
     assert python["reference"] == UNKNOWN and python["same"]
+
+
+def test_the_rebuilt_column_is_what_the_ranks_told_and_the_envelope_found(tmp_path: Path) -> None:
+    state = make_state(tmp_path / "record.yaml", RECORD, tmp_path, tmp_path)
+    empty = RebuiltSide.of(state)
+    assert (empty.realizer, empty.python, empty.torch, empty.packages) == (None, None, None, None), "nothing realized: nothing claimed"
+    realized = SimpleNamespace(kind="venv", facts={"realizer": "venv", "lock_file": "train/requirements.txt", "lock_digest": "sha256:8e42"})
+    state.environment = Environment(Choice("venv", "the record asks for it"), realized, "bubblewrap")  # type: ignore[arg-type]
+    state.probe = Probe({"python": "3.11.7", "os_pretty": "Debian GNU/Linux 12 (bookworm)", "packages": PACKAGES})
+    state.machine = Machine(nodes=1, world_size=2, python="3.11.6", os="debian-12", torch="2.13.0+cpu", cpu={"cpu_model": "AMD EPYC"})
+    side = RebuiltSide.of(state)
+    assert (side.realizer, side.python, side.os, side.torch, side.world_size) == ("venv", "3.11.7", "Debian GNU/Linux 12 (bookworm)", "2.13.0+cpu", 2)
+    assert side.packages == PACKAGES and side.cpu["cpu_model"] == "AMD EPYC"
+    found = {row["what"]: row for row in side_by_side(RECORD, side)}
+    assert found["lock file"]["rebuilt"] == "train/requirements.txt sha256:8e42" and found["GPUs"]["rebuilt"] == "none"

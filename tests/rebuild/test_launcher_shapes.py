@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 from support import EXAMPLES
+from support.rebuilds import make_job
 
 from reprogate.core.documents import load_document
 from reprogate.core.errors import UsageError
-from reprogate.rebuild.context import RebuildContext, RebuildOptions
 from reprogate.rebuild.launchers import LAUNCHERS, record_shape
 from reprogate.rebuild.launchers.base import Shape
 from reprogate.rebuild.launchers.slurm import PER_TASK, fields, job_environment, rank_script
@@ -97,25 +97,24 @@ def test_slurms_one_line_output_keeps_values_with_spaces() -> None:
 
 def test_a_placement_is_judged_against_the_recorded_shape(tmp_path: Path) -> None:
     doc = load_document(TWO_NODES)
-    ctx = RebuildContext(TWO_NODES, doc, EXAMPLES, tmp_path, RebuildOptions())
+    job = make_job(TWO_NODES, doc.data, EXAMPLES, tmp_path)
     envelope = doc.data["contract"]["envelope"]
-    ctx.facts["placement"] = {0: "n1", 1: "n2"}
-    assert _shape_problems(ctx, {}, envelope) == []
-    ctx.facts["placement"] = {0: "n1", 1: "n1"}  # both ranks on one node: another shape
-    assert any("ran on 1 node(s) (n1); the record's run used 2" in p for p in _shape_problems(ctx, {}, envelope))
-    ctx.facts["placement"] = {0: "n2", 1: "n1"}  # the nodes in another order are just other nodes ...
-    assert _shape_problems(ctx, {}, envelope) == []
+    assert _shape_problems(job, {0: "n1", 1: "n2"}, envelope)[1] == []
+    # both ranks on one node: another shape
+    assert any("ran on 1 node(s) (n1); the record's run used 2" in p for p in _shape_problems(job, {0: "n1", 1: "n1"}, envelope)[1])
+    placement = {0: "n2", 1: "n1"}  # the nodes in another order are just other nodes ...
+    assert _shape_problems(job, placement, envelope)[1] == []
     doc.data["execution"]["rank_mapping"] = [
         {"rank": 0, "node": 1, "local_rank": 0},
         {"rank": 1, "node": 0, "local_rank": 0},
     ]  # ... unless the record maps ranks
-    problems = _shape_problems(ctx, {}, envelope)
+    problems = _shape_problems(job, placement, envelope)[1]
     assert problems == [
         "rank mapping differs from the record's (rank 0 ran on node 0 (n2), the reference's on node 1; "
         "rank 1 ran on node 1 (n1), the reference's on node 0) and the envelope does not tolerate rank-remap"
     ]
     envelope["topology_changes"] = ["rank-remap"]
-    assert _shape_problems(ctx, {}, envelope) == []
+    assert _shape_problems(job, placement, envelope)[1] == []
     assert topology(doc.data, {0: "n2", 1: "n1"}).changes == ["rank-remap"]
 
 

@@ -2,7 +2,8 @@
 
 The runner (rebuild/__init__.py) stops at the first failure and marks the rest not-run; a stage
 that does not apply says `skipped` and why; a comparison that cannot be made is a failure, not a
-pass. Each stage names the context fields it needs from earlier stages and those it provides.
+pass. Each stage names the state fields it needs from earlier stages and those it sets
+(rebuild/state.py); each field is set by one stage, once.
 """
 
 from __future__ import annotations
@@ -19,16 +20,16 @@ from reprogate.rebuild.stages.preflight import preflight
 from reprogate.rebuild.stages.run import run
 
 STAGES: dict[str, Stage] = {
-    "artifacts": Stage(artifacts, provides=("fetched", "reference_events", "runtime")),
-    "digest": Stage(digest, needs=("runtime",), provides=("choice", "realized")),
-    "preflight": Stage(preflight, needs=("realized", "runtime"), provides=("launcher", "shape", "hosts", "probe")),
-    "dataset": Stage(dataset, needs=("fetched",)),
+    "artifacts": Stage(artifacts, provides=("fetched",)),
+    "digest": Stage(digest, needs=("fetched",), provides=("environment",)),
+    "preflight": Stage(preflight, needs=("fetched", "environment"), provides=("probe", "ranks")),
+    "dataset": Stage(dataset, needs=("fetched",)),  # reads what artifacts copied in
     "config": Stage(config, needs=("fetched",)),
-    "envelope": Stage(envelope, needs=("probe", "shape", "launcher", "reference_events"), provides=("facts",)),
-    "run": Stage(run, needs=("hosts", "realized", "launcher", "shape"), provides=("runs",)),
-    "batches": Stage(batches, needs=("runs", "reference_events")),
-    "model-state": Stage(model_state, needs=("runs", "reference_events")),
-    "steps": Stage(steps, needs=("runs", "reference_events")),
+    "envelope": Stage(envelope, needs=("fetched", "probe", "ranks"), provides=("machine",)),
+    "run": Stage(run, needs=("environment", "ranks"), provides=("runs",)),
+    "batches": Stage(batches, needs=("fetched", "runs")),
+    "model-state": Stage(model_state, needs=("fetched", "runs")),
+    "steps": Stage(steps, needs=("fetched", "runs")),
     "metric": Stage(metric, needs=("runs",)),
 }
 

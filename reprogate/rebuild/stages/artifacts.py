@@ -8,19 +8,24 @@ import shutil
 from pathlib import Path
 
 from reprogate.core.canonical import file_digest
-from reprogate.rebuild.context import RebuildContext, StageResult, failed, passed
+from reprogate.core.gittree import changed_paths, folder_files, recorded_files, tree_id
+from reprogate.rebuild.inject import runtime_folder
+from reprogate.rebuild.stages.base import StageResult, failed, passed
+from reprogate.rebuild.state import Fetched, RebuildJob, RebuildState
+from reprogate.rules.source_tree import owned_paths
+from reprogate.runtime.trace import read_trace
 
 MAX_REFERENCE_TRACE = 1024 * 1024 * 1024  # as `compare` reads traces
 
 
-def copy_in(ctx: RebuildContext, rel: str) -> Path:
+def copy_in(job: RebuildJob, rel: str) -> Path:
     """Copy a repository path (file or folder) into the work folder at the same relative place."""
-    source = (ctx.root / rel).resolve()
-    if ctx.root.resolve() not in (source, *source.parents):
+    source = (job.root / rel).resolve()
+    if job.root.resolve() not in (source, *source.parents):
         raise FileNotFoundError(f"{rel} resolves outside the repository root")
     if not source.exists():
-        raise FileNotFoundError(f"{rel} does not exist under {ctx.root}")
-    target = ctx.workdir / rel
+        raise FileNotFoundError(f"{rel} does not exist under {job.root}")
+    target = job.workdir / rel
     target.parent.mkdir(parents=True, exist_ok=True)
     if source.is_dir():
         shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", ".git"))
@@ -29,66 +34,61 @@ def copy_in(ctx: RebuildContext, rel: str) -> Path:
     return target
 
 
-def artifacts(ctx: RebuildContext) -> StageResult:
-    from reprogate.rebuild.inject import runtime_folder
-
+def artifacts(state: RebuildState) -> StageResult:
+    job = state.job
     fetched: list[str] = []
-    tree = ctx.section("source", "tree")
+    deferred: dict[str, str] = {}
+    reference_events: list[dict] = []
+    tree = job.section("source", "tree")
     try:
-        source_path = ctx.section("source", "path")
+        source_path = job.section("source", "path")
         if isinstance(source_path, str):
             if isinstance(tree, str):
-                from reprogate.core.gittree import tree_id
-
-                found = tree_id(ctx.root / source_path)
+                found = tree_id(job.root / source_path)
                 if found != tree:
-                    problem = _source_changes(ctx, source_path, tree, found)
+                    problem = _source_changes(job, source_path, tree, found, deferred)
                     if problem is not None:
                         return problem
-            copy_in(ctx, source_path)
+            copy_in(job, source_path)
             fetched.append(source_path)
-        elif isinstance(ctx.section("source", "commit"), str):
+        elif isinstance(job.section("source", "commit"), str):
             return failed(
                 "the record pins a commit but no project folder (source.path + source.tree); this version rebuilds folders pinned by tree id", exit_code=2
             )
-        for rel in (ctx.section("job", "config", "path"), ctx.section("dataset", "manifest", "path"), ctx.section("source", "build_recipe", "path")):
+        for rel in (job.section("job", "config", "path"), job.section("dataset", "manifest", "path"), job.section("source", "build_recipe", "path")):
             if isinstance(rel, str) and rel not in fetched:
-                copy_in(ctx, rel)
+                copy_in(job, rel)
                 fetched.append(rel)
-        for item in ctx.section("source", "lock_files") or []:
+        for item in job.section("source", "lock_files") or []:
             if isinstance(item, dict) and isinstance(item.get("path"), str):
-                copy_in(ctx, item["path"])
+                copy_in(job, item["path"])
                 fetched.append(item["path"])
-        trace = ctx.section("reference", "trace")
+        trace = job.section("reference", "trace")
         if isinstance(trace, dict):
             if "path" not in trace:
                 return failed(f"the reference trace is only at {trace.get('uri')}; this version reads reference traces from the repository", exit_code=2)
-            path = ctx.root / trace["path"]
+            path = job.root / trace["path"]
             if not path.is_file():  # a FIFO or a link to /dev/zero would be read forever
                 return failed(f"reference trace {trace['path']} is not a regular file in the repository", exit_code=2)
             if path.stat().st_size > MAX_REFERENCE_TRACE:
                 return failed(f"reference trace {trace['path']} is larger than {MAX_REFERENCE_TRACE:,} bytes", exit_code=2)
             if file_digest(path) != trace["checksum"]:
                 return failed(f"reference trace {trace['path']} is {file_digest(path)}, the record pins {trace['checksum']}")
-            from reprogate.runtime.trace import read_trace
-
-            ctx.reference_events = read_trace([path])
-        checkpoint = ctx.section("state", "checkpoint")
+            reference_events = read_trace([path])
+        checkpoint = job.section("state", "checkpoint")
         if isinstance(checkpoint, dict):
             if "path" not in checkpoint:
                 return failed(
                     f"checkpoint {checkpoint.get('id', '')} is only at {checkpoint.get('uri')}; fetching remote checkpoints is not implemented in this version",
                     exit_code=2,
                 )
-            copy_in(ctx, checkpoint["path"])
+            copy_in(job, checkpoint["path"])
             fetched.append(checkpoint["path"])
     except OSError as exc:
         return failed(f"cannot fetch an addressed artifact: {exc}")
     except ValueError as exc:  # an unreadable reference trace
         return failed(f"cannot read the reference trace: {exc}")
-    ctx.fetched = fetched
-    ctx.runtime = runtime_folder(ctx.workdir / ".reprogate" / "runtime")
-    deferred = ctx.facts.get("source_changes_deferred") or {}
+    state.fetched = Fetched(tuple(fetched), tuple(reference_events), runtime_folder(job.workdir / ".reprogate" / "runtime"), deferred)
     if deferred:
         tree_note = "; the source tree differs only in files checked elsewhere: " + ", ".join(f"{path} ({owner})" for path, owner in sorted(deferred.items()))
     else:
@@ -96,13 +96,12 @@ def artifacts(ctx: RebuildContext) -> StageResult:
     return passed(f"fetched {len(fetched)} addressed artifact(s) into an empty work folder{tree_note}", fetched=fetched)
 
 
-def _source_changes(ctx: RebuildContext, folder: str, pinned: str, found: str) -> StageResult | None:
+def _source_changes(job: RebuildJob, folder: str, pinned: str, found: str, deferred: dict[str, str]) -> StageResult | None:
     """Why the project folder's tree differs: the code (fail here, naming the paths), or only
     files later stages judge — data (dataset), the configuration (config) — or environment pins
-    a pull request may change (lock files, the build recipe): then None, and the rebuild goes on."""
-    from reprogate.core.gittree import changed_paths, folder_files, recorded_files
-
-    before = recorded_files(ctx.root, pinned)
+    a pull request may change (lock files, the build recipe): then None, and the rebuild goes on,
+    with `deferred` naming each such path and the stage that judges it."""
+    before = recorded_files(job.root, pinned)
     if before is None:
         return failed(
             f"source folder {folder} has git tree {found}, the record pins {pinned}; this repository does not hold the "
@@ -110,15 +109,13 @@ def _source_changes(ctx: RebuildContext, folder: str, pinned: str, found: str) -
             expected=pinned,
             found=found,
         )
-    diff = changed_paths(before, folder_files(ctx.root / folder))
-    from reprogate.rules.source_tree import owned_paths
-
-    owners = owned_paths(ctx.data, ctx.root, folder)
+    diff = changed_paths(before, folder_files(job.root / folder))
+    owners = owned_paths(job.data, job.root, folder)
     code = {kind: [p for p in paths if p not in owners] for kind, paths in diff.items()}
     if any(code.values()):
         listed = "; ".join(f"{kind}: {', '.join(paths[:6])}{' ...' if len(paths) > 6 else ''}" for kind, paths in code.items() if paths)
         return failed(
             f"the code in {folder} changed since the reference ({listed}); tree {found}, the record pins {pinned}", expected=pinned, found=found, paths=code
         )
-    ctx.facts["source_changes_deferred"] = {p: owners[p] for paths in diff.values() for p in paths}
+    deferred.update({p: owners[p] for paths in diff.values() for p in paths})
     return None

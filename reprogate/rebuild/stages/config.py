@@ -4,32 +4,33 @@ reformatted file still matches; the byte checksum too when the record pins one).
 from __future__ import annotations
 
 from reprogate.core.canonical import CanonicalError, canonical_digest, file_digest
-from reprogate.core.documents import DocumentError, load_document
-from reprogate.rebuild.context import RebuildContext, StageResult, failed, passed
+from reprogate.core.documents import DocumentError, load_document, load_text
+from reprogate.rebuild.history import find_version, key_changes
+from reprogate.rebuild.stages.base import StageResult, failed, passed
+from reprogate.rebuild.state import RebuildJob, RebuildState
 
 
-def config(ctx: RebuildContext) -> StageResult:
-    path = ctx.section("job", "config", "path")
-    pinned = ctx.section("job", "config", "hash")
-    name = ctx.section("job", "config", "id") or path
+def config(state: RebuildState) -> StageResult:
+    job = state.job
+    path = job.section("job", "config", "path")
+    pinned = job.section("job", "config", "hash")
+    name = job.section("job", "config", "id") or path
     try:
-        found = canonical_digest(load_document(ctx.workdir / path).data)
+        found = canonical_digest(load_document(job.workdir / path).data)
     except (DocumentError, CanonicalError, OSError) as exc:
         return failed(f"cannot read the configuration {path}: {exc}")
     if found != pinned:
         return failed(
-            f"configuration {name} changed: {_what_changed(ctx, str(path), str(pinned))} (canonical hash {found}, the record pins {pinned})", found=found
+            f"configuration {name} changed: {_what_changed(job, str(path), str(pinned))} (canonical hash {found}, the record pins {pinned})", found=found
         )
-    checksum = ctx.section("job", "config", "checksum")
-    if checksum and file_digest(ctx.workdir / path) != checksum:
+    checksum = job.section("job", "config", "checksum")
+    if checksum and file_digest(job.workdir / path) != checksum:
         return failed(f"configuration {path} was reformatted (same content, other bytes) and the record pins its bytes")
     return passed(f"configuration {name}: canonical hash matches")
 
 
-def _what_changed(ctx: RebuildContext, path: str, pinned: str) -> str:
+def _what_changed(job: RebuildJob, path: str, pinned: str) -> str:
     """The keys that differ from the pinned version, found in the repository's history."""
-    from reprogate.core.documents import load_text
-    from reprogate.rebuild.history import find_version, key_changes
 
     def matches(content: bytes) -> bool:
         try:
@@ -37,11 +38,11 @@ def _what_changed(ctx: RebuildContext, path: str, pinned: str) -> str:
         except (DocumentError, CanonicalError, UnicodeDecodeError):
             return False
 
-    found = find_version(ctx.root, path, matches)
+    found = find_version(job.root, path, matches)
     if found is None:
         return "the pinned version is not in this repository's history, so the changed keys cannot be named"
     commit, content = found
     before = load_text(content.decode("utf-8"), path).data
-    after = load_document(ctx.workdir / path).data
+    after = load_document(job.workdir / path).data
     changes = key_changes(before, after)
     return f"{'; '.join(changes) or 'same keys, other values'} (compared with the pinned version at {commit[:12]})"

@@ -7,11 +7,13 @@ from pathlib import Path
 
 from reprogate.datasets import manifest_digest
 from reprogate.datasets.manifests import load_manifest
-from reprogate.rebuild.context import RebuildContext, StageResult, failed, passed, skipped
+from reprogate.datasets.verify import VerifyOptions, verify
 from reprogate.rebuild.stages.artifacts import copy_in
+from reprogate.rebuild.stages.base import StageResult, failed, passed, skipped
+from reprogate.rebuild.state import RebuildJob, RebuildState
 
 
-def _fetch_shards(ctx: RebuildContext, manifest_rel: str, data: dict) -> int:
+def _fetch_shards(job: RebuildJob, manifest_rel: str, data: dict) -> int:
     """Copy the shards that live beside the manifest in the repository; remote ones stay put."""
     namespace = data.get("namespace")
     if namespace and "://" in str(namespace):
@@ -19,29 +21,28 @@ def _fetch_shards(ctx: RebuildContext, manifest_rel: str, data: dict) -> int:
     folder = Path(manifest_rel).parent / (namespace or ".")
     names = [s["name"] for s in data.get("shards", [])] + [f["name"] for f in data.get("files", [])]
     for name in names:
-        copy_in(ctx, (folder / name).as_posix())
+        copy_in(job, (folder / name).as_posix())
     return len(names)
 
 
-def dataset(ctx: RebuildContext) -> StageResult:
-    section = ctx.section("dataset")
+def dataset(state: RebuildState) -> StageResult:
+    job = state.job
+    section = job.section("dataset")
     if isinstance(section, dict) and section.get("used") is False:
         return skipped(f"the record declares no dataset ({section.get('reason', '')})")
-    manifest_rel = ctx.section("dataset", "manifest", "path")
+    manifest_rel = job.section("dataset", "manifest", "path")
     if not isinstance(manifest_rel, str):
         return failed(
             "the record's dataset is not addressed by a manifest file in the repository; inline datasets are not fetched in this version", exit_code=2
         )
-    from reprogate.datasets.verify import VerifyOptions, verify
-
-    manifest = ctx.workdir / manifest_rel
+    manifest = job.workdir / manifest_rel
     data = load_manifest(manifest).data  # a JSON Lines manifest's shards are read as they are iterated
-    pinned = ctx.section("dataset", "manifest", "digest")
+    pinned = job.section("dataset", "manifest", "digest")
     found = manifest_digest(data)
     if found != pinned:
         return failed(f"the dataset manifest {manifest_rel} is {found}, the record pins {pinned}")
     try:
-        copied = _fetch_shards(ctx, manifest_rel, data)
+        copied = _fetch_shards(job, manifest_rel, data)
     except OSError as exc:
         return failed(f"cannot fetch a shard of dataset {data.get('id')}: {exc}")
     report = verify(manifest, VerifyOptions(quiet=True))

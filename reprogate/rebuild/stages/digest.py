@@ -12,29 +12,27 @@ from __future__ import annotations
 from pathlib import Path
 
 from reprogate.core.errors import ReprogateError
-from reprogate.rebuild.context import RebuildContext, StageResult, failed, passed, skipped
+from reprogate.rebuild import sandbox
+from reprogate.rebuild.realizers import REALIZERS, RealizeFailed, RealizeRequest
+from reprogate.rebuild.stages.base import StageResult, failed, passed, skipped
+from reprogate.rebuild.state import Environment, RebuildState
 
 
-def digest(ctx: RebuildContext) -> StageResult:
-    from reprogate.rebuild import launchers, sandbox
-    from reprogate.rebuild.realizers import REALIZERS, RealizeFailed, RealizeRequest, choose
-
-    assert ctx.runtime is not None
+def digest(state: RebuildState) -> StageResult:
+    job, fetched = state.job, state.fetched
+    assert fetched is not None
+    choice, launcher, options = job.realizer, job.launcher.name, job.options
     try:
-        ctx.choice = choose(ctx.data, ctx.options.realizer)
-        cache = ctx.options.cache or Path.home() / ".cache" / "reprogate"
-        launcher = launchers.choose(ctx.data, ctx.options.launcher).name
-        box = sandbox.for_ranks(ctx.workdir, ctx.root) if sandbox.applies(ctx.choice.name, launcher) and sandbox.unavailable() is None else None
-        request = RealizeRequest(
-            ctx.data, ctx.root, ctx.workdir, ctx.options.environment, cache, ctx.runtime, ctx.options.image, box, ctx.options.allow_source_builds
-        )
-        ctx.realized = REALIZERS[ctx.choice.name].realize(request)
-        ctx.realized.facts["sandbox"] = sandbox.described(box, ctx.choice.name, launcher)
+        cache = options.cache or Path.home() / ".cache" / "reprogate"
+        box = sandbox.for_ranks(job.workdir, job.root) if sandbox.applies(choice.name, launcher) and sandbox.unavailable() is None else None
+        request = RealizeRequest(job.data, job.root, job.workdir, options.environment, cache, fetched.runtime, options.image, box, options.allow_source_builds)
+        realized = REALIZERS[choice.name].realize(request)
     except RealizeFailed as exc:
         return failed(exc.message + (f" ({exc.hint})" if exc.hint else ""), log_tail=exc.log_tail)
     except ReprogateError as exc:
         return failed(exc.message + (f" ({exc.hint})" if exc.hint else ""), exit_code=int(exc.exit_code))
-    realized = ctx.realized
+    state.on_close(realized.close)
+    state.environment = Environment(choice, realized, sandbox.described(box, choice.name, launcher))
     facts = realized.facts
     what = {
         "container": lambda: (
@@ -48,4 +46,4 @@ def digest(ctx: RebuildContext) -> StageResult:
     }[realized.kind]()
     if realized.kind == "current":  # nothing was realized, so nothing is verified: say so, never pass
         return skipped(what)
-    return passed(f"{ctx.options.environment} environment: {what}", realizer=realized.kind)
+    return passed(f"{options.environment} environment: {what}", realizer=realized.kind)

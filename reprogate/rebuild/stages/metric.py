@@ -15,31 +15,36 @@ from typing import Any
 
 from reprogate.core.seedstats import POWER, declared_shift, mean_sd, minimum_detectable_shift, percent, power, target_power, tost_pass_chance
 from reprogate.rebuild import compare
-from reprogate.rebuild.context import RebuildContext, StageResult, failed, passed, skipped
-from reprogate.rebuild.seed_plan import SeedPlan
+from reprogate.rebuild.comparisons import DIFFERENCE, EQUIVALENCE, PREDICTION, MetricTest
+from reprogate.rebuild.interval import seed_notices
+from reprogate.rebuild.stages.base import StageResult, failed, passed, skipped
+from reprogate.rebuild.state import RebuildState
+from reprogate.rebuild.stats import difference_test, welch_tost
 
 
-def metric(ctx: RebuildContext) -> StageResult:
-    declared = ctx.section("contract", "metric")
+def metric(state: RebuildState) -> StageResult:
+    job, runs = state.job, state.runs
+    assert runs is not None
+    declared = job.section("contract", "metric")
     if not isinstance(declared, dict):
-        if ctx.level == "statistical":
+        if job.level == "statistical":
             return failed("a statistical contract without a declared metric cannot be judged")
         return skipped("the contract declares no metric")
     name = declared["name"]
-    plan = ctx.seed_plan
+    plan = job.seed_plan
     values = []
-    for run_ in ctx.runs:
+    for run_ in runs.seeds:
         if run_.seed not in plan.metric_seeds:
             continue
         found = compare.metrics(run_.events).get(name)
         if found is None:
             return failed(f"seed {run_.seed}: the run reported no {name} (Tracer.metric)")
         values.append(found)
-    reference = [float(v["value"]) for v in ctx.section("reference", "metric", "values") or []]
+    reference = [float(v["value"]) for v in job.section("reference", "metric", "values") or []]
     alpha = float(declared.get("alpha", 0.05))
     resolution = float(declared.get("resolution") or 0.0)
     if declared.get("test") == "equivalence" and len(values) >= 2:
-        return _equivalence(ctx, declared, reference, values, alpha)
+        return _equivalence(state, declared, reference, values, alpha)
     if len(values) == 1:
         stored = declared.get("interval")
         if not isinstance(stored, dict):
@@ -49,38 +54,36 @@ def metric(ctx: RebuildContext) -> StageResult:
         sigma = float(stored.get("sd", mean_sd(reference)[1] if len(reference) > 1 else 0.0))
         inside = low <= values[0] <= high
         stated = _power(declared, n, 1, sigma, alpha, resolution, float(stored.get("mean", 0.0)))
-        test = "t prediction interval (one rebuild seed)"
-        ctx.tests.append(
-            _entry(test, name, alpha, n, plan, inside, stated, interval=[low, high], resolution=resolution, value=values[0], values=values, reference=reference)
-        )
+        figures = {"interval": [low, high], "resolution": resolution, "value": values[0], "values": values, "reference": reference}
+        test = MetricTest(PREDICTION, name, alpha, n, 1, inside, plan, stated, figures, _notice(reference))
         detail = (
             f"{name} {values[0]:.6g} {'inside' if inside else 'outside'} the predeclared {percent(1 - alpha)} "
             f"prediction interval [{low:.6g}, {high:.6g}] (n={n}, m=1); {_said(stated)}"
         )
-        return StageResult("pass" if inside else "fail", detail, {"value": values[0]})
-    from reprogate.rebuild.stats import difference_test
-
+        return StageResult("pass" if inside else "fail", detail, {"value": values[0]}, comparison=test)
     if len(reference) < 2:
         return failed(f"{len(values)} rebuild seeds are compared with the reference seeds; reference.metric.values lists {len(reference)}", exit_code=2)
     result = difference_test(reference, values, alpha, resolution)
     stated = _power(declared, result.n, result.m, mean_sd(reference)[1], alpha, resolution, mean_sd(reference)[0])
-    test = "two-sample t on the means (pooled, two-sided)"
-    ctx.tests.append(
-        _entry(
-            test, name, alpha, result.n, plan, result.passed, stated, difference=result.difference, limit=result.limit,
-            sd_pooled=result.sd_pooled, df=result.df, p_value=result.p_value, resolution=resolution, values=values, reference=reference,
-        )
-    )  # fmt: skip
+    figures = {
+        "difference": result.difference,
+        "limit": result.limit,
+        "sd_pooled": result.sd_pooled,
+        "df": result.df,
+        "p_value": result.p_value,
+        "resolution": resolution,
+        "values": values,
+        "reference": reference,
+    }
+    test = MetricTest(DIFFERENCE, name, alpha, result.n, len(values), result.passed, plan, stated, figures, _notice(reference))
     detail = (
         f"{name}: mean difference {result.difference:+.4g} {'within' if result.passed else 'beyond'} ±{result.limit:.4g} "
         f"(two-sample t, α={alpha:g}, n={result.n}, m={result.m}, p={result.p_value:.3g}); {_said(stated)}"
     )
-    return passed(detail, values=values) if result.passed else failed(detail, values=values)
+    return passed(detail, test, values=values) if result.passed else failed(detail, comparison=test, values=values)
 
 
-def _equivalence(ctx: RebuildContext, declared: dict[str, Any], reference: list[float], values: list[float], alpha: float) -> StageResult:
-    from reprogate.rebuild.stats import welch_tost
-
+def _equivalence(state: RebuildState, declared: dict[str, Any], reference: list[float], values: list[float], alpha: float) -> StageResult:
     name, margin = declared["name"], float(declared["margin"])
     tost = welch_tost(reference, values, margin, alpha)
     sigma = mean_sd(reference)[1]
@@ -91,24 +94,15 @@ def _equivalence(ctx: RebuildContext, declared: dict[str, Any], reference: list[
         "good_build_passes": round(chance, 4),
         "seeds_for_80_percent": needed,
     }
-    ctx.tests.append(
-        {
-            "test": "Welch TOST equivalence",
-            "metric": name,
-            **tost.as_dict(),
-            "passed": tost.equivalent,
-            "values": values,
-            **_seeds(ctx.seed_plan),
-            "power": stated,
-        }
-    )
+    figures = {k: v for k, v in tost.as_dict().items() if k not in ("alpha", "n", "m")}
+    test = MetricTest(EQUIVALENCE, name, alpha, tost.n, tost.m, tost.equivalent, state.job.seed_plan, stated, {**figures, "values": values})
     detail = (
         f"{name}: mean difference {tost.difference:+.4g}, {percent(1 - 2 * alpha)} CI [{tost.ci_low:.4g}, {tost.ci_high:.4g}] "
         f"{'inside' if tost.equivalent else 'not inside'} ±{margin:g} (Welch TOST, α={alpha:g}, n={tost.n}, m={tost.m}, p={tost.p_value:.3g}); "
         f"α bounds false passes: a build that reproduces passes with m={tost.m} {percent(round(chance, 3))} of the time"
         + (f", needs m={needed} for 80 %" if needed else ", and with no m up to 200 for 80 %")
     )
-    return passed(detail, values=values) if tost.equivalent else failed(detail, values=values)
+    return passed(detail, test, values=values) if tost.equivalent else failed(detail, comparison=test, values=values)
 
 
 def _power(declared: dict[str, Any], n: int, m: int, sigma: float, alpha: float, resolution: float, mean: float) -> dict[str, Any]:
@@ -134,26 +128,4 @@ def _said(stated: dict[str, Any]) -> str:
 
 def _notice(reference: list[float]) -> str:
     """What the reference seeds' shape says of the normal-theory error rate (also in the record)."""
-    from reprogate.rebuild.interval import seed_notices
-
     return "; ".join(seed_notices(reference)) if len(reference) >= 2 else ""
-
-
-def _seeds(plan: SeedPlan) -> dict[str, Any]:
-    return {"seeds": list(plan.metric_seeds), "seed_source": plan.source, "seeds_note": plan.describe()}
-
-
-def _entry(test: str, name: str, alpha: float, n: int, plan: SeedPlan, passed_: bool, stated: dict[str, Any], **facts: Any) -> dict[str, Any]:
-    notice = _notice(facts.get("reference") or [])
-    return {
-        "test": test,
-        "metric": name,
-        "alpha": alpha,
-        "n": n,
-        "m": len(facts.get("values") or []),
-        **facts,
-        **_seeds(plan),
-        **({"notice": notice} if notice else {}),
-        "passed": passed_,
-        "power": stated,
-    }

@@ -11,38 +11,48 @@ from __future__ import annotations
 from pathlib import Path
 
 from reprogate.core.errors import ReprogateError
-from reprogate.rebuild.context import RebuildContext, SeedRun, StageResult, failed, passed
+from reprogate.core.fileio import read_written_by_code
+from reprogate.rebuild.launchers.local import free_port
+from reprogate.rebuild.ranks import RankHosts
+from reprogate.rebuild.stages.base import StageResult, failed, passed
+from reprogate.rebuild.state import RebuildState, Runs, SeedRun
+from reprogate.runtime.trace import trace_events
 
 
-def run(ctx: RebuildContext) -> StageResult:
-    from reprogate.rebuild.launchers.local import free_port
-    from reprogate.rebuild.ranks import RankHosts
-    from reprogate.runtime.trace import trace_events
+def run(state: RebuildState) -> StageResult:
+    done_runs: list[SeedRun] = []
+    try:
+        return _run_seeds(state, done_runs)
+    finally:  # the seeds that ran, a failing one among them: the verdict lists them and draws the first
+        state.runs = Runs(tuple(done_runs))
 
-    assert ctx.hosts is not None and ctx.realized is not None and ctx.launcher is not None and ctx.shape is not None
-    entry = [str(a) for a in ctx.section("job", "entrypoint")]
-    cwd = ctx.workdir / (ctx.section("job", "workdir") or ctx.section("source", "path") or ".")
-    first, last = ctx.step_range
-    seeds = ctx.seed_plan.all
+
+def _run_seeds(state: RebuildState, done_runs: list[SeedRun]) -> StageResult:
+    job, ranks, environment = state.job, state.ranks, state.environment
+    assert ranks is not None and environment is not None
+    entry = [str(a) for a in job.section("job", "entrypoint")]
+    cwd = job.ranks_cwd
+    first, last = job.step_range
+    seeds = job.seed_plan.all
+    hosts = ranks.hosts
     for index, seed in enumerate(seeds):
-        folder = ctx.workdir / "runs" / f"seed-{seed}"
+        folder = job.workdir / "runs" / f"seed-{seed}"
         trace_dir = folder / "trace"
         trace_dir.mkdir(parents=True, exist_ok=True)
-        hosts = ctx.hosts
         if index > 0:  # a fresh set of ranks for every further seed
             hosts.stop()
             hosts = RankHosts(
-                ctx.launcher,
-                ctx.realized,
-                ctx.shape,
-                hosts.env,
-                folder,
-                cwd,
-                False,
-                hosts.env.get("REPROGATE_PREFLIGHT_BACKEND", "gloo"),
-                ctx.options.preflight_timeout,
+                ranks.launcher,
+                environment.realized,
+                ranks.shape,
+                env=hosts.env,
+                folder=folder,
+                cwd=cwd,
+                preflight=False,
+                backend=ranks.backend,
+                stage_timeout=job.options.preflight_timeout,
             )
-            ctx.hosts = hosts
+            state.on_close(hosts.stop)
             try:
                 hosts.start()
                 ready = hosts.wait_ready()
@@ -54,13 +64,13 @@ def run(ctx: RebuildContext) -> StageResult:
                 )
             port = ready.spare_port
         else:
-            port = ctx.facts.get("spare_port")
+            port = ranks.spare_port
         orders = {"REPROGATE_SEED": str(seed), "REPROGATE_TRACE_DIR": str(trace_dir), "MASTER_PORT": str(port or free_port())}
-        if ctx.options.steps is not None and last is not None:
+        if job.options.steps is not None and last is not None:
             orders["REPROGATE_MAX_STEPS"] = str(last)
         hosts.go(entry, cwd, orders)
         try:
-            done = hosts.wait_done(ctx.options.timeout)
+            done = hosts.wait_done(job.options.timeout)
         except ReprogateError as exc:  # the scheduler stopped answering during the run
             return failed(f"seed {seed}: {exc.message}", exit_code=int(exc.exit_code), seed=seed)
         traces = sorted(trace_dir.glob("trace-rank*.jsonl"))
@@ -68,8 +78,7 @@ def run(ctx: RebuildContext) -> StageResult:
             events = trace_events(_written(path) for path in traces)  # written by the code under test: no link, no FIFO
         except (OSError, ValueError) as exc:
             return failed(f"seed {seed}: the trace cannot be read: {exc}", seed=seed)
-        outcome = SeedRun(seed, events, done.ok, done.seconds, done.log_tail, traces)
-        ctx.runs.append(outcome)
+        done_runs.append(SeedRun(seed, tuple(events), done.ok, done.seconds, done.log_tail, tuple(traces)))
         if not done.ok:
             return failed(f"seed {seed}: {done.detail}", log_tail=done.log_tail, seed=seed, rank=done.failed_rank)
         if not any(e.get("type") == "step" for e in events):
@@ -81,12 +90,12 @@ def run(ctx: RebuildContext) -> StageResult:
                 "the script must seed from REPROGATE_SEED (seed_everything(seed_from_env(...)))",
                 seed=seed,
             )
-    steps = max(e["step"] for e in ctx.runs[0].events if e.get("type") == "step")
-    if ctx.level == "startup":
-        wanted = int(ctx.section("contract", "steps", "count") or 1)
+    steps = max(e["step"] for e in done_runs[0].events if e.get("type") == "step")
+    if job.level == "startup":
+        wanted = int(job.section("contract", "steps", "count") or 1)
         if steps < wanted:
             return failed(f"the run reached step {steps}; the startup contract needs {wanted}")
-    return passed(f"{len(seeds)} seed(s) {seeds} x {ctx.world_size} rank(s) ran to step {steps} in {sum(r.seconds for r in ctx.runs):.1f} s", seeds=seeds)
+    return passed(f"{len(seeds)} seed(s) {seeds} x {job.world_size} rank(s) ran to step {steps} in {sum(r.seconds for r in done_runs):.1f} s", seeds=seeds)
 
 
 MAX_RANK_TRACE = 1024 * 1024 * 1024  # as `compare` reads traces
@@ -94,8 +103,6 @@ MAX_RANK_TRACE = 1024 * 1024 * 1024  # as `compare` reads traces
 
 def _written(path: Path) -> str:
     """A rank's trace as text: a regular file, not followed through a link, within its bound."""
-    from reprogate.core.fileio import read_written_by_code
-
     data = read_written_by_code(path, MAX_RANK_TRACE)
     if data is None:
         raise ValueError(f"{path.name} is larger than {MAX_RANK_TRACE:,} bytes")

@@ -1,0 +1,277 @@
+"""What the rebuild stages share, typed: the job they were given, and one frozen value per stage
+that hands something to the later ones.
+
+A `RebuildJob` is fixed before the first stage: the record (and, under --contract-from, the
+contract that judges it), the folders, the options, and the realizer and launcher, chosen once.
+Each stage that provides something sets one `RebuildState` field to a frozen value (`Fetched`,
+`Environment`, `Ranks`, `Probe`, `Machine`, `Runs`), and a field is set exactly once: a stage
+cannot overwrite what an earlier one established, and nothing shares state through a bag of
+string keys. Each stage names the fields it needs and the one it provides (stages/__init__.py);
+a test holds every stage's code to what it declares.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from reprogate.core.canonical import canonical_digest
+from reprogate.core.documents import Document
+from reprogate.rebuild.judged_by import JUDGING
+from reprogate.rebuild.launchers.base import Launcher, Shape
+from reprogate.rebuild.options import RebuildOptions
+from reprogate.rebuild.ranks import RankHosts
+from reprogate.rebuild.realizers.base import Choice, Realized
+from reprogate.rebuild.seed_plan import SeedPlan, plan, runs_for
+
+Event = dict[str, Any]
+
+
+def record_digest(data: Mapping[str, Any]) -> str:
+    """The digest a verdict binds to: the record without its baseline section (promoting a
+    record must not invalidate the verdict that allowed the promotion)."""
+    return canonical_digest({k: v for k, v in data.items() if k != "baseline"})
+
+
+@dataclass(frozen=True)
+class RebuildJob:
+    """What the rebuild was asked to do, fixed before the first stage."""
+
+    record_path: Path
+    doc: Document  # the record whose contract judges (the base's judging sections under --contract-from)
+    root: Path
+    workdir: Path
+    options: RebuildOptions
+    realizer: Choice  # which realizer, and why: chosen once, before anything runs
+    launcher: Launcher  # chosen once, and asked to admit the shape before anything runs
+    head_data: dict[str, Any] | None = None  # the record as checked out, when another revision's contract judges
+    judged_note: str = ""  # where the judging contract came from, when not from the record as checked out
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return self.doc.data
+
+    @property
+    def checked_out(self) -> dict[str, Any]:
+        """The record as the checkout holds it (what the verdict's digest names), whichever contract judges."""
+        return self.head_data if self.head_data is not None else self.data
+
+    def section(self, *path: str) -> Any:
+        node: Any = self.data
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        return node
+
+    @property
+    def name(self) -> str | None:
+        found = self.section("metadata", "name")
+        return str(found) if found is not None else None
+
+    @property
+    def level(self) -> str:
+        return str(self.section("contract", "level"))
+
+    @property
+    def world_size(self) -> int:
+        return int(self.options.world_size or self.section("execution", "world_size") or 1)
+
+    @property
+    def nodes(self) -> int:
+        return int(self.section("execution", "nodes") or 1)
+
+    @property
+    def step_range(self) -> tuple[int, int | None]:
+        """(first, last) step compared: the `count` steps after `start` (0 = initialisation, K =
+        a resume from checkpoint K), capped by --steps; last None when the contract sets no count."""
+        start = int(self.section("contract", "steps", "start") or 0)
+        count = self.section("contract", "steps", "count")
+        if self.options.steps is not None:
+            count = min(int(count), self.options.steps) if count else self.options.steps
+        return start + 1, (start + int(count) if count else None)
+
+    @property
+    def ranks_cwd(self) -> Path:
+        """Where the entrypoint starts: job.workdir, else the project folder, in the work folder."""
+        return self.workdir / (self.section("job", "workdir") or self.section("source", "path") or ".")
+
+    @cached_property
+    def seed_plan(self) -> SeedPlan:
+        """Which seeds run, and which the metric is judged on (seed_plan.py): drawn from the digest
+        of the judging sections only (contract, seeds, reference: the base's, under
+        --contract-from), so the same contract always draws the same fresh seeds and nothing a
+        pull request writes (a description, an environment variable) can choose them."""
+        if self.options.reference_seeds:
+            return SeedPlan(None, self.options.reference_seeds, "reference")
+        return plan(self.data, canonical_digest({k: self.data.get(k) for k in JUDGING}), runs_for(self.options.seeds, self.data))
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """artifacts: what was copied into the empty work folder, and the reference it is compared with."""
+
+    paths: tuple[str, ...]
+    reference_events: tuple[Event, ...]  # the reference trace, read and ordered
+    runtime: Path  # the injected reprogate runtime
+    deferred: Mapping[str, str] = field(default_factory=dict)  # source-tree changes left to the stage that judges them: path -> owner
+
+
+@dataclass(frozen=True)
+class Environment:
+    """digest: the environment realized for the ranks, and how it is boxed."""
+
+    choice: Choice
+    realized: Realized
+    sandbox: str  # how the ranks are sandboxed, in words (the claim repeats a missing one)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """preflight: rank 0's account of the environment it runs in (runtime/probe.py)."""
+
+    facts: Mapping[str, Any]
+
+    @property
+    def python(self) -> str | None:
+        return self.facts.get("python")
+
+    @property
+    def os(self) -> str | None:
+        return self.facts.get("os")
+
+    @property
+    def machine(self) -> str | None:
+        return self.facts.get("machine")
+
+    @property
+    def packages(self) -> Mapping[str, str]:
+        return self.facts.get("packages") or {}
+
+    @property
+    def error(self) -> str | None:
+        return self.facts.get("error")
+
+    def inside(self) -> dict[str, Any]:
+        """What the verdict shows of it: everything, the packages counted."""
+        return {**{k: v for k, v in self.facts.items() if k != "packages"}, "packages": len(self.packages)}
+
+
+@dataclass(frozen=True)
+class Ranks:
+    """preflight: the ranks, started where the launcher put them, proved and waiting for orders."""
+
+    launcher: Launcher
+    shape: Shape
+    hosts: RankHosts  # the first set of rank hosts (the run stage starts fresh ones for later seeds)
+    backend: str
+    gpus: str  # what the device check found, in words
+    nodes_used: tuple[str, ...] = ()
+    placement: Mapping[int, str] = field(default_factory=dict)  # rank -> node
+    spare_port: int | None = None  # a rendezvous port the ranks found free for the first run
+    gpu_models: tuple[str, ...] = ()  # as the ranks named their GPUs
+
+    def facts(self) -> dict[str, Any]:
+        """The verdict's words for them (its environment section)."""
+        return {
+            "gpus": self.gpus,
+            "backend": self.backend,
+            "launcher": self.launcher.name,
+            "nodes_used": list(self.nodes_used),
+            "placement": dict(self.placement),
+            "rank_gpu_models": list(self.gpu_models),
+        }
+
+
+@dataclass(frozen=True)
+class Machine:
+    """envelope: the machine and environment the ranks got, as the envelope judged them."""
+
+    nodes: int
+    world_size: int
+    machine: str = field(default_factory=platform.machine)
+    python: str | None = None
+    os: str | None = None
+    torch: str | None = None
+    gpu_models: tuple[str, ...] = ()
+    driver: str | None = None
+    topology: Mapping[str, Any] | None = None
+    cpu: Mapping[str, Any] = field(default_factory=dict)  # cpu_capability, mkl_cbwr, cpu_model (rebuild/cpu.py)
+
+    def facts(self) -> dict[str, Any]:
+        """The verdict's words for it, in the order the envelope establishes them."""
+        found: dict[str, Any] = {"nodes": self.nodes, "machine": self.machine, "python": self.python, "os": self.os}
+        if self.torch is not None:
+            found["torch"] = self.torch
+        found["gpu_models"] = list(self.gpu_models)
+        if self.driver is not None:
+            found["driver"] = self.driver
+        found["world_size"] = self.world_size
+        if self.topology is not None:
+            found["topology"] = dict(self.topology)
+        return {**found, **self.cpu}
+
+
+@dataclass(frozen=True)
+class SeedRun:
+    """One seed's run over every rank: its trace and how it ended."""
+
+    seed: int
+    events: tuple[Event, ...] = ()
+    ok: bool = False
+    seconds: float = 0.0
+    log_tail: str = ""
+    trace_files: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True)
+class Runs:
+    """run: every seed that ran, in order (when one fails, those before it and itself)."""
+
+    seeds: tuple[SeedRun, ...]
+
+    @property
+    def first(self) -> SeedRun | None:
+        return self.seeds[0] if self.seeds else None
+
+
+PROVIDED = ("fetched", "environment", "probe", "ranks", "machine", "runs")
+
+
+@dataclass
+class RebuildState:
+    """The job and what the stages established so far; each stage field is set exactly once."""
+
+    job: RebuildJob
+    fetched: Fetched | None = None
+    environment: Environment | None = None
+    probe: Probe | None = None
+    ranks: Ranks | None = None
+    machine: Machine | None = None
+    runs: Runs | None = None
+    _closers: list[Callable[[], None]] = field(default_factory=list, repr=False)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in PROVIDED and getattr(self, name, None) is not None:
+            raise AttributeError(f"{name} was already established by an earlier stage; a stage's value is set once")
+        super().__setattr__(name, value)
+
+    def on_close(self, close: Callable[[], None]) -> None:
+        """Something started (rank hosts, a container) that must end when the rebuild does, even
+        if a later stage raises."""
+        self._closers.append(close)
+
+    def close(self) -> None:
+        """End whatever is still running, the most recently started first."""
+        while self._closers:
+            self._closers.pop()()
+
+    @property
+    def reference_events(self) -> tuple[Event, ...]:
+        return self.fetched.reference_events if self.fetched is not None else ()
+
+    @property
+    def packages(self) -> Mapping[str, str]:
+        return self.probe.packages if self.probe is not None else {}
