@@ -76,9 +76,9 @@ def test_every_detector_and_lock_format_module_is_registered() -> None:
 
 def test_every_capture_layer_is_registered_under_its_section() -> None:
     import reprogate.capture as capture
+    from reprogate.capture.layers import LAYERS
 
-    members = {m.__name__.rsplit(".", 1)[1]: m for m in _modules(capture) if hasattr(m, "SECTION")}
-    assert set(members) == set(capture.LAYERS.values()), "a module with SECTION and capture() that LAYERS does not list does nothing"
-    for name in capture.LAYERS:
-        found = capture.layer(name)
+    members = {m for m in _modules(capture) if hasattr(m, "SECTION")}
+    assert members == set(LAYERS.values()), "a module with SECTION and capture() that LAYERS does not list does nothing"
+    for name, found in LAYERS.items():
         assert found.SECTION == name and callable(found.capture)

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from reprogate.capture import CaptureContext, capture_all
+from reprogate.capture import CaptureContext
+from reprogate.capture.layers import capture_all
 from reprogate.core.diagnostics import ExitCode
 from reprogate.core.documents import DocumentError, load_document
 from reprogate.core.errors import UsageError
@@ -15,7 +16,9 @@ from reprogate.core.yamlout import dump_yaml
 from reprogate.output.result import CommandResult
 
 
-def _lock_globs(root: Path) -> list[str]:
+def lock_globs(root: Path) -> list[str]:
+    """The framework watch globs of the project's configuration: the lock files capture pins
+    (none when the configuration cannot be read; capture still runs)."""
     from reprogate.core.config import load_config
 
     try:
@@ -45,7 +48,7 @@ def run_capture(output: Path | None, record: Path | None, image: str | None, roo
         messages.append(f"note: {image} resolved to {found.digest}")
         image = f"{image}@{found.digest}"
     exclude = [record] if record is not None else []
-    document = capture_all(CaptureContext(root=root, image=image, framework=framework, lock_globs=_lock_globs(root), exclude=exclude))
+    document = capture_all(CaptureContext(root=root, image=image, framework=framework, lock_globs=lock_globs(root), exclude=exclude))
     for section in ("source", "devices", "software", "host"):
         value = document.get(section)
         if isinstance(value, dict) and value.get("present") is False:

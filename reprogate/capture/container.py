@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from reprogate.capture import CaptureContext
+from reprogate.capture.base import CaptureContext
 from reprogate.core.errors import ReprogateError
 
 SECTION = "container"

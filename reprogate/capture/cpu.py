@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reprogate.capture import CaptureContext
+from reprogate.capture.base import CaptureContext
 
 SECTION = "cpu"
 

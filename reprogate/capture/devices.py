@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from reprogate.capture import CaptureContext, absent
+from reprogate.capture.base import CaptureContext, absent
 
 SECTION = "devices"
 # nvmlDeviceGetTopologyCommonAncestor levels, as nvidia-smi topo -m names them.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reprogate.capture import CaptureContext
+from reprogate.capture.base import CaptureContext
 from reprogate.core.redact import is_secret_name, looks_secret
 
 SECTION = "environment"

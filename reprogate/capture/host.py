@@ -8,7 +8,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from reprogate.capture import CaptureContext
+from reprogate.capture.base import CaptureContext
 
 SECTION = "host"
 

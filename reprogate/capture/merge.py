@@ -141,9 +141,9 @@ def _block_end(text: str, end: int) -> int:
 
 def splice(text: str, path: tuple[str, ...], value: Any) -> str:
     """Replace (or add) the mapping entry at `path` in YAML `text`, leaving all else unchanged."""
-    from reprogate.core.documents import _Loader
+    from reprogate.core.documents import PlainLoader
 
-    root = _Loader(text).get_single_node()
+    root = PlainLoader(text).get_single_node()
     parent, key_node, value_node = _node_for(root, path)
     if parent.flow_style:
         raise FlowStyle(".".join(path[:-1]))

@@ -13,7 +13,7 @@ import platform
 import warnings
 from typing import Any
 
-from reprogate.capture import CaptureContext
+from reprogate.capture.base import CaptureContext
 
 SECTION = "software"
 

@@ -7,9 +7,9 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from reprogate.capture import CaptureContext, absent
-from reprogate.capture._run import run
+from reprogate.capture.base import CaptureContext, absent
 from reprogate.capture.packages import unpinned_installs
+from reprogate.capture.programs import run
 from reprogate.core.canonical import file_digest
 from reprogate.core.redact import strip_credentials
 

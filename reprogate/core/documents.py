@@ -50,7 +50,7 @@ _INT_RE = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
 _FLOAT_RE = re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
 
 
-class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+class PlainLoader(_BaseLoader):  # type: ignore[misc, valid-type]
     """libyaml's composer with implicit typing switched off: we type plain scalars ourselves."""
 
     def resolve(self, kind: type, value: Any, implicit: Any) -> str:
@@ -211,7 +211,7 @@ def load_text(text: str, display: str, syntax: str = "yaml") -> Document:
 
 
 def _compose(text: str, display: str) -> Any:
-    loader = _Loader(text)
+    loader = PlainLoader(text)
     try:
         return loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
@@ -332,7 +332,7 @@ def _compose_json_positions(text: str) -> Any:
     emoji written as \\ud83d\\ude00), so those are swapped for a same-length escape first.
     """
     try:
-        return _Loader(_SURROGATE_ESCAPE.sub(r"\\u0058", text)).get_single_node()
+        return PlainLoader(_SURROGATE_ESCAPE.sub(r"\\u0058", text)).get_single_node()
     except (yaml.YAMLError, RecursionError):
         return None
 
@@ -461,7 +461,7 @@ class _Builder:
     def _convert(self, node: Any) -> Any:
         tag, value = node.tag, node.value
         if tag == _PLAIN:
-            return _resolve_plain(value)
+            return resolve_plain(value)
         if tag == _STR:
             return value
         if tag not in _EXPLICIT:
@@ -478,7 +478,7 @@ _WORDS.update({w: False for w in ("false", "False", "FALSE")})
 _NUMBER_START = frozenset("0123456789+-.")
 
 
-def _resolve_plain(value: str) -> Any:
+def resolve_plain(value: str) -> Any:
     """YAML 1.2 core schema: the same answer from every parser and every PyYAML version."""
     if value in _WORDS:
         return _WORDS[value]

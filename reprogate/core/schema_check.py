@@ -32,7 +32,7 @@ _FORM_HINTS = {
 
 
 @functools.cache
-def _quick_check(kind: str) -> Callable[[Any], bool] | None:
+def quick_check(kind: str) -> Callable[[Any], bool] | None:
     """The compiled yes/no check for a kind, or None if its schema needs the full validator."""
     others = [load_schema(k) for k in SCHEMA_FILES if k != kind]
     try:
@@ -47,12 +47,12 @@ def schema_diagnostics(doc: Document, kind: str) -> list[Diagnostic]:
     Valid documents (the common case in a gate) are confirmed by the compiled check alone;
     jsonschema runs only to explain a document that failed it.
     """
-    quick = _quick_check(kind)
+    quick = quick_check(kind)
     if quick is not None and quick(doc.data):
         return []
     found: list[Diagnostic] = []
     for error in validator(kind).iter_errors(doc.data):
-        found.extend(_explain(doc, error))
+        found.extend(explain(doc, error))
     found.sort(key=lambda d: (d.location.line, d.location.col, d.field))
     return _dedupe(found)
 
@@ -72,7 +72,7 @@ def _finding(doc: Document, path: tuple[Any, ...], message: str, hint: str = "",
     return Diagnostic(doc.path, message, code, location=doc.locate(path), field=field_path(path), hint=hint)
 
 
-def _explain(doc: Document, error: Any) -> Iterator[Diagnostic]:
+def explain(doc: Document, error: Any) -> Iterator[Diagnostic]:
     path = tuple(error.absolute_path)
     kind = error.validator
     schema = error.schema if isinstance(error.schema, dict) else {}
@@ -101,7 +101,7 @@ def _explain(doc: Document, error: Any) -> Iterator[Diagnostic]:
     if kind in ("oneOf", "anyOf") and error.context:
         from jsonschema.exceptions import best_match
 
-        yield from _explain(doc, best_match(error.context))
+        yield from explain(doc, best_match(error.context))
         return
     if kind == "const":
         yield _finding(doc, path, f"must be {error.validator_value!r}, not {_short(instance)}", "", "schema.const")

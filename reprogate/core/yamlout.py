@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from reprogate.core.documents import _resolve_plain
+from reprogate.core.documents import resolve_plain
 
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
@@ -26,7 +26,7 @@ class _RoundTripDumper(_Dumper):  # type: ignore[misc, valid-type]
 
 
 def _represent_str(dumper: Any, value: str) -> Any:
-    if value == "<<" or not isinstance(_resolve_plain(value), str):
+    if value == "<<" or not isinstance(resolve_plain(value), str):
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
     return dumper.represent_scalar("tag:yaml.org,2002:str", value)
 
@@ -60,7 +60,7 @@ def _flow_scalar(value: Any) -> str | None:
         return str(value)
     if type(value) is not str or not _SAFE.fullmatch(value):
         return None
-    if ":" in value or not isinstance(_resolve_plain(value), str) or _YAML11.resolve(yaml.ScalarNode, value, (True, False)) != "tag:yaml.org,2002:str":
+    if ":" in value or not isinstance(resolve_plain(value), str) or _YAML11.resolve(yaml.ScalarNode, value, (True, False)) != "tag:yaml.org,2002:str":
         return f"'{value}'"
     return value
 

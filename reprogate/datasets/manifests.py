@@ -484,7 +484,7 @@ class ShardChecker:
 
     def explain(self, display: str, index: int, line: int, text: str, shard: Any) -> list[Diagnostic]:
         """Findings for a shard `valid` refused, located on its line, fields named shards[index]."""
-        from reprogate.core.schema_check import _explain
+        from reprogate.core.schema_check import explain as _explain
         from reprogate.core.schemas import validator
 
         doc = _LineDoc(display, line, text)

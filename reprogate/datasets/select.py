@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from reprogate.validate.discovery import glob_to_regex
+from reprogate.core.globs import glob_to_regex
 
 DEFAULT_EXCLUDES = (".git/**",)
 

@@ -16,9 +16,8 @@ def _with_the_bases_config(repo: Path, base: str, head: str) -> DetectResult:
     ignores), as the gate does: a pull request that edits the configuration cannot unwatch what
     it changes. Without one at the base, the working tree's."""
     from reprogate.core.config import CONFIG_NAME, load_config
-    from reprogate.detect.git import read_blobs, resolve
+    from reprogate.detect.git import config_at, config_location, read_blobs, resolve
     from reprogate.detect.run import detect
-    from reprogate.github.revision import config_at, config_location
 
     top, rel = config_location(repo, None)
     sides = [f"{resolve(top, base)}:{rel}", f"{resolve(top, head)}:{rel}"]

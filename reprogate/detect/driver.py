@@ -75,7 +75,7 @@ def _wheel_facts(pins: dict[tuple[str, str], Any]) -> dict[str, Any]:
 def _dockerfile_facts(v: Versions, which: str, ctx: DetectContext) -> dict[str, Any]:
     from reprogate.detect import framework
     from reprogate.detect.dockerfile import stages
-    from reprogate.detect.pip_commands import _commands, _words
+    from reprogate.detect.pip_commands import shell_commands
 
     text = v.text(which)
     facts: dict[str, Any] = {}
@@ -89,7 +89,7 @@ def _dockerfile_facts(v: Versions, which: str, ctx: DetectContext) -> dict[str, 
         elif stage.unresolved:
             facts[f"CUDA ({stage.key})"] = f"unresolved (the image is set by --build-arg {', '.join(stage.unresolved)})"
         for command, _, _scope in stage.runs:
-            for words in _commands(_words(command)):
+            for words in shell_commands(command):
                 for word in words:
                     if match := _APT_CUDA.match(word):
                         facts[match.group(1)] = match.group(2) or "any version"

@@ -126,10 +126,10 @@ def _canonical(spec: Any) -> str:
 def _pyproject_pins(text: str, ignore: set[str]) -> Pins:
     from packaging.requirements import InvalidRequirement, Requirement
 
-    from reprogate.lockfiles._toml import load
+    from reprogate.lockfiles import load_toml
     from reprogate.lockfiles.requirements import requirement_text
 
-    data = load(text)
+    data = load_toml(text)
     pins: Pins = {}
 
     def add(requirement: Any, group: str, where: str) -> None:

@@ -1,4 +1,5 @@
-"""The git calls detect makes, a fixed number whatever the size of the diff."""
+"""The git calls detect makes, a fixed number whatever the size of the diff, and the configuration
+as a revision has it (detect and the gate judge a diff by the base's `.reprogate.yaml`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ import subprocess
 from pathlib import Path
 from typing import NamedTuple
 
+from reprogate.core.config import CONFIG_NAME, Config, from_data
+from reprogate.core.diagnostics import ExitCode
+from reprogate.core.documents import DocumentError, load_text
 from reprogate.core.errors import UsageError
 
 
@@ -94,3 +98,38 @@ def read_blobs(repo: Path, blobs: list[str]) -> dict[str, bytes | None]:
         found[blob] = out[pos : pos + size]
         pos += size + 1
     return found
+
+
+def config_location(repo: Path, config_path: Path | None) -> tuple[Path, str]:
+    """(repository top, path of the configuration relative to it): the given file, or
+    `.reprogate.yaml` in the --repo folder. The path is what is read at the base revision."""
+    top = toplevel(repo)
+    wanted = (config_path if config_path is not None else repo / CONFIG_NAME).resolve()
+    try:
+        rel = wanted.relative_to(top.resolve()).as_posix()
+    except ValueError:
+        raise UsageError(f"{wanted}: the configuration must be inside the repository {top}") from None
+    return top, rel
+
+
+def config_at(top: Path, rev: str, rel: str, folder: Path | None = None) -> Config:
+    """The configuration as committed at `rev` (every default when the file does not exist there).
+    `folder` is where its relative globs start on disk (default: the file's folder in `top`)."""
+    where = folder if folder is not None else (top / rel).parent
+    blob = read_blobs(top, [f"{rev}:{rel}"]).get(f"{rev}:{rel}")
+    if blob is None:
+        return Config(folder=where)
+    display = f"{rel} at {rev[:12]}"
+    try:
+        text = blob.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{display}: not UTF-8") from None
+    doc = load_text(text, display)
+    from reprogate.core.schema_check import schema_diagnostics
+
+    problems = schema_diagnostics(doc, "Config")
+    if problems:
+        raise DocumentError(problems, ExitCode.FAILED)
+    if not isinstance(doc.data, dict):
+        raise UsageError(f"{display}: the configuration must be a mapping")
+    return from_data(doc.data, where / CONFIG_NAME)

@@ -15,7 +15,7 @@ from typing import Any
 
 from reprogate.core.config import Config
 from reprogate.core.documents import DocumentError, load_text
-from reprogate.validate.discovery import glob_to_regex
+from reprogate.core.globs import glob_to_regex
 
 
 @dataclass(frozen=True)

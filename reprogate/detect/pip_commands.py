@@ -65,6 +65,12 @@ def _words(command: str) -> list[str]:
         return command.split()
 
 
+def shell_commands(text: str) -> list[list[str]]:
+    """The simple commands of a shell line, each as its words: what a RUN line runs, split at
+    `;`, `&&`, `||`, `|` and parentheses, with the shell's comment rule."""
+    return _commands(_words(text))
+
+
 def _commands(words: list[str]) -> list[list[str]]:
     commands, current, skip_next = [], [], False
     for word in words:
@@ -182,7 +188,7 @@ def installs(command: str, heredocs: tuple[str, ...], scope: dict[str, str | Non
     found: list[Installed] = []
     for script in scripts:
         local: dict[str, str | None] = dict(scope)  # shell variables the script sets, for the commands after
-        for words in _commands(_words(substitute(script, scope))):
+        for words in shell_commands(substitute(script, scope)):
             if words and all(_ASSIGNMENT.match(word) for word in words):  # `CUDA_MM=${CUDA_VERSION%.*}`: sets, runs nothing
                 for word in words:
                     name, _, value = word.partition("=")

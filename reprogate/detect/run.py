@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from reprogate.core.config import Config
+from reprogate.core.globs import glob_to_regex
 from reprogate.detect import detectors
 from reprogate.detect.base import LAYERS, REBUILD_LAYERS, Change, DetectContext
 from reprogate.detect.dataset import is_side_file
@@ -24,7 +25,6 @@ from reprogate.detect.git import (
 )
 from reprogate.detect.pinned import Pin, parse_record, pins_of, record_paths, shard_pins
 from reprogate.detect.versions import Versions
-from reprogate.validate.discovery import glob_to_regex
 
 
 @dataclass

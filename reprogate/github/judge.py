@@ -43,22 +43,11 @@ class Assessment:
         return [f"{d.path}:{d.field}" for d in self.drift_findings]
 
 
-def _merge_base(top: Path, base: str, head: str) -> str:
-    """Where the head branched off: the diff then holds the pull request's changes only, not
-    changes made on the base branch since."""
-    from reprogate.github.revision import _git
-
-    try:
-        return _git(top, "merge-base", base, head).decode().strip() or base
-    except Exception:  # noqa: BLE001 - unrelated histories or a shallow clone: compare with the base itself
-        return base
-
-
 def assess(repo: Path, config_path: Path | None, config: Config, base: str, head: str, tree: Path | None = None) -> Assessment:
     """`tree` holds the head's files (the working tree, or the head materialized from git objects)."""
     from reprogate.detect.git import changed_files, read_blobs, resolve
     from reprogate.detect.run import detect
-    from reprogate.github.revision import config_location, files_at
+    from reprogate.github.revision import config_location, files_at, merge_base
     from reprogate.github.touched import (
         parse_record,
         prefixed,
@@ -70,7 +59,7 @@ def assess(repo: Path, config_path: Path | None, config: Config, base: str, head
     top, rel = config_location(repo, config_path)
     prefix = os.path.dirname(rel)
     base, head = resolve(top, base), resolve(top, head)
-    since = _merge_base(top, base, head)
+    since = merge_base(top, base, head)
     changes = changed_files(top, since, head)
     changed = sorted({p for c in changes for p in (c.path, c.old_path) if p})
     found = Assessment(rel, rel in changed, detect(top, since, head, config))

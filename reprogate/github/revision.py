@@ -4,7 +4,9 @@ The gate's own settings (.reprogate.yaml: labels, workflow, ref, reference recor
 the base revision, which only people with write access changed; a pull request that edits them
 must not decide its own verdict with the edit. Everything here reads objects (`git show`,
 `git ls-tree`, `git cat-file`), so nothing from the pull request is executed, and a
-fork's commit can be judged in a privileged job that never checks it out.
+fork's commit can be judged in a privileged job that never checks it out. The configuration at a
+revision (`config_location`, `config_at`) is read in `detect.git`, since `detect` judges a diff
+by the base's configuration too; it is named here as well, with the rest the gate reads.
 """
 
 from __future__ import annotations
@@ -14,11 +16,8 @@ import subprocess
 from pathlib import Path
 from typing import IO
 
-from reprogate.core.config import CONFIG_NAME, Config, from_data
-from reprogate.core.diagnostics import ExitCode
-from reprogate.core.documents import DocumentError, load_text
 from reprogate.core.errors import UsageError
-from reprogate.detect.git import DetectError, files_at, read_blobs, toplevel
+from reprogate.detect.git import DetectError, config_at, config_location, files_at
 
 MAX_TREE_BYTES = 2 * 1024 * 1024 * 1024  # a head tree larger than this is not materialized
 
@@ -43,39 +42,13 @@ def has_commit(repo: Path, sha: str) -> bool:
     return True
 
 
-def config_location(repo: Path, config_path: Path | None) -> tuple[Path, str]:
-    """(repository top, path of the configuration relative to it): the given file, or
-    `.reprogate.yaml` in the --repo folder. The path is what is read at the base revision."""
-    top = toplevel(repo)
-    wanted = (config_path if config_path is not None else repo / CONFIG_NAME).resolve()
+def merge_base(top: Path, base: str, head: str) -> str:
+    """Where the head branched off: the diff then holds the pull request's changes only, not
+    changes made on the base branch since."""
     try:
-        rel = wanted.relative_to(top.resolve()).as_posix()
-    except ValueError:
-        raise UsageError(f"{wanted}: the configuration must be inside the repository {top}") from None
-    return top, rel
-
-
-def config_at(top: Path, rev: str, rel: str, folder: Path | None = None) -> Config:
-    """The configuration as committed at `rev` (every default when the file does not exist there).
-    `folder` is where its relative globs start on disk (default: the file's folder in `top`)."""
-    where = folder if folder is not None else (top / rel).parent
-    blob = read_blobs(top, [f"{rev}:{rel}"]).get(f"{rev}:{rel}")
-    if blob is None:
-        return Config(folder=where)
-    display = f"{rel} at {rev[:12]}"
-    try:
-        text = blob.decode("utf-8")
-    except UnicodeDecodeError:
-        raise UsageError(f"{display}: not UTF-8") from None
-    doc = load_text(text, display)
-    from reprogate.core.schema_check import schema_diagnostics
-
-    problems = schema_diagnostics(doc, "Config")
-    if problems:
-        raise DocumentError(problems, ExitCode.FAILED)
-    if not isinstance(doc.data, dict):
-        raise UsageError(f"{display}: the configuration must be a mapping")
-    return from_data(doc.data, where / CONFIG_NAME)
+        return _git(top, "merge-base", base, head).decode().strip() or base
+    except Exception:  # noqa: BLE001 - unrelated histories or a shallow clone: compare with the base itself
+        return base
 
 
 def materialize(top: Path, rev: str, dest: Path, limit: int = MAX_TREE_BYTES) -> Path:

@@ -227,12 +227,12 @@ def _source(project: Path, root: Path, exclude: list[Path]) -> dict[str, Any]:
     the lock files of the project (inside its folder, else at the root)."""
     from reprogate.capture import CaptureContext, run_layer
     from reprogate.capture import source as source_layer
-    from reprogate.capture.command import _lock_globs
+    from reprogate.capture.command import lock_globs
 
-    found = run_layer(source_layer, CaptureContext(root=project, framework=False, lock_globs=_lock_globs(root), exclude=exclude))
+    found = run_layer(source_layer, CaptureContext(root=project, framework=False, lock_globs=lock_globs(root), exclude=exclude))
     if found.get("present") is False:
         return {"dirty": False}
-    from reprogate.capture._run import run
+    from reprogate.capture.programs import run
 
     code, out, _ = run(["git", "-C", str(project), "rev-parse", "--show-toplevel"], timeout=30)
     top = Path(out.decode().strip()) if code == 0 and out.strip() else root

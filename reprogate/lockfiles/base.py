@@ -1,10 +1,16 @@
-"""What every lock-file format shares: the Locked pin, the format protocol, and errors."""
+"""What every lock-file format shares: the Locked pin, the format protocol, errors, and the YAML and TOML readers."""
 
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
 
 
 @dataclass(frozen=True)
@@ -45,3 +51,12 @@ def load_yaml(text: str, name: str) -> object:
         return load_text(text, name).data
     except DocumentError as exc:
         raise LockFileError(exc.diagnostics[0].message) from None
+
+
+def load_toml(text: str) -> dict[str, Any]:
+    """TOML lock files (uv.lock, poetry.lock, pyproject.toml) on every supported Python: tomllib
+    from 3.11, tomli before; errors become LockFileError."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise LockFileError(f"TOML: {exc}") from None

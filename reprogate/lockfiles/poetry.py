@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from reprogate.lockfiles._toml import load
-from reprogate.lockfiles.base import Locked, normalize
+from reprogate.lockfiles.base import Locked, load_toml, normalize
 
 FORMAT = "poetry"
 PATTERNS = ["poetry.lock"]
@@ -11,7 +10,7 @@ PATTERNS = ["poetry.lock"]
 
 def parse(text: str) -> list[Locked]:
     found = []
-    for package in load(text).get("package", []):
+    for package in load_toml(text).get("package", []):
         hashes = frozenset(f["hash"] for f in package.get("files", []) if "hash" in f)
         groups = package.get("groups") or [package.get("category", "main")]
         group = "" if "main" in groups else ",".join(sorted(groups))

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from reprogate.lockfiles._toml import load
-from reprogate.lockfiles.base import Locked, normalize
+from reprogate.lockfiles.base import Locked, load_toml, normalize
 
 FORMAT = "uv"
 PATTERNS = ["uv.lock"]
@@ -54,7 +53,7 @@ def reach(packages: list[dict[str, Any]]) -> dict[str, set[str]]:
 
 def parse(text: str) -> list[Locked]:
     found = []
-    packages = load(text).get("package", [])
+    packages = load_toml(text).get("package", [])
     reached = reach(packages)
     for package in packages:
         hashes = {w["hash"] for w in package.get("wheels", []) if "hash" in w}

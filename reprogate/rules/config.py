@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from reprogate.core.diagnostics import Diagnostic
-from reprogate.rules.addressed import AddressError, load_addressed, resolve
 from reprogate.rules.base import RuleContext, get
+from reprogate.rules.files import AddressError, load_addressed, resolve
 
 
 def reference_record_exists(ctx: RuleContext) -> Iterator[Diagnostic]:

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic, Severity
-from reprogate.rules.addressed import AddressError, bytes_digest, resolve
 from reprogate.rules.base import RuleContext, get, items
+from reprogate.rules.files import AddressError, bytes_digest, resolve
 
 CODE = "environment-drift"
 HINT = (

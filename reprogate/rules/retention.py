@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic, Severity
-from reprogate.rules.addressed import addressed_manifest
 from reprogate.rules.base import RuleContext, get
+from reprogate.rules.files import addressed_manifest
 
 
 def _expired(ctx: RuleContext, value: Any) -> datetime.date | None:

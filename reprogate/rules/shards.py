@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic
-from reprogate.rules.addressed import AddressError, load_addressed, resolve
 from reprogate.rules.base import RuleContext, get
+from reprogate.rules.files import AddressError, load_addressed, resolve
 
 HASH_BUDGET = 256 * 1024 * 1024
 WAY_FORWARD = "a changed shard is a new dataset: write a new manifest (reprogate dataset manifest) and a new reference, then promote it; or undo the change"

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic
-from reprogate.rules.addressed import AddressError, resolve
 from reprogate.rules.base import RuleContext, get
+from reprogate.rules.files import AddressError, resolve
 
 WAY_FORWARD = (
     "a changed reference artifact needs a new reference: re-record it (`reprogate init FOLDER --force`, or `capture --into` and a "

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic
-from reprogate.rules.addressed import AddressError, resolve
 from reprogate.rules.base import RuleContext, get
+from reprogate.rules.files import AddressError, resolve
 
 
 @dataclass(frozen=True)

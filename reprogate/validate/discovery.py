@@ -8,7 +8,6 @@ real file once however many links lead to it.
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from pathlib import Path
 
 from reprogate.core.diagnostics import Diagnostic, Severity
 from reprogate.core.documents import display_path
+from reprogate.core.globs import glob_to_regex
 
 DOCUMENT_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")  # .jsonl: large dataset manifests
 # Folders no one keeps records in, and that are large: never descended into when walking.
@@ -33,38 +33,6 @@ class Target:
 class Discovery:
     targets: list[Target] = field(default_factory=list)
     problems: list[Diagnostic] = field(default_factory=list)
-
-
-@functools.lru_cache(maxsize=512)
-def glob_to_regex(pattern: str) -> re.Pattern[str]:
-    """Translate a glob with `**` (any depth, including none) into an anchored regex on POSIX paths."""
-    out, i = "", 0
-    while i < len(pattern):
-        c = pattern[i]
-        if pattern.startswith("**/", i):
-            out += "(?:.*/)?"
-            i += 3
-            continue
-        if pattern.startswith("**", i):
-            out += ".*"
-            i += 2
-            continue
-        if c == "*":
-            out += "[^/]*"
-        elif c == "?":
-            out += "[^/]"
-        elif c == "[":
-            end = pattern.find("]", i + 1)
-            if end == -1:
-                out += re.escape(c)
-            else:
-                body = pattern[i + 1 : end]
-                out += "[" + ("^" + body[1:] if body.startswith("!") else body) + "]"
-                i = end
-        else:
-            out += re.escape(c)
-        i += 1
-    return re.compile(out + r"\Z")
 
 
 def walk_files(top: Path, problems: list[Diagnostic]) -> list[Path]:

@@ -19,7 +19,7 @@ from reprogate.core.diagnostics import Diagnostic, ExitCode, Severity
 from reprogate.core.documents import DEFAULT_MAX_BYTES, Document, DocumentError, display_path
 from reprogate.core.errors import InfrastructureError
 from reprogate.core.heap import heap_frozen
-from reprogate.core.schema_check import _quick_check, schema_diagnostics
+from reprogate.core.schema_check import quick_check, schema_diagnostics
 from reprogate.core.schemas import API_VERSION, SCHEMA_FILES
 from reprogate.datasets.manifests import is_stream, load_manifest
 from reprogate.output.result import worst
@@ -267,7 +267,7 @@ def _validate_all(targets: list[Target], options: Options) -> list[FileResult]:
 
     for kind in SCHEMA_FILES:  # compile once here; the forked workers inherit it
         rules_for(kind)
-        _quick_check(kind)
+        quick_check(kind)
     size = min(CHUNK_FILES, -(-len(targets) // (jobs * 4)))
     chunks = [targets[i : i + size] for i in range(0, len(targets), size)]
     results: list[FileResult] = []

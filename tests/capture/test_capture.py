@@ -16,10 +16,11 @@ import pytest
 from click.testing import Result
 from support import EXAMPLES, git
 
-from reprogate.capture import CaptureContext, capture_all, run_layer
+from reprogate.capture import CaptureContext, run_layer
 from reprogate.capture import container as container_layer
 from reprogate.capture import source as source_layer
 from reprogate.capture.compat import classify
+from reprogate.capture.layers import capture_all
 from reprogate.core.documents import load_document
 
 Cli = Callable[..., Result]

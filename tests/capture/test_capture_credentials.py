@@ -15,7 +15,7 @@ import pytest
 from click.testing import Result
 from support import EXAMPLES, edit_record, git
 
-from reprogate.capture import without_credentials
+from reprogate.capture.layers import without_credentials
 from reprogate.core.redact import looks_secret, strip_credentials
 
 Cli = Callable[..., Result]

@@ -1,0 +1,58 @@
+"""Every capture layer, in the order they run, and the capture document they make together.
+
+Apart from the package's `__init__` because naming the layers imports them all (and, through the
+source layer, every lock-file parser): `validate` reads the driver table in `capture.compat`,
+which runs `__init__`, and must not pay for layers it never runs.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from reprogate import __version__
+from reprogate.capture import container, cpu, devices, envvars, host, software, source
+from reprogate.capture.base import CaptureContext, CaptureLayer, run_layer
+
+LAYERS: dict[str, CaptureLayer] = {  # section -> layer module, in the order they run
+    "source": source,
+    "host": host,
+    "cpu": cpu,
+    "container": container,
+    "devices": devices,
+    "software": software,
+    "environment": envvars,
+}
+
+
+def capture_all(ctx: CaptureContext) -> dict[str, Any]:
+    """Every layer, then the driver/CUDA compatibility verdict derived from them."""
+    from reprogate.capture.compat import classify_record_sections
+
+    document: dict[str, Any] = {
+        "apiVersion": "reprogate/v1",
+        "kind": "EnvironmentCapture",
+        "captured_at": datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+        "captured_by": f"reprogate {__version__}",
+    }
+    for found in LAYERS.values():
+        ctx.results[found.SECTION] = document[found.SECTION] = run_layer(found, ctx)
+    verdict = classify_record_sections(document.get("software"), document.get("devices"))
+    if verdict is not None:
+        document["compatibility"] = verdict.as_dict()
+    return without_credentials(document)
+
+
+def without_credentials(node: Any) -> Any:
+    """Every string of the capture with URL userinfo and credential query parameters taken out
+    (core/redact.strip_credentials): one pass over what the layers found, so no layer can write a
+    credential into a record, whatever it read (a git remote, a mirror URL, MASTER_ADDR)."""
+    from reprogate.core.redact import strip_credentials
+
+    if isinstance(node, str):
+        return strip_credentials(node)
+    if isinstance(node, dict):
+        return {key: without_credentials(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [without_credentials(value) for value in node]
+    return node
