@@ -37,15 +37,12 @@ from reprogate.datasets.hashing import (
     hash_batches,
     new_hasher,
 )
-from reprogate.datasets.manifests import (
-    LineDocument,
-    ShardLines,
-    load_manifest,
-    shard_checker,
-)
+from reprogate.datasets.manifest_lines import ShardLines
+from reprogate.datasets.manifests import LineDocument, load_manifest
 from reprogate.datasets.names import RootGuard, UnsafeName, check_name, is_url
 from reprogate.datasets.remote import Missing, Remote, Unreachable
 from reprogate.datasets.select import Walk
+from reprogate.datasets.shard_checker import shard_checker
 from reprogate.datasets.verify_lines import NAME_HINT, check_shard_lines, order_problem
 
 MANIFEST_MAX_BYTES = 256 * 1024 * 1024  # a million shards fit; records keep the 16 MiB default

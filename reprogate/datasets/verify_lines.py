@@ -27,15 +27,15 @@ from reprogate.datasets.hashing import (
     ordered_map,
     use_processes,
 )
-from reprogate.datasets.manifests import (
+from reprogate.datasets.manifest_lines import (
     MAX_LINE,
     ManifestLineError,
     ShardLines,
     parse_line,
     scan_lenient,
-    shard_checker,
 )
 from reprogate.datasets.names import RootGuard, UnsafeName, is_url
+from reprogate.datasets.shard_checker import shard_checker
 
 NAME_HINT = "shard names are relative POSIX paths inside the dataset root"
 ORDER_HINT = "rebuild it with `reprogate dataset manifest`, or sort the shard lines by name (code-point order)"

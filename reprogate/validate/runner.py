@@ -21,7 +21,8 @@ from reprogate.core.errors import InfrastructureError
 from reprogate.core.heap import heap_frozen
 from reprogate.core.schema_check import _quick_check, schema_diagnostics
 from reprogate.core.schemas import API_VERSION, SCHEMA_FILES
-from reprogate.datasets.manifests import is_stream, load_manifest
+from reprogate.datasets.manifest_lines import is_stream
+from reprogate.datasets.manifests import load_manifest
 from reprogate.output.result import worst
 from reprogate.rules import RuleContext, rules_for
 from reprogate.rules.environment import CODE as DRIFT_CODE
