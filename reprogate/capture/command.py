@@ -14,6 +14,7 @@ from reprogate.core.errors import UsageError
 from reprogate.core.fileio import atomic_write
 from reprogate.core.yamlout import dump_yaml
 from reprogate.output.result import CommandResult
+from reprogate.runtime.trace import leading_meta_events
 
 
 def lock_globs(root: Path) -> list[str]:
@@ -96,8 +97,6 @@ def _training_determinism(data: dict[str, Any], document: dict[str, Any], root: 
     """software.determinism as the training process had it (the reference trace's meta, rank 0),
     never as this CLI process has it: capture runs before or beside training, whose
     seed_everything and torch.backends settings are what the steps ran with."""
-    from reprogate.rules.trace_meta import leading_meta_events
-
     software = document.get("software")
     if not isinstance(software, dict):
         return []

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from reprogate.capture.base import CaptureContext
+from reprogate.runtime.portable_cpu import mkl_cbwr_mode
 
 SECTION = "cpu"
 
@@ -239,8 +240,6 @@ def _torch_installed() -> bool:
 def describe_torch_cpu(capability: dict[str, Any]) -> dict[str, Any]:
     """What torch itself reports: its capability, its BLAS/LAPACK and oneDNN builds, thread counts."""
     import torch
-
-    from reprogate.runtime.trace import mkl_cbwr_mode
 
     capability.update(effective=normalise_capability(torch.backends.cpu.get_cpu_capability()), source="torch")
     out: dict[str, Any] = {}

@@ -2,7 +2,7 @@
 
 The digest covers every field of the manifest except its own `digest` field, in canonical-v1
 form, so a manifest can carry its digest and a record can pin the same value. It is the same for
-a manifest written as YAML, JSON or JSON Lines (see manifests.py).
+a manifest written as YAML, JSON or JSON Lines (see digest.py).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from reprogate.core.errors import CheckFailed
 from reprogate.core.progress import Progress
 from reprogate.core.yamlout import FlowMap
 from reprogate.datasets.hashing import hash_batches, hash_files
-from reprogate.datasets.manifests import ManifestWriter
+from reprogate.datasets.manifest_writer import ManifestWriter
 from reprogate.datasets.names import UnsafeName, local_path
 from reprogate.datasets.select import Walk
 

@@ -7,8 +7,8 @@ apiece in a container) and any Python work per file on top holds the GIL. So fil
 batches of up to a few hundred; one worker opens, checks and hashes a whole batch with raw
 `os.open`/`os.readv` into one reused buffer, and sends back one bytes object of concatenated
 digests rather than an object per file. With many files the workers are processes (forked on
-Linux), with few (or on other systems) threads. The calling process only walks or reads the
-manifest and writes results, so it is not the bottleneck.
+Linux), with few (or on other systems) threads: core.pool, the pool validate uses too. The
+calling process only walks or reads the manifest and writes results, so it is not the bottleneck.
 
 `hash_stream` takes and yields iterators, in order, with a bounded number of batches in flight:
 a million shards are hashed without ever holding a million of anything.
@@ -20,10 +20,7 @@ import errno
 import hashlib
 import os
 import stat
-import sys
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from itertools import chain, islice
@@ -31,6 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from reprogate.core.errors import UsageError
+from reprogate.core.pool import ordered_map, use_processes, worker_count
 
 CHUNK = 256 * 1024  # read size: large enough to amortise a system call, small enough for L2
 BATCH_FILES = 512
@@ -40,7 +38,6 @@ SMALL_FILE = 64 * 1024  # a file this small is read in one call into a fresh byt
 PER_FILE_WEIGHT = 4096  # a file costs about as much as this many bytes of hashing, whatever its size
 UNKNOWN_SIZE = 1024 * 1024  # assumed for files of unknown size until finished batches tell better
 PROCESS_MIN_FILES = 1000  # fewer files than this: forking workers costs more than it saves
-IN_FLIGHT_PER_JOB = 4  # batches queued per thread
 
 ALGORITHMS = ("sha256", "blake3", "md5")
 
@@ -202,146 +199,6 @@ def digest_files(
     return b"".join(digests), sizes, problems
 
 
-def _serve(function: Callable[..., Any], conn: Any, others: list[Any]) -> None:
-    """A forked worker: run `function` on each argument tuple received on `conn` until it closes.
-
-    A thread of its own receives, at once and always, so the parent's send never waits on this
-    worker. Without it the two could wait on each other: a reply larger than the socket buffer
-    (a batch of long shard names) waits for the parent to read, while the parent waits to send
-    the next batch into this worker's full buffer — a hang, seen with 3,000-byte names."""
-    import queue
-    import signal
-    import threading
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it stops us
-    for other in others:  # so that only the parent holds the other end: its exit ends our recv
-        other.close()
-    inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
-
-    def receive() -> None:
-        while True:
-            try:
-                args = conn.recv()
-            except (EOFError, OSError):
-                args = None
-            inbox.put(args)
-            if args is None:
-                return
-
-    threading.Thread(target=receive, name="reprogate-worker-inbox", daemon=True).start()
-    while (args := inbox.get()) is not None:
-        try:
-            reply: tuple[str, Any] = ("ok", function(*args))
-        except Exception as exc:  # noqa: BLE001 - sent back and raised in the parent
-            reply = ("error", f"{type(exc).__name__}: {exc}")
-        try:
-            conn.send(reply)
-        except OSError:  # the parent is gone
-            return
-
-
-class _Forked:
-    """Worker processes fed through socket pairs by the calling thread.
-
-    concurrent.futures' process pool moves each batch through a feeder thread, a manager thread
-    and a future; for batches this small that bookkeeping cost the parent more than a microsecond
-    per file. Here the caller sends and receives directly. A worker holds at most PER_WORKER
-    batches at a time and always takes what is sent (see _serve), so neither side can block the
-    other whatever the size of a batch or a reply; batches go to the least busy worker and come
-    back in the order they were sent.
-    """
-
-    PER_WORKER = 2
-
-    def __init__(self, jobs: int, function: Callable[..., Any]) -> None:
-        import multiprocessing
-
-        context = multiprocessing.get_context("fork")
-        self.conns: list[Any] = []
-        self.procs: list[Any] = []
-        for _ in range(jobs):
-            parent, child = context.Pipe(duplex=True)
-            process = context.Process(target=_serve, args=(function, child, [*self.conns, parent]), daemon=True, name="reprogate-worker")
-            process.start()
-            child.close()
-            self.conns.append(parent)
-            self.procs.append(process)
-        self.busy = [0] * jobs
-
-    @property
-    def capacity(self) -> int:
-        return len(self.conns) * self.PER_WORKER
-
-    def submit(self, args: tuple[Any, ...]) -> int:
-        worker = min(range(len(self.busy)), key=self.busy.__getitem__)
-        self.conns[worker].send(args)
-        self.busy[worker] += 1
-        return worker
-
-    def result(self, worker: int) -> Any:
-        try:
-            status, value = self.conns[worker].recv()
-        except (EOFError, OSError):
-            raise RuntimeError(f"worker process {self.procs[worker].pid} stopped (exit code {self.procs[worker].exitcode})") from None
-        self.busy[worker] -= 1
-        if status != "ok":
-            raise RuntimeError(f"worker process failed: {value}")
-        return value
-
-    def close(self) -> None:
-        for conn in self.conns:
-            try:
-                conn.send(None)
-            except OSError:
-                pass
-            conn.close()
-        for process in self.procs:
-            process.join(timeout=5)
-            if process.is_alive():
-                process.terminate()
-                process.join()
-
-
-def use_processes(jobs: int, count: int) -> bool:
-    """Whether `count` units of per-file Python work are worth forked workers."""
-    return jobs > 1 and count >= PROCESS_MIN_FILES and sys.platform.startswith("linux")
-
-
-def ordered_map(function: Callable[..., Any], tasks: Iterable[tuple[tuple[Any, ...], Any]], jobs: int, processes: bool) -> Iterator[tuple[Any, Any]]:
-    """(tag, function(*args)) for each (args, tag) of `tasks`, in order, computed by `jobs`
-    forked processes (`processes`), threads, or here when jobs is 1. Tasks are pulled only as
-    workers free up, so their arguments may depend on results already seen (a verify that found
-    a wrong size stops reading later files)."""
-    forked = _Forked(jobs, function) if processes else None
-    threads = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="reprogate-worker") if forked is None and jobs > 1 else None
-    limit = forked.capacity if forked is not None else jobs * IN_FLIGHT_PER_JOB
-    pending: deque[tuple[Any, Any]] = deque()
-
-    def finish(tag: Any, handle: Any) -> tuple[Any, Any]:
-        if forked is not None:
-            return tag, forked.result(handle)
-        return tag, handle.result() if isinstance(handle, Future) else handle
-
-    try:
-        for args, tag in tasks:
-            if forked is not None:
-                handle = forked.submit(args)
-            elif threads is not None:
-                handle = threads.submit(function, *args)
-            else:
-                handle = function(*args)
-            pending.append((tag, handle))
-            while len(pending) >= limit or (pending and forked is None and threads is None):
-                yield finish(*pending.popleft())
-        while pending:
-            yield finish(*pending.popleft())
-    finally:
-        if forked is not None:
-            forked.close()
-        if threads is not None:
-            threads.shutdown(wait=True, cancel_futures=True)
-
-
 @dataclass
 class Control:
     """Steering for a running hash_stream: `read` False makes later batches only check files (a
@@ -412,10 +269,10 @@ def hash_batches(
     """
     hex_size = hasher_factory(algorithm)().digest_size * 2  # fails before any worker starts if unavailable
     control = control or Control()
-    jobs = max(1, jobs or os.cpu_count() or 1)
+    jobs = worker_count(jobs)
     stream = iter(items)
     head = list(islice(stream, PROCESS_MIN_FILES))
-    processes = use_processes(jobs, len(head))
+    processes = use_processes(jobs, len(head), PROCESS_MIN_FILES)
     sizer = _Sizer()
     prefix = algorithm + ":"
 

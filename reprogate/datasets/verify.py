@@ -18,7 +18,6 @@ import contextlib
 import stat
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 from reprogate.core.diagnostics import Diagnostic, ExitCode, Location
 from reprogate.core.documents import Document, DocumentError, display_path
 from reprogate.core.heap import heap_frozen
+from reprogate.core.pool import ordered_map
 from reprogate.core.progress import Progress
 from reprogate.datasets.dvcdir import dvc_directory_md5
 from reprogate.datasets.hashing import (
@@ -37,19 +37,17 @@ from reprogate.datasets.hashing import (
     hash_batches,
     new_hasher,
 )
-from reprogate.datasets.manifests import (
-    LineDocument,
-    ShardLines,
-    load_manifest,
-    shard_checker,
-)
+from reprogate.datasets.manifest_lines import ShardLines
+from reprogate.datasets.manifests import LineDocument, load_manifest
 from reprogate.datasets.names import RootGuard, UnsafeName, check_name, is_url
 from reprogate.datasets.remote import Missing, Remote, Unreachable
 from reprogate.datasets.select import Walk
+from reprogate.datasets.shard_checker import shard_checker
 from reprogate.datasets.verify_lines import NAME_HINT, check_shard_lines, order_problem
 
 MANIFEST_MAX_BYTES = 256 * 1024 * 1024  # a million shards fit; records keep the 16 MiB default
 KINDS = ("missing", "extra", "truncated", "corrupt", "unsafe", "unreachable")
+REMOTE_JOBS = 4  # remote shards downloaded at once unless --jobs says otherwise
 
 
 MAX_LINE_FINDINGS = 100  # damaged lines reported before a streamed manifest is given up on
@@ -348,12 +346,11 @@ def _check(doc: Document, report: VerifyOutcome, source: _Source, remote: Remote
             progress.advance(size, 1)
             if checksum != entry.checksum:
                 report.problem(doc, "corrupt", entry.where, entry.name, f"DVC directory hash differs ({count} files, {size:,} bytes)")
-        if checks.urls:
-            with ThreadPoolExecutor(max_workers=max(1, options.jobs or 4)) as pool:
-                results = list(pool.map(lambda e: _remote_digest(e, remote, algorithm, progress), checks.urls))
-            for entry, (kind, message) in zip(checks.urls, results, strict=True):
-                if kind:
-                    report.problem(doc, kind, entry.where, entry.name, message)
+        # Remote shards wait on the network, not the CPU: threads, REMOTE_JOBS unless --jobs says.
+        tasks = (((entry, remote, algorithm, progress), entry) for entry in checks.urls)
+        for entry, (kind, message) in ordered_map(_remote_digest, tasks, max(1, options.jobs or REMOTE_JOBS), processes=False):
+            if kind:
+                report.problem(doc, kind, entry.where, entry.name, message)
     finally:
         progress.close()
 

@@ -9,13 +9,13 @@ wrong plus the names in it (for the order check across chunks and the search for
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import chain, islice
 from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic, Location
+from reprogate.core.pool import ordered_map, use_processes, worker_count
 from reprogate.datasets.hashing import (
     MISSING,
     PROCESS_MIN_FILES,
@@ -24,18 +24,16 @@ from reprogate.datasets.hashing import (
     UNSAFE,
     Control,
     FileReader,
-    ordered_map,
-    use_processes,
 )
-from reprogate.datasets.manifests import (
+from reprogate.datasets.manifest_lines import (
     MAX_LINE,
     ManifestLineError,
     ShardLines,
     parse_line,
     scan_lenient,
-    shard_checker,
 )
 from reprogate.datasets.names import RootGuard, UnsafeName, is_url
+from reprogate.datasets.shard_checker import shard_checker
 
 NAME_HINT = "shard names are relative POSIX paths inside the dataset root"
 ORDER_HINT = "rebuild it with `reprogate dataset manifest`, or sort the shard lines by name (code-point order)"
@@ -160,11 +158,11 @@ def chunks(lines: ShardLines, learned: list[int]) -> Iterator[tuple[int, bytes]]
 def check_shard_lines(lines: ShardLines, display: str, root: str, algorithm: str, jobs: int | None, control: Control) -> Iterator[LinesResult]:
     """LinesResult of each chunk of `lines`, in order, checked by worker processes (many lines),
     threads, or here. A chunk is read only while `control.read` is on; after that, checked only."""
-    jobs = max(1, jobs or os.cpu_count() or 1)
+    jobs = worker_count(jobs)
     learned = [0, 0]
     stream = chunks(lines, learned)
     head = list(islice(stream, 1 + PROCESS_MIN_FILES // FIRST_CHUNK_LINES))
-    processes = use_processes(jobs, sum(c.count(b"\n") for _, c in head))
+    processes = use_processes(jobs, sum(c.count(b"\n") for _, c in head), PROCESS_MIN_FILES)
 
     def tasks() -> Iterator[tuple[tuple[Any, ...], None]]:
         for first, chunk in chain(head, stream):

@@ -3,8 +3,11 @@ environment, so the user installs nothing of reprogate there.
 
 Training code imports `reprogate.trace`; the rebuild's rank host, preflight checks and probe run
 from the same folder. Only these modules are copied (they import the standard library, and torch
-inside functions); the folder is put on PYTHONPATH and mounted read-only into containers. Every
-file is made read-only so a training script cannot change what the next rank or seed runs.
+inside functions): the public `reprogate.trace`, the canonical hashing it uses, and every module
+of `reprogate/runtime/`, listed from the folder itself so a new runtime module cannot be left
+behind (a rank would fail to import it). The folder is put on PYTHONPATH and mounted read-only
+into containers. Every file is made read-only so a training script cannot change what the next
+rank or seed runs.
 """
 
 from __future__ import annotations
@@ -14,24 +17,20 @@ from pathlib import Path
 
 import reprogate
 
+PACKAGE = Path(reprogate.__file__).resolve().parent
 MODULES = (
     "__init__.py",
     "trace.py",
     "core/__init__.py",
     "core/canonical.py",
-    "runtime/__init__.py",
-    "runtime/trace.py",
-    "runtime/rank_host.py",
-    "runtime/preflight_rank.py",
-    "runtime/probe.py",
+    *sorted(f"runtime/{path.name}" for path in (PACKAGE / "runtime").glob("*.py")),
 )
 
 
 def runtime_folder(target: Path) -> Path:
     """Write the injected package under target/ (as target/reprogate/...); returns target."""
-    package = Path(reprogate.__file__).resolve().parent
     for rel in MODULES:
-        source = package / rel
+        source = PACKAGE / rel
         if not source.exists():
             continue
         dest = target / "reprogate" / rel

@@ -13,13 +13,11 @@ from typing import Any
 from reprogate.core.diagnostics import Diagnostic, Location, Severity
 from reprogate.core.documents import Document
 from reprogate.datasets import manifest_digest
-from reprogate.datasets.manifests import (
-    LineDocument,
-    ManifestDigest,
-    ShardLines,
-    shard_checker,
-)
+from reprogate.datasets.digest import ManifestDigest
+from reprogate.datasets.manifest_lines import ShardLines
+from reprogate.datasets.manifests import LineDocument
 from reprogate.datasets.names import UnsafeName, check_name
+from reprogate.datasets.shard_checker import shard_checker
 from reprogate.rules.base import RuleContext, get, items
 
 MAX_STREAM_FINDINGS = 1000  # a manifest this broken is rebuilt, not read to the end

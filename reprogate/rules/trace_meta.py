@@ -10,15 +10,14 @@ its envelope stage, before the run.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic
 from reprogate.rules.base import RuleContext, get
 from reprogate.rules.files import AddressError, resolve
+from reprogate.runtime.trace import leading_meta_events
 
 
 @dataclass(frozen=True)
@@ -76,24 +75,6 @@ def reference_disagreements(data: Any, events: Iterable[Mapping[str, Any]], trac
             said = f"{trace_name} ran MKL in reproducibility mode {wrong['cpu']['mkl_cbwr']} (its meta, rank {rank}), outside the envelope's {modes}"
             out.append(Disagreement(("contract", "envelope", "cpu", "mkl_cbwr"), "trace-meta-mkl-cbwr", said))
     return out
-
-
-def leading_meta_events(path: Path) -> list[dict[str, Any]]:
-    """The meta events at the head of a trace file (a Tracer writes meta first; a combined
-    reference trace sorts meta events first), without reading the steps that follow."""
-    metas: list[dict[str, Any]] = []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if not line.strip():
-                continue
-            try:
-                event = json.loads(line)
-            except ValueError:
-                break
-            if not isinstance(event, dict) or event.get("type") != "meta":
-                break
-            metas.append(event)
-    return metas
 
 
 def reference_trace_meta_agrees(ctx: RuleContext) -> Iterator[Diagnostic]:

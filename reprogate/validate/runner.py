@@ -8,8 +8,6 @@ named by pre-commit is skipped, not failed.
 from __future__ import annotations
 
 import datetime
-import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,9 +17,11 @@ from reprogate.core.diagnostics import Diagnostic, ExitCode, Severity
 from reprogate.core.documents import DEFAULT_MAX_BYTES, Document, DocumentError, display_path
 from reprogate.core.errors import InfrastructureError
 from reprogate.core.heap import heap_frozen
+from reprogate.core.pool import WorkerDied, ordered_map, usable_cpus, use_processes
 from reprogate.core.schema_check import quick_check, schema_diagnostics
 from reprogate.core.schemas import API_VERSION, SCHEMA_FILES
-from reprogate.datasets.manifests import is_stream, load_manifest
+from reprogate.datasets.manifest_lines import is_stream
+from reprogate.datasets.manifests import load_manifest
 from reprogate.output.result import worst
 from reprogate.rules import RuleContext, rules_for
 from reprogate.rules.environment import CODE as DRIFT_CODE
@@ -248,8 +248,8 @@ def _validate_in_worker(targets: list[Target], options: Options) -> list[FileRes
 
 
 def _validate_all(targets: list[Target], options: Options) -> list[FileResult]:
-    """Results in the order of `targets`. Many files are split across forked processes, one per
-    core: validating a record is CPU work in Python (parsing, schema, rules), so threads would
+    """Results in the order of `targets`. Many files are split across forked processes (core.pool),
+    one per core: validating a record is CPU work in Python (parsing, schema, rules), so threads would
     not help, and each record is independent of the others.
 
     The cost of a record must not depend on how many there are. So a worker holds at most
@@ -258,24 +258,20 @@ def _validate_all(targets: list[Target], options: Options) -> list[FileResult]:
     record at 1,000), and the parent's heap, which grows with the number of targets, is frozen
     before the fork: the workers' collections neither scan it nor copy its pages. Small chunks
     also keep both cores busy to the end."""
-    jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if len(targets) < PARALLEL_MIN_FILES or jobs < 2 or not sys.platform.startswith("linux"):
+    jobs = usable_cpus()
+    if not use_processes(jobs, len(targets), PARALLEL_MIN_FILES):
         return _validate_chunk(targets, options)
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-
     for kind in SCHEMA_FILES:  # compile once here; the forked workers inherit it
         rules_for(kind)
         quick_check(kind)
     size = min(CHUNK_FILES, -(-len(targets) // (jobs * 4)))
-    chunks = [targets[i : i + size] for i in range(0, len(targets), size)]
+    tasks = (((targets[i : i + size], options), None) for i in range(0, len(targets), size))
     results: list[FileResult] = []
     try:
-        with heap_frozen(), ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"), initializer=_start_worker) as pool:
-            for done in pool.map(_validate_in_worker, chunks, [options] * len(chunks)):
+        with heap_frozen():
+            for _, done in ordered_map(_validate_in_worker, tasks, jobs, processes=True, initializer=_start_worker):
                 results.extend(done)
-    except BrokenProcessPool:
+    except WorkerDied:
         raise InfrastructureError(
             "a validation worker died before it finished (killed: out of memory, or a signal); nothing was judged",
             hint="run again; with little memory, name fewer files at once",

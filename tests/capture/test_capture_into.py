@@ -14,7 +14,7 @@ from support import EXAMPLES, git
 
 from reprogate.core.canonical import file_digest
 from reprogate.core.documents import load_document
-from reprogate.rules.trace_meta import leading_meta_events
+from reprogate.runtime.trace import leading_meta_events
 
 Cli = Callable[..., Result]
 

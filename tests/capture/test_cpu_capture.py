@@ -31,7 +31,7 @@ def torch_reports(variables: dict[str, str]) -> tuple[str, str | None]:
     """(torch's CPU capability, MKL's mode) in a fresh process with these variables and no others of theirs."""
     env = {k: v for k, v in os.environ.items() if k not in CPU_VARIABLES}
     env.update(variables, PYTHONPATH=str(REPO))
-    script = "import torch\nfrom reprogate.runtime.trace import mkl_cbwr_mode\nprint(torch.backends.cpu.get_cpu_capability(), mkl_cbwr_mode(torch))"
+    script = "import torch\nfrom reprogate.runtime.portable_cpu import mkl_cbwr_mode\nprint(torch.backends.cpu.get_cpu_capability(), mkl_cbwr_mode(torch))"
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=False, timeout=120)
     assert done.returncode == 0, done.stderr
     capability, mode = done.stdout.split()

@@ -22,12 +22,9 @@ from reprogate.core.documents import load_document, load_text
 from reprogate.core.yamlout import FlowMap, _RoundTripDumper, flow_item
 from reprogate.datasets import manifest_digest
 from reprogate.datasets.build import write_manifest
-from reprogate.datasets.manifests import (
-    ManifestDigest,
-    ShardLines,
-    StreamedManifest,
-    load_manifest,
-)
+from reprogate.datasets.digest import ManifestDigest
+from reprogate.datasets.manifest_lines import ShardLines
+from reprogate.datasets.manifests import StreamedManifest, load_manifest
 from reprogate.datasets.select import Walk
 from reprogate.rebuild.stages.artifacts import copy_in
 from reprogate.rebuild.stages.dataset import dataset
@@ -461,15 +458,15 @@ def test_manifest_pieces_hold_exactly_the_lines_reading_line_by_line_gives(tmp_p
     short, they hold the lines reading a line at a time gives, numbered the same."""
     import random
 
-    import reprogate.datasets.manifests as manifests
+    import reprogate.datasets.manifest_lines as manifest_lines
 
     rng = random.Random(seed)
     path = tmp_path / "m.jsonl"
     for _ in range(40):
         limit, block, wanted = rng.choice([5, 8, 16, 40]), rng.choice([1, 3, 7, 64, 1000]), rng.choice([1, 2, 5, 100])
-        monkeypatch.setattr(manifests, "MAX_LINE", limit)
-        monkeypatch.setattr(manifests, "PIECE_BLOCK", block)
-        monkeypatch.setattr(manifests, "PIECE_SPAN", rng.choice([3, 10, 50, 10**6]))
+        monkeypatch.setattr(manifest_lines, "MAX_LINE", limit)
+        monkeypatch.setattr(manifest_lines, "PIECE_BLOCK", block)
+        monkeypatch.setattr(manifest_lines, "PIECE_SPAN", rng.choice([3, 10, 50, 10**6]))
         sizes = [0, 1, 2, limit - 2, limit - 1, limit, limit + 1, limit + 5, rng.randint(0, 3 * limit)]
         data = b"header\n" + b"".join(b"x" * rng.choice(sizes) + b"\n" for _ in range(rng.randint(0, 30)))
         path.write_bytes(data[: rng.randint(0, len(data))] if rng.random() < 0.4 else data)

@@ -20,8 +20,9 @@ if os.environ.get("CI") != "true":
 import torch
 from torch import nn
 
+from reprogate import trace
 from reprogate.core.canonical import canonical_digest
-from reprogate.runtime import trace
+from reprogate.runtime import tensor_digests
 
 
 def reference_digest(t: torch.Tensor, algorithm: str = "sha256") -> str:
@@ -51,7 +52,7 @@ def strided_tensors() -> dict[str, torch.Tensor]:
 @pytest.mark.parametrize("name", list(strided_tensors()))
 @pytest.mark.parametrize("block_bytes", [1 << 20, 256])
 def test_non_contiguous_tensors_digest_like_their_contiguous_bytes(name: str, block_bytes: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(trace, "BLOCK_BYTES", block_bytes)  # 256 B forces the row-by-row recursion
+    monkeypatch.setattr(tensor_digests, "BLOCK_BYTES", block_bytes)  # 256 B forces the row-by-row recursion
     t = strided_tensors()[name]
     assert t.numel() == 0 or not t.is_contiguous()
     assert trace.tensor_digest(t) == trace.tensor_digest(t.contiguous()) == reference_digest(t)
@@ -65,7 +66,7 @@ def test_a_non_contiguous_tensor_is_never_copied_whole() -> None:
         digest = trace.tensor_digest(t)
     allocations = [e.cpu_memory_usage for e in prof.events() if e.cpu_memory_usage > 0]
     assert digest == reference_digest(t)
-    assert allocations and max(allocations) <= trace.BLOCK_BYTES < t.numel() * t.element_size()
+    assert allocations and max(allocations) <= tensor_digests.BLOCK_BYTES < t.numel() * t.element_size()
 
 
 def test_blake3_digests_are_declared_by_their_prefix() -> None:
@@ -96,8 +97,8 @@ def test_model_state_reuses_tensor_digests_and_hashes_tied_weights_once(tmp_path
     expected = hashlib.sha256("".join(f"{n}={reference_digest(state[n])}\n" for n in sorted(state)).encode()).hexdigest()
     assert trace.model_state_digest(model) == "sha256:" + expected  # the format references were made in
     fed: list[tuple[int, ...]] = []
-    original = trace._feed_tensor
-    monkeypatch.setattr(trace, "_feed_tensor", lambda h, t: (fed.append(tuple(t.shape)), original(h, t))[1])
+    original = tensor_digests._feed_tensor
+    monkeypatch.setattr(tensor_digests, "_feed_tensor", lambda h, t: (fed.append(tuple(t.shape)), original(h, t))[1])
     tracer = trace.Tracer(tmp_path, rank=0, every=1, tensors=["hidden.weight", "embed.weight"], model=model)
     tracer.step(1, loss=1.0)
     tracer.close()
@@ -158,8 +159,12 @@ def test_copy_free_hashing_finishes_before_the_optimizer_writes(tmp_path: Path, 
         def hexdigest(self) -> str:
             return self.inner.hexdigest()
 
-    original = trace.new_hash
-    monkeypatch.setattr(trace, "new_hash", lambda algorithm="sha256", parallel=False: Slow() if algorithm == "sha256" else original(algorithm, parallel))
+    original = tensor_digests.new_hash
+
+    def slow_sha256(algorithm: str = "sha256", parallel: bool = False) -> Any:
+        return Slow() if algorithm == "sha256" else original(algorithm, parallel)
+
+    monkeypatch.setattr(tensor_digests, "new_hash", slow_sha256)
     assert train(tmp_path / "guarded", background=True, guard=True) == inline
 
 
@@ -182,7 +187,7 @@ def test_meta_states_what_the_run_used_even_when_the_tracer_came_first(tmp_path:
 PORTABLE_SCRIPT = textwrap.dedent(
     """
     import json, sys
-    from reprogate.runtime.trace import Tracer, seed_everything
+    from reprogate.trace import Tracer, seed_everything
     import torch
     from torch import nn
     seed_everything(1, portable_cpu=sys.argv[2] == "portable")
@@ -263,4 +268,14 @@ def test_compare_refuses_digests_of_different_algorithms(tmp_path: Path) -> None
 def test_trace_module_imports_nothing_heavy() -> None:
     script = "import sys\nimport reprogate.trace\nprint(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy', 'blake3', 'yaml', 'reprogate')))"
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False, timeout=60, cwd=REPO)
-    assert json.loads(done.stdout.replace("'", '"')) == ["reprogate", "reprogate.runtime", "reprogate.runtime.trace", "reprogate.trace"]
+    assert json.loads(done.stdout.replace("'", '"')) == [
+        "reprogate",
+        "reprogate.runtime",
+        "reprogate.runtime.portable_cpu",
+        "reprogate.runtime.process_facts",
+        "reprogate.runtime.seeding",
+        "reprogate.runtime.tensor_digests",
+        "reprogate.runtime.trace",
+        "reprogate.runtime.tracer",
+        "reprogate.trace",
+    ]

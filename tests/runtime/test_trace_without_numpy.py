@@ -13,7 +13,7 @@ SCRIPT = """
 import json, sys
 sys.modules["numpy"] = None  # as if NumPy were not installed: torch then has no NumPy support
 import torch
-from reprogate.runtime.trace import batch_digest, tensor_digest
+from reprogate.runtime.tensor_digests import batch_digest, tensor_digest
 g = torch.Generator().manual_seed(0)
 x = torch.randn(64, 33, generator=g)
 out = {
@@ -33,7 +33,7 @@ print(json.dumps(out))
 
 def test_digests_without_numpy_equal_digests_with_it() -> None:
     torch = pytest.importorskip("torch")
-    from reprogate.runtime.trace import batch_digest, tensor_digest
+    from reprogate.runtime.tensor_digests import batch_digest, tensor_digest
 
     done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
