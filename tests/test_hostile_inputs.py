@@ -20,6 +20,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -246,8 +247,8 @@ CASES = cases()
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory, github: object) -> dict[Case, tuple[Outcome, Path]]:
-    """Run every case once, four at a time."""
+def outcomes(tmp_path_factory: pytest.TempPathFactory, github_url: str | None) -> dict[Case, tuple[Outcome, Path]]:
+    """Run every case once, four at a time (without the GitHub stand-in, those that do not need it)."""
     work = tmp_path_factory.mktemp("hostile")
     project = work / "project"
     shutil.copytree(EXAMPLES, project)
@@ -258,7 +259,7 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory, github: object) -> dict[C
         **{k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "REPROGATE_"))},
         "GITHUB_REPOSITORY": "octo/repro",
         "GITHUB_TOKEN": "ghs_" + "HostileInputToken0123456789abcdef",
-        "GITHUB_API_URL": github.url,  # type: ignore[attr-defined]
+        "GITHUB_API_URL": github_url or "http://127.0.0.1:9",  # never reached: without a stand-in no case that needs it runs
         "GITHUB_EVENT_NAME": "pull_request",
         "REPROGATE_GITHUB_WRITE_INTERVAL": "0",
     }
@@ -278,24 +279,36 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory, github: object) -> dict[C
             return case, (Outcome(None, str(exc.stdout or "") + str(exc.stderr or "")), target)
 
     with ThreadPoolExecutor(max_workers=4) as pool:
-        return dict(pool.map(run, enumerate(CASES)))
+        return dict(pool.map(run, [(n, c) for n, c in enumerate(CASES) if github_url is not None or c.command not in NEEDS_GITHUB]))
+
+
+NEEDS_GITHUB = frozenset({"gate", "github status", "github comment"})  # the cases that talk to the API stand-in
 
 
 @pytest.fixture(scope="module")
-def github(openapi: object) -> object:
-    from support.gate import require_octokit
-    from support.github_api import FakeGitHub, serve
+def github_url() -> Iterator[str | None]:
+    """The URL of the OpenAPI-checked GitHub stand-in; None without GitHub's OpenAPI description
+    (outside CI), when only the cases that need it skip."""
+    from support.gate import octokit_available, require_octokit
 
-    require_octokit()
-    fake = FakeGitHub(openapi, "octo/repro")  # type: ignore[arg-type]
+    if not octokit_available():
+        if os.environ.get("CI") == "true":
+            require_octokit()  # a failure there, never a skip
+        yield None
+        return
+    from support.github_api import FakeGitHub, OpenAPI, serve
+
+    fake = FakeGitHub(OpenAPI(), "octo/repro")
     server, _ = serve(fake)
-    yield fake
+    yield fake.url
     server.shutdown()
     server.server_close()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.command}:{c.shape}:{c.hostile}" for c in CASES])
 def test_hostile_input(case: Case, outcomes: dict[Case, tuple[Outcome, Path]]) -> None:
+    if case not in outcomes:
+        pytest.skip("needs the GitHub stand-in: @octokit/openapi is not installed (npm)")
     outcome, target = outcomes[case]
     assert outcome.code is not None, f"hung for {HANG_SECONDS} s"
     assert "Traceback" not in outcome.output, outcome.output

@@ -78,7 +78,8 @@ def test_exit_2_wins_over_exit_1_and_every_file_is_still_reported(cli: Cli, proj
 
 
 def test_missing_path_and_empty_glob_are_usage_errors(cli: Cli, project: Path) -> None:
-    assert cli("validate", "nope.yaml", cwd=project).exit_code == 2
+    missing = cli("validate", "nope.yaml", cwd=project)
+    assert missing.exit_code == 2 and "nope.yaml" in missing.output, missing.output
     result = cli("validate", "records/*.yml", cwd=project)
     assert result.exit_code == 2 and "no file matches" in result.output
 
@@ -220,16 +221,29 @@ def run_installed(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[s
 
 
 @pytest.mark.parametrize(
-    "content",
-    [b"\xff\xfe\x00k", b"", b"a: &a [*a]\n", b"kind: RunRecord\nkind: RunRecord\n", b'{"kind": "RunRecord",}', b"- just\n- a list\n"],
+    ("content", "code", "finding"),
+    [
+        (b"\xff\xfe\x00k", 2, ":1:1  -  byte 0xff at offset 0 is not valid UTF-8"),
+        (b"", 2, ":1:1  -  file is empty (or a pipe nobody writes to)"),
+        (b"a: &a [*a]\n", 2, ":1:4  -  an alias refers to a node that contains it (recursive alias)"),
+        (b"kind: RunRecord\nkind: RunRecord\n", 2, ":2:1  kind  duplicate key 'kind' (first at line 1, again at line 2)"),
+        (b'{"kind": "RunRecord",}', 2, ":1:22  -  JSON syntax error: Expecting property name enclosed in double quotes"),
+        (b"- just\n- a list\n", 0, ": skipped, not a reprogate document"),  # other YAML is skipped, never failed
+    ],
     ids=["utf16", "empty", "recursive-alias", "duplicate", "bad-json", "list"],
 )
-def test_bad_input_never_gives_a_traceback(tmp_path: Path, content: bytes) -> None:
+def test_bad_input_is_its_one_exit_code_naming_the_file_never_a_traceback(tmp_path: Path, content: bytes, code: int, finding: str) -> None:
+    """README, "Exit codes": 2 for input that cannot be read or parsed; the finding (the report,
+    on stdout) names the file, its line and column; stderr stays empty."""
     path = tmp_path / ("r.json" if content.startswith(b"{") else "r.yaml")
     path.write_bytes(content)
     result = run_installed("validate", str(path))
-    assert "Traceback" not in result.stderr + result.stdout
-    assert result.returncode in (0, 1, 2)
+    assert "Traceback" not in result.stderr + result.stdout, result.stderr
+    assert result.returncode == code, result.stdout + result.stderr
+    assert any(f"{path}{finding}" in line or f"/{path.name}{finding}" in line for line in result.stdout.splitlines()), result.stdout
+    assert result.stderr == ""
+    unreadable = "0 document(s) checked, 0 valid, 0 invalid, 1 unreadable (1 error(s), 0 warning(s))"
+    assert result.stdout.splitlines()[-1] == (unreadable if code == 2 else "0 document(s) checked, 0 valid, 0 invalid, 1 skipped (0 error(s), 0 warning(s))")
 
 
 def test_validate_imports_nothing_heavy() -> None:

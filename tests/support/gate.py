@@ -3,7 +3,10 @@ from the example project, pull_request events built from GitHub's own webhook ex
 runner that invokes `reprogate gate` the way the action does (github format, GITHUB_* set).
 
 tests/conftest.py loads this module as a plugin, so its fixtures (openapi, github, repo,
-run_gate) reach every test; modules that use them call `require_octokit()` first.
+run_gate) reach every test, whichever subset runs. Importing it never skips: without GitHub's
+OpenAPI description a plugin that skipped would take its fixtures with it, and every test using
+one would error with "fixture not found" instead of skipping. The `openapi` fixture (and so
+`github`) skips the test that needs it; modules that need it throughout call `require_octokit()`.
 """
 
 from __future__ import annotations
@@ -42,11 +45,9 @@ def require_octokit() -> None:
     pytest.skip("@octokit/openapi and @octokit/webhooks-examples are not installed (npm)", allow_module_level=True)
 
 
-require_octokit()
-
-
 @pytest.fixture(scope="session")
 def openapi() -> OpenAPI:
+    require_octokit()
     return OpenAPI()
 
 
