@@ -10,7 +10,6 @@ line in LAYERS.
 
 from __future__ import annotations
 
-import datetime
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from types import ModuleType
 from typing import Any, Protocol
 
 from reprogate import __version__
+from reprogate.core.timestamps import utc_now
 
 
 @dataclass
@@ -80,7 +80,7 @@ def capture_all(ctx: CaptureContext) -> dict[str, Any]:
     document: dict[str, Any] = {
         "apiVersion": "reprogate/v1",
         "kind": "EnvironmentCapture",
-        "captured_at": datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+        "captured_at": utc_now(),
         "captured_by": f"reprogate {__version__}",
     }
     for name in LAYERS:

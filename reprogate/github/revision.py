@@ -18,26 +18,15 @@ from reprogate.core.config import CONFIG_NAME, Config, from_data
 from reprogate.core.diagnostics import ExitCode
 from reprogate.core.documents import DocumentError, load_text
 from reprogate.core.errors import UsageError
-from reprogate.detect.git import DetectError, files_at, read_blobs, toplevel
+from reprogate.core.git import open_git
+from reprogate.detect.git import DetectError, files_at, git_output, read_blobs, toplevel
 
 MAX_TREE_BYTES = 2 * 1024 * 1024 * 1024  # a head tree larger than this is not materialized
 
 
-def _git(repo: Path, *args: str, timeout: float = 120) -> bytes:
-    try:
-        done = subprocess.run(["git", "-C", str(repo), *args], check=False, capture_output=True, timeout=timeout)
-    except FileNotFoundError:
-        raise UsageError("git is not installed") from None
-    except subprocess.TimeoutExpired:
-        raise UsageError(f"git {args[0]} did not finish within {timeout:g} s") from None
-    if done.returncode != 0:
-        raise DetectError(done.stderr.decode(errors="replace").strip()[:500] or f"git {args[0]} failed")
-    return done.stdout
-
-
 def has_commit(repo: Path, sha: str) -> bool:
     try:
-        _git(repo, "cat-file", "-e", f"{sha}^{{commit}}")
+        git_output(repo, "cat-file", "-e", f"{sha}^{{commit}}")
     except DetectError:
         return False
     return True
@@ -89,7 +78,7 @@ def materialize(top: Path, rev: str, dest: Path, limit: int = MAX_TREE_BYTES) ->
     report the file missing); no hook, filter or checkout runs."""
     entries = []
     total = 0
-    for line in _git(top, "ls-tree", "-r", "-z", "-l", "--full-tree", rev, timeout=600).split(b"\0"):
+    for line in git_output(top, "ls-tree", "-r", "-z", "-l", "--full-tree", rev, timeout=600).split(b"\0"):
         if not line:
             continue
         meta, _, name = line.partition(b"\t")
@@ -103,7 +92,7 @@ def materialize(top: Path, rev: str, dest: Path, limit: int = MAX_TREE_BYTES) ->
         entries.append((mode.decode(), oid.decode(), path))
     dest.mkdir(parents=True, exist_ok=True)
     root = dest.resolve()
-    with subprocess.Popen(["git", "-C", str(top), "cat-file", "--batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE) as git:
+    with open_git(top, "cat-file", "--batch", stdin=subprocess.PIPE) as git:
         assert git.stdin is not None and git.stdout is not None
         for mode, oid, path in entries:
             git.stdin.write(oid.encode() + b"\n")

@@ -21,6 +21,7 @@ MODULES = (
     "core/canonical.py",
     "runtime/__init__.py",
     "runtime/trace.py",
+    "runtime/portable_cpu.py",
     "runtime/rank_host.py",
     "runtime/preflight_rank.py",
     "runtime/probe.py",

@@ -40,16 +40,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from reprogate.runtime.portable_cpu import PORTABLE_CPU_ENV
+
 TRACE_DIR_ENV = "REPROGATE_TRACE_DIR"
 SEED_ENV = "REPROGATE_SEED"
 DIGEST_ALGORITHMS = ("sha256", "blake3")
-# Settings every x86-64 CPU supports, so a bitwise CPU contract holds across machines: torch's
-# baseline vector kernels instead of AVX2/AVX-512 ones, MKL's code path that is the same on every
-# CPU (Intel or not), and oneDNN capped at SSE4.1. They must be in place before torch runs its
-# first CPU kernel, MKL its first call and oneDNN its first primitive. Portable mode also turns
-# oneDNN off in torch (convolutions then run as torch's own kernels over MKL): its blocking
-# follows the CPU's cache sizes, so even capped it promises no equal bits across CPUs.
-PORTABLE_CPU_ENV = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "SSE41"}
 CPU_ENV_NAMES = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 _RUN: dict[str, Any] = {}  # what seed_everything applied in this process, for the trace's meta
