@@ -12,7 +12,7 @@ from click.testing import Result
 from support import edit_record, require_tool
 from support.registry import Registry, start_registry
 
-from reprogate.images.registry import ImageError, RegistryClient, Unreachable, parse_reference
+from reprogate.images.registry import ImageError, RegistryClient, RegistryUnreachable, parse_reference
 
 Cli = Callable[..., Result]
 
@@ -116,7 +116,7 @@ def test_stopped_registry_is_exit_3_within_the_timeout(registry: Registry) -> No
         timeout=30,
     )
     assert done.returncode == 3 and "unreachable" in done.stdout
-    with pytest.raises(Unreachable):
+    with pytest.raises(RegistryUnreachable):
         RegistryClient(timeout=1, retries=0).resolve(f"{registry.host}/demo/app:v1")
 
 

@@ -71,7 +71,7 @@ def _uris(data: Any, path: str = "") -> Iterator[tuple[str, str]]:
 def audit_record(record: Path, today: datetime.date, timeout: float = 10.0, retries: int = 2) -> AuditResult:
     from reprogate.core.config import repository_root
     from reprogate.core.documents import load_document
-    from reprogate.datasets.remote import Missing, Remote, Unreachable
+    from reprogate.datasets.remote import Missing, Remote, RemoteUnreachable
     from reprogate.images.command import verify_record
     from reprogate.images.registry import RegistryClient
 
@@ -96,7 +96,7 @@ def audit_record(record: Path, today: datetime.date, timeout: float = 10.0, retr
         except Missing as exc:
             result.missing += 1
             result.lines.append(f"{name}: {where} {uri}: MISSING ({exc})")
-        except Unreachable as exc:
+        except RemoteUnreachable as exc:
             result.unreachable += 1
             result.lines.append(f"{name}: {where} {uri}: unreachable ({exc})")
     root = repository_root(record.parent)

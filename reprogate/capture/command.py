@@ -38,12 +38,12 @@ def run_capture(output: Path | None, record: Path | None, image: str | None, roo
     """Print the capture, write it to a file, and/or merge it into a record."""
     messages: list[str] = []
     if image is not None and "@sha256:" not in image:
-        from reprogate.images.registry import ImageError, RegistryClient, Unreachable
+        from reprogate.images.registry import ImageError, RegistryClient, RegistryUnreachable
 
         try:  # a tag is only a label: pin what it points to now
             found = RegistryClient().resolve(image)
-        except Unreachable as exc:
-            raise Unreachable(f"--image {image!r}: registry unreachable ({exc.message})", hint="give REF@sha256:<digest> instead") from None
+        except RegistryUnreachable as exc:
+            raise RegistryUnreachable(f"--image {image!r}: registry unreachable ({exc.message})", hint="give REF@sha256:<digest> instead") from None
         except ImageError as exc:
             raise UsageError(f"--image {image!r}: {exc.message}", hint="give REF@sha256:<digest> instead") from None
         messages.append(f"note: {image} resolved to {found.digest}")

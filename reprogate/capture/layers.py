@@ -7,12 +7,12 @@ which runs `__init__`, and must not pay for layers it never runs.
 
 from __future__ import annotations
 
-import datetime
 from typing import Any
 
 from reprogate import __version__
 from reprogate.capture import container, cpu, devices, envvars, host, software, source
 from reprogate.capture.base import CaptureContext, CaptureLayer, run_layer
+from reprogate.core.timestamps import utc_now
 
 LAYERS: dict[str, CaptureLayer] = {  # section -> layer module, in the order they run
     "source": source,
@@ -32,7 +32,7 @@ def capture_all(ctx: CaptureContext) -> dict[str, Any]:
     document: dict[str, Any] = {
         "apiVersion": "reprogate/v1",
         "kind": "EnvironmentCapture",
-        "captured_at": datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+        "captured_at": utc_now(),
         "captured_by": f"reprogate {__version__}",
     }
     for found in LAYERS.values():

@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from reprogate.capture.base import CaptureContext, absent
 from reprogate.capture.packages import unpinned_installs
-from reprogate.capture.programs import run
 from reprogate.core.canonical import file_digest
+from reprogate.core.git import GitError, GitResult, run_git
 from reprogate.core.redact import strip_credentials
 
 SECTION = "source"
+GIT_TIMEOUT = 30.0
 
 
-def _git(ctx_root: Path, *args: str) -> tuple[int, bytes, str]:
-    return run(["git", "-c", "core.quotepath=off", "-C", str(ctx_root), *args], timeout=30)
+def _git(top: Path, *args: str, sink: Callable[[bytes], object] | None = None) -> GitResult:
+    """What git answered, exit status included (a remote that is not set is an answer too); a
+    git that is missing or too slow raises GitError, so the layer says so instead of recording
+    a clean tree it never saw."""
+    return run_git(top, "-c", "core.quotepath=off", *args, timeout=GIT_TIMEOUT, sink=sink, check=False)
 
 
 def _untracked_digest(top: Path, names: list[str]) -> str:
@@ -36,9 +41,10 @@ def _untracked_digest(top: Path, names: list[str]) -> str:
 
 
 def capture(ctx: CaptureContext) -> dict[str, Any]:
-    code, out, err = _git(ctx.root, "rev-parse", "--show-toplevel")
-    if code == 127:
-        return absent("git is not installed")
+    try:
+        code, out, err = _git(ctx.root, "rev-parse", "--show-toplevel")
+    except GitError as exc:
+        return absent(exc.message if exc.failure == "missing" else f"not a git repository ({exc.message[:120]})")
     if code != 0:
         return absent(f"not a git repository ({err.strip()[:120]})")
     top = Path(out.decode().strip())
@@ -63,8 +69,9 @@ def capture(ctx: CaptureContext) -> dict[str, Any]:
     untracked = [e[3:] for e in entries if e.startswith("??")]
     section["dirty"] = bool(entries)
     if tracked_changes:
-        _, diff, _ = _git(top, "diff", "HEAD", "--binary", "--no-ext-diff", "--no-color", "--", ".", *left_out)
-        section["diff_digest"] = "sha256:" + hashlib.sha256(diff).hexdigest()
+        diff = hashlib.sha256()  # streamed: a dirty tree's binary diff can be larger than memory
+        _git(top, "diff", "HEAD", "--binary", "--no-ext-diff", "--no-color", "--", ".", *left_out, sink=diff.update)
+        section["diff_digest"] = "sha256:" + diff.hexdigest()
     if untracked:
         section["untracked_digest"] = _untracked_digest(top, untracked)
     lock_files = _lock_files(top, ctx)

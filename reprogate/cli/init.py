@@ -123,7 +123,9 @@ def _env(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.option("--image", default=None, help="The image the reference runs in, REF@sha256:... (container realizer).")
 @click.option("--env", "env_pairs", multiple=True, metavar="NAME=VALUE", help="A behaviour-changing variable every rank gets (execution.env; repeatable).")
 @click.option(
-    "--portable-cpu", is_flag=True, help="Pin CPU kernels every x86-64 CPU runs (OMP_NUM_THREADS=1, ATEN_CPU_CAPABILITY=default, MKL_CBWR=COMPATIBLE)."
+    "--portable-cpu",
+    is_flag=True,
+    help="Pin CPU kernels every x86-64 CPU runs (OMP_NUM_THREADS=1, ATEN_CPU_CAPABILITY=default, MKL_CBWR=COMPATIBLE, ONEDNN_MAX_CPU_ISA=SSE41 on x86).",
 )
 @click.option("--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True, help="Seconds each seed's run may take.")
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where realized venvs are cached (default ~/.cache/reprogate).")

@@ -12,8 +12,9 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-import subprocess
 from pathlib import Path
+
+from reprogate.core.git import GitError, run_git
 
 
 def _object(kind: bytes, body: bytes) -> bytes:
@@ -23,14 +24,10 @@ def _object(kind: bytes, body: bytes) -> bytes:
 def _ignored(folder: Path) -> set[str] | None:
     """Paths (relative to `folder`) that git would not track, or None outside a git work tree."""
     try:
-        done = subprocess.run(
-            ["git", "-C", str(folder), "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory", "."], capture_output=True, timeout=30
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        listing = run_git(folder, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory", ".", timeout=30).stdout
+    except GitError:
         return None
-    if done.returncode != 0:
-        return None
-    return {p.rstrip("/") for p in done.stdout.decode("utf-8", "replace").split("\0") if p}
+    return {p.rstrip("/") for p in listing.decode("utf-8", "replace").split("\0") if p}
 
 
 def tree_id(folder: Path) -> str:
@@ -87,13 +84,11 @@ def recorded_files(repo: Path, tree: str) -> dict[str, str] | None:
     """path -> blob id of a tree object the repository still has (None when git does not)."""
     try:
         # --full-tree: run in a subfolder, ls-tree would list only the part of `tree` under that folder
-        done = subprocess.run(["git", "-C", str(repo), "ls-tree", "-r", "-z", "--full-tree", tree], capture_output=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if done.returncode != 0:
+        listing = run_git(repo, "ls-tree", "-r", "-z", "--full-tree", tree, timeout=60).stdout
+    except GitError:
         return None
     out: dict[str, str] = {}
-    for entry in done.stdout.split(b"\0"):
+    for entry in listing.split(b"\0"):
         if not entry:
             continue
         meta, _, path = entry.partition(b"\t")

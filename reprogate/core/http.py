@@ -32,7 +32,7 @@ MiB = 1024 * 1024
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
 
-class Unreachable(InfrastructureError):
+class HttpUnreachable(InfrastructureError):
     """The remote could not be reached, kept failing, or did not finish within the deadline."""
 
 
@@ -126,7 +126,7 @@ def _retry_class() -> type:
         def get_retry_after(self, response: Any) -> float | None:
             seconds = super().get_retry_after(response)
             if seconds is not None and seconds > self.max_wait:
-                raise Unreachable(f"the remote asked to retry after {seconds:.0f} s, longer than the {self.max_wait:.0f} s reprogate waits")
+                raise HttpUnreachable(f"the remote asked to retry after {seconds:.0f} s, longer than the {self.max_wait:.0f} s reprogate waits")
             return seconds
 
     return CappedRetry
@@ -176,9 +176,6 @@ class HttpClient:
         """Send `Authorization: header` to this URL's origin, and to no other."""
         self._credentials[origin(url)] = header
 
-    def forget(self, url: str) -> None:
-        self._credentials.pop(origin(url), None)
-
     def credential_for(self, url: str) -> str | None:
         """The Authorization value for a URL, if one was issued for its origin and the transport
         may carry it (https, or plain http on loopback)."""
@@ -218,13 +215,13 @@ class HttpClient:
             try:
                 response = self.session.request(method, url, headers=send, params=params, json=json, timeout=timeout, stream=True, allow_redirects=True)
             except requests.TooManyRedirects:
-                raise Unreachable(f"{method} {origin(url)}: more than {self.policy.max_redirects} redirects (a redirect loop?)") from None
+                raise HttpUnreachable(f"{method} {origin(url)}: more than {self.policy.max_redirects} redirects (a redirect loop?)") from None
             except requests.exceptions.RetryError as exc:
-                raise Unreachable(f"{method} {origin(url)}: still failing after {self.policy.retries + 1} attempts ({_reason(exc)})") from None
+                raise HttpUnreachable(f"{method} {origin(url)}: still failing after {self.policy.retries + 1} attempts ({_reason(exc)})") from None
             except (requests.ConnectionError, requests.Timeout) as exc:
-                raise Unreachable(f"{method} {origin(url)}: {_reason(exc)} after {self.policy.retries + 1} attempt(s)") from None
+                raise HttpUnreachable(f"{method} {origin(url)}: {_reason(exc)} after {self.policy.retries + 1} attempt(s)") from None
             except requests.RequestException as exc:
-                raise Unreachable(f"{method} {origin(url)}: {type(exc).__name__}") from None
+                raise HttpUnreachable(f"{method} {origin(url)}: {type(exc).__name__}") from None
             holder["response"] = response
             streaming = consume is not None and 200 <= response.status_code < 300  # error pages are read, not hashed
             with response:
@@ -240,7 +237,7 @@ class HttpClient:
                         if len(body) > limit:
                             raise ResponseTooLarge(f"{method} {origin(url)}: the answer is larger than {limit:,} bytes; refused")
                 except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
-                    raise Unreachable(f"{method} {origin(url)}: the connection broke while reading ({_reason(exc)})") from None
+                    raise HttpUnreachable(f"{method} {origin(url)}: the connection broke while reading ({_reason(exc)})") from None
                 return Reply(response.status_code, response.headers, bytes(body), response.url)
 
         budget = self.policy.deadline if deadline is None else deadline
@@ -249,7 +246,7 @@ class HttpClient:
         except TimeoutError:
             cancelled.set()
             _abort(holder.get("response"))
-            raise Unreachable(f"{method} {origin(url)}: no complete answer within {budget:g} s") from None
+            raise HttpUnreachable(f"{method} {origin(url)}: no complete answer within {budget:g} s") from None
 
 
 def _abort(response: Any) -> None:

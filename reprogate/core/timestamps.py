@@ -1,5 +1,8 @@
-"""One way to say "now" in what reprogate writes: UTC, whole seconds, a trailing Z (the form
-the schemas' date-time fields and GitHub's API use)."""
+"""The one form of "now" reprogate writes into records, captures, verdicts and reports.
+
+Whole seconds in UTC with a `Z` (2024-05-01T12:00:00Z): what the schemas' date-time format accepts,
+what sorts as text, and the same in every file, so two documents' times compare by eye.
+"""
 
 from __future__ import annotations
 
@@ -7,4 +10,8 @@ import datetime
 
 
 def utc_now() -> str:
+    """Now, in UTC, to the second, as `YYYY-MM-DDTHH:MM:SSZ`."""
     return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+__all__ = ["utc_now"]

@@ -19,7 +19,7 @@ from reprogate.datasets.hashing import new_hasher
 SLOWEST_RATE = MiB  # bytes per second a shard download may not fall below, on average
 
 
-class Unreachable(InfrastructureError):
+class RemoteUnreachable(InfrastructureError):
     """The remote could not be reached, kept failing or was too slow, after the allowed retries."""
 
 
@@ -37,14 +37,14 @@ class Remote:
     _ends: float | None = field(default=None, repr=False)
 
     def _left(self, deadline: float) -> float:
-        """`deadline` for one request, cut to what the whole verification has left (none: Unreachable)."""
+        """`deadline` for one request, cut to what the whole verification has left (none: RemoteUnreachable)."""
         import time
 
         if self._ends is None:
             self._ends = time.monotonic() + self.max_time
         left = self._ends - time.monotonic()
         if left <= 0:
-            raise Unreachable(f"the verification ran past its time limit of {self.max_time:g} s (--max-time); this shard was not checked")
+            raise RemoteUnreachable(f"the verification ran past its time limit of {self.max_time:g} s (--max-time); this shard was not checked")
         return min(deadline, left)
 
     @property
@@ -64,17 +64,17 @@ class Remote:
         if reply.status in (404, 410):
             raise Missing(f"HTTP {reply.status}")
         if reply.status >= 400:
-            raise Unreachable(f"HTTP {reply.status} from {origin(url)}")
+            raise RemoteUnreachable(f"HTTP {reply.status} from {origin(url)}")
         return reply
 
     def size(self, url: str) -> int | None:
         """Content-Length from a HEAD request, or None when the server does not say."""
         try:
             reply = self._check(url, self.http.request("HEAD", url, max_body=0, deadline=self._left(self.http.policy.deadline)))
-        except Unreachable:
+        except RemoteUnreachable:
             raise
         except InfrastructureError as exc:
-            raise Unreachable(exc.message) from None
+            raise RemoteUnreachable(exc.message) from None
         length = reply.headers.get("Content-Length")
         return int(length) if length and length.isdigit() else None
 
@@ -93,8 +93,8 @@ class Remote:
         deadline = self._left(self.http.policy.deadline + (expected_size or 0) / SLOWEST_RATE)
         try:
             self._check(url, self.http.request("GET", url, consume=consume, deadline=deadline))
-        except (Unreachable, Missing):
+        except (RemoteUnreachable, Missing):
             raise
         except InfrastructureError as exc:
-            raise Unreachable(exc.message) from None
+            raise RemoteUnreachable(exc.message) from None
         return total, f"{algorithm}:{h.hexdigest()}"

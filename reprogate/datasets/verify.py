@@ -40,7 +40,7 @@ from reprogate.datasets.hashing import (
 from reprogate.datasets.manifest_lines import ShardLines
 from reprogate.datasets.manifests import LineDocument, load_manifest
 from reprogate.datasets.names import RootGuard, UnsafeName, check_name, is_url
-from reprogate.datasets.remote import Missing, Remote, Unreachable
+from reprogate.datasets.remote import Missing, Remote, RemoteUnreachable
 from reprogate.datasets.select import Walk
 from reprogate.datasets.shard_checker import shard_checker
 from reprogate.datasets.verify_lines import NAME_HINT, check_shard_lines, order_problem
@@ -468,7 +468,7 @@ def _remote_size(doc: Document, report: VerifyOutcome, entry: Entry, remote: Rem
     except Missing as exc:
         report.problem(doc, "missing", entry.where, entry.name, f"{entry.url}: {exc}")
         return []
-    except Unreachable as exc:
+    except RemoteUnreachable as exc:
         report.problem(doc, "unreachable", entry.where, entry.name, str(exc), "the remote did not answer; retry later or raise --timeout/--retries")
         return []
     if size is not None and size < entry.size:
@@ -495,7 +495,7 @@ def _remote_digest(entry: Entry, remote: Remote, algorithm: str, progress: Progr
         size, checksum = remote.digest(entry.url, algorithm, lambda n: progress.advance(n, 0), entry.size if entry.size >= 0 else None)
     except Missing as exc:
         return "missing", f"{entry.url}: {exc}"
-    except Unreachable as exc:
+    except RemoteUnreachable as exc:
         return "unreachable", str(exc)
     progress.advance(0, 1)
     if size < entry.size:

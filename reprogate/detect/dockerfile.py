@@ -360,7 +360,3 @@ def from_lines(text: str) -> list[From]:
         if stage.image is not None:
             out.append(From(f"stage {stage.name}" if stage.name else f"stage #{len(out) + 1}", stage.image, stage.platform))
     return out
-
-
-def run_lines(text: str) -> list[str]:
-    return [command for stage in stages(text)[1] for command, _, _ in stage.runs]

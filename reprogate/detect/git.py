@@ -4,7 +4,6 @@ as a revision has it (detect and the gate judge a diff by the base's `.reprogate
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from typing import NamedTuple
 
@@ -12,6 +11,7 @@ from reprogate.core.config import CONFIG_NAME, Config, from_data
 from reprogate.core.diagnostics import ExitCode
 from reprogate.core.documents import DocumentError, load_text
 from reprogate.core.errors import UsageError
+from reprogate.core.git import TIMEOUT, GitError, run_git
 
 
 class DetectError(UsageError):
@@ -26,26 +26,26 @@ class FileChange(NamedTuple):  # a tuple: 50,000 of them are made in a large dif
     new_blob: str | None = None
 
 
-def _git(repo: Path, *args: str, stdin: bytes | None = None) -> bytes:
+def git_output(repo: Path, *args: str, stdin: bytes | None = None, timeout: float = TIMEOUT) -> bytes:
+    """stdout of core.git's run_git; any failure is a DetectError (exit 2): what detect and the
+    gate ask git is a revision or a repository the user named, so a git that cannot answer it
+    is the user's to fix."""
     try:
-        done = subprocess.run(["git", "-C", str(repo), *args], input=stdin, capture_output=True, timeout=120, check=False)
-    except FileNotFoundError:
-        raise DetectError("git is not installed") from None
-    if done.returncode != 0:
-        raise DetectError(done.stderr.decode(errors="replace").strip() or f"git {args[0]} failed")
-    return done.stdout
+        return run_git(repo, *args, input=stdin, timeout=timeout).stdout
+    except GitError as exc:
+        raise DetectError(exc.message) from None
 
 
 def toplevel(repo: Path) -> Path:
     try:
-        return Path(_git(repo, "rev-parse", "--show-toplevel").decode().strip())
+        return Path(git_output(repo, "rev-parse", "--show-toplevel").decode().strip())
     except DetectError:
         raise DetectError(f"{repo} is not inside a git repository; pass --repo, or --files-from with a pull request's file list") from None
 
 
 def resolve(repo: Path, ref: str) -> str:
     try:
-        return _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").decode().strip()
+        return git_output(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").decode().strip()
     except DetectError:
         shallow = (repo / ".git" / "shallow").exists()
         hint = (
@@ -62,7 +62,7 @@ _RAW = re.compile(r":\d+ \d+ ([0-9a-f]+) ([0-9a-f]+) (?:([RC])\d*\0([^\0]*)\0([^
 def changed_files(repo: Path, base: str, head: str) -> list[FileChange]:
     """Every file that differs between the revisions, renames detected, with the blob ids of
     both sides (one `git diff --raw` call)."""
-    out = _git(repo, "diff", "--raw", "-z", "-M", "--no-abbrev", "--no-color", base, head).decode("utf-8", "replace")
+    out = git_output(repo, "diff", "--raw", "-z", "-M", "--no-abbrev", "--no-color", base, head).decode("utf-8", "replace")
     changes = []
     for old_blob, new_blob, moved, old_path, moved_to, status, path in _RAW.findall(out):
         old_blob = None if old_blob.count("0") == len(old_blob) else old_blob
@@ -76,7 +76,7 @@ def changed_files(repo: Path, base: str, head: str) -> list[FileChange]:
 
 def files_at(repo: Path, rev: str) -> list[str]:
     """Every file path in the tree of `rev` (one `git ls-tree`)."""
-    out = _git(repo, "ls-tree", "-r", "-z", "--name-only", rev)
+    out = git_output(repo, "ls-tree", "-r", "-z", "--name-only", rev)
     return [p for p in out.decode("utf-8", "replace").split("\0") if p]
 
 
@@ -84,7 +84,7 @@ def read_blobs(repo: Path, blobs: list[str]) -> dict[str, bytes | None]:
     """Contents of blobs by object id (None where missing), in one `git cat-file --batch`."""
     if not blobs:
         return {}
-    out = _git(repo, "cat-file", "--batch", "--buffer", stdin=("\n".join(blobs) + "\n").encode())
+    out = git_output(repo, "cat-file", "--batch", "--buffer", stdin=("\n".join(blobs) + "\n").encode())
     found: dict[str, bytes | None] = {}
     pos = 0
     for blob in blobs:

@@ -128,15 +128,4 @@ def shard_pins(manifest: Pin, manifest_data: Any) -> list[Pin]:
     return pins
 
 
-def covering(pins: list[Pin], changed: str) -> Pin | None:
-    """The most specific pin that holds `changed` (a lock file inside the pinned project folder
-    is the framework's, not the source's)."""
-    best: Pin | None = None
-    for pin in pins:
-        if pin.path and (changed == pin.path or changed.startswith(pin.path.rstrip("/") + "/")):
-            if best is None or len(pin.path) > len(best.path):
-                best = pin
-    return best
-
-
-__all__ = ["Pin", "RecordAtRevision", "covering", "layer_of", "parse_record", "pins_of", "prefixed", "record_paths", "shard_pins"]
+__all__ = ["Pin", "RecordAtRevision", "layer_of", "parse_record", "pins_of", "prefixed", "record_paths", "shard_pins"]

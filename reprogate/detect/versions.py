@@ -10,8 +10,6 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-_UNSET = object()
-
 
 @functools.lru_cache(maxsize=64)
 def _pattern(words: tuple[bytes, ...]) -> re.Pattern[bytes]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from reprogate.core.errors import UsageError
+from reprogate.core.json_input import read_json_input
 
 MAX_EVENT_BYTES = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
@@ -142,21 +143,7 @@ def read_payload(path: Path) -> dict[str, Any]:
         raise UsageError(f"{path}: cannot read the event file: {exc.strerror or exc}") from None
     if not stat.S_ISREG(info.st_mode):
         raise UsageError(f"{path}: the event file is not a regular file")
-    from reprogate.core.documents import DocumentError, parse_json
-    from reprogate.core.fileio import read_input
-
-    try:
-        raw = read_input(path, MAX_EVENT_BYTES)
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read the event file: {exc.strerror or exc}") from None
-    if raw is None:
-        raise UsageError(f"{path}: larger than {MAX_EVENT_BYTES:,} bytes; not a GitHub event")
-    try:
-        data = parse_json(raw.decode("utf-8"), str(path))
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: the event file is not UTF-8 ({exc.reason})") from None
-    except DocumentError as exc:
-        raise UsageError(f"{path}: the event file is not JSON GitHub sends ({exc.diagnostics[0].message if exc.diagnostics else exc.message})") from None
+    data = read_json_input(path, MAX_EVENT_BYTES, "the event file", "a GitHub event")
     if not isinstance(data, dict):
         raise UsageError(f"{path}: the event file holds a {type(data).__name__}, not a JSON object")
     return data

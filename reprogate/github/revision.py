@@ -17,26 +17,15 @@ from pathlib import Path
 from typing import IO
 
 from reprogate.core.errors import UsageError
-from reprogate.detect.git import DetectError, config_at, config_location, files_at
+from reprogate.core.git import open_git
+from reprogate.detect.git import DetectError, config_at, config_location, files_at, git_output
 
 MAX_TREE_BYTES = 2 * 1024 * 1024 * 1024  # a head tree larger than this is not materialized
 
 
-def _git(repo: Path, *args: str, timeout: float = 120) -> bytes:
-    try:
-        done = subprocess.run(["git", "-C", str(repo), *args], check=False, capture_output=True, timeout=timeout)
-    except FileNotFoundError:
-        raise UsageError("git is not installed") from None
-    except subprocess.TimeoutExpired:
-        raise UsageError(f"git {args[0]} did not finish within {timeout:g} s") from None
-    if done.returncode != 0:
-        raise DetectError(done.stderr.decode(errors="replace").strip()[:500] or f"git {args[0]} failed")
-    return done.stdout
-
-
 def has_commit(repo: Path, sha: str) -> bool:
     try:
-        _git(repo, "cat-file", "-e", f"{sha}^{{commit}}")
+        git_output(repo, "cat-file", "-e", f"{sha}^{{commit}}")
     except DetectError:
         return False
     return True
@@ -46,8 +35,8 @@ def merge_base(top: Path, base: str, head: str) -> str:
     """Where the head branched off: the diff then holds the pull request's changes only, not
     changes made on the base branch since."""
     try:
-        return _git(top, "merge-base", base, head).decode().strip() or base
-    except Exception:  # noqa: BLE001 - unrelated histories or a shallow clone: compare with the base itself
+        return git_output(top, "merge-base", base, head).decode().strip() or base
+    except DetectError:  # unrelated histories or a shallow clone: compare with the base itself
         return base
 
 
@@ -62,7 +51,7 @@ def materialize(top: Path, rev: str, dest: Path, limit: int = MAX_TREE_BYTES) ->
     report the file missing); no hook, filter or checkout runs."""
     entries = []
     total = 0
-    for line in _git(top, "ls-tree", "-r", "-z", "-l", "--full-tree", rev, timeout=600).split(b"\0"):
+    for line in git_output(top, "ls-tree", "-r", "-z", "-l", "--full-tree", rev, timeout=600).split(b"\0"):
         if not line:
             continue
         meta, _, name = line.partition(b"\t")
@@ -76,7 +65,7 @@ def materialize(top: Path, rev: str, dest: Path, limit: int = MAX_TREE_BYTES) ->
         entries.append((mode.decode(), oid.decode(), path))
     dest.mkdir(parents=True, exist_ok=True)
     root = dest.resolve()
-    with subprocess.Popen(["git", "-C", str(top), "cat-file", "--batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE) as git:
+    with open_git(top, "cat-file", "--batch", stdin=subprocess.PIPE) as git:
         assert git.stdin is not None and git.stdout is not None
         for mode, oid, path in entries:
             git.stdin.write(oid.encode() + b"\n")

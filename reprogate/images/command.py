@@ -9,7 +9,7 @@ from typing import Any
 
 from reprogate.core.diagnostics import ExitCode
 from reprogate.core.errors import ReprogateError
-from reprogate.images.registry import ImageError, RegistryClient, Unreachable, parse_reference
+from reprogate.images.registry import ImageError, RegistryClient, RegistryUnreachable, parse_reference
 from reprogate.output.result import CommandResult, worst
 
 
@@ -19,7 +19,7 @@ def resolve_command(refs: list[str], platform: str | None, fmt: str, client: Reg
     for ref in refs:
         try:
             found = client.resolve(ref, platform)
-        except Unreachable as exc:
+        except RegistryUnreachable as exc:
             lines.append(f"{ref}: registry unreachable: {exc}")
             code = worst(code, ExitCode.INFRA)
             continue
@@ -76,7 +76,7 @@ def verify_record(record: Path, pull: bool, client: RegistryClient | None = None
                 moved = client.resolve(parse_reference(f"{name}:{tag}")).digest
                 if moved != digest:
                     lines.append(f"{name}:{tag} has moved to {moved} (reported only: the record pins the digest)")
-        except Unreachable as exc:
+        except RegistryUnreachable as exc:
             lines.append(f"{name}: registry unreachable: {exc}")
             return CommandResult(ExitCode.INFRA, lines)
         except ImageError as exc:
@@ -126,7 +126,7 @@ def dockerfile_pins(path: Path, write: bool, client: RegistryClient | None = Non
         ref = str(entry.image)
         try:
             found = client.resolve(ref)
-        except Unreachable as exc:
+        except RegistryUnreachable as exc:
             return CommandResult(ExitCode.INFRA, [*lines, f"{ref}: registry unreachable: {exc}"])
         except ImageError as exc:
             lines.append(f"{path}: {entry.key}: {exc}")

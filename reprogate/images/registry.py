@@ -13,7 +13,7 @@
   only over https or to a loopback address.
 - One HTTP client per registry client (core/http.py: retries, deadline, manifests read up to the
   4 MiB the distribution spec lets registries refuse beyond), so connections and tokens are reused.
-- 401/403/404 become plain messages; a registry that cannot be reached raises Unreachable (exit 3).
+- 401/403/404 become plain messages; a registry that cannot be reached raises RegistryUnreachable (exit 3).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class ImageError(CheckFailed):
     """A reference that does not resolve (no such repository, tag or manifest; no access)."""
 
 
-class Unreachable(InfrastructureError):
+class RegistryUnreachable(InfrastructureError):
     """The registry could not be reached, or did not answer in time, after the allowed retries."""
 
 
@@ -175,7 +175,7 @@ class RegistryClient:
         try:
             return self.http.request(method, url, headers=headers)
         except InfrastructureError as exc:
-            raise Unreachable(exc.message) from None
+            raise RegistryUnreachable(exc.message) from None
 
     def _request(self, method: str, ref: Reference, path: str, accept: str = ACCEPT) -> Reply:
         url = f"{self._base(ref)}/{path}"
@@ -211,7 +211,7 @@ class RegistryClient:
         try:
             reply = self.http.request("GET", realm, params=params, headers=headers, max_body=MiB)
         except InfrastructureError as exc:
-            raise Unreachable(f"token service: {exc.message}") from None
+            raise RegistryUnreachable(f"token service: {exc.message}") from None
         if reply.status in (401, 403):
             raise ImageError("no access: the token service refused the credentials (check REPROGATE_REGISTRY_USERNAME/PASSWORD or docker login)")
         body = reply.json() if reply.ok else {}
@@ -290,9 +290,9 @@ def _manifest_json(ref: Reference, body: bytes) -> dict[str, Any]:
     try:
         data = json.loads(body)
     except (ValueError, RecursionError):  # not JSON, or nested too deep to read
-        raise Unreachable(f"{ref}: the registry answered with a manifest that is not JSON it can read") from None
+        raise RegistryUnreachable(f"{ref}: the registry answered with a manifest that is not JSON it can read") from None
     if not isinstance(data, dict):
-        raise Unreachable(f"{ref}: the registry answered with a manifest that is not a JSON object")
+        raise RegistryUnreachable(f"{ref}: the registry answered with a manifest that is not a JSON object")
     return data
 
 

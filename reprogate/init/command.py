@@ -18,9 +18,11 @@ from typing import Any
 
 from reprogate.core.diagnostics import ExitCode
 from reprogate.core.errors import CheckFailed, UsageError
+from reprogate.core.git import GitError, run_git
 from reprogate.init.discover import Found, discover
-from reprogate.init.draft import LEVELS, PORTABLE_CPU_ENV, Plan, before_reference, complete, trace_text
+from reprogate.init.draft import LEVELS, Plan, before_reference, complete, trace_text
 from reprogate.output.result import CommandResult
+from reprogate.runtime.portable_cpu import FIXED_THREADS_ENV, portable_cpu_env
 
 LOCK_NAMES = ("requirements.txt", "uv.lock")  # the usual name first, before requirements-dev.txt and the like
 
@@ -232,10 +234,11 @@ def _source(project: Path, root: Path, exclude: list[Path]) -> dict[str, Any]:
     found = run_layer(source_layer, CaptureContext(root=project, framework=False, lock_globs=lock_globs(root), exclude=exclude))
     if found.get("present") is False:
         return {"dirty": False}
-    from reprogate.capture.programs import run
-
-    code, out, _ = run(["git", "-C", str(project), "rev-parse", "--show-toplevel"], timeout=30)
-    top = Path(out.decode().strip()) if code == 0 and out.strip() else root
+    try:
+        out = run_git(project, "rev-parse", "--show-toplevel", timeout=30).stdout
+    except GitError:
+        out = b""
+    top = Path(out.decode().strip()) if out.strip() else root
     locks = []
     for entry in found.get("lock_files") or []:
         path = (top / entry["path"]).resolve()
@@ -307,7 +310,7 @@ def run_init(options: InitOptions) -> CommandResult:
         recipe = None
         if found.recipe is not None and _inside(found.recipe, root):
             recipe = {"path": _rel(found.recipe, root), "checksum": "sha256:" + hashlib.sha256(found.recipe.read_bytes()).hexdigest()}
-        env = {**(PORTABLE_CPU_ENV if options.portable_cpu else {}), **options.env}
+        env = {**({**FIXED_THREADS_ENV, **portable_cpu_env()} if options.portable_cpu else {}), **options.env}
         plan = Plan(
             name=name,
             project=_rel(project, root),

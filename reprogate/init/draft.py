@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reprogate import __version__
+from reprogate.core.timestamps import utc_now
 
 LEVELS = ("bitwise", "behavioral", "statistical", "startup")
-PORTABLE_CPU_ENV = {"OMP_NUM_THREADS": "1", "ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}
 
 
 @dataclass
@@ -87,7 +87,7 @@ def before_reference(plan: Plan) -> dict[str, Any]:
         "metadata": {
             "name": plan.name,
             "description": plan.description or f"Reference run of {plan.project}, recorded by reprogate {__version__} init.",
-            "created": _now(),
+            "created": utc_now(),
         },
         "contract": {"level": plan.level or "bitwise", "envelope": {}},
         "container": plan.container or {"used": False, "reason": f"the environment is realized by the {plan.realizer} realizer (job.environment)"},
@@ -103,12 +103,6 @@ def before_reference(plan: Plan) -> dict[str, Any]:
         },
     }
     return record
-
-
-def _now() -> str:
-    import datetime
-
-    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def _first_meta(events: list[dict[str, Any]]) -> dict[str, Any]:

@@ -9,20 +9,22 @@ most LIMIT commits are read, and a shallow clone simply finds nothing.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from reprogate.core.git import GitError, run_git
 
 LIMIT = 200
 
 
 def _git(repo: Path, *args: str) -> bytes | None:
+    """stdout, or None when git cannot say (no repository, a shallow clone, no git): a diagnosis
+    without history is still a diagnosis."""
     try:
-        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
+        return run_git(repo, *args, timeout=60).stdout
+    except GitError:
         return None
-    return done.stdout if done.returncode == 0 else None
 
 
 def find_version(repo: Path, path: str, matches: Callable[[bytes], bool], limit: int = LIMIT) -> tuple[str, bytes] | None:

@@ -7,7 +7,6 @@ text (comments and the rest of the record stay as written).
 
 from __future__ import annotations
 
-import datetime
 import json
 import math
 from pathlib import Path
@@ -17,6 +16,7 @@ from reprogate import __version__
 from reprogate.core.documents import load_document
 from reprogate.core.errors import CheckFailed, UsageError
 from reprogate.core.fileio import atomic_write
+from reprogate.core.timestamps import utc_now
 from reprogate.rebuild.stats import prediction_interval
 
 
@@ -39,7 +39,7 @@ def compute(data: dict[str, Any], alpha: float | None = None) -> dict[str, Any]:
     if notices:
         stored["notice"] = "; ".join(notices)
     stored["computed_by"] = f"reprogate {__version__} (t prediction interval for one rebuild seed; the two-sample t on the means for more)"
-    stored["computed_at"] = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    stored["computed_at"] = utc_now()
     return stored
 
 

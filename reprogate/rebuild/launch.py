@@ -3,13 +3,15 @@
 Each rank gets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (what
 torchrun sets), REPROGATE_TRACE_DIR (where reprogate.runtime.trace writes) and REPROGATE_SEED, plus the
 record's behaviour-changing variables. Output of each rank goes to its own log file. When one rank
-fails or the time limit passes, the others are killed (process groups), so a rebuild never hangs.
+fails or the time limit passes, the others are killed (process groups), so a run never hangs.
+
+Only examples/tiny/make_reference.py starts ranks this way now; `reprogate rebuild` starts them
+through rebuild/launchers and the rank host (examples/tiny/make_reference_2node.py does too).
 """
 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reprogate.core.ports import free_port
 from reprogate.core.processes import end_all
 
 
@@ -35,12 +38,6 @@ class RunResult:
         if path is None or not path.exists():
             return ""
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def resolve_argv(argv: Sequence[str]) -> list[str]:

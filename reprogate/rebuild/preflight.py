@@ -12,11 +12,9 @@ past its limit whatever torch.distributed does.
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 import selectors
-import socket
 import subprocess
 import sys
 import time
@@ -26,7 +24,9 @@ from typing import Any
 
 from reprogate import __version__
 from reprogate.core.diagnostics import ExitCode
+from reprogate.core.ports import free_port
 from reprogate.core.processes import end_all
+from reprogate.core.timestamps import utc_now
 
 STAGES = ("devices", "framework-op", "process-group", "collective")
 STARTUP_GRACE = 20.0  # starting Python and importing torch, before the first stage reports
@@ -100,12 +100,6 @@ class PreflightOutcome:
         }
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _expected_uuids(record: Path | None) -> list[str]:
     if record is None:
         return []
@@ -167,7 +161,7 @@ def check_devices(record: Path | None) -> tuple[Stage, int]:
 
 
 def run_preflight(options: PreflightOptions) -> PreflightOutcome:
-    report = PreflightOutcome(started_at=datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"))
+    report = PreflightOutcome(started_at=utc_now())
     started = time.monotonic()
     try:
         devices, gpus = check_devices(options.record)
@@ -187,7 +181,7 @@ def run_preflight(options: PreflightOptions) -> PreflightOutcome:
         ranks = {int(os.environ["RANK"]): dict(os.environ)}
     else:
         report.world_size = options.world_size or (gpus if gpus else 2)
-        port = _free_port()
+        port = free_port()
         ranks = {}
         for rank in range(report.world_size):
             env = dict(os.environ)

@@ -13,6 +13,8 @@ import json
 import re
 from typing import Any
 
+from reprogate.output.markdown import cell, code_block, one_line
+
 ICONS = {"pass": "✅", "fail": "❌", "skipped": "⏭️", "not-run": "⏸️"}
 MAX_POINTS = 60
 PROMOTE = (
@@ -70,7 +72,7 @@ def _inline(text: Any) -> str:
 
 
 def _cell(text: Any) -> str:
-    return _inline(text).replace("|", "\\|").replace("\r", " ").replace("\n", " ")  # CommonMark ends a line at \r too
+    return cell(_inline(text))
 
 
 def _downsample(points: list[list[float]] | list[tuple[int, float]], limit: int = MAX_POINTS) -> list[tuple[int, float]]:
@@ -127,7 +129,7 @@ def markdown(verdict: dict[str, Any]) -> str:
     for stage in verdict["stages"]:
         lines.append(f"| {stage['name']} | {ICONS.get(stage['status'], '')} {stage['status']} | {stage['seconds']:.1f} s | {_cell(stage['detail'])} |")
     claim = verdict["claim"]
-    lines += ["", "### Claim", "", _inline(claim["text"]).replace("\r", " ").replace("\n", " "), ""]
+    lines += ["", "### Claim", "", one_line(_inline(claim["text"])), ""]
     if claim["not_covered"]:
         lines += ["This claim does not cover:", *[f"- {_cell(item)}" for item in claim["not_covered"]], ""]
     compared = (verdict.get("environment") or {}).get("compared") or []
@@ -155,9 +157,8 @@ def markdown(verdict: dict[str, Any]) -> str:
     if chart:
         lines += ["### Loss", "", chart, ""]
     tail = next((s.get("log_tail") for s in verdict["stages"] if s.get("log_tail")), None)
-    if tail:  # a fence longer than any run of backticks in the tail: the log cannot close it and write Markdown of its own
-        fence = "`" * max(3, 1 + max((len(run) for run in re.findall("`+", tail)), default=0))
-        lines += ["### Log tail of the failing run", "", f"{fence}text", tail, fence, ""]
+    if tail:
+        lines += ["### Log tail of the failing run", "", *code_block(tail, "text"), ""]
     if not passed:
         lines += ["### Way forward", "", way_forward(verdict), ""]
     lines.append(f"<sub>{verdict['tool']} · record digest `{record['digest'][20:36]}…` · {verdict['seconds']:.1f} s · {verdict['started_at']}</sub>")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reprogate.core.errors import UsageError
+from reprogate.core.git import GitError, run_git
 
 NONCE = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
 _RUN_ID = re.compile(r"^[0-9]{1,20}$")
@@ -69,14 +70,11 @@ def _inside(path: Path, folder: Path) -> bool:
 
 def _work_tree(folder: Path) -> Path:
     """The git work tree `folder` lies in (all of it is checked out), else the folder itself."""
-    import subprocess
-
     try:
-        done = subprocess.run(["git", "-C", str(folder), "rev-parse", "--show-toplevel"], capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired):
+        top = run_git(folder, "rev-parse", "--show-toplevel", timeout=30).stdout.decode("utf-8", "surrogateescape").strip()
+    except GitError:
         return folder.resolve()
-    top = done.stdout.strip()
-    return Path(top).resolve() if done.returncode == 0 and top else folder.resolve()
+    return Path(top).resolve() if top else folder.resolve()
 
 
 def fresh_output(requested: Path | None, checkout: Path, dry_run: bool = False) -> Path:

@@ -13,27 +13,15 @@ from typing import Any
 
 from reprogate.core.diagnostics import field_path
 from reprogate.core.errors import UsageError
+from reprogate.core.json_input import read_json_input
 
 MAX_VERDICT_BYTES = 16 * 1024 * 1024
 
 
 def read_verdict(path: Path) -> dict[str, Any]:
-    from reprogate.core.documents import DocumentError, parse_json
-    from reprogate.core.fileio import read_input
     from reprogate.core.schemas import validator
 
-    try:
-        raw = read_input(path, MAX_VERDICT_BYTES)  # a FIFO without a writer reads as empty, never waits
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read the verdict: {exc.strerror or exc}") from None
-    if raw is None:
-        raise UsageError(f"{path}: larger than {MAX_VERDICT_BYTES:,} bytes; not a reprogate verdict")
-    try:
-        data = parse_json(raw.decode("utf-8"), str(path))
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not a JSON verdict ({exc})") from None
-    except DocumentError as exc:
-        raise UsageError(f"{path}: not a JSON verdict ({exc.diagnostics[0].message if exc.diagnostics else exc.message})") from None
+    data = read_json_input(path, MAX_VERDICT_BYTES, "the verdict", "a reprogate verdict")
     if not isinstance(data, dict) or data.get("kind") != "Verdict":
         raise UsageError(f"{path}: not a reprogate verdict (kind: Verdict)")
     errors = sorted(validator("Verdict").iter_errors(data), key=lambda e: list(e.absolute_path))

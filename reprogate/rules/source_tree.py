@@ -13,12 +13,12 @@ Cheap where git already knows: in a clean work tree the folder's tree id is git'
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic
+from reprogate.core.git import GitError, run_git
 from reprogate.rules.base import RuleContext, get
 from reprogate.rules.files import AddressError, resolve
 
@@ -76,29 +76,32 @@ def current_tree(folder: Path) -> str:
     outside git, computed here."""
     from reprogate.core.gittree import tree_id
 
+    status = _git(folder, "status", "--porcelain", "-z", "--untracked-files=all", "--", ".")
+    if status is not None and not status:
+        known = _git(folder, "rev-parse", "HEAD:./")
+        if known:
+            return known.decode().strip()
     try:
-        status = _git(folder, "status", "--porcelain", "-z", "--untracked-files=all", "--", ".")
-        if status is not None and not status:
-            known = _git(folder, "rev-parse", "HEAD:./")
-            if known:
-                return known.decode().strip()
         staged = _staged_tree(folder)
-        if staged:
-            return staged
-    except (OSError, subprocess.TimeoutExpired):
-        pass
+    except OSError:  # the index could not be copied: hash the files instead
+        staged = None
+    if staged:
+        return staged
     return tree_id(folder)
 
 
 def _git(folder: Path, *args: str, env: dict[str, str] | None = None) -> bytes | None:
-    done = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, timeout=120, check=False, env=env)
-    return done.stdout if done.returncode == 0 else None
+    """stdout, or None where git cannot say (outside a work tree, no git, too slow): the tree is
+    then computed from the files."""
+    try:
+        return run_git(folder, *args, env=env).stdout
+    except GitError:
+        return None
 
 
 def _staged_tree(folder: Path) -> str | None:
     """The tree git would record for the folder now, from a throwaway copy of the index (the real
     index and the work tree are left alone; the blobs go into the object store, as `git add` would)."""
-    import os
     import shutil
     import tempfile
 
@@ -113,7 +116,7 @@ def _staged_tree(folder: Path) -> str | None:
         copy = Path(tmp) / "index"
         if index_path.is_file():
             shutil.copyfile(index_path, copy)
-        env = {**os.environ, "GIT_INDEX_FILE": str(copy)}
+        env = {"GIT_INDEX_FILE": str(copy)}  # set on purpose: core.git drops any inherited one
         if _git(top_path, "add", "-A", "--", rel, env=env) is None:
             return None
         tree = _git(top_path, "write-tree", *([f"--prefix={rel}/"] if rel != "." else []), env=env)

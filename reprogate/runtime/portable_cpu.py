@@ -6,6 +6,10 @@ different orders, so a trace made on one machine would not match a rebuild on an
 holds the one PORTABLE_CPU_ENV, applies it before torch and MKL read it, and refuses a run where
 they already chose: a run that claims to be portable and is not would pass its own trace and fail
 every rebuild elsewhere. Standard library only; torch is passed in by the caller.
+
+`seed_everything(portable_cpu=True)` sets them inside the training process and `reprogate init
+--portable-cpu` writes them into a record's execution.env: one mapping, so both name the same values.
+oneDNN's instruction sets are named per architecture, so its cap applies to x86 only.
 """
 
 from __future__ import annotations
@@ -21,15 +25,23 @@ from typing import Any
 # oneDNN off in torch (convolutions then run as torch's own kernels over MKL): its blocking
 # follows the CPU's cache sizes, so even capped it promises no equal bits across CPUs.
 PORTABLE_CPU_ENV = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "SSE41"}
+X86_ONLY = frozenset({"ONEDNN_MAX_CPU_ISA"})
+X86_MACHINES = frozenset({"x86_64", "amd64", "i686", "i386"})
+# MKL and torch's parallel reductions sum in per-thread pieces: a record that pins the kernels
+# pins the thread count too (the script's own torch.set_num_threads does the same in-process).
+FIXED_THREADS_ENV = {"OMP_NUM_THREADS": "1"}
 CPU_ENV_NAMES = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def portable_cpu_env(machine: str | None = None) -> dict[str, str]:
+    """PORTABLE_CPU_ENV as it applies on `machine` (default: this one's `platform.machine()`)."""
+    x86 = (machine if machine is not None else platform.machine()).lower() in X86_MACHINES
+    return {name: value for name, value in PORTABLE_CPU_ENV.items() if x86 or name not in X86_ONLY}
 
 
 def pin_portable_env() -> None:
     """Put PORTABLE_CPU_ENV in os.environ (where it applies to this CPU), before torch reads it."""
-    x86 = platform.machine().lower() in ("x86_64", "amd64", "i686", "i386")
-    for name, value in PORTABLE_CPU_ENV.items():
-        if name == "ONEDNN_MAX_CPU_ISA" and not x86:
-            continue  # an x86 instruction set; oneDNN on other CPUs has its own names
+    for name, value in portable_cpu_env().items():
         if name == "MKL_CBWR" and os.environ.get(name, "").upper().startswith("COMPATIBLE"):
             continue  # COMPATIBLE,STRICT is as portable, and what the job asked for
         os.environ[name] = value

@@ -30,8 +30,9 @@ def emit_stdout(**fields: Any) -> None:
     sys.stdout.flush()
 
 
-class CheckFailed(Exception):
-    """A stage failed; the event saying so has been emitted. Carries the exit code."""
+class PreflightStageFailed(Exception):
+    """A preflight stage failed; the event saying so has been emitted. Carries the rank's exit code.
+    Not core.errors.CheckFailed: this module runs where the rest of reprogate is not installed."""
 
     def __init__(self, code: int) -> None:
         super().__init__(code)
@@ -52,7 +53,7 @@ def stage(emit: Emit, name: str, rank: int, work: Any) -> Any:
             detail=f"{type(exc).__name__}: {exc}"[:500],
             trace=traceback.format_exc(limit=3)[-800:],
         )
-        raise CheckFailed(1) from None
+        raise PreflightStageFailed(1) from None
     emit(rank=rank, stage=name, status=status, seconds=round(time.monotonic() - start, 3), detail=detail)
     return value
 
@@ -60,7 +61,7 @@ def stage(emit: Emit, name: str, rank: int, work: Any) -> Any:
 def main() -> None:
     try:
         run_checks(emit_stdout, dict(os.environ))
-    except CheckFailed as exc:
+    except PreflightStageFailed as exc:
         sys.exit(exc.code)
 
 
@@ -77,7 +78,7 @@ def run_checks(emit: Emit, env: dict[str, str]) -> None:
         import torch.distributed as dist
     except ImportError as exc:
         emit(rank=rank, stage="startup", status="fail", detail=f"torch cannot be imported: {exc}")
-        raise CheckFailed(3) from None
+        raise PreflightStageFailed(3) from None
 
     def framework_op() -> tuple[str, str, Any]:
         a = torch.arange(16, dtype=torch.float32).reshape(4, 4)
@@ -98,7 +99,7 @@ def run_checks(emit: Emit, env: dict[str, str]) -> None:
     device = stage(emit, "framework-op", rank, framework_op)
     if backend == "nccl" and device.type != "cuda":
         emit(rank=rank, stage="process-group", status="fail", detail="nccl needs a GPU on every rank; none is visible")
-        raise CheckFailed(1)
+        raise PreflightStageFailed(1)
 
     def process_group() -> tuple[str, str, None]:
         master = f"tcp://{env['MASTER_ADDR']}:{env['MASTER_PORT']}"

@@ -103,11 +103,11 @@ def main() -> int:
             facts = {"error": f"{type(exc).__name__}: {exc}"}
         events(rank=rank, stage="host", status="probe", facts=facts)
     if plan.get("preflight", True):
-        from reprogate.runtime.preflight_rank import CheckFailed, run_checks
+        from reprogate.runtime.preflight_rank import PreflightStageFailed, run_checks
 
         try:
             run_checks(events, dict(os.environ))
-        except CheckFailed as exc:
+        except PreflightStageFailed as exc:
             events.close()
             return exc.code
     ready: dict[str, Any] = {}

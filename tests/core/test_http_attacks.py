@@ -77,23 +77,23 @@ def test_a_drip_feeding_api_ends_at_the_deadline() -> None:
 
 
 def test_a_drip_feeding_registry_ends_at_the_deadline() -> None:
-    from reprogate.images.registry import RegistryClient, Unreachable
+    from reprogate.images.registry import RegistryClient, RegistryUnreachable
 
     with hostile(drip()) as server:
         client = RegistryClient(timeout=1.0, retries=0)
         client.http.policy = dataclasses.replace(client.http.policy, deadline=DEADLINE)
-        with pytest.raises(Unreachable, match="within"):
+        with pytest.raises(RegistryUnreachable, match="within"):
             client.resolve(f"{server.url.removeprefix('http://')}/team/train:v1")
     assert abandoned(server)
 
 
 def test_a_drip_feeding_dataset_remote_ends_at_the_deadline() -> None:
-    from reprogate.datasets.remote import Remote, Unreachable
+    from reprogate.datasets.remote import Remote, RemoteUnreachable
 
     with hostile(drip()) as server:
         remote = Remote(timeout=1.0, retries=0)
         remote.http.policy = dataclasses.replace(remote.http.policy, deadline=DEADLINE)
-        with pytest.raises(Unreachable, match="within"):
+        with pytest.raises(RemoteUnreachable, match="within"):
             remote.digest(f"{server.url}/shard-000", "sha256")
     assert abandoned(server)
 
@@ -185,14 +185,14 @@ def test_json_nested_100k_deep_from_the_api_or_a_registry_is_exit_3(cli: Cli, mo
 def test_a_remote_verification_has_one_time_limit_for_all_its_shards() -> None:
     """Each shard has its own deadline; a remote that drips every shard still ends the whole
     verification at --max-time, the shards after it named unchecked, not waited for."""
-    from reprogate.datasets.remote import Remote, Unreachable
+    from reprogate.datasets.remote import Remote, RemoteUnreachable
 
     with hostile(drip()) as server:
         remote = Remote(timeout=1.0, retries=0, max_time=1.5)
         remote.http.policy = dataclasses.replace(remote.http.policy, deadline=60.0)
-        with pytest.raises(Unreachable, match="within"):
+        with pytest.raises(RemoteUnreachable, match="within"):
             remote.digest(f"{server.url}/shard-000", "sha256")  # cut from 60 s to what is left of 1.5 s
         for shard in range(1, 50):
-            with pytest.raises(Unreachable, match="time limit of 1.5 s"):
+            with pytest.raises(RemoteUnreachable, match="time limit of 1.5 s"):
                 remote.size(f"{server.url}/shard-{shard:03d}")
     assert abandoned(server)

@@ -20,8 +20,6 @@ from typing import Protocol
 
 from reprogate.rebuild.realizers.base import Realized
 
-TORCHRUN_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT")
-
 
 @dataclass(frozen=True)
 class Shape:

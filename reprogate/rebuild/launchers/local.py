@@ -7,17 +7,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from reprogate.core.errors import UsageError
+from reprogate.core.ports import free_port
 from reprogate.rebuild.launchers.base import Shape
 from reprogate.rebuild.realizers.base import RankProcess, Realized
 
 NAME = "local"
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on now (the kernel's choice), for a rendezvous."""
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 def torchrun_environment(
