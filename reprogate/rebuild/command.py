@@ -14,9 +14,10 @@ import yaml
 
 from reprogate.core.config import repository_root
 from reprogate.core.diagnostics import ExitCode
-from reprogate.core.documents import Document, DocumentError, load_document, parse_json
+from reprogate.core.documents import Document, load_document
 from reprogate.core.errors import ReprogateError, UsageError
-from reprogate.core.fileio import atomic_write, read_input
+from reprogate.core.fileio import atomic_write
+from reprogate.core.json_input import parse_json_bytes, read_bounded
 from reprogate.core.seedstats import percent
 from reprogate.output import workflow
 from reprogate.output.result import CommandResult
@@ -146,24 +147,14 @@ def _read_traces(paths: list[Path]) -> list[dict[str, Any]]:
     waited on, and a line that is not UTF-8, not JSON or not an object is named by file and line."""
     events: list[dict[str, Any]] = []
     for path in paths:
-        try:
-            raw = read_input(path, MAX_TRACE_BYTES)
-        except OSError as exc:
-            raise UsageError(f"{path}: cannot read the trace: {exc.strerror or exc}") from None
-        if raw is None:
-            raise UsageError(f"{path}: larger than {MAX_TRACE_BYTES:,} bytes; not a trace")
+        raw = read_bounded(path, MAX_TRACE_BYTES, "the trace", "a trace")
         if not raw.strip():
             raise UsageError(f"{path}: the trace is empty (or a pipe nobody writes to)")
         for number, line in enumerate(raw.split(b"\n"), 1):
             if not line.strip():
                 continue
             where = f"{path}:{number}"
-            try:
-                event = parse_json(line.decode("utf-8"), where)
-            except UnicodeDecodeError:
-                raise UsageError(f"{where}: not UTF-8") from None
-            except DocumentError as exc:
-                raise UsageError(f"{where}: {exc.diagnostics[0].message if exc.diagnostics else exc.message}") from None
+            event = parse_json_bytes(line, where, "the line")
             if not isinstance(event, dict):
                 raise UsageError(f"{where}: a trace line is a JSON object, not a {type(event).__name__}")
             events.append(event)

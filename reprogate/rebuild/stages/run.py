@@ -12,7 +12,7 @@ from pathlib import Path
 
 from reprogate.core.errors import ReprogateError
 from reprogate.core.fileio import read_written_by_code
-from reprogate.rebuild.launchers.local import free_port
+from reprogate.core.ports import free_port
 from reprogate.rebuild.ranks import RankHosts
 from reprogate.rebuild.stages.base import StageResult, failed, passed
 from reprogate.rebuild.state import RebuildState, Runs, SeedRun
