@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reprogate.core.canonical import file_digest
+from reprogate.core.config import repository_root
 from reprogate.core.diagnostics import ExitCode
+from reprogate.core.documents import DocumentError, load_document
+from reprogate.datasets.manifests import load_manifest
+from reprogate.datasets.remote import Missing, Remote, RemoteUnreachable
+from reprogate.images.command import verify_record
+from reprogate.images.registry import RegistryClient
 
 
 @dataclass
@@ -69,11 +76,6 @@ def _uris(data: Any, path: str = "") -> Iterator[tuple[str, str]]:
 
 
 def audit_record(record: Path, today: datetime.date, timeout: float = 10.0, retries: int = 2) -> AuditResult:
-    from reprogate.core.config import repository_root
-    from reprogate.core.documents import load_document
-    from reprogate.datasets.remote import Missing, Remote, RemoteUnreachable
-    from reprogate.images.command import verify_record
-    from reprogate.images.registry import RegistryClient
 
     result = AuditResult()
     data = load_document(record).data
@@ -108,7 +110,6 @@ def audit_record(record: Path, today: datetime.date, timeout: float = 10.0, retr
             result.missing += 1
             result.lines.append(f"{name}: {where} {ref['path']}: MISSING from the repository")
             continue
-        from reprogate.core.canonical import file_digest
 
         if file_digest(target) != ref["checksum"]:
             result.missing += 1
@@ -131,8 +132,6 @@ def audit_record(record: Path, today: datetime.date, timeout: float = 10.0, retr
 
 
 def _retention(data: dict[str, Any], root: Path) -> str | None:
-    from reprogate.core.documents import DocumentError
-    from reprogate.datasets.manifests import load_manifest
 
     dataset = data.get("dataset") or {}
     if isinstance(dataset.get("inline"), dict):

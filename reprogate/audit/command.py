@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from reprogate.audit.check import audit, sample
+from reprogate.core.diagnostics import ExitCode
 from reprogate.core.errors import UsageError
 from reprogate.output.result import CommandResult
 from reprogate.output.workflow import visible
+from reprogate.validate.runner import FileResult, Options, validate
 
 
 def audit_command(paths: list[str], timeout: float, retries: int, size: int | None = None, seed: int = 0) -> CommandResult:
-    from reprogate.audit.check import audit, sample
-    from reprogate.core.diagnostics import ExitCode
-    from reprogate.validate.runner import FileResult, Options, validate
 
     found = validate(paths, Options())
 

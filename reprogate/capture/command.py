@@ -8,11 +8,15 @@ from typing import Any
 
 from reprogate.capture import CaptureContext
 from reprogate.capture.layers import capture_all
+from reprogate.capture.merge import apply, plan
+from reprogate.core.canonical import file_digest
+from reprogate.core.config import load_config, repository_root
 from reprogate.core.diagnostics import ExitCode
 from reprogate.core.documents import DocumentError, load_document
 from reprogate.core.errors import UsageError
 from reprogate.core.fileio import atomic_write
 from reprogate.core.yamlout import dump_yaml
+from reprogate.images.registry import ImageError, RegistryClient, RegistryUnreachable
 from reprogate.output.result import CommandResult
 from reprogate.runtime.trace import leading_meta_events
 
@@ -20,7 +24,6 @@ from reprogate.runtime.trace import leading_meta_events
 def lock_globs(root: Path) -> list[str]:
     """The framework watch globs of the project's configuration: the lock files capture pins
     (none when the configuration cannot be read; capture still runs)."""
-    from reprogate.core.config import load_config
 
     try:
         return load_config(root).watch.get("framework", [])
@@ -38,8 +41,6 @@ def run_capture(output: Path | None, record: Path | None, image: str | None, roo
     """Print the capture, write it to a file, and/or merge it into a record."""
     messages: list[str] = []
     if image is not None and "@sha256:" not in image:
-        from reprogate.images.registry import ImageError, RegistryClient, RegistryUnreachable
-
         try:  # a tag is only a label: pin what it points to now
             found = RegistryClient().resolve(image)
         except RegistryUnreachable as exc:
@@ -66,12 +67,10 @@ def run_capture(output: Path | None, record: Path | None, image: str | None, roo
 
 
 def _merge(record: Path, document: dict[str, Any]) -> list[str]:
-    from reprogate.capture.merge import apply, plan
 
     doc = load_document(record)
     if not isinstance(doc.data, dict) or doc.data.get("kind") != "RunRecord":
         raise UsageError(f"{record}: not a run record (kind: RunRecord); left unchanged")
-    from reprogate.core.config import repository_root
 
     root = repository_root(record.parent)
     notes = _training_determinism(doc.data, document, root)
@@ -84,7 +83,6 @@ def _merge(record: Path, document: dict[str, Any]) -> list[str]:
 
 def _recipe_checksum(data: dict[str, Any], root: Path) -> str | None:
     """The build recipe's checksum now (capture owns it like the lock files'), or None."""
-    from reprogate.core.canonical import file_digest
 
     recipe = (data.get("source") or {}).get("build_recipe") if isinstance(data.get("source"), dict) else None
     rel = recipe.get("path") if isinstance(recipe, dict) else None

@@ -16,6 +16,7 @@ from typing import Any
 
 from reprogate.capture.base import CaptureContext
 from reprogate.core.errors import ReprogateError
+from reprogate.images.engine import connect
 
 SECTION = "container"
 _DIGEST_REF = re.compile(
@@ -107,7 +108,6 @@ def mounts(mountinfo: Path = Path("/proc/self/mountinfo")) -> list[dict[str, Any
 
 def _from_docker(ctx: CaptureContext) -> tuple[dict[str, Any], str]:
     """(facts from the Docker engine, reason if none)."""
-    from reprogate.images.engine import connect
 
     try:
         connected = connect(3)

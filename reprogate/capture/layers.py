@@ -12,6 +12,8 @@ from typing import Any
 from reprogate import __version__
 from reprogate.capture import container, cpu, devices, envvars, host, software, source
 from reprogate.capture.base import CaptureContext, CaptureLayer, run_layer
+from reprogate.capture.compat import classify_record_sections
+from reprogate.core.redact import strip_credentials
 from reprogate.core.timestamps import utc_now
 
 LAYERS: dict[str, CaptureLayer] = {  # section -> layer module, in the order they run
@@ -27,7 +29,6 @@ LAYERS: dict[str, CaptureLayer] = {  # section -> layer module, in the order the
 
 def capture_all(ctx: CaptureContext) -> dict[str, Any]:
     """Every layer, then the driver/CUDA compatibility verdict derived from them."""
-    from reprogate.capture.compat import classify_record_sections
 
     document: dict[str, Any] = {
         "apiVersion": "reprogate/v1",
@@ -47,7 +48,6 @@ def without_credentials(node: Any) -> Any:
     """Every string of the capture with URL userinfo and credential query parameters taken out
     (core/redact.strip_credentials): one pass over what the layers found, so no layer can write a
     credential into a record, whatever it read (a git remote, a mirror URL, MASTER_ADDR)."""
-    from reprogate.core.redact import strip_credentials
 
     if isinstance(node, str):
         return strip_credentials(node)

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from reprogate.core.documents import Document
+from reprogate.core.documents import Document, PlainLoader
 from reprogate.core.yamlout import dump_yaml
 
 SOURCE_KEYS = ("repository", "commit", "path", "tree", "dirty", "diff_digest", "untracked_digest", "lock_files", "job_start_installs")
@@ -141,7 +141,6 @@ def _block_end(text: str, end: int) -> int:
 
 def splice(text: str, path: tuple[str, ...], value: Any) -> str:
     """Replace (or add) the mapping entry at `path` in YAML `text`, leaving all else unchanged."""
-    from reprogate.core.documents import PlainLoader
 
     root = PlainLoader(text).get_single_node()
     parent, key_node, value_node = _node_for(root, path)

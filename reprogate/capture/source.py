@@ -13,6 +13,7 @@ from reprogate.capture.packages import unpinned_installs
 from reprogate.core.canonical import file_digest
 from reprogate.core.git import GitError, GitResult, run_git
 from reprogate.core.redact import strip_credentials
+from reprogate.lockfiles import all_patterns, format_for
 
 SECTION = "source"
 GIT_TIMEOUT = 30.0
@@ -107,7 +108,6 @@ def _status_entries(text: str) -> list[str]:
 
 
 def _lock_files(top: Path, ctx: CaptureContext) -> list[dict[str, Any]]:
-    from reprogate.lockfiles import all_patterns, format_for
 
     _, listing, _ = _git(top, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
     patterns = [*all_patterns(), *ctx.lock_globs]

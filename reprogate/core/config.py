@@ -12,6 +12,7 @@ from typing import Any
 
 from reprogate.core.diagnostics import ExitCode
 from reprogate.core.documents import DocumentError, display_path, load_document
+from reprogate.core.schema_check import schema_diagnostics
 
 CONFIG_NAME = ".reprogate.yaml"
 
@@ -66,7 +67,6 @@ def load_config(start: Path) -> Config:
     if path is None:
         return Config(folder=start.resolve())
     doc = load_document(path, display_path(path))
-    from reprogate.core.schema_check import schema_diagnostics
 
     problems = schema_diagnostics(doc, "Config")
     if problems:

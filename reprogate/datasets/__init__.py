@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from reprogate.core.canonical import canonical_digest
+from reprogate.datasets.manifests import digest_of
 
 
 def manifest_digest(manifest: dict[str, Any]) -> str:
@@ -19,7 +20,5 @@ def manifest_digest(manifest: dict[str, Any]) -> str:
     streamed through the digest rather than loaded.
     """
     if type(manifest.get("shards")) not in (list, type(None)):
-        from reprogate.datasets.manifests import digest_of
-
         return digest_of(manifest)
     return canonical_digest({k: v for k, v in manifest.items() if k != "digest"})

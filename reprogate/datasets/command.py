@@ -7,6 +7,11 @@ from typing import Any
 
 from reprogate.core.diagnostics import ExitCode
 from reprogate.core.errors import UsageError
+from reprogate.datasets.build import BuildError, BuildOptions, build_manifest, write_manifest
+from reprogate.datasets.dvc import DvcError, from_dvc
+from reprogate.datasets.manifests import load_manifest
+from reprogate.datasets.verify import VerifyOptions, verify
+from reprogate.output.findings import render_verify
 from reprogate.output.result import CommandResult
 
 LARGE_MANIFEST = 100_000  # shards beyond which a YAML or JSON manifest is slow to read back
@@ -26,8 +31,6 @@ def manifest_command(
     side_files: list[str],
     base: Path | None,
 ) -> CommandResult:
-    from reprogate.datasets.build import BuildError, BuildOptions, build_manifest
-    from reprogate.datasets.manifests import load_manifest
 
     pairs = []
     for item in side_files:
@@ -54,15 +57,11 @@ def manifest_command(
 def verify_command(
     manifest: Path, root: str | None, fmt: str, jobs: int | None, timeout: float, retries: int, keep_going: bool, quiet: bool, max_time: float = 6 * 3600.0
 ) -> CommandResult:
-    from reprogate.datasets.verify import VerifyOptions, verify
-    from reprogate.output.findings import render_verify
 
     return render_verify(verify(manifest, VerifyOptions(root, jobs, quiet, timeout, retries, keep_going, max_time=max_time)), fmt)
 
 
 def from_dvc_command(dvc_file: Path, output: Path, manifest_id: str | None, stage: str | None = None) -> CommandResult:
-    from reprogate.datasets.build import write_manifest
-    from reprogate.datasets.dvc import DvcError, from_dvc
 
     try:
         found = from_dvc(dvc_file, output, manifest_id, stage)

@@ -28,6 +28,7 @@ from typing import Any
 
 from reprogate.core.documents import DocumentError, load_document
 from reprogate.core.errors import CheckFailed, UsageError
+from reprogate.core.redact import strip_credentials
 from reprogate.core.yamlout import FlowMap
 from reprogate.datasets import manifest_digest
 
@@ -98,7 +99,6 @@ def _pipeline_data(data: dict[str, Any], folder: Path, stage: str | None, result
 
 def _imports(data: dict[str, Any]) -> list[dict[str, Any]]:
     """Where a .dvc file's outputs were imported from (`dvc import`, `dvc import-url`)."""
-    from reprogate.core.redact import strip_credentials
 
     outs = [PurePosixPath(o["path"]).as_posix() for o in _entries(data, "outs")]
     found = []

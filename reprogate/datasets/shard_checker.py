@@ -9,6 +9,9 @@ import json
 from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic, Location
+from reprogate.core.schema_check import explain as _explain
+from reprogate.core.schema_fastpath import compile_schema
+from reprogate.core.schemas import load_schema, validator
 
 SHARD_SCHEMA = "#/$defs/manifestBody/properties/shards/items"
 
@@ -35,9 +38,6 @@ class ShardChecker:
     def __init__(self) -> None:
         import re
 
-        from reprogate.core.schema_fastpath import compile_schema
-        from reprogate.core.schemas import load_schema
-
         schema = load_schema("DatasetManifest")
         self._ref = {"$ref": schema["$id"] + SHARD_SCHEMA}
         self._compiled = compile_schema(self._ref, schema)
@@ -51,8 +51,6 @@ class ShardChecker:
 
     def explain(self, display: str, index: int, line: int, text: str, shard: Any) -> list[Diagnostic]:
         """Findings for a shard `valid` refused, located on its line, fields named shards[index]."""
-        from reprogate.core.schema_check import explain as _explain
-        from reprogate.core.schemas import validator
 
         doc = _LineDoc(display, line, text)
         found: list[Diagnostic] = []

@@ -27,6 +27,7 @@ from reprogate.core.documents import Document, DocumentError, display_path
 from reprogate.core.heap import heap_frozen
 from reprogate.core.pool import ordered_map
 from reprogate.core.progress import Progress
+from reprogate.core.schema_check import schema_diagnostics
 from reprogate.datasets.dvcdir import dvc_directory_md5
 from reprogate.datasets.hashing import (
     SIZE,
@@ -235,7 +236,6 @@ def _verify(manifest_path: Path, options: VerifyOptions, until_done: contextlib.
         doc = load_manifest(manifest_path, report.manifest, options.max_bytes)
     except DocumentError as exc:
         return _unusable(report, exc.diagnostics)
-    from reprogate.core.schema_check import schema_diagnostics
 
     data = doc.data
     source = _Source(doc) if isinstance(data, dict) else None

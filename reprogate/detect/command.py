@@ -5,6 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from reprogate.core.config import CONFIG_NAME, load_config
+from reprogate.detect import output
+from reprogate.detect.git import DetectError, config_at, config_location, read_blobs, resolve
+from reprogate.detect.run import detect, detect_files
 from reprogate.output.result import CommandResult
 
 if TYPE_CHECKING:
@@ -15,9 +19,6 @@ def _with_the_bases_config(repo: Path, base: str, head: str) -> DetectResult:
     """The diff judged by `.reprogate.yaml` as the base has it (its records, watch globs and
     ignores), as the gate does: a pull request that edits the configuration cannot unwatch what
     it changes. Without one at the base, the working tree's."""
-    from reprogate.core.config import CONFIG_NAME, load_config
-    from reprogate.detect.git import config_at, config_location, read_blobs, resolve
-    from reprogate.detect.run import detect
 
     top, rel = config_location(repo, None)
     sides = [f"{resolve(top, base)}:{rel}", f"{resolve(top, head)}:{rel}"]
@@ -31,10 +32,6 @@ def _with_the_bases_config(repo: Path, base: str, head: str) -> DetectResult:
 
 
 def detect_command(repo: Path, base: str | None, head: str, files_from: Path | None, config_path: Path | None, fmt: str) -> CommandResult:
-    from reprogate.core.config import load_config
-    from reprogate.detect import output
-    from reprogate.detect.git import DetectError
-    from reprogate.detect.run import detect, detect_files
 
     if files_from is not None:
         result = detect_files(files_from, load_config(config_path if config_path is not None else repo))

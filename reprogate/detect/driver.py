@@ -16,9 +16,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from reprogate.detect import cuda
+from reprogate.detect import base_image, cuda, framework
 from reprogate.detect.base import Change, DetectContext
+from reprogate.detect.dockerfile import ImageRef, stages
 from reprogate.detect.framework import is_dockerfile
+from reprogate.detect.pip_commands import shell_commands
 from reprogate.detect.versions import Versions
 from reprogate.lockfiles import format_for
 
@@ -73,9 +75,6 @@ def _wheel_facts(pins: dict[tuple[str, str], Any]) -> dict[str, Any]:
 
 
 def _dockerfile_facts(v: Versions, which: str, ctx: DetectContext) -> dict[str, Any]:
-    from reprogate.detect import framework
-    from reprogate.detect.dockerfile import stages
-    from reprogate.detect.pip_commands import shell_commands
 
     text = v.text(which)
     facts: dict[str, Any] = {}
@@ -98,8 +97,6 @@ def _dockerfile_facts(v: Versions, which: str, ctx: DetectContext) -> dict[str, 
 
 
 def _yaml_facts(v: Versions, which: str) -> dict[str, Any]:
-    from reprogate.detect import base_image
-    from reprogate.detect.dockerfile import ImageRef
 
     facts: dict[str, Any] = {}
     if not v.mentions(b"image", b"container", b"docker://", b"runs-on", b"runrecord"):
@@ -150,8 +147,6 @@ def _facts(v: Versions, which: str, ctx: DetectContext) -> dict[str, Any]:
     if is_dockerfile(v.name):
         return _dockerfile_facts(v, which, ctx)
     if format_for(v.path) is not None or v.name == "pyproject.toml":
-        from reprogate.detect import framework
-
         return _wheel_facts(framework.pins(v, which, ctx))
     return _yaml_facts(v, which)
 

@@ -14,8 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from reprogate.detect.base import Change, DetectContext
+from reprogate.detect.dockerfile import stages
+from reprogate.detect.pip_commands import installs
 from reprogate.detect.versions import Versions
-from reprogate.lockfiles import Locked, LockFileError, format_for, normalize
+from reprogate.lockfiles import Locked, LockFileError, format_for, load_toml, normalize
+from reprogate.lockfiles import requirements as requirements_txt
+from reprogate.lockfiles.requirements import requirement_text
 
 LAYER = "framework"
 DOCKERFILE_EXCLUDED_SUFFIXES = (".md", ".rst", ".txt", ".py", ".sh", ".yml", ".yaml", ".json", ".toml", ".lock", ".html", ".cfg", ".ini", ".dockerignore")
@@ -103,9 +107,8 @@ def _lock_pins(entries: list[Locked], ignore: set[str]) -> Pins:
 
 
 def _requirements_pins(text: str, ignore: set[str]) -> Pins:
-    from reprogate.lockfiles import requirements
 
-    parsed = requirements.read(text)
+    parsed = requirements_txt.read(text)
     pins = _lock_pins(parsed.packages, ignore)
     for option in parsed.options:
         _add(pins, ("", option.label), Pin(option.value, option.value))
@@ -125,9 +128,6 @@ def _canonical(spec: Any) -> str:
 
 def _pyproject_pins(text: str, ignore: set[str]) -> Pins:
     from packaging.requirements import InvalidRequirement, Requirement
-
-    from reprogate.lockfiles import load_toml
-    from reprogate.lockfiles.requirements import requirement_text
 
     data = load_toml(text)
     pins: Pins = {}
@@ -181,8 +181,6 @@ def _pyproject_pins(text: str, ignore: set[str]) -> Pins:
 
 
 def _dockerfile_pins(text: str) -> Pins:
-    from reprogate.detect.dockerfile import stages
-    from reprogate.detect.pip_commands import installs
 
     pins: Pins = {}
     for stage in stages(text)[1]:

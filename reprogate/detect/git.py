@@ -12,6 +12,7 @@ from reprogate.core.diagnostics import ExitCode
 from reprogate.core.documents import DocumentError, load_text
 from reprogate.core.errors import UsageError
 from reprogate.core.git import TIMEOUT, GitError, run_git
+from reprogate.core.schema_check import schema_diagnostics
 
 
 class DetectError(UsageError):
@@ -125,7 +126,6 @@ def config_at(top: Path, rev: str, rel: str, folder: Path | None = None) -> Conf
     except UnicodeDecodeError:
         raise UsageError(f"{display}: not UTF-8") from None
     doc = load_text(text, display)
-    from reprogate.core.schema_check import schema_diagnostics
 
     problems = schema_diagnostics(doc, "Config")
     if problems:

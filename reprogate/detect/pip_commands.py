@@ -14,6 +14,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from reprogate.detect.dockerfile import expand, substitute
 from reprogate.lockfiles import normalize
 from reprogate.lockfiles.requirements import requirement_text
 
@@ -178,7 +179,6 @@ def _wheel(word: str) -> Installed | None:
 
 def installs(command: str, heredocs: tuple[str, ...], scope: dict[str, str | None]) -> list[Installed]:
     """Everything pip installs in one RUN instruction (its heredoc scripts included)."""
-    from reprogate.detect.dockerfile import expand, substitute
 
     scripts = [command]
     interpreter = command.split()[0].rsplit("/", 1)[-1] if command.split() else ""

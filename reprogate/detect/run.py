@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from reprogate.core.config import Config
+from reprogate.core.documents import DocumentError, load_text, parse_json, read_text
 from reprogate.core.globs import glob_to_regex
 from reprogate.detect import detectors
 from reprogate.detect.base import LAYERS, REBUILD_LAYERS, Change, DetectContext
-from reprogate.detect.dataset import is_side_file
+from reprogate.detect.dataset import SIDE_FILES, is_side_file
+from reprogate.detect.framework import is_dockerfile
 from reprogate.detect.git import (
     DetectError,
     FileChange,
@@ -25,6 +27,7 @@ from reprogate.detect.git import (
 )
 from reprogate.detect.pinned import Pin, parse_record, pins_of, record_paths, shard_pins
 from reprogate.detect.versions import Versions
+from reprogate.lockfiles import format_for
 
 
 @dataclass
@@ -119,8 +122,6 @@ def _record_pins(repo: Path, base: str, config: Config, prefix: str) -> dict[str
                 if pin.field == "dataset.manifest.path":
                     manifests.append((path, pin))
     if manifests:
-        from reprogate.core.documents import DocumentError, load_text
-
         found = read_blobs(repo, [f"{base}:{pin.path}" for _, pin in manifests])
         for record, pin in manifests:
             blob = found.get(f"{base}:{pin.path}")
@@ -224,7 +225,6 @@ def _judge(v: Versions, config: Config, ctx: DetectContext) -> list[Change]:
 def detect_files(listing: Path, config: Config) -> DetectResult:
     """From a pull request's file list (GitHub's pulls/{n}/files JSON), without a clone: paths
     only, so every watched file counts as changed, and detail needs contents."""
-    from reprogate.core.documents import DocumentError, parse_json, read_text
 
     try:  # bounded, UTF-8, never waits on a FIFO; big integers and lone surrogates refused
         entries = parse_json(read_text(listing, str(listing)), str(listing))
@@ -234,9 +234,6 @@ def detect_files(listing: Path, config: Config) -> DetectResult:
         raise DetectError(f"{listing}: expected a JSON list of files (GitHub's pulls/{{n}}/files)")
     result = DetectResult("(pull request)", "(pull request)", len(entries))
     result.notes.append("file list only: contents were not read, so watched files count as changed; run in a clone for per-package detail")
-    from reprogate.detect.dataset import SIDE_FILES
-    from reprogate.detect.framework import is_dockerfile
-    from reprogate.lockfiles import format_for
 
     for entry in entries:
         path = str(entry.get("filename", "")) if isinstance(entry, dict) else ""

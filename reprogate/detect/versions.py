@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from reprogate.core.documents import DocumentError, load_text
+
 T = TypeVar("T")
 
 
@@ -57,8 +59,6 @@ class Versions:
             if text is None:
                 self._data[which] = None
             else:
-                from reprogate.core.documents import DocumentError, load_text
-
                 try:
                     self._data[which] = load_text(text, self.path, "json" if self.path.endswith(".json") else "yaml").data
                 except DocumentError as exc:

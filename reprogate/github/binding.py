@@ -23,6 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reprogate.detect.git import DetectError, read_blobs, toplevel
+from reprogate.github.touched import parse_record, rebuild_digest
+
 JOB_RESULTS = frozenset({"success", "failure", "cancelled", "skipped"})
 
 
@@ -40,8 +43,6 @@ class Expectation:
 def head_digests(repo: Path, head: str, paths: list[str]) -> dict[str, str | None]:
     """The digest each record has at `head`, computed here from git objects (None where the record
     is missing, unreadable or the checkout lacks the commit)."""
-    from reprogate.detect.git import DetectError, read_blobs, toplevel
-    from reprogate.github.touched import parse_record, rebuild_digest
 
     wanted = sorted({os.path.normpath(p) for p in paths})
     try:

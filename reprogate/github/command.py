@@ -7,10 +7,22 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from reprogate.core.config import DEFAULT_STATUS_CONTEXT
 from reprogate.core.diagnostics import ExitCode
-from reprogate.core.errors import UsageError
+from reprogate.core.documents import read_text
+from reprogate.core.errors import ReprogateError, UsageError
+from reprogate.core.redact import redact
+from reprogate.github.binding import Expectation, head_digests, job_problem, refusal
 from reprogate.github.client import GitHubClient
+from reprogate.github.events import load_event
+from reprogate.github.gate import MARKER, Settings, run_gate
+from reprogate.github.trust import check_sha
+from reprogate.github.verdicts import terminal
+from reprogate.output.markdown import code_span, plain
 from reprogate.output.result import CommandResult
+from reprogate.rebuild.report import markdown
+from reprogate.rebuild.run_binding import check_nonce
+from reprogate.rebuild.verdicts import read_verdict
 
 # Settings the composite action passes from its inputs. They come from the workflow file, which
 # on the privileged side (workflow_run, the rebuild) is always the default branch's.
@@ -41,8 +53,6 @@ def run_url_from_env() -> str | None:
 
 
 def gate_command(repo: Path, config_path: Path | None, fmt: str, mode: str = "full", result_file: Path | None = None) -> CommandResult:
-    from reprogate.github.events import load_event
-    from reprogate.github.gate import Settings, run_gate
 
     event = load_event(os.environ.get("GITHUB_EVENT_NAME", ""), os.environ.get("GITHUB_EVENT_PATH"), os.environ.get("GITHUB_REPOSITORY", ""))
     overrides = {name: os.environ[name] for name in OVERRIDES if os.environ.get(name)}
@@ -55,7 +65,6 @@ def gate_command(repo: Path, config_path: Path | None, fmt: str, mode: str = "fu
     if fmt == "github":
         done.stdout = [*outcome.annotations, *outcome.messages]
         done.outputs = dict(outcome.outputs)
-        from reprogate.output.markdown import plain
 
         done.summary = "### reprogate gate\n\n" + "\n".join(f"- {plain(m)}" for m in outcome.messages) + "\n"
     return done
@@ -83,10 +92,6 @@ def status_command(request: StatusRequest) -> CommandResult:
     """Post a state, or the one terminal state of a rebuild's verdicts: error for any verdict that
     is missing, unreadable or not bound to this dispatch (github/binding.py), so a required check
     never stays pending and never turns green from a file the rebuild did not make."""
-    from reprogate.core.config import DEFAULT_STATUS_CONTEXT
-    from reprogate.github.gate import MARKER
-    from reprogate.github.trust import check_sha
-    from reprogate.rebuild.run_binding import check_nonce
 
     if not request.verdicts and request.state is None:
         raise UsageError("give --state or --from-verdict")
@@ -142,10 +147,6 @@ def _expected_records(raw: str | None) -> list[str] | None:
 
 
 def _judge_verdicts(paths: list[Path], expected: list[str] | None, nonce: str | None, job_result: str | None, commit: str, base: str | None) -> Judged:
-    from reprogate.core.errors import ReprogateError
-    from reprogate.github.binding import Expectation, head_digests, job_problem, refusal
-    from reprogate.github.verdicts import terminal
-    from reprogate.rebuild.verdicts import read_verdict
 
     verdicts, unreadable, notes = [], [], []
     for path in paths:
@@ -178,9 +179,6 @@ def _judge_verdicts(paths: list[Path], expected: list[str] | None, nonce: str | 
 def _report_body(verdicts: list[dict[str, object]], notes: list[str], description: str) -> str:
     """The comment, rendered here from the verdicts this job accepted: nothing the rebuild folder
     holds besides them (its report.md) is posted."""
-    from reprogate.core.redact import redact
-    from reprogate.output.markdown import code_span
-    from reprogate.rebuild.report import markdown
 
     parts = [redact(markdown(v)) for v in verdicts]
     if notes or not parts:
@@ -199,8 +197,6 @@ def dispatch_command(workflow: str, ref: str, inputs: list[str]) -> CommandResul
 
 
 def comment_command(pr: int, body_file: Path, marker: str) -> CommandResult:
-    from reprogate.core.documents import read_text
-    from reprogate.core.redact import redact
 
     body = redact(read_text(body_file, str(body_file), 1024 * 1024))
     comment = client_from_env().upsert_comment(repository_from_env(), pr, marker, body)

@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from reprogate.output.markdown import code_span
+
 LEVELS = ("startup", "statistical", "behavioral", "bitwise")  # weakest first
 LOOSER_WHEN_LARGER = (
     "contract.tolerance.abs",
@@ -98,7 +100,6 @@ def _numbers(*values: Any) -> bool:
 
 def markdown_table(path: str, changes: list[ContractChange]) -> list[str]:
     """The comment's rows for one record (text from the pull request in code spans)."""
-    from reprogate.output.markdown import code_span
 
     def shown(value: Any) -> str:
         return "—" if value is None else code_span(json.dumps(value, default=str)[:80], in_table=True)

@@ -32,7 +32,10 @@ from typing import Any
 from reprogate.core.config import Config, load_config, with_overrides
 from reprogate.core.diagnostics import ExitCode
 from reprogate.core.errors import UsageError
-from reprogate.github.client import GitHubClient
+from reprogate.core.fileio import atomic_write
+from reprogate.detect.output import markdown
+from reprogate.github.client import GitHubClient, GitHubUnreachable
+from reprogate.github.contract_diff import markdown_table
 from reprogate.github.events import (
     Event,
     MergeGroupEvent,
@@ -40,8 +43,10 @@ from reprogate.github.events import (
     PullRequestEvent,
     PushEvent,
     WorkflowRunEvent,
+    read_payload,
 )
 from reprogate.github.judge import Assessment, assess
+from reprogate.github.revision import config_at, config_location, has_commit, materialize
 from reprogate.github.trust import (
     TERMINAL_STATES,
     ApiApprovals,
@@ -54,7 +59,8 @@ from reprogate.github.trust import (
     short_digest,
     with_base,
 )
-from reprogate.output.markdown import code_span
+from reprogate.output import workflow
+from reprogate.output.markdown import code_span, plain
 
 MARKER = "<!-- reprogate:gate -->"
 RELEASE_BRANCHES = ("release/*", "releases/*")
@@ -160,8 +166,6 @@ def _compute(event: Event, settings: Settings, outcome: GateOutcome) -> GateOutc
     found = assess(settings.repo, settings.config_path, config, subject.base, subject.head)  # the head is the working tree: assess takes its top
     _report_assessment(found, outcome)
     if settings.result_file is not None:
-        from reprogate.core.fileio import atomic_write
-
         # Only `pull_request` is read by the privileged half, and checked through the API there;
         # the rest is for people reading the artifact.
         result = {
@@ -182,14 +186,12 @@ def _compute(event: Event, settings: Settings, outcome: GateOutcome) -> GateOutc
 
 
 def _base_config(settings: Settings, base: str, folder: Path | None = None) -> Config:
-    from reprogate.github.revision import config_at, config_location
 
     top, rel = config_location(settings.repo, settings.config_path)
     return with_overrides(config_at(top, base, rel, folder), settings.overrides)
 
 
 def _report_assessment(found: Assessment, outcome: GateOutcome) -> None:
-    from reprogate.output import workflow
 
     outcome.outputs.update(
         {
@@ -379,7 +381,6 @@ class Gate:
     # the privileged half of the public-repository setup ------------------------------------------
 
     def publish(self, event: WorkflowRunEvent) -> None:
-        from reprogate.github.revision import has_commit, materialize
 
         if event.event != "pull_request":
             self.outcome.messages.append(f"the finished run was started by {event.event!r}, not pull_request: nothing to publish")
@@ -427,7 +428,6 @@ class Gate:
 
 def read_result_number(path: Path | None) -> int:
     """The one value the privileged half takes from the unprivileged run: a pull request number."""
-    from reprogate.github.events import read_payload
 
     if path is None:
         raise UsageError("gate --mode publish needs --result-file (the compute workflow's artifact)")
@@ -441,7 +441,6 @@ def read_result_number(path: Path | None) -> int:
 def _subject_from_api(pr: dict[str, Any], event: WorkflowRunEvent, number: int) -> Subject | str:
     """The subject from GitHub's own record of the pull request, after checking it is the one the
     finished run tested; a string says why there is nothing to publish."""
-    from reprogate.github.client import GitHubUnreachable
 
     head, base = pr.get("head"), pr.get("base")
     if not isinstance(head, dict) or not isinstance(base, dict) or not isinstance(head.get("sha"), str) or not isinstance(base.get("sha"), str):
@@ -460,8 +459,6 @@ def _subject_from_api(pr: dict[str, Any], event: WorkflowRunEvent, number: int) 
 
 def comment(found: Assessment, plan: Plan, url: str | None) -> str:
     """The one sticky comment: what was dispatched or is awaited, and why."""
-    from reprogate.detect.output import markdown
-    from reprogate.output.markdown import plain
 
     lines = ["## reprogate", ""]
     if found.invalid:
@@ -483,7 +480,6 @@ def comment(found: Assessment, plan: Plan, url: str | None) -> str:
                 "the change takes effect once merged, and counts as a watched change."
             ),
         ]
-    from reprogate.github.contract_diff import markdown_table
 
     for path, changes in found.contract_changes.items():
         lines += ["", *markdown_table(path, changes)]

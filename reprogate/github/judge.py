@@ -18,8 +18,12 @@ from pathlib import Path
 
 from reprogate.core.config import Config
 from reprogate.core.diagnostics import Diagnostic, Severity
-from reprogate.detect.run import DetectResult
+from reprogate.detect.git import changed_files, read_blobs, resolve
+from reprogate.detect.run import DetectResult, detect
 from reprogate.github.contract_diff import ContractChange, contract_changes
+from reprogate.github.revision import config_location, files_at, merge_base
+from reprogate.github.touched import parse_record, prefixed, rebuild_digest, record_paths, touched_records
+from reprogate.validate.runner import Options, validate
 
 DRIFT = "environment-drift"
 
@@ -45,16 +49,6 @@ class Assessment:
 
 def assess(repo: Path, config_path: Path | None, config: Config, base: str, head: str, tree: Path | None = None) -> Assessment:
     """`tree` holds the head's files (the working tree, or the head materialized from git objects)."""
-    from reprogate.detect.git import changed_files, read_blobs, resolve
-    from reprogate.detect.run import detect
-    from reprogate.github.revision import config_location, files_at, merge_base
-    from reprogate.github.touched import (
-        parse_record,
-        prefixed,
-        rebuild_digest,
-        record_paths,
-        touched_records,
-    )
 
     top, rel = config_location(repo, config_path)
     prefix = os.path.dirname(rel)
@@ -109,7 +103,6 @@ def _validate_head(found: Assessment, config: Config, folder: Path, tree: Path, 
     """Validate the head's records there; in-repo shards the diff changed are hashed, whatever their size."""
     if not config.records:
         return
-    from reprogate.validate.runner import Options, validate
 
     touched = frozenset((tree / path).resolve() for path in changed)
     report = validate([str(folder / glob) for glob in config.records], Options(root=folder, changed=touched))

@@ -8,7 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from reprogate.core.diagnostics import ExitCode
-from reprogate.core.errors import ReprogateError
+from reprogate.core.documents import load_document, read_text
+from reprogate.core.errors import ReprogateError, UsageError
+from reprogate.core.fileio import atomic_write
+from reprogate.detect.dockerfile import from_lines
+from reprogate.images.engine import connect
 from reprogate.images.registry import ImageError, RegistryClient, RegistryUnreachable, parse_reference
 from reprogate.output.result import CommandResult, worst
 
@@ -41,8 +45,6 @@ def resolve_command(refs: list[str], platform: str | None, fmt: str, client: Reg
 
 def verify_record(record: Path, pull: bool, client: RegistryClient | None = None) -> CommandResult:
     """The record's image and base images still exist; a recorded tag that moved is reported."""
-    from reprogate.core.documents import load_document
-    from reprogate.core.errors import UsageError
 
     data = load_document(record).data
     if not isinstance(data, dict) or data.get("kind") != "RunRecord":
@@ -91,7 +93,6 @@ def verify_record(record: Path, pull: bool, client: RegistryClient | None = None
 
 def _pull(container: dict[str, Any]) -> tuple[ExitCode, list[str]]:
     """Pull by digest through the Docker engine and confirm RepoDigests, where an engine exists."""
-    from reprogate.images.engine import connect
 
     try:
         client = connect(10).client
@@ -114,9 +115,6 @@ _FROM = re.compile(r"^(?P<lead>\s*FROM\s+(?:--\S+\s+)*)(?P<image>\S+)(?P<rest>.*
 
 def dockerfile_pins(path: Path, write: bool, client: RegistryClient | None = None) -> CommandResult:
     """Each FROM with the digest it resolves to; with write, pin literal references in place."""
-    from reprogate.core.documents import read_text
-    from reprogate.core.fileio import atomic_write
-    from reprogate.detect.dockerfile import from_lines
 
     text = read_text(path, str(path))  # bounded, UTF-8, never waits on a FIFO; errors name the file
     client = client or RegistryClient()

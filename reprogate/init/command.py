@@ -16,13 +16,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reprogate.capture import CaptureContext, run_layer
+from reprogate.capture import container as container_layer
+from reprogate.capture import cpu as cpu_layer
+from reprogate.capture import devices as devices_layer
+from reprogate.capture import host as host_layer
+from reprogate.capture import source as source_layer
+from reprogate.capture.command import lock_globs
+from reprogate.core.canonical import CanonicalError, canonical_digest
+from reprogate.core.config import CONFIG_NAME
 from reprogate.core.diagnostics import ExitCode
+from reprogate.core.documents import DocumentError, load_document, load_text
 from reprogate.core.errors import CheckFailed, UsageError
+from reprogate.core.fileio import atomic_write
 from reprogate.core.git import GitError, run_git
+from reprogate.core.gittree import tree_id
+from reprogate.core.yamlout import dump_yaml
+from reprogate.datasets import manifest_digest
+from reprogate.datasets.build import BuildError, BuildOptions, build_manifest, manifest_fields
+from reprogate.datasets.verify import VerifyOptions, verify
 from reprogate.init.discover import Found, discover
 from reprogate.init.draft import LEVELS, Plan, before_reference, complete, trace_text
+from reprogate.init.reference import run_reference
 from reprogate.output.result import CommandResult
 from reprogate.runtime.portable_cpu import FIXED_THREADS_ENV, portable_cpu_env
+from reprogate.validate.runner import Options, validate_document
 
 LOCK_NAMES = ("requirements.txt", "uv.lock")  # the usual name first, before requirements-dev.txt and the like
 
@@ -62,7 +80,6 @@ class Written:
         self.done: list[tuple[Path, bytes | None]] = []
 
     def write(self, path: Path, text: str) -> None:
-        from reprogate.core.fileio import atomic_write
 
         self.done.append((path, path.read_bytes() if path.exists() else None))
         atomic_write(path, text)
@@ -90,7 +107,6 @@ def _inside(path: Path, folder: Path) -> bool:
 
 def _marked_root(start: Path) -> Path | None:
     """The nearest folder at or above `start` that a .git or .reprogate.yaml marks as the repository root."""
-    from reprogate.core.config import CONFIG_NAME
 
     return next((f for f in (start, *start.parents) if (f / CONFIG_NAME).is_file() or (f / ".git").exists()), None)
 
@@ -127,8 +143,6 @@ def layout(options: InitOptions) -> tuple[Path, Path, Path, str]:
 
 
 def _config(options: InitOptions, found: Found, root: Path) -> tuple[str, str]:
-    from reprogate.core.canonical import CanonicalError, canonical_digest
-    from reprogate.core.documents import DocumentError, load_document
 
     path = options.config or found.config
     if path is None:
@@ -148,8 +162,6 @@ def _config(options: InitOptions, found: Found, root: Path) -> tuple[str, str]:
 
 def _dataset(options: InitOptions, found: Found, root: Path, written: Written, notes: list[str]) -> tuple[dict[str, Any] | None, str | None]:
     """(record's dataset.manifest, or None and why): an existing manifest, or one built from the data folder."""
-    from reprogate.core.documents import DocumentError, load_document
-    from reprogate.datasets import manifest_digest
 
     if options.no_dataset:
         return None, options.no_dataset
@@ -174,14 +186,10 @@ def _dataset(options: InitOptions, found: Found, root: Path, written: Written, n
         raise UsageError(f"--data {data}: not a folder inside the repository {root}")
     import tempfile
 
-    from reprogate.datasets.build import BuildError, BuildOptions, build_manifest, manifest_fields
-
     existing = sorted(p for p in data.iterdir() if p.is_file() and ".manifest." in p.name)
     target = manifest or (existing[0] if len(existing) == 1 else data / f"{data.name}.manifest.yaml")
     base: Any = {}
     if target.exists() and manifest is None:
-        from reprogate.datasets.verify import VerifyOptions, verify
-
         if verify(target, VerifyOptions(quiet=True)).exit_code == 0:  # still true of the data: keep it as written
             content = load_document(target).data
             notes.append(f"{_rel(target, root)} still matches {_rel(data, root)}: kept as it is")
@@ -227,9 +235,6 @@ def _dataset(options: InitOptions, found: Found, root: Path, written: Written, n
 def _source(project: Path, root: Path, exclude: list[Path]) -> dict[str, Any]:
     """What capture's source layer finds, with paths relative to the repository root and only
     the lock files of the project (inside its folder, else at the root)."""
-    from reprogate.capture import CaptureContext, run_layer
-    from reprogate.capture import source as source_layer
-    from reprogate.capture.command import lock_globs
 
     found = run_layer(source_layer, CaptureContext(root=project, framework=False, lock_globs=lock_globs(root), exclude=exclude))
     if found.get("present") is False:
@@ -263,8 +268,6 @@ def _realizer(options: InitOptions, source: dict[str, Any]) -> tuple[str, dict[s
     if realizer == "container":
         if not options.image:
             raise UsageError("the container realizer needs the image the reference runs in: --image REF@sha256:...")
-        from reprogate.capture import CaptureContext
-        from reprogate.capture import container as container_layer
 
         found = container_layer.capture(CaptureContext(root=options.project, image=options.image, framework=False))
         return realizer, {k: found[k] for k in ("registry", "repository", "tag", "digest") if k in found}
@@ -272,12 +275,6 @@ def _realizer(options: InitOptions, source: dict[str, Any]) -> tuple[str, dict[s
 
 
 def run_init(options: InitOptions) -> CommandResult:
-    from reprogate.capture import CaptureContext, run_layer
-    from reprogate.capture import cpu as cpu_layer
-    from reprogate.capture import devices as devices_layer
-    from reprogate.capture import host as host_layer
-    from reprogate.core.gittree import tree_id
-    from reprogate.init.reference import run_reference
 
     if options.level is not None and options.level not in LEVELS:
         raise UsageError(f"--level must be one of {', '.join(LEVELS)}")
@@ -380,13 +377,10 @@ def run_init(options: InitOptions) -> CommandResult:
 
 
 def _write_config(root: Path, record_path: Path, written: Written, notes: list[str]) -> bool:
-    from reprogate.core.config import CONFIG_NAME
 
     path = root / CONFIG_NAME
     rel = _rel(record_path, root)
     if path.exists():
-        from reprogate.core.documents import DocumentError, load_document
-
         try:
             data = load_document(path).data
         except DocumentError:
@@ -408,10 +402,6 @@ def _write_config(root: Path, record_path: Path, written: Written, notes: list[s
 def _write_record(record: dict[str, Any], path: Path, root: Path, written: Written) -> None:
     """Validate the record where it will live (its paths resolve from the root), then write it."""
     import datetime
-
-    from reprogate.core.documents import load_text
-    from reprogate.core.yamlout import dump_yaml
-    from reprogate.validate.runner import Options, validate_document
 
     header = (
         "Written by `reprogate init`: the reference trace and the metric of each seed come from running the\n"

@@ -13,7 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reprogate import __version__
+from reprogate.core.errors import CheckFailed, UsageError
+from reprogate.core.seedstats import grid_step, mean_sd, minimum_detectable_shift
 from reprogate.core.timestamps import utc_now
+from reprogate.rebuild.compare import metrics
+from reprogate.rebuild.interval import compute
 
 LEVELS = ("bitwise", "behavioral", "statistical", "startup")
 
@@ -53,7 +57,6 @@ SUGGESTED_SEEDS = 3
 def _metric(plan: Plan, name: str, values: list[float], notes: list[str]) -> dict[str, Any]:
     """The metric's contract: its resolution from the evaluation grid the values sit on (unless
     given), and the shift to catch, suggested from the seeds' spread (unless given)."""
-    from reprogate.core.seedstats import grid_step, mean_sd, minimum_detectable_shift
 
     resolution = plan.resolution if plan.resolution is not None else grid_step(values)
     if plan.resolution is None and resolution:
@@ -167,8 +170,6 @@ def complete(
     devices: dict[str, Any],
 ) -> list[str]:
     """Fill in what the reference runs told; returns notes for the user."""
-    from reprogate.rebuild.compare import metrics
-    from reprogate.rebuild.interval import compute
 
     notes: list[str] = []
     primary = events[plan.seeds[0]]
@@ -190,8 +191,6 @@ def complete(
         values = [{"seed": seed, "value": found[seed][metric]} for seed in plan.seeds if metric in found.get(seed, {})]
         missing = [seed for seed in plan.seeds if metric not in found.get(seed, {})]
         if missing:
-            from reprogate.core.errors import CheckFailed
-
             raise CheckFailed(
                 f"seed(s) {missing} reported no metric {metric!r} (Tracer.metric on rank 0)",
                 hint="the metric's name is what the script passes to tracer.metric(NAME, value)",
@@ -203,12 +202,8 @@ def complete(
         if len(values) >= 2:
             contract["metric"]["interval"] = compute(record)
         elif level == "statistical":
-            from reprogate.core.errors import UsageError
-
             raise UsageError("a statistical contract needs at least 2 reference seeds (5 or more recommended): --seeds 1,2,3,4,5")
     elif level == "statistical":
-        from reprogate.core.errors import UsageError
-
         raise UsageError("a statistical contract needs a metric, and the trace reports none", hint="report it on rank 0 with tracer.metric('val_loss', value)")
     gpus = [str(g.get("name")) for g in devices.get("gpus") or [] if isinstance(g, dict) and g.get("name")]
     contract["envelope"] = envelope(record, meta, level, gpus, devices.get("driver_version") if isinstance(devices.get("driver_version"), str) else None)

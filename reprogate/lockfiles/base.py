@@ -7,6 +7,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from reprogate.core.documents import DocumentError, load_text
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
@@ -45,7 +47,6 @@ class LockFormat(Protocol):
 
 def load_yaml(text: str, name: str) -> object:
     """YAML lock files are read with reprogate's safe loader; errors become LockFileError."""
-    from reprogate.core.documents import DocumentError, load_text
 
     try:
         return load_text(text, name).data

@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from reprogate import __version__
+from reprogate.capture.merge import splice
 from reprogate.core.documents import load_document
 from reprogate.core.errors import CheckFailed, UsageError
 from reprogate.core.fileio import atomic_write
+from reprogate.core.seedstats import shape
 from reprogate.core.timestamps import utc_now
 from reprogate.rebuild.stats import prediction_interval
 
@@ -72,7 +74,6 @@ def checked_alpha(value: object, where: str) -> float:
 
 def seed_notices(values: list[float]) -> list[str]:
     """What the reference seeds say about how far the normal-theory error rate can be trusted."""
-    from reprogate.core.seedstats import shape
 
     found = []
     if len(set(values)) == 1:
@@ -86,7 +87,6 @@ def seed_notices(values: list[float]) -> list[str]:
 
 
 def store(record: Path, alpha: float | None = None) -> dict[str, Any]:
-    from reprogate.capture.merge import splice
 
     doc = load_document(record)
     if not isinstance(doc.data, dict) or doc.data.get("kind") != "RunRecord":

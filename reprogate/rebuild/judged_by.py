@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reprogate.core.documents import DocumentError, load_text
 from reprogate.core.errors import InfrastructureError, UsageError
+from reprogate.detect.git import DetectError, read_blobs, resolve, toplevel
 
 JUDGING = ("contract", "seeds", "reference")
 
@@ -33,8 +35,6 @@ class Judged:
 
 def from_base(record: Path, head: dict[str, Any], rev: str) -> Judged:
     """`head` with its judging sections as the record is at `rev` (a new record: its own)."""
-    from reprogate.core.documents import DocumentError, load_text
-    from reprogate.detect.git import DetectError, read_blobs, resolve, toplevel
 
     try:
         top = toplevel(record.parent)

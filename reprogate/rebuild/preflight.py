@@ -24,6 +24,7 @@ from typing import Any
 
 from reprogate import __version__
 from reprogate.core.diagnostics import ExitCode
+from reprogate.core.documents import load_document
 from reprogate.core.ports import free_port
 from reprogate.core.processes import end_all
 from reprogate.core.timestamps import utc_now
@@ -103,7 +104,6 @@ class PreflightOutcome:
 def _expected_uuids(record: Path | None) -> list[str]:
     if record is None:
         return []
-    from reprogate.core.documents import load_document
 
     data = load_document(record).data
     gpus = (data.get("devices") or {}).get("gpus") or [] if isinstance(data, dict) else []

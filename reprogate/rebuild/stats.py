@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from reprogate.core.seedstats import bound, mean_sd, pooled_sd
+from reprogate.core.tdist import t_cdf
 
 
 @dataclass
@@ -129,7 +130,6 @@ class Difference:
 def difference_test(reference: Sequence[float], rebuilt: Sequence[float], alpha: float, resolution: float = 0.0) -> Difference:
     """Do m rebuild seeds come from the reference's distribution (two-sided, pooled, level α)?
     The p value is of the difference beyond half the resolution (1 when within it)."""
-    from reprogate.core.tdist import t_cdf
 
     n, m = len(reference), len(rebuilt)
     if n < 2 or m < 1:

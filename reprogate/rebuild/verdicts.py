@@ -14,12 +14,12 @@ from typing import Any
 from reprogate.core.diagnostics import field_path
 from reprogate.core.errors import UsageError
 from reprogate.core.json_input import read_json_input
+from reprogate.core.schemas import validator
 
 MAX_VERDICT_BYTES = 16 * 1024 * 1024
 
 
 def read_verdict(path: Path) -> dict[str, Any]:
-    from reprogate.core.schemas import validator
 
     data = read_json_input(path, MAX_VERDICT_BYTES, "the verdict", "a reprogate verdict")
     if not isinstance(data, dict) or data.get("kind") != "Verdict":

@@ -10,6 +10,7 @@ import math
 from collections.abc import Iterator
 
 from reprogate.core.diagnostics import Diagnostic, Severity
+from reprogate.core.seedstats import bound, declared_shift, mean_sd, power, shape, target_power
 from reprogate.rules.base import RuleContext, get, items
 
 
@@ -75,7 +76,6 @@ def stored_interval_recomputes(ctx: RuleContext) -> Iterator[Diagnostic]:
         return  # the schema and statistical-has-interval say what is missing
     if not 0 < alpha < 1:
         return
-    from reprogate.core.seedstats import bound, mean_sd
 
     resolution = get(ctx.data, "contract", "metric", "resolution")
     values = [float(x) for x in numbers]
@@ -134,7 +134,6 @@ def seeds_say_what_they_can(ctx: RuleContext) -> Iterator[Diagnostic]:
         )
     if len(numbers) < 2 or len(numbers) != len(values):
         return
-    from reprogate.core.seedstats import declared_shift, mean_sd, power, shape, target_power
 
     where = ("reference", "metric", "values")
     if len(set(numbers)) == 1:

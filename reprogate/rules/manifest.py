@@ -12,6 +12,7 @@ from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic, Location, Severity
 from reprogate.core.documents import Document
+from reprogate.core.schema_check import schema_diagnostics
 from reprogate.datasets import manifest_digest
 from reprogate.datasets.digest import ManifestDigest
 from reprogate.datasets.manifest_lines import ShardLines
@@ -65,7 +66,6 @@ def manifest_findings(ctx: RuleContext, manifest: Any, at: tuple[Any, ...]) -> I
 def stream_schema_diagnostics(doc: Document, kind: str) -> list[Diagnostic]:
     """Schema findings of a JSON Lines document's header (its shards are checked line by line by
     the manifest rule below); only dataset manifests are written as JSON Lines."""
-    from reprogate.core.schema_check import schema_diagnostics
 
     if kind != "DatasetManifest":
         return [Diagnostic(doc.path, f"a {kind} cannot be written as JSON Lines; only dataset manifests are", "jsonl-kind", location=Location(1, 1))]

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic
+from reprogate.datasets.hashing import AlgorithmUnavailable, hash_file
 from reprogate.rules.base import RuleContext, get
 from reprogate.rules.files import AddressError, load_addressed, resolve
 
@@ -66,7 +67,6 @@ def dataset_shards_match(ctx: RuleContext) -> Iterator[Diagnostic]:
 
 
 def _checksum(ctx: RuleContext, rel: str, entry: dict[str, Any], path: Path, algorithm: str) -> Iterator[Diagnostic]:
-    from reprogate.datasets.hashing import AlgorithmUnavailable, hash_file
 
     pinned = entry.get("checksum")
     if not isinstance(pinned, str):

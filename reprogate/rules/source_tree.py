@@ -18,7 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic
+from reprogate.core.documents import DocumentError
 from reprogate.core.git import GitError, run_git
+from reprogate.core.gittree import changed_paths, folder_files, recorded_files, tree_id
+from reprogate.datasets.manifests import load_manifest
+from reprogate.detect.dockerfile import instructions
+from reprogate.lockfiles import FORMATS, LockFileError, format_for
 from reprogate.rules.base import RuleContext, get
 from reprogate.rules.files import AddressError, resolve
 
@@ -45,7 +50,6 @@ def source_tree_matches(ctx: RuleContext) -> Iterator[Diagnostic]:
     found = ctx.cache[key]
     if found == pinned:
         return
-    from reprogate.core.gittree import changed_paths, folder_files, recorded_files
 
     known = _git_diff(real, pinned, found)
     before = recorded_files(ctx.root, pinned) if known is None else {}
@@ -74,7 +78,6 @@ def current_tree(folder: Path) -> str:
     """The git tree id of the folder as it is: git's own when the work tree is clean there; else
     git's index of it as it is now (a copy of the index, so only changed files are hashed, in C);
     outside git, computed here."""
-    from reprogate.core.gittree import tree_id
 
     status = _git(folder, "status", "--porcelain", "-z", "--untracked-files=all", "--", ".")
     if status is not None and not status:
@@ -157,9 +160,6 @@ def owned_paths(data: Any, root: Path, folder: str) -> dict[str, str]:
             claim(item["path"], "environment")
     manifest = get(data, "dataset", "manifest", "path")
     if isinstance(manifest, str) and manifest.startswith(prefix):
-        from reprogate.core.documents import DocumentError
-        from reprogate.datasets.manifests import load_manifest
-
         try:
             loaded = load_manifest(root / manifest).data
         except (DocumentError, OSError):
@@ -207,7 +207,6 @@ def _text(path: Path) -> str | None:
 
 def _is_lock(path: Path, declared: object) -> bool:
     """Whether the file parses as the lock format the record declares (or its name says)."""
-    from reprogate.lockfiles import FORMATS, LockFileError, format_for
 
     module = FORMATS.get(declared) if isinstance(declared, str) else format_for(path)
     text = _text(path)
@@ -222,7 +221,6 @@ def _is_lock(path: Path, declared: object) -> bool:
 
 def _is_recipe(path: Path) -> bool:
     """Whether the file is a Dockerfile: every instruction one Docker knows, the first past ARG a FROM."""
-    from reprogate.detect.dockerfile import instructions
 
     text = _text(path)
     if text is None:

@@ -5,13 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from reprogate.core.diagnostics import ExitCode
+from reprogate.core.documents import DEFAULT_MAX_BYTES
+from reprogate.core.errors import ReprogateError
+from reprogate.output.findings import RENDERERS
 from reprogate.output.result import CommandResult
+from reprogate.validate.digests import digest_for
+from reprogate.validate.runner import Options, validate
 
 
 def validate_command(paths: list[str], fmt: str, max_bytes: int | None, root: Path | None, strict: bool, verbose: bool) -> CommandResult:
-    from reprogate.core.documents import DEFAULT_MAX_BYTES
-    from reprogate.output.findings import RENDERERS
-    from reprogate.validate.runner import Options, validate
 
     report = validate(paths, Options(max_bytes=max_bytes or DEFAULT_MAX_BYTES, root=root, strict=strict))
     return RENDERERS[fmt](report, verbose)
@@ -19,8 +21,6 @@ def validate_command(paths: list[str], fmt: str, max_bytes: int | None, root: Pa
 
 def digest_command(files: list[Path], canonical: bool, manifest: bool) -> CommandResult:
     """One digest per file; a file that cannot be digested is reported and the others still are."""
-    from reprogate.core.errors import ReprogateError
-    from reprogate.validate.digests import digest_for
 
     result = CommandResult()
     for path in files:

@@ -25,6 +25,7 @@ from reprogate.datasets.manifests import load_manifest
 from reprogate.output.result import worst
 from reprogate.rules import RuleContext, rules_for
 from reprogate.rules.environment import CODE as DRIFT_CODE
+from reprogate.rules.manifest import stream_schema_diagnostics
 from reprogate.validate.discovery import Target, discover
 
 
@@ -134,8 +135,6 @@ def classify(doc: Document, filename: str) -> tuple[str | None, list[Diagnostic]
 def validate_document(doc: Document, kind: str, options: Options, cache: dict[Any, Any], source: Path | None = None) -> list[Diagnostic]:
     """Schema findings and semantic findings of one loaded document."""
     if doc.syntax == "jsonl":  # a JSON Lines manifest: the header here, its shard lines in its rule
-        from reprogate.rules.manifest import stream_schema_diagnostics
-
         found = stream_schema_diagnostics(doc, kind)
         if kind != "DatasetManifest":
             return found

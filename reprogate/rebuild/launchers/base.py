@@ -13,10 +13,11 @@ is refused there, before an environment is realized or data fetched.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from reprogate.rebuild.realizers.base import Realized
 
@@ -72,3 +73,23 @@ class Launcher(Protocol):
         ...
 
     def start(self, realized: Realized, argv: list[str], env: Mapping[str, str], shape: Shape, cwd: Path, logs: Path) -> RankGroup: ...
+
+
+def gpus_per_node(data: dict[str, Any], nodes: int) -> int:
+    """GPUs the record's run used on each node: by the node each GPU sits in, else spread evenly."""
+    devices = data.get("devices") if isinstance(data.get("devices"), dict) else {}
+    gpus = [g for g in (devices or {}).get("gpus") or [] if isinstance(g, dict)]
+    if not gpus:
+        return 0
+    by_node = Counter(int(g["node"]) for g in gpus if isinstance(g.get("node"), int))
+    if by_node:
+        return max(by_node.values())
+    return -(-len(gpus) // max(1, nodes))
+
+
+def record_shape(data: dict[str, Any], world_size: int | None = None, time_limit: float | None = None) -> Shape:
+    """The shape a rebuild of this record must have (--world-size may ask for another; the envelope judges it)."""
+    execution = data.get("execution") if isinstance(data.get("execution"), dict) else {}
+    nodes = int((execution or {}).get("nodes") or 1)
+    world = int(world_size or (execution or {}).get("world_size") or 1)
+    return Shape(world, nodes, gpus_per_node(data, nodes), time_limit)

@@ -33,7 +33,8 @@ from typing import Any
 
 from reprogate.core.errors import InfrastructureError, UsageError
 from reprogate.core.redact import redact
-from reprogate.rebuild.launchers.base import Shape
+from reprogate.rebuild.launchers.base import Shape, record_shape
+from reprogate.rebuild.ranks import rank_variables
 from reprogate.rebuild.realizers.base import Realized
 
 NAME = "kubernetes"
@@ -141,8 +142,6 @@ def rendered(
     """The manifests a rebuild of this record would submit, without realizing or running
     anything (`rebuild --dry-run`): the rank hosts' environment and folders as the preflight
     stage would make them under `workdir`, the claim's mount point."""
-    from reprogate.rebuild.launchers import record_shape
-    from reprogate.rebuild.ranks import rank_variables
 
     shape = record_shape(data, world_size, time_limit)
     execution = data.get("execution") if isinstance(data.get("execution"), dict) else {}

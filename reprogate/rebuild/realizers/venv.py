@@ -42,6 +42,8 @@ from typing import TYPE_CHECKING, Any
 
 from reprogate.core.errors import InfrastructureError, UsageError
 from reprogate.core.redact import redact
+from reprogate.rebuild import sandbox
+from reprogate.rebuild.history import find_version
 from reprogate.rebuild.realizers.base import RealizeRequest
 from reprogate.rebuild.realizers.local import LocalProcess
 
@@ -119,7 +121,6 @@ def local_index_paths(arguments: list[str]) -> list[Path]:
 def _build_sandbox(request: RealizeRequest, building: Path, readable: list[str | Path], writable: list[str]) -> Sandbox | None:
     """The build steps' sandbox where bubblewrap runs here (none elsewhere: then a candidate
     rebuild was refused before it began, unless the workflow allowed it unsandboxed)."""
-    from reprogate.rebuild import sandbox
 
     if sandbox.unavailable() is not None:
         return None
@@ -366,7 +367,6 @@ class VenvRealizer:
     def _pinned_lock(request: RealizeRequest, entry: dict[str, Any], found: str) -> tuple[bytes, str]:
         """The lock file the record pins, from the repository's history when the checkout has
         another version (the pull request changed it)."""
-        from reprogate.rebuild.history import find_version
 
         pinned = str(entry.get("checksum"))
         version = find_version(request.root, str(entry["path"]), lambda data: "sha256:" + hashlib.sha256(data).hexdigest() == pinned)
