@@ -231,3 +231,54 @@ def test_no_module_imports_itself_back_at_module_level() -> None:
     assert not loops, "module-level import loops (defer one import into the function that needs it, or move the shared part out):\n" + "\n".join(
         " -> ".join(loop) for loop in loops
     )
+
+
+# Third-party libraries a module may import inside the function that uses them: each would cost
+# a command that never needs it tens of milliseconds to seconds at start-up (measured on the CI
+# machine: scipy.stats and torch 2.4 s each, kubernetes 0.7 s, requests 0.3 s, docker 0.2 s,
+# pip-requirements-parser, jsonschema, urllib3 and numpy 0.13-0.15 s, referencing 0.12 s,
+# packaging.requirements 0.1 s, pynvml and dockerfile-parse 0.05 s), or is optional (blake3) or
+# POSIX only (fcntl). Everything else, the package's own modules first, is imported at the top,
+# where a reader sees what a module depends on; only the command line defers its commands' modules
+# (one import per command) and the runtime what a training process may never need.
+DEFERRED = {
+    "torch", "numpy", "scipy", "docker", "kubernetes", "pynvml", "blake3", "requests", "urllib3",
+    "jsonschema", "referencing", "dockerfile_parse", "pip_requirements_parser", "packaging", "fcntl",
+}  # fmt: skip
+EDGES = ("reprogate/cli/", "reprogate/runtime/", "reprogate/trace.py")
+
+
+def test_imports_sit_at_the_top_of_their_module() -> None:
+    problems = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        if rel.startswith(EDGES):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for function in ast.walk(tree):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    names = [node.module or ""] if node.level == 0 else ["." * node.level + (node.module or "")]
+                else:
+                    continue
+                problems += [
+                    f"{rel}:{node.lineno}: {function.name} imports {name} (import it at the top)" for name in names if name.split(".")[0] not in DEFERRED
+                ]
+    assert not problems, "\n".join(sorted(set(problems)))
+
+
+def test_the_command_line_defers_one_import_per_command() -> None:
+    """cli/ may defer its commands' modules (so `reprogate validate` loads no rebuild code), one
+    import statement per command function, and nothing else."""
+    problems = []
+    for path in sorted((PACKAGE / "cli").glob("*.py")):
+        for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                own = [n for n in ast.walk(function) if isinstance(n, (ast.Import, ast.ImportFrom))]
+                if len(own) > 1:
+                    problems.append(f"{path.relative_to(REPO)}:{function.lineno}: {function.name} has {len(own)} deferred imports")
+    assert not problems, "\n".join(problems)

@@ -11,6 +11,7 @@ gs://, hf://) are listed as not checked, never counted as present.
 from __future__ import annotations
 
 import datetime
+import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,7 +57,6 @@ def _file_refs(data: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]
 
 def sample(records: list[Path], size: int | None, seed: int) -> list[Path]:
     """A reproducible sample: the same records, seed and size always pick the same records."""
-    import random
 
     ordered = sorted(records, key=lambda p: p.as_posix())
     if size is None or size >= len(ordered):

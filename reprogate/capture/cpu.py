@@ -17,6 +17,7 @@ otherwise `default`. `predict_mkl_cbwr` does the same for MKL's reproducibility 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import platform
 from collections.abc import Mapping
@@ -232,7 +233,6 @@ def capture(ctx: CaptureContext) -> dict[str, Any]:
 
 
 def _torch_installed() -> bool:
-    import importlib.util
 
     return importlib.util.find_spec("torch") is not None
 

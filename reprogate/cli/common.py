@@ -20,6 +20,8 @@ import click
 
 from reprogate.core.diagnostics import ExitCode
 from reprogate.core.errors import ReprogateError
+from reprogate.core.redact import register_environment
+from reprogate.output.emit import emit_standard
 from reprogate.output.result import CommandResult
 
 FORMATS = click.Choice(["text", "json", "github"])
@@ -34,9 +36,6 @@ def format_option(default: str = "text") -> Callable[[Callable[..., None]], Call
 
 def finish(work: Callable[[], CommandResult], fmt: str = "text", command: str = "") -> NoReturn:
     """Run a command function, print its result (or its refusal) and exit with its code."""
-    from reprogate.core.redact import register_environment
-    from reprogate.output.emit import emit_standard
-
     register_environment(os.environ)  # the runner's own secrets are redacted from every output
     prefix = f"reprogate {command}: " if command else "reprogate: "
     try:

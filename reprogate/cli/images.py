@@ -22,8 +22,7 @@ def image() -> None:
 @click.option("--retries", type=click.IntRange(min=0), default=3, show_default=True, help="Retries on 429, 5xx and connection errors.")
 def image_resolve(refs: tuple[str, ...], platform: str | None, fmt: str, timeout: float, retries: int) -> None:
     """Print the manifest digest(s) a reference resolves to."""
-    from reprogate.images.command import resolve_command
-    from reprogate.images.registry import RegistryClient
+    from reprogate.images.command import RegistryClient, resolve_command
 
     finish(lambda: resolve_command(list(refs), platform, fmt, RegistryClient(timeout=timeout, retries=retries)), fmt, "image resolve")
 
@@ -35,8 +34,7 @@ def image_resolve(refs: tuple[str, ...], platform: str | None, fmt: str, timeout
 @click.option("--retries", type=click.IntRange(min=0), default=3, show_default=True, help="Retries on 429, 5xx and connection errors.")
 def image_verify(record: Path, pull: bool, timeout: float, retries: int) -> None:
     """Check that a record's pinned image and base images still exist."""
-    from reprogate.images.command import verify_record
-    from reprogate.images.registry import RegistryClient
+    from reprogate.images.command import RegistryClient, verify_record
 
     finish(lambda: verify_record(record, pull, RegistryClient(timeout=timeout, retries=retries)), "text", "image verify")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -214,10 +215,7 @@ def at_terminal() -> bool:
 
 def _ask(options: InitOptions, given: dict[str, object]) -> None:
     """Prompt for what was not given, offering what the project folder holds as the default."""
-    import os
-
-    from reprogate.init.command import layout
-    from reprogate.init.discover import discover
+    from reprogate.init.command import discover, layout
 
     root, project, _, _ = layout(options)
     found = discover(project, root)

@@ -23,8 +23,7 @@ from reprogate.cli.common import finish, format_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="What to print.")
 def preflight(world_size: int | None, backend: str | None, timeout: float, record: Path | None, output: Path | None, fmt: str) -> None:
     """Prove GPUs, framework op, process group and a tiny collective work."""
-    from reprogate.rebuild.command import preflight_command
-    from reprogate.rebuild.preflight import PreflightOptions
+    from reprogate.rebuild.command import PreflightOptions, preflight_command
 
     finish(lambda: preflight_command(PreflightOptions(world_size, backend, timeout, record), output, fmt), fmt, "preflight")
 
@@ -119,8 +118,7 @@ def rebuild(
     fmt: str,
 ) -> None:
     """Run the rebuild drill: stages in order, verdict, report and rebuild record."""
-    from reprogate.rebuild.command import rebuild_command
-    from reprogate.rebuild.options import RebuildOptions
+    from reprogate.rebuild.command import RebuildOptions, rebuild_command
 
     options = RebuildOptions(
         workdir=workdir,

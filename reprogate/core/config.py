@@ -6,6 +6,7 @@ that exists but is broken is an error, never silently replaced by defaults.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,7 +96,6 @@ def from_data(data: dict[str, Any], path: Path) -> Config:
 
 def with_overrides(config: Config, env: dict[str, str]) -> Config:
     """Settings the composite action passes as inputs (REPROGATE_* variables) win over the file."""
-    import dataclasses
 
     mapping = {
         "REPROGATE_REBUILD_WORKFLOW": "rebuild_workflow",

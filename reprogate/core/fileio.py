@@ -8,7 +8,9 @@ sees the old file or the new one, never a truncated mix.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,9 +35,7 @@ def open_input(path: str | Path) -> BinaryIO:
     switching back makes a writerless FIFO read as empty (the caller says so), while a pipe that
     has a writer (`<(...)` process substitution) is read as usual. A folder is refused with the
     error open() would give a file reader (IsADirectoryError)."""
-    import errno
     import fcntl
-    import stat
 
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
@@ -55,8 +55,6 @@ def read_written_by_code(path: str | Path, limit: int) -> bytes | None:
     when it holds more. Training code could have left a symbolic link (to a file of the runner's)
     or a FIFO (a read that never ends) there: only a regular file is read, and a link is never
     followed (OSError otherwise)."""
-    import errno
-    import stat
 
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     with os.fdopen(fd, "rb") as fh:

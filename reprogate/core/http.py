@@ -20,6 +20,9 @@ requests is imported on first use, so commands that never go online do not pay f
 
 from __future__ import annotations
 
+import contextlib
+import json
+import socket
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -76,7 +79,6 @@ class Reply:
 
     def json(self) -> Any:
         """The body as JSON; a body that is not JSON is the remote's fault (exit 3)."""
-        import json
 
         try:
             return json.loads(self.body) if self.body else None
@@ -255,8 +257,6 @@ def _abort(response: Any) -> None:
     is shut down first, which wakes the reader and tells the server the answer was abandoned."""
     if response is None:
         return
-    import contextlib
-    import socket
 
     connection = getattr(getattr(response, "raw", None), "_connection", None)
     sock = getattr(connection, "sock", None)

@@ -17,9 +17,13 @@ cause; a worker that stops without answering (killed: out of memory, a signal) i
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import pickle
+import queue
+import signal
 import sys
+import threading
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -73,9 +77,6 @@ def _serve(function: Callable[..., Any], conn: Any, others: list[Any], initializ
     worker. Without it the two could wait on each other: a reply larger than the socket buffer
     (a batch of long shard names) waits for the parent to read, while the parent waits to send
     the next task into this worker's full buffer — a hang, seen with 3,000-byte names."""
-    import queue
-    import signal
-    import threading
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it stops us
     for other in others:  # so that only the parent holds the other end: its exit ends our recv
@@ -113,7 +114,6 @@ class _Forked:
     PER_WORKER = 2
 
     def __init__(self, jobs: int, function: Callable[..., Any], initializer: Callable[[], None] | None) -> None:
-        import multiprocessing
 
         context = multiprocessing.get_context("fork")
         self.conns: list[Any] = []

@@ -5,6 +5,8 @@ subreaper while the rebuild runs, and killed before any verdict is written."""
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import signal
 import subprocess
@@ -30,8 +32,6 @@ def become_subreaper(on: bool = True) -> bool:
     """Make this process (or, with on=False, no longer) the subreaper of everything it starts (Linux): a descendant that escapes
     its process group (setsid, a double fork) is re-parented to us when its parent exits, not to
     init, so `end_escaped` can still find it. False where the kernel or libc does not offer it."""
-    import ctypes
-    import ctypes.util
 
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)

@@ -7,6 +7,7 @@ own copy; a source checkout (editable install, tests) falls back to the reposito
 
 from __future__ import annotations
 
+import datetime
 import functools
 import json
 from pathlib import Path
@@ -55,7 +56,6 @@ def validator(kind: str) -> Any:
 def _format_checker() -> Any:
     """Assert `date` and `date-time` with the standard library, so a pattern-shaped but impossible
     date (2026-02-31) is caught without optional format packages."""
-    import datetime
 
     from jsonschema import FormatChecker
 

@@ -9,6 +9,7 @@ off for being large.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -38,7 +39,6 @@ class Remote:
 
     def _left(self, deadline: float) -> float:
         """`deadline` for one request, cut to what the whole verification has left (none: RemoteUnreachable)."""
-        import time
 
         if self._ends is None:
             self._ends = time.monotonic() + self.max_time

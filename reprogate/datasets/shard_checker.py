@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic, Location
@@ -36,7 +37,6 @@ class ShardChecker:
     """
 
     def __init__(self) -> None:
-        import re
 
         schema = load_schema("DatasetManifest")
         self._ref = {"$ref": schema["$id"] + SHARD_SCHEMA}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 # Minimum Linux driver of each CUDA toolkit release (major.minor, its first GA), from NVIDIA's
 # "CUDA Toolkit Release Notes", table "CUDA Toolkit and Corresponding Driver Versions".
@@ -130,7 +131,6 @@ def of_wheel_file(url: str) -> Cuda | None:
 
 def of_index(url: str) -> Cuda | None:
     """`https://download.pytorch.org/whl/cu124` (or `.../nightly/cu121`) -> CUDA 12.4."""
-    from urllib.parse import urlsplit
 
     path = urlsplit(url).path if "://" in url else url
     for segment in reversed(path.strip("/").split("/")):

@@ -14,6 +14,7 @@ reported as such, never as the literal text.
 
 from __future__ import annotations
 
+import fnmatch
 import io
 import re
 from dataclasses import dataclass, field
@@ -221,7 +222,6 @@ class _Expander:
 def _trimmed(value: str, op: str, operand: str) -> str:
     """The shell's (and BuildKit's) `${V%pat}`, `${V%%pat}`, `${V#pat}`, `${V##pat}`,
     `${V/pat/rep}` and `${V//pat/rep}`, with glob patterns: `${CUDA_VERSION%.*}` is 12.1 of 12.1.1."""
-    import fnmatch
 
     if op in ("/", "//"):
         pattern, _, replacement = operand.partition("/")

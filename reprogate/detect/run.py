@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import gc
 import re
@@ -176,7 +177,6 @@ def _reached(index: dict[str, list[tuple[str, Pin]]], path: str) -> dict[str, Pi
 def _rooted(config: Config, prefix: str) -> Config:
     """The configuration with its globs and reference made relative to the repository top (a
     .reprogate.yaml in a subfolder writes them relative to itself)."""
-    import dataclasses
 
     if prefix == ".":
         return config

@@ -13,6 +13,7 @@ base revision.
 from __future__ import annotations
 
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -135,7 +136,6 @@ class _Reader:
 
 def read_payload(path: Path) -> dict[str, Any]:
     """The event file as a JSON object (bounded read; a FIFO or a folder is refused, not waited on)."""
-    import stat
 
     try:
         info = path.stat()

@@ -10,8 +10,10 @@ rebuild checks each at its own stage.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -184,7 +186,6 @@ def _dataset(options: InitOptions, found: Found, root: Path, written: Written, n
         return {"id": str(content.get("id")), "path": _rel(manifest, root), "digest": manifest_digest(content)}, None
     if not data.is_dir() or not _inside(data, root):
         raise UsageError(f"--data {data}: not a folder inside the repository {root}")
-    import tempfile
 
     existing = sorted(p for p in data.iterdir() if p.is_file() and ".manifest." in p.name)
     target = manifest or (existing[0] if len(existing) == 1 else data / f"{data.name}.manifest.yaml")
@@ -401,7 +402,6 @@ def _write_config(root: Path, record_path: Path, written: Written, notes: list[s
 
 def _write_record(record: dict[str, Any], path: Path, root: Path, written: Written) -> None:
     """Validate the record where it will live (its paths resolve from the root), then write it."""
-    import datetime
 
     header = (
         "Written by `reprogate init`: the reference trace and the metric of each seed come from running the\n"

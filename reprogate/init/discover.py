@@ -6,6 +6,7 @@ otherwise) and every flag overrides it.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,7 +35,6 @@ class Found:
 
 
 def _relative(path: Path, start: Path) -> str:
-    import os
 
     return Path(os.path.relpath(path, start)).as_posix()
 

@@ -8,6 +8,7 @@ and the software the training process really had (its trace's meta and the envir
 
 from __future__ import annotations
 
+import json
 import platform
 from dataclasses import dataclass, field
 from typing import Any
@@ -142,7 +143,6 @@ def envelope(record: dict[str, Any], meta: dict[str, Any], level: str, gpus: lis
 
 def trace_text(events: list[dict[str, Any]]) -> str:
     """The reference trace as one file: every rank's events, meta first (validate reads the head)."""
-    import json
 
     return "".join(json.dumps(e, sort_keys=True, allow_nan=False) + "\n" for e in events)
 

@@ -13,6 +13,7 @@ record as BASE has it; the head's changes to them take effect only through a bas
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,6 @@ def from_base(record: Path, head: dict[str, Any], rev: str) -> Judged:
         ) from None
     if record.is_symlink():  # a link would have the base's contract of another file judge this one
         raise UsageError(f"{record} is a symbolic link; a run record is a file of its own, judged by that file's contract at the base")
-    import os
 
     rel = Path(os.path.abspath(record)).relative_to(top.resolve()).as_posix()
     blob = read_blobs(top, [f"{sha}:{rel}"]).get(f"{sha}:{rel}")

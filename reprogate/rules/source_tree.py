@@ -13,6 +13,8 @@ Cheap where git already knows: in a clean work tree the folder's tree id is git'
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -105,8 +107,6 @@ def _git(folder: Path, *args: str, env: dict[str, str] | None = None) -> bytes |
 def _staged_tree(folder: Path) -> str | None:
     """The tree git would record for the folder now, from a throwaway copy of the index (the real
     index and the work tree are left alone; the blobs go into the object store, as `git add` would)."""
-    import shutil
-    import tempfile
 
     top, index = _git(folder, "rev-parse", "--show-toplevel"), _git(folder, "rev-parse", "--git-path", "index")
     if not top or not index:

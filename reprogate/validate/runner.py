@@ -8,6 +8,7 @@ named by pre-commit is skipped, not failed.
 from __future__ import annotations
 
 import datetime
+import gc
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -236,7 +237,6 @@ def _start_worker() -> None:
     instead of 700: a record's nodes and data (some 3,000 objects) are then freed by reference
     counting before any collection looks at them, rather than scanned and promoted by several
     collections a record (measured: 5-7 % of a worker's CPU, in one process, turn about)."""
-    import gc
 
     _worker_cache.clear()
     gc.set_threshold(WORKER_GC_THRESHOLD, *gc.get_threshold()[1:])
