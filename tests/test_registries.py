@@ -39,8 +39,8 @@ def test_every_rule_function_is_registered() -> None:
                 assert fn in registered, f"{module.__name__}.{name} looks like a rule but RULES does not list it"
 
 
-def test_every_stage_function_is_registered_in_the_runbooks_order() -> None:
-    assert list(stages.STAGES) == ["artifacts", "digest", "preflight", "dataset", "config", "envelope", "run", "batches", "model-state", "steps", "metric"]
+def test_every_stage_function_is_registered() -> None:
+    """(Their order is the runbook's: tests/rebuild/test_stages_contract.py.)"""
     registered = {stage.run for stage in stages.STAGES.values()}
     for module in _modules(stages):
         for name, fn in inspect.getmembers(module, inspect.isfunction):

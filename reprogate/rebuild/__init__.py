@@ -207,7 +207,7 @@ def _environment(state: RebuildState) -> dict:
         facts.update(state.ranks.facts())
     if state.machine is not None:
         facts.update(state.machine.facts())
-    env.update({k: v for k, v in facts.items() if v not in (None, "", [], {})})
+    env.update({k: v for k, v in facts.items() if v not in (None, "", [])})
     env["compared"] = side_by_side(state.job.data, RebuiltSide.of(state), state.reference_events)
     return env
 
