@@ -6,6 +6,23 @@
 # controls (records, training code) runs next to a credential.
 set -euo pipefail
 reprogate="$VENV/bin/reprogate"
+# One argument per line, never split on spaces or expanded by this shell (reprogate expands the
+# globs itself, relative to the working directory): records and extra-args.
+lines() {
+  local line
+  while IFS= read -r line || [ -n "$line" ]; do
+    line="${line#"${line%%[![:space:]]*}"}"
+    line="${line%"${line##*[![:space:]]}"}"
+    [ -z "$line" ] || printf '%s\0' "$line"
+  done <<< "$1"
+}
+records=()
+while IFS= read -r -d '' item; do records+=("$item"); done < <(lines "${INPUT_RECORDS:-}")
+extra_args=()
+while IFS= read -r -d '' item; do extra_args+=("$item"); done < <(lines "${INPUT_EXTRA_ARGS:-}")
+if [ -n "${INPUT_WORKING_DIRECTORY:-}" ]; then
+  cd "$INPUT_WORKING_DIRECTORY" || { echo "::error title=reprogate::working-directory does not exist"; exit 2; }
+fi
 base="${INPUT_BASE:-}"
 if [ -z "$base" ] && [ -n "${GITHUB_BASE_REF:-}" ]; then
   base="origin/$GITHUB_BASE_REF"
@@ -17,23 +34,23 @@ case "${INPUT_COMMAND:-gate}" in
   gate)
     mode="${INPUT_MODE:-full}"
     case "$mode" in
-      full) exec "$reprogate" gate --format github ;;
+      full) exec "$reprogate" gate --format github ${extra_args[@]+"${extra_args[@]}"} ;;
       compute)
         without_token
-        exec "$reprogate" gate --format github --mode compute --result-file "${INPUT_RESULT_FILE:-reprogate-gate/result.json}" ;;
-      publish) exec "$reprogate" gate --format github --mode publish --result-file "${INPUT_RESULT_FILE:-reprogate-gate/result.json}" ;;
+        exec "$reprogate" gate --format github --mode compute --result-file "${INPUT_RESULT_FILE:-reprogate-gate/result.json}" ${extra_args[@]+"${extra_args[@]}"} ;;
+      publish)
+        exec "$reprogate" gate --format github --mode publish --result-file "${INPUT_RESULT_FILE:-reprogate-gate/result.json}" ${extra_args[@]+"${extra_args[@]}"} ;;
       *) echo "::error title=reprogate::unknown gate mode (full, compute, publish)"; exit 2 ;;
     esac ;;
   validate)
     without_token
     strict=()
     [ "${INPUT_FAIL_ON:-error}" = "warning" ] && strict=(--strict)
-    # shellcheck disable=SC2086  # records is a space-separated list of paths and globs
-    exec "$reprogate" validate --format github "${strict[@]}" ${INPUT_RECORDS:-} ;;
+    exec "$reprogate" validate --format github ${strict[@]+"${strict[@]}"} ${extra_args[@]+"${extra_args[@]}"} ${records[@]+"${records[@]}"} ;;
   detect)
     without_token
     [ -n "$base" ] || { echo "::error title=reprogate::detect needs the base input (or a pull_request event)"; exit 2; }
-    exec "$reprogate" detect --base "$base" --head "${INPUT_HEAD:-HEAD}" --format github ;;
+    exec "$reprogate" detect --base "$base" --head "${INPUT_HEAD:-HEAD}" --format github ${extra_args[@]+"${extra_args[@]}"} ;;
   rebuild)
     without_token
     [ -n "${INPUT_RECORD:-}" ] || { echo "::error title=reprogate::rebuild needs the record input"; exit 2; }
@@ -45,11 +62,10 @@ case "${INPUT_COMMAND:-gate}" in
     # the base's contract judges (the dispatch's base input; empty for a baseline promotion's rebuild)
     [ -z "${INPUT_BASE:-}" ] || extra+=(--contract-from "$INPUT_BASE")
     unset GITHUB_ENV GITHUB_PATH
-    exec "$reprogate" rebuild "$INPUT_RECORD" --environment "${INPUT_ENVIRONMENT:-reference}" "${extra[@]}" --format github ;;
+    exec "$reprogate" rebuild "$INPUT_RECORD" --environment "${INPUT_ENVIRONMENT:-reference}" ${extra[@]+"${extra[@]}"} --format github ${extra_args[@]+"${extra_args[@]}"} ;;
   audit)
     without_token
-    # shellcheck disable=SC2086  # records is a space-separated list of paths and globs
-    exec "$reprogate" audit ${INPUT_RECORDS:-} ;;
+    exec "$reprogate" audit ${extra_args[@]+"${extra_args[@]}"} ${records[@]+"${records[@]}"} ;;
   status)
     verdict="${INPUT_VERDICT:-verdicts}"
     args=(github status)
@@ -74,7 +90,7 @@ case "${INPUT_COMMAND:-gate}" in
     [ -z "${INPUT_ALSO_CONTEXT:-}" ] || args+=(--also-context "$INPUT_ALSO_CONTEXT")
     [ -z "${INPUT_SHA:-}" ] || args+=(--sha "$INPUT_SHA")
     [ -z "${INPUT_PULL_REQUEST:-}" ] || args+=(--pr "$INPUT_PULL_REQUEST")
-    exec "$reprogate" "${args[@]}" ;;
+    exec "$reprogate" "${args[@]}" ${extra_args[@]+"${extra_args[@]}"} ;;
   *)
     echo "::error title=reprogate::unknown command (gate, validate, detect, rebuild, status, audit)"
     exit 2 ;;

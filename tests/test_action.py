@@ -19,8 +19,16 @@ from reprogate.output.workflow import STEP_OUTPUTS
 ACTION = load_document(REPO / "action.yml").data
 
 
-def test_action_outputs_are_exactly_the_declared_step_outputs() -> None:
-    assert set(ACTION["outputs"]) == set(STEP_OUTPUTS)
+# the commands run.sh runs; STEP_OUTPUTS says which commands write each output ("detect/gate: ...")
+ACTION_COMMANDS = {"gate", "validate", "detect", "rebuild", "status", "audit"}
+
+
+def test_action_outputs_are_exactly_the_step_outputs_its_commands_write() -> None:
+    """No output the action cannot produce (dataset verify's `ok` is a step output of the command
+    line, which the action does not run)."""
+    written = {name for name, meaning in STEP_OUTPUTS.items() if set(meaning.split(":", 1)[0].split("/")) & ACTION_COMMANDS}
+    assert "ok" in STEP_OUTPUTS and "ok" not in written
+    assert set(ACTION["outputs"]) == written
     for name, output in ACTION["outputs"].items():
         assert output["value"] == f"${{{{ steps.run.outputs.{name} || steps.untrusted.outputs.{name} }}}}"
 
@@ -29,12 +37,17 @@ def command_steps() -> dict[str, dict]:
     return {step["id"]: step for step in ACTION["runs"]["steps"] if step.get("id") in ("run", "untrusted")}
 
 
+SET_UP_ONLY = {"python-version"}  # read by the set-up steps, not by the command
+
+
 def test_every_input_reaches_the_script() -> None:
     for step in command_steps().values():
         passed = " ".join(str(v) for v in step["env"].values())
-        for name in ACTION["inputs"]:
+        for name in set(ACTION["inputs"]) - SET_UP_ONLY:
             if name != "token" or step["id"] == "run":
                 assert f"inputs.{name} }}}}" in passed, (step["id"], name)
+    python = next(step for step in ACTION["runs"]["steps"] if step.get("uses", "").startswith("actions/setup-python@"))
+    assert python["if"] == "inputs.python-version != ''" and python["with"]["python-version"] == "${{ inputs.python-version }}"
 
 
 def test_only_the_posting_step_holds_the_token_and_exactly_one_step_runs() -> None:
@@ -62,7 +75,8 @@ def test_the_cache_is_deleted_first_and_saved_before_anything_runs_and_never_fro
     steps = ACTION["runs"]["steps"]
     names = [step.get("uses", "").split("@")[0] or step.get("id", step.get("name")) for step in steps]
     assert names.index("actions/cache/restore") < names.index("actions/cache/save") < names.index("run")
-    assert 'rm -rf "$venv"' in steps[0]["run"]
+    assert names.index("key") < names.index("actions/cache/restore")
+    assert 'rm -rf "$venv"' in (REPO / "action" / "key.sh").read_text()
     save = next(step for step in steps if step.get("uses", "").startswith("actions/cache/save@"))
     assert "github.event_name != 'pull_request'" in save["if"] and "github.event_name != 'pull_request_target'" in save["if"]
     assert not any(step.get("uses", "").startswith("actions/cache@") for step in steps), "actions/cache saves at job end, after pull-request code ran"
@@ -169,3 +183,62 @@ def test_unknown_command_is_refused_without_echoing_it(fake_venv: Path, tmp_path
     env = {"PATH": os.environ["PATH"], "VENV": str(fake_venv), "INPUT_COMMAND": "x\n::set-output name=a::b"}
     done = subprocess.run(["bash", str(REPO / "action" / "run.sh")], env=env, cwd=tmp_path, capture_output=True, text=True, check=False)
     assert done.returncode == 2 and "set-output" not in done.stdout
+
+
+def test_the_action_refuses_a_runner_that_is_not_linux_before_anything_else() -> None:
+    first = ACTION["runs"]["steps"][0]
+    assert first["if"] == "runner.os != 'Linux'" and "exit 1" in first["run"] and "::error" in first["run"]
+
+
+def test_the_description_fits_the_marketplace() -> None:
+    assert len(ACTION["description"]) < 125
+
+
+def cache_key(tree: Path, tmp_path: Path, command: str = "validate") -> dict[str, str]:
+    """What action/key.sh writes to $GITHUB_OUTPUT for the action checked out at `tree`."""
+    require_tool("bash")
+    output = tmp_path / f"output-{len(list(tmp_path.glob('output-*')))}"
+    env = {"PATH": os.environ["PATH"], "GITHUB_ACTION_PATH": str(tree), "RUNNER_TEMP": str(tmp_path / "runner-temp"), "GITHUB_OUTPUT": str(output)}
+    done = subprocess.run(["bash", str(REPO / "action" / "key.sh")], env={**env, "INPUT_COMMAND": command}, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return dict(line.split("=", 1) for line in output.read_text().splitlines())
+
+
+def test_the_cache_key_changes_with_any_installed_file_the_extras_and_the_venv_path(tmp_path: Path) -> None:
+    import shutil
+
+    tree = tmp_path / "action"
+    for name in ("reprogate", "schemas"):
+        shutil.copytree(REPO / name, tree / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, tree / name)
+    first = cache_key(tree, tmp_path)
+    assert first == cache_key(tree, tmp_path), "the same tree, the same key"
+    (tree / "reprogate" / "__pycache__").mkdir(exist_ok=True)
+    (tree / "reprogate" / "__pycache__" / "x.pyc").write_bytes(b"compiled")
+    assert cache_key(tree, tmp_path) == first, "bytecode the install never copies does not count"
+    module = tree / "reprogate" / "rebuild" / "claim.py"
+    module.write_text(module.read_text() + "\n# one line more\n")
+    changed = cache_key(tree, tmp_path)
+    assert changed["key"] != first["key"], "a revision that differs in one module gets its own venv"
+    (tree / "schemas" / "run-record.schema.json").write_text((tree / "schemas" / "run-record.schema.json").read_text() + " ")
+    assert cache_key(tree, tmp_path)["key"] != changed["key"]
+    rebuild = cache_key(tree, tmp_path, "rebuild")
+    assert rebuild["extras"] == "rebuild" and rebuild["path"].endswith("reprogate-venv-rebuild") and rebuild["key"] != cache_key(tree, tmp_path)["key"]
+
+
+def test_records_and_extra_args_are_one_argument_per_line_never_split_or_expanded(fake_venv: Path, tmp_path: Path) -> None:
+    (tmp_path / "records").mkdir()
+    (tmp_path / "records" / "a.yaml").write_text("kind: RunRecord\n")
+    out = run_script(fake_venv, tmp_path, command="validate", records="records/*.yaml\n  my runs/b.yaml  \n\n", extra_args="--strict\n")
+    assert out[1:] == ["validate", "--format", "github", "--strict", "records/*.yaml", "my runs/b.yaml"]
+    out = run_script(fake_venv, tmp_path, command="audit", records="records/**/*.yaml")
+    assert out[1:] == ["audit", "records/**/*.yaml"]
+
+
+def test_the_working_directory_is_where_the_command_runs(fake_venv: Path, tmp_path: Path) -> None:
+    (tmp_path / "project").mkdir()
+    script = fake_venv / "bin" / "reprogate"
+    script.write_text('#!/usr/bin/env bash\nprintf \'%s\\n\' "token=${GITHUB_TOKEN:-}" "$PWD" "$@"\n')
+    out = run_script(fake_venv, tmp_path, command="detect", base="origin/main", working_directory="project")
+    assert out[1] == str(tmp_path / "project") and out[2:4] == ["detect", "--base"]

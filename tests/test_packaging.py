@@ -53,3 +53,67 @@ def test_pre_commit_accepts_the_hook_manifest() -> None:
     hooks = clientlib.load_manifest(str(REPO / ".pre-commit-hooks.yaml"))
     assert [h["id"] for h in hooks] == ["reprogate-validate"]
     assert hooks[0]["entry"] == "reprogate validate"
+
+
+def _metadata(wheel: Path) -> str:
+    archive = zipfile.ZipFile(wheel)
+    return archive.read(next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))).decode()
+
+
+def test_the_wheel_carries_the_license_and_says_what_it_is(wheel: Path) -> None:
+    archive = zipfile.ZipFile(wheel)
+    licenses = [n for n in archive.namelist() if n.endswith(".dist-info/licenses/LICENSE")]
+    assert licenses and "Apache License" in archive.read(licenses[0]).decode() and "Version 2.0" in archive.read(licenses[0]).decode()
+    metadata = _metadata(wheel)
+    assert "License-Expression: Apache-2.0" in metadata and "License-File: LICENSE" in metadata
+    assert "Project-URL: Changelog," in metadata and "Project-URL: Issues," in metadata
+    assert "reprogate/py.typed" in archive.namelist()
+
+
+def test_the_core_needs_no_scientific_stack(wheel: Path) -> None:
+    """validate, detect, gate, report and every verdict's statistics run on the core install:
+    scipy and numpy (216 MB) are test dependencies only."""
+    required = [line.split(":", 1)[1].strip() for line in _metadata(wheel).splitlines() if line.startswith("Requires-Dist:")]
+    core = [r for r in required if "extra ==" not in r]
+    assert core and not [r for r in core if r.split()[0].lower().startswith(("scipy", "numpy", "torch"))], core
+
+
+def test_the_classifiers_name_the_python_versions_ci_tests(wheel: Path) -> None:
+    from reprogate.core.documents import load_document
+
+    ci = load_document(REPO / ".github" / "workflows" / "ci.yml").data
+    tested = set(ci["jobs"]["test"]["strategy"]["matrix"]["python"])
+    classified = {
+        line.rsplit("::", 1)[1].strip() for line in _metadata(wheel).splitlines() if line.startswith("Classifier: Programming Language :: Python :: 3.")
+    }
+    assert tested and classified == tested
+
+
+def test_the_sdist_carries_the_license_changelog_and_tests(tmp_path: Path) -> None:
+    import tarfile
+
+    subprocess.run([sys.executable, "-m", "hatchling", "build", "-t", "sdist", "-d", str(tmp_path)], check=True, capture_output=True, cwd=REPO)
+    sdist = next(tmp_path.glob("reprogate-*.tar.gz"))
+    names = {name.split("/", 1)[1] for name in tarfile.open(sdist).getnames() if "/" in name}
+    assert {"LICENSE", "CHANGELOG.md", "README.md", "pyproject.toml", "action.yml", "schemas/run-record.schema.json"} <= names
+    assert any(name.startswith("tests/") for name in names)
+
+
+def test_the_changelog_opens_with_this_version() -> None:
+    from reprogate import __version__
+
+    first = next(line for line in (REPO / "CHANGELOG.md").read_text().splitlines() if line.startswith("## "))
+    assert first.startswith(f"## {__version__} "), first
+
+
+def test_the_documented_pins_name_this_release() -> None:
+    """The README's pre-commit `rev:` and the example workflows' pinned-release comments say the
+    version a reader can install; a release that forgets them leaves users pinning an old one."""
+    import re
+
+    from reprogate import __version__
+
+    found = re.findall(r"^\s*rev: (v\S+)$", (REPO / "README.md").read_text(), flags=re.M)
+    for workflow in sorted((REPO / "examples" / "workflows").glob("*.yml")):
+        found += re.findall(r"uses: reprogate/reprogate@[0-9a-f]{40} # (v\S+) - pin the release you adopt", workflow.read_text())
+    assert found and set(found) == {f"v{__version__}"}, found

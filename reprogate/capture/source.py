@@ -107,6 +107,11 @@ def _status_entries(text: str) -> list[str]:
     return entries
 
 
+# A resolver's input (pip-tools' and uv's requirements.in) names what to resolve, not what gets
+# installed: the lock made from it is what a rebuild realizes, so only the lock is pinned.
+RESOLVER_INPUTS = (".in",)
+
+
 def _lock_files(top: Path, ctx: CaptureContext) -> list[dict[str, Any]]:
 
     _, listing, _ = _git(top, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
@@ -115,6 +120,8 @@ def _lock_files(top: Path, ctx: CaptureContext) -> list[dict[str, Any]]:
     for name in sorted(n for n in listing.decode("utf-8", "replace").split("\0") if n):
         base = name.rsplit("/", 1)[-1]
         if not any(fnmatch.fnmatch(base, p) or fnmatch.fnmatch(name, p) for p in patterns):
+            continue
+        if base.endswith(RESOLVER_INPUTS):  # watched (a change may call for a re-lock), but what installs is its lock
             continue
         path = top / name
         if not path.is_file():

@@ -76,15 +76,22 @@ class InitOptions:
 
 
 class Written:
-    """Files init writes, and what was there before: undone together if anything fails."""
+    """Files init writes, what was there before, and the folders it made for them: undone
+    together if anything fails, so a failed init leaves the repository as it found it."""
 
     def __init__(self) -> None:
         self.done: list[tuple[Path, bytes | None]] = []
+        self.folders: list[Path] = []  # made by init, outermost first
 
     def write(self, path: Path, text: str) -> None:
-
         self.done.append((path, path.read_bytes() if path.exists() else None))
+        missing = [folder for folder in reversed(path.parents) if not folder.exists()]
+        self.folders += [folder for folder in missing if folder not in self.folders]
         atomic_write(path, text)
+
+    @property
+    def paths(self) -> list[Path]:
+        return [path for path, _ in self.done]
 
     def undo(self) -> None:
         for path, before in reversed(self.done):
@@ -95,7 +102,13 @@ class Written:
                     path.write_bytes(before)
             except OSError:
                 pass
+        for folder in reversed(self.folders):  # innermost first; only if nothing else was put there
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
         self.done.clear()
+        self.folders.clear()
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -144,9 +157,16 @@ def layout(options: InitOptions) -> tuple[Path, Path, Path, str]:
     return root, project, record, name
 
 
-def _config(options: InitOptions, found: Found, root: Path) -> tuple[str, str]:
+def given_path(path: Path, project: Path) -> Path:
+    """A path given on the command line, resolved like --entrypoint: against the project folder
+    (where the run starts), else, when no such file is there, against the current folder."""
+    if not path.is_absolute() and (project / path).exists():
+        return (project / path).resolve()
+    return path.resolve()
 
-    path = options.config or found.config
+
+def _config(options: InitOptions, found: Found, root: Path, project: Path) -> tuple[str, str]:
+    path = given_path(options.config, project) if options.config else found.config
     if path is None:
         raise UsageError(
             "no configuration file found in the project", hint="--config PATH (YAML, JSON or TOML): its canonical hash is the record's job.config.hash"
@@ -162,13 +182,12 @@ def _config(options: InitOptions, found: Found, root: Path) -> tuple[str, str]:
         raise UsageError(f"{_rel(path, root)} has no canonical form: {exc}") from None
 
 
-def _dataset(options: InitOptions, found: Found, root: Path, written: Written, notes: list[str]) -> tuple[dict[str, Any] | None, str | None]:
+def _dataset(options: InitOptions, found: Found, root: Path, project: Path, written: Written, notes: list[str]) -> tuple[dict[str, Any] | None, str | None]:
     """(record's dataset.manifest, or None and why): an existing manifest, or one built from the data folder."""
-
     if options.no_dataset:
         return None, options.no_dataset
-    data = options.data.resolve() if options.data else None
-    manifest = options.manifest.resolve() if options.manifest else None
+    data = given_path(options.data, project) if options.data else None
+    manifest = given_path(options.manifest, project) if options.manifest else None
     if data is None and manifest is None:
         data = found.data
         manifest = found.manifest if found.manifest is not None and data is not None and _inside(found.manifest, data) else None
@@ -291,15 +310,16 @@ def run_init(options: InitOptions) -> CommandResult:
             f"no entrypoint found in {_rel(project, root)} (looked for train.py, main.py, run.py)",
             hint="--entrypoint 'python train.py --config ../config.yaml' (run from the project folder)",
         )
-    config_path, config_hash = _config(options, found, root)
+    config_path, config_hash = _config(options, found, root, project)
     trace_path = root / "reference" / name / "trace.jsonl"
     if _inside(trace_path, project):
         raise UsageError(f"the reference trace would go inside {_rel(project, root)}; choose another --name")
     notes = list(found.notes)
     written = Written()
     try:
-        manifest, no_dataset = _dataset(options, found, root, written, notes)
-        source = _source(project, root, [record_path, trace_path])
+        manifest, no_dataset = _dataset(options, found, root, project, written, notes)
+        # what init itself writes (the record, the trace, a manifest it built) is not dirt
+        source = _source(project, root, [record_path, trace_path, *written.paths])
         realizer, container = _realizer(options, source)
         if realizer != "current":  # the environment is the lock or the image; what this CLI has installed says nothing of it
             source["job_start_installs"] = []

@@ -12,6 +12,7 @@ fails `init` instead, with the same diagnosis.
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -59,6 +60,8 @@ def run_reference(draft: dict[str, Any], root: Path, seeds: list[int], timeout: 
             runs.stages.append(f"  {name:<10} {result.status:<8} {result.detail}")
             if result.status == "fail":
                 message = f"the reference run could not be made: {name}: {result.detail}"
+                if name == "run":  # what ran, and where: the first thing a user re-runs by hand
+                    message += f" (each rank ran: {shlex.join(str(a) for a in draft['job']['entrypoint'])} in {state.job.ranks_cwd.relative_to(workdir)})"
                 hint = f"log tail:\n{result.log_tail}" if result.log_tail else ""
                 error = {ExitCode.USAGE: UsageError, ExitCode.INFRA: InfrastructureError}.get(ExitCode(result.exit_code), CheckFailed)
                 raise error(message, hint=hint)

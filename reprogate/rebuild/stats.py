@@ -13,7 +13,7 @@
   at level α, equivalently the (1-2α) Welch interval of the difference inside (-margin, margin).
   Its α bounds the false *pass* at the margin; a good build needs enough seeds to pass it, and
   the verdict states how likely that was.
-tests/rebuild/test_rebuild.py holds these to scipy's own ttest_ind and confidence intervals.
+tests/rebuild/test_stats.py holds these to scipy's own Welch test and confidence intervals (scipy is a test dependency only).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from reprogate.core.seedstats import bound, mean_sd, pooled_sd
-from reprogate.core.tdist import t_cdf
+from reprogate.core.tdist import t_cdf, t_quantile
 
 
 @dataclass
@@ -161,9 +161,8 @@ class Tost:
 
 
 def welch_tost(reference: Sequence[float], rebuilt: Sequence[float], margin: float, alpha: float = 0.05) -> Tost:
-    """Is the rebuilt mean within ±margin of the reference mean (Welch TOST at level α)?"""
-    from scipy import stats
-
+    """Is the rebuilt mean within ±margin of the reference mean (Welch TOST at level α)? Student's
+    t at Welch's (fractional) degrees of freedom from core/tdist.py: no scientific stack needed."""
     n, m = len(reference), len(rebuilt)
     if n < 2 or m < 2:
         raise ValueError("Welch TOST needs at least 2 seeds on each side")
@@ -178,6 +177,6 @@ def welch_tost(reference: Sequence[float], rebuilt: Sequence[float], margin: flo
     df = var**2 / ((sx * sx / n) ** 2 / (n - 1) + (sy * sy / m) ** 2 / (m - 1))
     t_low = (difference + margin) / se
     t_high = (difference - margin) / se
-    p = max(float(stats.t.sf(t_low, df)), float(stats.t.cdf(t_high, df)))
-    crit = float(stats.t.ppf(1 - alpha, df))
+    p = max(t_cdf(-t_low, df), t_cdf(t_high, df))  # upper tail by symmetry: no 1 - cdf cancellation
+    crit = t_quantile(1 - alpha, df)
     return Tost(p < alpha, difference, difference - crit * se, difference + crit * se, p, df, alpha, margin, n, m)

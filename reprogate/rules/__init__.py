@@ -22,6 +22,7 @@ from reprogate.rules import (
     shards,
     source_tree,
     trace_meta,
+    venv_rebuild,
 )
 from reprogate.rules.base import Rule, RuleContext, RuleSpec, get, items
 
@@ -53,6 +54,8 @@ RULES: dict[str, RuleSpec] = {
     "no-credentials": RuleSpec(credentials.no_secrets, (RECORD, MANIFEST, CONFIG)),
     "reference-trace-meta-agrees": RuleSpec(trace_meta.reference_trace_meta_agrees, (RECORD,), reads_files=True),
     "record-is-rebuildable": RuleSpec(rebuildable.record_is_rebuildable, (RECORD,)),
+    "realizer-is-declared": RuleSpec(venv_rebuild.realizer_is_declared, (RECORD,)),
+    "venv-lock-is-resolved": RuleSpec(venv_rebuild.venv_lock_is_resolved, (RECORD,), reads_files=True),
 }
 
 

@@ -53,6 +53,17 @@ def test_clean_repository(repo: Path) -> None:
     ]
 
 
+def test_a_resolvers_input_is_watched_but_not_pinned_as_a_lock(repo: Path) -> None:
+    """requirements.in names what to resolve; the lock compiled from it is what installs."""
+    (repo / "requirements.in").write_text("torch\n")
+    (repo / "constraints.in").write_text("numpy<3\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "inputs")
+    paths = [entry["path"] for entry in layer(repo, source_layer)["lock_files"]]
+    assert paths == ["requirements.txt"]
+    assert layer(repo, source_layer, lock_globs=["*.in"])["lock_files"][0]["path"] == "requirements.txt", "not even when the watch globs name it"
+
+
 def test_dirty_repository_records_the_digest_of_its_diff(repo: Path) -> None:
     (repo / "config" / "c19.yaml").write_text((repo / "config" / "c19.yaml").read_text().replace("layers: 32", "layers: 48"))
     source = layer(repo, source_layer)

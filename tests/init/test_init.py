@@ -21,6 +21,7 @@ from support import EXAMPLES, FIXTURES, git
 
 from reprogate.core.canonical import file_digest
 from reprogate.core.gittree import tree_id
+from reprogate.init.command import Written, given_path
 
 Cli = Callable[..., Result]
 
@@ -107,7 +108,33 @@ def test_a_failing_reference_run_leaves_nothing_written(cli: Cli, tiny: Path) ->
     result = cli("init", "project", "--world-size", "2", "--seeds", "1", "--env", "EXAMPLE_CRASH_STEP=3", cwd=tiny)
     assert result.exit_code == 1, result.output
     assert "the reference run could not be made: run: seed 1: rank" in result.output and "crashing at step 3" in result.output
+    assert "(each rank ran: python train.py" in result.output and " in project)" in result.output, "the failure names what ran, and where"
     assert written(tiny) == set(), "the manifest init wrote before the run is gone again"
+    assert not (tiny / "reference").exists()
+
+
+def test_what_init_undoes_includes_the_folders_it_made(tmp_path: Path) -> None:
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "kept" / "old.txt").write_text("before")
+    done = Written()
+    done.write(tmp_path / "reference" / "tiny" / "trace.jsonl", "{}\n")
+    done.write(tmp_path / "kept" / "old.txt", "after")
+    done.write(tmp_path / "kept" / "new" / "x.txt", "x")
+    (tmp_path / "reference" / "other.txt").write_text("not init's")  # something else put into a folder init made
+    done.undo()
+    assert (tmp_path / "kept" / "old.txt").read_text() == "before" and not (tmp_path / "kept" / "new").exists()
+    assert not (tmp_path / "reference" / "tiny").exists() and (tmp_path / "reference" / "other.txt").exists(), "a folder is removed only when empty"
+
+
+def test_paths_given_to_init_resolve_against_the_project_like_the_entrypoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = tmp_path / "repo" / "train"
+    (project / "conf").mkdir(parents=True)
+    (project / "conf" / "a.yaml").write_text("lr: 1\n")
+    (tmp_path / "repo" / "top.yaml").write_text("lr: 2\n")
+    monkeypatch.chdir(tmp_path / "repo")
+    assert given_path(Path("conf/a.yaml"), project) == (project / "conf" / "a.yaml").resolve()
+    assert given_path(Path("top.yaml"), project) == (tmp_path / "repo" / "top.yaml").resolve(), "not in the project: the current folder's"
+    assert given_path(tmp_path / "repo" / "top.yaml", project) == (tmp_path / "repo" / "top.yaml").resolve()
 
 
 def test_without_a_terminal_nothing_is_asked(cli: Cli, tiny: Path) -> None:

@@ -293,3 +293,22 @@ def test_the_realizer_and_launcher_are_chosen_in_one_place() -> None:
                 if isinstance(node.func.value, ast.Name) and node.func.value.id in ("realizers", "launchers"):
                     choosers.append(f"{path.relative_to(package.parent)}:{node.lineno}")
     assert choosers and all(where.startswith("rebuild/__init__.py:") for where in choosers), choosers
+
+
+@pytest.mark.parametrize(
+    ("kind", "says"),
+    [
+        ("venv", "the venv made from train/requirements.txt cannot import typing_extensions: the lock file is incomplete"),
+        ("container", "the image cannot import typing_extensions: the image the record pins lacks it"),
+        ("current", None),
+    ],
+)
+def test_a_module_the_pinned_environment_lacks_is_its_defect_not_the_runners(kind: str, says: str | None) -> None:
+    from reprogate.rebuild.stages.preflight import environment_defect
+
+    realized = SimpleNamespace(kind=kind, facts={"lock_file": "train/requirements.txt"})
+    environment = Environment(Choice(kind, "test"), realized, "bubblewrap")  # type: ignore[arg-type]
+    detail = "rank 0 on localhost: torch cannot be imported: No module named 'typing_extensions'"
+    found = environment_defect(environment, detail)
+    assert found == says or (says is not None and found is not None and found.startswith(says)), found
+    assert environment_defect(environment, "rank 0 on localhost exited 1 before it was ready") is None

@@ -210,3 +210,13 @@ def test_welch_tost_on_constant_seeds_knows_the_difference_exactly() -> None:
 def test_welch_tost_refuses_one_seed_on_a_side() -> None:
     with pytest.raises(ValueError, match="at least 2 seeds on each side"):
         welch_tost([1.0, 2.0], [1.0], margin=1.0)
+
+
+def test_welch_tost_at_fractional_degrees_of_freedom_agrees_with_scipy() -> None:
+    """Welch's df is rarely whole; the reference values were computed with scipy 1.17.1
+    (stats.t.sf, stats.t.cdf, stats.t.ppf at df = 2.5398), which reprogate no longer needs."""
+    tost = welch_tost([0.951, 0.962, 0.958, 0.971, 0.949], [0.96, 0.99, 0.955], margin=0.02, alpha=0.05)
+    assert tost.df == pytest.approx(2.5397853707991014, rel=1e-12)
+    assert tost.p_value == pytest.approx(0.23427615173651656, rel=1e-9)
+    assert (tost.ci_low, tost.ci_high) == (pytest.approx(-0.01937354071617786, rel=1e-8), pytest.approx(0.03964020738284452, rel=1e-8))
+    assert not tost.equivalent

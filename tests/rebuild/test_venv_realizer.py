@@ -321,3 +321,30 @@ def test_uv_and_build_backends_get_no_runner_secret_and_no_runner_home(tmp_path:
     assert env["HOME"] == str(tmp_path / "work" / "home") and env["UV_CACHE_DIR"] == "/home/runner/.cache/uv"
     assert env["UV_INDEX_URL"] == "https://mirror/simple" and env["PIP_FIND_LINKS"] == "/wheels" and env["LC_ALL"] == "C.UTF-8"
     assert env["SSL_CERT_FILE"] == "/etc/ssl/cert.pem" and env["UV_LINK_MODE"] == "copy"
+
+
+def without_package(lock: str, name: str) -> str:
+    """The lock with one package's pin (its line, hashes and `# via` lines) taken out."""
+    out: list[str] = []
+    skipping = False
+    for line in lock.splitlines(keepends=True):
+        if not line.startswith((" ", "\t")):
+            skipping = line.lower().startswith(f"{name}==")
+        if not skipping:
+            out.append(line)
+    return "".join(out)
+
+
+def test_a_lock_missing_a_dependency_is_a_defect_of_the_lock_not_of_the_runner(cli: Cli, locked: Path, venv_cache: Path) -> None:
+    """A user's lock of top-level pins only: the venv holds torch but not typing-extensions, so
+    `import torch` fails in the rank. That is the lock's to fix (exit 1, and how), never exit 3
+    ("fix the runner")."""
+    lock = locked / "requirements.txt"
+    lock.write_text(without_package(lock.read_text(), "typing-extensions"))
+    assert "typing-extensions==" not in lock.read_text() and "torch==" in lock.read_text()
+    git(locked, "commit", "-qam", "a lock that forgets a dependency")
+    result, verdict, _ = rebuild(cli, locked, venv_cache, "--environment", "candidate")
+    assert result.exit_code == 1 and verdict["diagnosis"] == "preflight" and verdict["infrastructure"] is False, result.output
+    detail = next(s["detail"] for s in verdict["stages"] if s["name"] == "preflight")
+    assert "No module named 'typing_extensions'" in detail and "the venv made from requirements.txt cannot import typing_extensions" in detail
+    assert "re-lock with `uv pip compile --generate-hashes`, it lacks typing_extensions" in detail

@@ -32,10 +32,12 @@ def drill(project: Path) -> Path:
 
 
 def test_examples_pass_every_rule(project: Path) -> None:
-    """Every example holds; the illustrative records (made-up commits, remote traces) are only
-    warned that no rebuild could replay them — the tiny example can be."""
+    """Every example holds; the illustrative records (made-up commits, remote traces, a hand-written
+    requirements list, no realizer named) are only warned that no rebuild could replay them — the
+    tiny example can be."""
     found = codes(project)
-    assert found and all(all(c == ("not-rebuildable", "warning") for c in v) for v in found.values()), found
+    illustrative = {("not-rebuildable", "warning"), ("realizer-implicit", "warning"), ("lock-not-resolved", "warning")}
+    assert found and all(set(v) <= illustrative for v in found.values()), found
     assert found["tiny.yaml"] == []
 
 

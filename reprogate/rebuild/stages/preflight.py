@@ -11,6 +11,7 @@ rank that runs anyway rather than of a process or container of its own.
 from __future__ import annotations
 
 import json
+import re
 
 from reprogate.core.errors import ReprogateError
 from reprogate.rebuild import launchers
@@ -18,8 +19,10 @@ from reprogate.rebuild.options import RebuildOptions
 from reprogate.rebuild.preflight import check_devices
 from reprogate.rebuild.ranks import PREFLIGHT_STAGES, STARTUP_GRACE, RankHosts, rank_environment
 from reprogate.rebuild.stages.base import StageResult, failed, passed
-from reprogate.rebuild.state import Probe, Ranks, RebuildState
+from reprogate.rebuild.state import Environment, Probe, Ranks, RebuildState
 
+# How Python names a module it cannot find, as a rank reports it (ModuleNotFoundError's message).
+MISSING_MODULE = re.compile(r"No module named '([A-Za-z0-9_.]+)'")
 BETWEEN_STAGES = 3600.0  # dataset, config and envelope run while the ranks wait; a big dataset takes a while
 
 
@@ -83,6 +86,9 @@ def preflight(state: RebuildState) -> StageResult:
         + "\n"
     )
     if ready.failed:
+        defect = environment_defect(environment, ready.detail) if ready.infrastructure else None
+        if defect is not None:  # the environment the record pins lacks a module: its lock or image, not the runner
+            return failed(f"preflight failed at {ready.failed}: {ready.detail}; {defect}", log_tail=ready.log_tail, exit_code=1, stage=ready.failed)
         return failed(
             f"preflight failed at {ready.failed}: {ready.detail}", log_tail=ready.log_tail, exit_code=3 if ready.infrastructure else 1, stage=ready.failed
         )
@@ -91,6 +97,23 @@ def preflight(state: RebuildState) -> StageResult:
         f"{job.world_size} rank(s) on {launcher.name} ({shape.nodes} node(s)), {backend}: {summary} in {ready.seconds:.1f} s; ranks wait for the run; "
         + inside(state.probe)
     )
+
+
+def environment_defect(environment: Environment, detail: str) -> str | None:
+    """Why a rank that cannot import a module says something of the environment the record pins:
+    a venv made from its lock file or the image it names lacks the module (exit 1, with what to
+    do), where reprogate's own interpreter lacking it is the runner's to fix (exit 3)."""
+    found = MISSING_MODULE.search(detail)
+    if found is None or environment.realized.kind not in ("venv", "container"):
+        return None
+    module = found.group(1)
+    if environment.realized.kind == "venv":
+        lock = environment.realized.facts.get("lock_file", "the lock file")
+        return (
+            f"the venv made from {lock} cannot import {module}: the lock file is incomplete (a dependency of its pins is missing), "
+            f"not the runner; re-lock with `uv pip compile --generate-hashes`, it lacks {module.split('.')[0]}"
+        )
+    return f"the image cannot import {module}: the image the record pins lacks it, not the runner; rebuild the image with {module.split('.')[0]} installed"
 
 
 def inside(probe: Probe) -> str:
