@@ -38,12 +38,23 @@ from reprogate.cli.common import finish, format_option
     default=None,
     help="compute: where to write the result for the privileged workflow; publish: the result to read.",
 )
+@click.option(
+    "--dry-run",
+    "event",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    metavar="EVENT_FILE",
+    help="Judge this webhook payload here and print what the gate would post (statuses, dispatch, comment): no token, no network.",
+)
+@click.option("--event-name", default="pull_request", show_default=True, help="--dry-run: the event the payload is (pull_request, merge_group, push).")
+@click.option("--reader", is_flag=True, help="--dry-run: the label's sender has no write permission (default: a writer).")
 @format_option("github")
-def gate(repo: Path, config_path: Path | None, mode: str, result_file: Path | None, fmt: str) -> None:
+def gate(repo: Path, config_path: Path | None, mode: str, result_file: Path | None, event: Path | None, event_name: str, reader: bool, fmt: str) -> None:
     """Pull-request flow: validate, detect, dispatch, pending status."""
-    from reprogate.github.command import gate_command
+    from reprogate.github.command import DryRun, gate_command
 
-    finish(lambda: gate_command(repo, config_path, fmt, mode, result_file), fmt, "gate")
+    dry_run = DryRun(event, event_name, not reader) if event is not None else None
+    finish(lambda: gate_command(repo, config_path, fmt, mode, result_file, dry_run), fmt, "gate")
 
 
 @click.group()

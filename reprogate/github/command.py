@@ -6,6 +6,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from reprogate.core.config import DEFAULT_STATUS_CONTEXT
 from reprogate.core.diagnostics import ExitCode
@@ -14,7 +15,8 @@ from reprogate.core.errors import ReprogateError, UsageError
 from reprogate.core.redact import redact
 from reprogate.github.binding import Expectation, head_digests, job_problem, refusal
 from reprogate.github.client import GitHubClient
-from reprogate.github.events import load_event
+from reprogate.github.dry_run import DryRunClient
+from reprogate.github.events import load_event, parse_event, read_payload
 from reprogate.github.gate import MARKER, Settings, run_gate
 from reprogate.github.trust import check_sha
 from reprogate.github.verdicts import terminal
@@ -52,22 +54,44 @@ def run_url_from_env() -> str | None:
     return f"{server_url_from_env()}/{repo}/actions/runs/{run}" if repo and run else None
 
 
-def gate_command(repo: Path, config_path: Path | None, fmt: str, mode: str = "full", result_file: Path | None = None) -> CommandResult:
-
-    event = load_event(os.environ.get("GITHUB_EVENT_NAME", ""), os.environ.get("GITHUB_EVENT_PATH"), os.environ.get("GITHUB_REPOSITORY", ""))
+def gate_command(
+    repo: Path, config_path: Path | None, fmt: str, mode: str = "full", result_file: Path | None = None, dry_run: DryRun | None = None
+) -> CommandResult:
+    client: GitHubClient | None
+    if dry_run is not None:
+        if mode != "full":
+            raise UsageError("--dry-run shows what the one-workflow gate (--mode full) would post")
+        event = parse_event(dry_run.event_name, read_payload(dry_run.event), os.environ.get("GITHUB_REPOSITORY", ""), str(dry_run.event))
+        client = recorder = DryRunClient(writer=dry_run.writer)
+    else:
+        event = load_event(os.environ.get("GITHUB_EVENT_NAME", ""), os.environ.get("GITHUB_EVENT_PATH"), os.environ.get("GITHUB_REPOSITORY", ""))
+        client, recorder = (client_from_env() if mode != "compute" else None), None
     overrides = {name: os.environ[name] for name in OVERRIDES if os.environ.get(name)}
     settings = Settings(repo, config_path, mode, result_file, server_url_from_env(), overrides)
-    client = client_from_env() if mode != "compute" else None
     outcome = run_gate(event, settings, client)
+    said = recorder.said() if recorder is not None else []
     if fmt == "json":
-        return CommandResult(outcome.code, [json.dumps({"exit_code": int(outcome.code), "messages": outcome.messages, "outputs": outcome.outputs}, indent=2)])
-    done = CommandResult(outcome.code, list(outcome.messages))
+        payload: dict[str, Any] = {"exit_code": int(outcome.code), "messages": outcome.messages, "outputs": outcome.outputs}
+        if recorder is not None:
+            payload["would_post"] = recorder.posted
+            payload["comment"] = recorder.comment
+        return CommandResult(outcome.code, [json.dumps(payload, indent=2)])
+    done = CommandResult(outcome.code, [*outcome.messages, *said])
     if fmt == "github":
-        done.stdout = [*outcome.annotations, *outcome.messages]
+        done.stdout = [*outcome.annotations, *outcome.messages, *said]
         done.outputs = dict(outcome.outputs)
 
         done.summary = "### reprogate gate\n\n" + "\n".join(f"- {plain(m)}" for m in outcome.messages) + "\n"
     return done
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """`gate --dry-run`: the event to judge, and whether the label's sender may write."""
+
+    event: Path
+    event_name: str = "pull_request"
+    writer: bool = True
 
 
 @dataclass(frozen=True)

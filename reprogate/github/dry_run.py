@@ -1,0 +1,65 @@
+"""`reprogate gate --dry-run`: what the gate would decide and post for a pull-request event, shown
+to a maintainer on their own machine, with no token and no network.
+
+The gate runs as it runs in a job (the base's configuration, the detection, the records touched,
+the contract changes, the plan), against a GitHub that answers from what the event says and
+writes down, instead of sending, every status, dispatch, label removal and comment. Its answers
+are the ones a first run on this head would get: no status posted yet, and a label's sender with
+write permission (`--reader` shows what the same label from a reader does).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from reprogate.core.errors import UsageError
+from reprogate.core.http import Reply
+from reprogate.github.client import GitHubClient
+from reprogate.github.gate import MARKER
+
+
+@dataclass
+class DryRunClient(GitHubClient):
+    """A GitHub that answers reads as a first run would see them and keeps every write."""
+
+    token: str = ""
+    writer: bool = True  # what permission a label's sender has
+    posted: list[str] = field(default_factory=list)
+    comment: str | None = None
+
+    def request(self, method: str, path: str, json: Any = None, params: dict[str, Any] | None = None, expect: tuple[int, ...] = (200, 201, 204)) -> Reply:
+        raise UsageError(f"gate --dry-run answers without GitHub and cannot answer {method} {path}", hint="run the gate in its workflow")
+
+    def statuses(self, repo: str, ref: str) -> list[dict[str, Any]]:
+        return []
+
+    def permission(self, repo: str, user: str) -> str:
+        return "write" if self.writer else "read"
+
+    def create_status(self, repo: str, sha: str, state: str, context: str, description: str, target_url: str | None = None) -> dict[str, Any]:
+        self.posted.append(f"status {context} on {sha[:12]}: {state} ({description})")
+        return {}
+
+    def dispatch(self, repo: str, workflow: str, ref: str, inputs: dict[str, str]) -> dict[str, Any]:
+        shown = ", ".join(f"{key}={value}" for key, value in sorted(inputs.items()) if key != "nonce")
+        self.posted.append(f"dispatch {workflow} on {ref}: {shown}")
+        return {}
+
+    def find_run(self, repo: str, workflow: str, correlation: str, since: str) -> dict[str, Any] | None:
+        return None
+
+    def remove_label(self, repo: str, number: int, label: str) -> None:
+        self.posted.append(f"remove label {label} from #{number}")
+
+    def upsert_comment(self, repo: str, number: int, marker: str, body: str, author: str = "github-actions[bot]") -> dict[str, Any]:
+        self.posted.append(f"comment on #{number} ({len(body.splitlines())} lines, below)")
+        self.comment = body
+        return {}
+
+    def said(self) -> list[str]:
+        """What the gate would have posted, in order, then the comment's text."""
+        lines = ["would post:", *(f"  {line}" for line in self.posted)] if self.posted else ["would post nothing"]
+        if self.comment is not None:
+            lines += ["", MARKER, self.comment]
+        return lines
