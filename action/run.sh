@@ -20,8 +20,27 @@ records=()
 while IFS= read -r -d '' item; do records+=("$item"); done < <(lines "${INPUT_RECORDS:-}")
 extra_args=()
 while IFS= read -r -d '' item; do extra_args+=("$item"); done < <(lines "${INPUT_EXTRA_ARGS:-}")
+# extra-args may not repeat an option the action sets from its own inputs: the last one given wins,
+# so a line there (a workflow that builds extra-args from an expression) could change the commit,
+# state, nonce or context that is posted, make the gate a dry run, or rebuild another environment.
+own_options() {
+  local arg own
+  for arg in ${extra_args[@]+"${extra_args[@]}"}; do
+    for own in "$@"; do
+      if [ "$arg" = "$own" ] || [ "${arg%%=*}" = "$own" ]; then
+        echo "::error title=reprogate::extra-args may not give $own: the action sets it from its own inputs"
+        exit 2
+      fi
+    done
+  done
+}
+case "${INPUT_COMMAND:-gate}" in
+  gate) own_options --mode --result-file --dry-run --event-name --reader --format ;;
+  rebuild) own_options --environment --nonce --contract-from --allow-unsandboxed --dry-run --format ;;
+  status) own_options --state --from-verdict --nonce --rebuild-result --base --expect-records --also-context --sha --pr --context ;;
+esac
 if [ -n "${INPUT_WORKING_DIRECTORY:-}" ]; then
-  cd "$INPUT_WORKING_DIRECTORY" || { echo "::error title=reprogate::working-directory does not exist"; exit 2; }
+  cd -- "$INPUT_WORKING_DIRECTORY" || { echo "::error title=reprogate::working-directory does not exist"; exit 2; }
 fi
 base="${INPUT_BASE:-}"
 if [ -z "$base" ] && [ -n "${GITHUB_BASE_REF:-}" ]; then
