@@ -2,7 +2,7 @@
 # The action's cache key and venv path. The venv is deleted first (a step before this one, e.g.
 # training code in a rebuild, may have written into it), then restored from the cache or made.
 # The key is the digest of every file the install copies (the package with its runtime, the
-# schemas, pyproject.toml, README.md that the metadata reads), the Python, the venv's own path
+# schemas, pyproject.toml, README.md and LICENSE that the metadata reads), the Python, the venv's own path
 # (console scripts carry it in their shebangs) and the extras the command needs: two revisions of
 # the action that differ in one module, or a venv made for another Python, never share a key.
 set -euo pipefail
@@ -16,7 +16,7 @@ cd "$GITHUB_ACTION_PATH"
 digest=$(
   {
     find reprogate schemas -type f ! -path '*/__pycache__/*' ! -name '*.pyc' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
-    sha256sum pyproject.toml README.md
+    sha256sum pyproject.toml README.md LICENSE
     python3 -c 'import sys; print(sys.version, sys.executable)'
     printf 'venv=%s\nextras=%s\n' "$venv" "$extras"
   } | sha256sum | cut -c1-16

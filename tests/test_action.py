@@ -210,7 +210,7 @@ def test_the_cache_key_changes_with_any_installed_file_the_extras_and_the_venv_p
     tree = tmp_path / "action"
     for name in ("reprogate", "schemas"):
         shutil.copytree(REPO / name, tree / name, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(REPO / name, tree / name)
     first = cache_key(tree, tmp_path)
     assert first == cache_key(tree, tmp_path), "the same tree, the same key"

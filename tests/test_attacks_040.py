@@ -172,7 +172,7 @@ def test_the_cache_key_ignores_the_checked_out_pull_request(tmp_path: Path) -> N
     tree = tmp_path / "action"
     for name in ("reprogate", "schemas"):
         shutil.copytree(REPO / name, tree / name, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(REPO / name, tree / name)
     first = cache_key(tree, tmp_path)
     checkout = tmp_path / "pull-request"
