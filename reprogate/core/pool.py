@@ -61,7 +61,9 @@ def use_processes(jobs: int, count: int, minimum: int) -> bool:
 
 
 def _failure(exc: BaseException) -> tuple[BaseException | None, str]:
-    """(the exception, if it survives pickling both ways, else None; the worker's traceback)."""
+    """(the exception, if it survives pickling both ways, else None; the worker's traceback).
+    The pipe to the parent pickles whatever it carries anyway, and both of its ends are this
+    process and its own forks: nothing unpickled here came from outside."""
     text = "".join(traceback.format_exception(exc))
     try:
         pickle.loads(pickle.dumps(exc))
