@@ -71,15 +71,16 @@ def _env(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.option("--entrypoint", default=None, help="The command every rank runs, from PROJECT (default: python train.py [--config ...] if found).")
 @click.option(
     "--config",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="The configuration file whose canonical hash is pinned (default: the one found in PROJECT).",
+    help="The configuration file whose canonical hash is pinned (default: the one found in PROJECT); relative to PROJECT like the "
+    "entrypoint, else to the current folder.",
 )
 @click.option(
     "--data",
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="The data folder: its manifest is built (default: PROJECT/data if present).",
+    help="The data folder: its manifest is built (default: PROJECT/data if present); relative to PROJECT, else to the current folder.",
 )
 @click.option(
     "--manifest",

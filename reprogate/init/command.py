@@ -41,6 +41,7 @@ from reprogate.init.discover import Found, discover
 from reprogate.init.draft import LEVELS, Plan, before_reference, complete, trace_text
 from reprogate.init.reference import run_reference
 from reprogate.output.result import CommandResult
+from reprogate.rules.addressed import CONFIGURATION_HINT
 from reprogate.runtime.portable_cpu import FIXED_THREADS_ENV, portable_cpu_env
 from reprogate.validate.runner import Options, validate_document
 
@@ -175,7 +176,14 @@ def _config(options: InitOptions, found: Found, root: Path, project: Path) -> tu
     if not path.is_file() or not _inside(path, root):
         raise UsageError(f"--config {path}: not a file inside the repository {root}")
     try:
-        return _rel(path, root), canonical_digest(load_document(path).data)
+        data = load_document(path).data
+        if not isinstance(data, (dict, list)):
+            raise UsageError(
+                f"{_rel(path, root)} is not a mapping or a list (it reads as one {type(data).__name__}): a configuration written as code "
+                "cannot be pinned by its values",
+                hint=CONFIGURATION_HINT,
+            )
+        return _rel(path, root), canonical_digest(data)
     except DocumentError as exc:
         raise UsageError(f"{_rel(path, root)}: {exc.diagnostics[0].message}") from None
     except CanonicalError as exc:

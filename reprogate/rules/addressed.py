@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from reprogate.core.canonical import CanonicalError, canonical_digest
-from reprogate.core.diagnostics import Diagnostic
+from reprogate.core.diagnostics import Diagnostic, Severity
 from reprogate.core.documents import DocumentError
 from reprogate.datasets import manifest_digest
 from reprogate.rules.base import RuleContext, get
@@ -101,6 +101,32 @@ def configuration_hash_matches(ctx: RuleContext) -> Iterator[Diagnostic]:
     config = get(ctx.data, "job", "config")
     if isinstance(config, dict):
         yield from _canonical_check(ctx, ("job", "config"), config.get("path"), config.get("hash"), canonical_digest, "configuration")
+        yield from _configuration_is_data(ctx, config.get("path"))
+
+
+def _configuration_is_data(ctx: RuleContext, path: Any) -> Iterator[Diagnostic]:
+    """A configuration that reads as one scalar (a Python file exec'd by a configurator, as
+    nanoGPT's are, read as YAML) is pinned by a hash of its text taken as a string: the pin holds,
+    and says nothing of the values the run used. Older records keep their meaning; this says so."""
+    if not isinstance(path, str):
+        return
+    try:
+        data = load_addressed(ctx, resolve(ctx, path)).data
+    except AddressError:
+        return  # reported by the hash check above
+    if not isinstance(data, (dict, list)):
+        yield ctx.finding(
+            ("job", "config", "path"),
+            f"{path} is not a mapping or a list (it reads as one {type(data).__name__}): its hash pins the text, not the values the run used",
+            "configuration-not-data",
+            CONFIGURATION_HINT,
+            Severity.WARNING,
+        )
+
+
+CONFIGURATION_HINT = (
+    "pin what the script ran with: have it write the configuration it hands to Tracer(config=...) as YAML or JSON, and pin that file (job.config.path)"
+)
 
 
 def dataset_manifest_matches(ctx: RuleContext) -> Iterator[Diagnostic]:
