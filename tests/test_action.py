@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 from pathlib import Path
@@ -204,14 +205,18 @@ def cache_key(tree: Path, tmp_path: Path, command: str = "validate") -> dict[str
     return dict(line.split("=", 1) for line in output.read_text().splitlines())
 
 
-def test_the_cache_key_changes_with_any_installed_file_the_extras_and_the_venv_path(tmp_path: Path) -> None:
-    import shutil
-
+def action_tree(tmp_path: Path) -> Path:
+    """The files the action's install copies, checked out at tmp_path/action."""
     tree = tmp_path / "action"
     for name in ("reprogate", "schemas"):
         shutil.copytree(REPO / name, tree / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(REPO / name, tree / name)
+    return tree
+
+
+def test_the_cache_key_changes_with_any_installed_file_the_extras_and_the_venv_path(tmp_path: Path) -> None:
+    tree = action_tree(tmp_path)
     first = cache_key(tree, tmp_path)
     assert first == cache_key(tree, tmp_path), "the same tree, the same key"
     (tree / "reprogate" / "__pycache__").mkdir(exist_ok=True)

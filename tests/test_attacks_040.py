@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +19,7 @@ from click.testing import Result
 from support import REPO, git, require_tool
 from support.gate import FakeGitHub, bump_lock, pr_event, statuses
 from support.verdicts import bound_verdict, make_verdict
-from test_action import cache_key, fake_venv, run_script  # noqa: F401 (fake_venv is a fixture)
+from test_action import action_tree, cache_key, fake_venv, run_script  # noqa: F401 (fake_venv is a fixture)
 
 from reprogate.github.verdicts import terminal
 from reprogate.rebuild.stages.preflight import environment_defect
@@ -169,11 +168,7 @@ def test_the_verdict_and_its_parts_cannot_be_reassigned() -> None:
 
 
 def test_the_cache_key_ignores_the_checked_out_pull_request(tmp_path: Path) -> None:
-    tree = tmp_path / "action"
-    for name in ("reprogate", "schemas"):
-        shutil.copytree(REPO / name, tree / name, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
-        shutil.copy2(REPO / name, tree / name)
+    tree = action_tree(tmp_path)
     first = cache_key(tree, tmp_path)
     checkout = tmp_path / "pull-request"
     (checkout / "reprogate").mkdir(parents=True)
