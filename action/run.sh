@@ -65,7 +65,7 @@ case "${INPUT_COMMAND:-gate}" in
     without_token
     strict=()
     [ "${INPUT_FAIL_ON:-error}" = "warning" ] && strict=(--strict)
-    exec "$reprogate" validate --format github ${strict[@]+"${strict[@]}"} ${extra_args[@]+"${extra_args[@]}"} ${records[@]+"${records[@]}"} ;;
+    exec "$reprogate" validate --format github ${strict[@]+"${strict[@]}"} ${extra_args[@]+"${extra_args[@]}"} -- ${records[@]+"${records[@]}"} ;;
   detect)
     without_token
     [ -n "$base" ] || { echo "::error title=reprogate::detect needs the base input (or a pull_request event)"; exit 2; }
@@ -81,10 +81,10 @@ case "${INPUT_COMMAND:-gate}" in
     # the base's contract judges (the dispatch's base input; empty for a baseline promotion's rebuild)
     [ -z "${INPUT_BASE:-}" ] || extra+=(--contract-from "$INPUT_BASE")
     unset GITHUB_ENV GITHUB_PATH
-    exec "$reprogate" rebuild "$INPUT_RECORD" --environment "${INPUT_ENVIRONMENT:-reference}" ${extra[@]+"${extra[@]}"} --format github ${extra_args[@]+"${extra_args[@]}"} ;;
+    exec "$reprogate" rebuild --environment "${INPUT_ENVIRONMENT:-reference}" ${extra[@]+"${extra[@]}"} --format github ${extra_args[@]+"${extra_args[@]}"} -- "$INPUT_RECORD" ;;
   audit)
     without_token
-    exec "$reprogate" audit ${extra_args[@]+"${extra_args[@]}"} ${records[@]+"${records[@]}"} ;;
+    exec "$reprogate" audit ${extra_args[@]+"${extra_args[@]}"} -- ${records[@]+"${records[@]}"} ;;
   status)
     verdict="${INPUT_VERDICT:-verdicts}"
     args=(github status)

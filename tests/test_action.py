@@ -108,20 +108,20 @@ def run_script(venv: Path, cwd: Path, **inputs: str) -> list[str]:
         ({"command": "gate"}, True, ["gate", "--format", "github"]),
         ({"command": "gate", "mode": "publish", "result_file": "r.json"}, True, ["gate", "--format", "github", "--mode", "publish", "--result-file", "r.json"]),
         ({"command": "gate", "mode": "compute"}, False, ["gate", "--format", "github", "--mode", "compute", "--result-file", "reprogate-gate/result.json"]),
-        ({"command": "validate", "fail_on": "warning"}, False, ["validate", "--format", "github", "--strict"]),
+        ({"command": "validate", "fail_on": "warning"}, False, ["validate", "--format", "github", "--strict", "--"]),
         ({"command": "detect", "base": "origin/main"}, False, ["detect", "--base", "origin/main", "--head", "HEAD", "--format", "github"]),
-        ({"command": "rebuild", "record": "r.yaml"}, False, ["rebuild", "r.yaml", "--environment", "reference", "--format", "github"]),
+        ({"command": "rebuild", "record": "r.yaml"}, False, ["rebuild", "--environment", "reference", "--format", "github", "--", "r.yaml"]),
         (
             {"command": "rebuild", "record": "r.yaml", "nonce": "n" * 20},
             False,
-            ["rebuild", "r.yaml", "--environment", "reference", "--nonce", "n" * 20, "--format", "github"],
+            ["rebuild", "--environment", "reference", "--nonce", "n" * 20, "--format", "github", "--", "r.yaml"],
         ),
         (
             {"command": "rebuild", "record": "r.yaml", "environment": "candidate"},
             False,
-            ["rebuild", "r.yaml", "--environment", "candidate", "--format", "github"],
+            ["rebuild", "--environment", "candidate", "--format", "github", "--", "r.yaml"],
         ),
-        ({"command": "audit"}, False, ["audit"]),
+        ({"command": "audit"}, False, ["audit", "--"]),
     ],
 )
 def test_only_the_posting_commands_get_the_token(fake_venv: Path, tmp_path: Path, inputs: dict[str, str], token: bool, args: list[str]) -> None:
@@ -236,9 +236,9 @@ def test_records_and_extra_args_are_one_argument_per_line_never_split_or_expande
     (tmp_path / "records").mkdir()
     (tmp_path / "records" / "a.yaml").write_text("kind: RunRecord\n")
     out = run_script(fake_venv, tmp_path, command="validate", records="records/*.yaml\n  my runs/b.yaml  \n\n", extra_args="--strict\n")
-    assert out[1:] == ["validate", "--format", "github", "--strict", "records/*.yaml", "my runs/b.yaml"]
+    assert out[1:] == ["validate", "--format", "github", "--strict", "--", "records/*.yaml", "my runs/b.yaml"]
     out = run_script(fake_venv, tmp_path, command="audit", records="records/**/*.yaml")
-    assert out[1:] == ["audit", "records/**/*.yaml"]
+    assert out[1:] == ["audit", "--", "records/**/*.yaml"]
 
 
 def test_the_working_directory_is_where_the_command_runs(fake_venv: Path, tmp_path: Path) -> None:

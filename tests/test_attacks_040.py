@@ -71,7 +71,7 @@ def test_extra_args_that_add_rather_than_override_still_pass(fake_venv: Path, tm
     out = run_script(fake_venv, tmp_path, command="status", verdict="v.json", extra_args="--target-url\nhttps://example.com/run")
     assert out[1:] == ["github", "status", "--from-verdict", "v.json", "--target-url", "https://example.com/run"]
     out = run_script(fake_venv, tmp_path, command="rebuild", record="r.yaml", extra_args="--timeout\n30\n--seeds=3")
-    assert out[-5:] == ["--format", "github", "--timeout", "30", "--seeds=3"]
+    assert out[-7:] == ["--format", "github", "--timeout", "30", "--seeds=3", "--", "r.yaml"]
 
 
 def test_a_working_directory_that_looks_like_an_option_is_a_folder(fake_venv: Path, tmp_path: Path) -> None:  # noqa: F811
@@ -81,7 +81,18 @@ def test_a_working_directory_that_looks_like_an_option_is_a_folder(fake_venv: Pa
 
 def test_a_records_line_is_one_argument_even_with_spaces_newlines_and_globs(fake_venv: Path, tmp_path: Path) -> None:  # noqa: F811
     out = run_script(fake_venv, tmp_path, command="validate", records="a b.yaml; rm -rf ~\n$(id)\n*")
-    assert out[1:] == ["validate", "--format", "github", "a b.yaml; rm -rf ~", "$(id)", "*"]
+    assert out[1:] == ["validate", "--format", "github", "--", "a b.yaml; rm -rf ~", "$(id)", "*"]
+
+
+def test_a_records_line_or_record_that_starts_with_a_dash_is_a_path_not_an_option(fake_venv: Path, tmp_path: Path) -> None:  # noqa: F811
+    """`--format=text` as a record would have replaced the annotations with plain text (click takes
+    the last option); `--strict` would have changed what fails. After `--` each is a path."""
+    out = run_script(fake_venv, tmp_path, command="validate", records="--format=text\n-r.yaml")
+    assert out[1:] == ["validate", "--format", "github", "--", "--format=text", "-r.yaml"]
+    out = run_script(fake_venv, tmp_path, command="audit", records="--sample=1")
+    assert out[1:] == ["audit", "--", "--sample=1"]
+    out = run_script(fake_venv, tmp_path, command="rebuild", record="--dry-run")
+    assert out[1:] == ["rebuild", "--environment", "reference", "--format", "github", "--", "--dry-run"]
 
 
 # --- github status: --state beside verdicts, and why --sha may not be repeated ---
