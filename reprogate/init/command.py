@@ -166,24 +166,40 @@ def given_path(path: Path, project: Path) -> Path:
     return path.resolve()
 
 
-def _config(options: InitOptions, found: Found, root: Path, project: Path) -> tuple[str, str]:
+CODE_SUFFIXES = (".py",)  # a configuration a script executes (nanoGPT's configurator) rather than reads
+
+
+@dataclass(frozen=True)
+class ConfigPin:
+    """The configuration as init pins it: a data file by its parsed content's hash; code by its
+    bytes now and, once the reference has run, by what it handed Tracer(config=...)."""
+
+    path: str
+    hash: str | None  # None for code until the reference runs
+    code_checksum: str | None = None
+
+
+def _config(options: InitOptions, found: Found, root: Path, project: Path) -> ConfigPin:
     path = given_path(options.config, project) if options.config else found.config
     if path is None:
         raise UsageError(
-            "no configuration file found in the project", hint="--config PATH (YAML, JSON or TOML): its canonical hash is the record's job.config.hash"
+            "no configuration file found in the project",
+            hint="--config PATH (YAML, JSON or TOML: its canonical hash is the record's job.config.hash; or the Python file the script executes)",
         )
     path = path.resolve()
     if not path.is_file() or not _inside(path, root):
         raise UsageError(f"--config {path}: not a file inside the repository {root}")
+    if path.suffix in CODE_SUFFIXES:
+        return ConfigPin(_rel(path, root), None, "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest())
     try:
         data = load_document(path).data
         if not isinstance(data, (dict, list)):
             raise UsageError(
                 f"{_rel(path, root)} is not a mapping or a list (it reads as one {type(data).__name__}): a configuration written as code "
-                "cannot be pinned by its values",
+                "cannot be pinned by its text",
                 hint=CONFIGURATION_HINT,
             )
-        return _rel(path, root), canonical_digest(data)
+        return ConfigPin(_rel(path, root), canonical_digest(data))
     except DocumentError as exc:
         raise UsageError(f"{_rel(path, root)}: {exc.diagnostics[0].message}") from None
     except CanonicalError as exc:
@@ -318,7 +334,7 @@ def run_init(options: InitOptions) -> CommandResult:
             f"no entrypoint found in {_rel(project, root)} (looked for train.py, main.py, run.py)",
             hint="--entrypoint 'python train.py --config ../config.yaml' (run from the project folder)",
         )
-    config_path, config_hash = _config(options, found, root, project)
+    config = _config(options, found, root, project)
     trace_path = root / "reference" / name / "trace.jsonl"
     if _inside(trace_path, project):
         raise UsageError(f"the reference trace would go inside {_rel(project, root)}; choose another --name")
@@ -342,8 +358,9 @@ def run_init(options: InitOptions) -> CommandResult:
             project=_rel(project, root),
             tree=tree_id(project),
             entrypoint=list(entrypoint),
-            config=config_path,
-            config_hash=config_hash,
+            config=config.path,
+            config_hash=config.hash,
+            config_code_checksum=config.code_checksum,
             realizer=realizer,
             world_size=options.world_size,
             seeds=list(options.seeds),

@@ -16,6 +16,7 @@ from typing import Any
 from reprogate import __version__
 from reprogate.core.errors import CheckFailed, UsageError
 from reprogate.core.seedstats import grid_step, mean_sd, minimum_detectable_shift
+from reprogate.core.semantics import CURRENT_TEXT
 from reprogate.core.timestamps import utc_now
 from reprogate.rebuild.compare import metrics
 from reprogate.rebuild.interval import compute
@@ -32,7 +33,7 @@ class Plan:
     tree: str
     entrypoint: list[str]
     config: str
-    config_hash: str
+    config_hash: str | None  # None: code, pinned from the reference trace's meta once it has run
     realizer: str
     world_size: int
     seeds: list[int]
@@ -50,6 +51,7 @@ class Plan:
     resolution: float | None = None  # None: the grid the reference values sit on
     detect: dict[str, float] | None = None  # None: what SUGGESTED_SEEDS rebuild seeds catch
     margin: float | None = None  # given: several seeds are judged by Welch TOST within it
+    config_code_checksum: str | None = None  # the configuration is code: its bytes
 
 
 SUGGESTED_SEEDS = 3
@@ -87,6 +89,7 @@ def before_reference(plan: Plan) -> dict[str, Any]:
         source["build_recipe"] = dict(plan.recipe)
     record: dict[str, Any] = {
         "apiVersion": "reprogate/v1",
+        "semantics": CURRENT_TEXT,
         "kind": "RunRecord",
         "metadata": {
             "name": plan.name,
@@ -103,10 +106,38 @@ def before_reference(plan: Plan) -> dict[str, Any]:
             "environment": {"realizer": plan.realizer},
             "entrypoint": list(plan.entrypoint),
             "workdir": plan.project,
-            "config": {"path": plan.config, "hash": plan.config_hash},
+            "config": _config_pin(plan),
         },
     }
     return record
+
+
+def _config_pin(plan: Plan) -> dict[str, Any]:
+    if plan.config_code_checksum is None:
+        return {"path": plan.config, "hash": plan.config_hash}
+    return {"path": plan.config, "hash_of": "trace", "checksum": plan.config_code_checksum}  # the hash: complete(), from the trace
+
+
+def traced_configuration(plan: Plan, events: dict[int, list[dict[str, Any]]]) -> str:
+    """The one digest every rank of every reference seed handed Tracer(config=...): what a
+    configuration written as code computed, and so what the record pins for it."""
+    digests = {(seed, e.get("rank", 0)): e.get("config_digest") for seed, seed_events in events.items() for e in seed_events if e.get("type") == "meta"}
+    silent = sorted(str(rank) for (_, rank), digest in digests.items() if digest is None)
+    if not digests or silent:
+        raise UsageError(
+            f"{plan.config} is code, and the reference run handed Tracer no configuration"
+            + (f" (rank {', '.join(sorted(set(silent)))})" if silent else "")
+            + ": its values cannot be pinned",
+            hint="pass what the script computed to the Tracer: Tracer(config={k: v for k, v in globals().items() if k in config_keys}, ...) "
+            "as nanoGPT's train.py collects its `config` dict; or write it to a YAML file the script reads and pin that",
+        )
+    found = sorted(set(digests.values()))
+    if len(found) > 1:
+        raise CheckFailed(
+            f"{plan.config} computed different configurations on different ranks or seeds ({', '.join(found)}): no one value to pin",
+            hint="a configuration must not depend on the rank or the seed; move what does out of Tracer(config=...)",
+        )
+    return found[0]
 
 
 def _first_meta(events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -172,6 +203,13 @@ def complete(
     """Fill in what the reference runs told; returns notes for the user."""
 
     notes: list[str] = []
+    if plan.config_code_checksum is not None:
+        config = record["job"]["config"]
+        record["job"]["config"] = {"path": config["path"], "hash": traced_configuration(plan, events), "hash_of": "trace", "checksum": config["checksum"]}
+        notes.append(
+            f"{plan.config} is code: the record pins its bytes (job.config.checksum) and the configuration it computed, as the script "
+            "handed it to Tracer(config=...) (job.config.hash_of: trace); a rebuild compares every rank's after the run"
+        )
     primary = events[plan.seeds[0]]
     meta = _first_meta(primary)
     found = {seed: metrics(seed_events) for seed, seed_events in events.items()}
@@ -195,14 +233,16 @@ def complete(
                 f"seed(s) {missing} reported no metric {metric!r} (Tracer.metric on rank 0)",
                 hint="the metric's name is what the script passes to tracer.metric(NAME, value)",
             )
-        contract["metric"] = _metric(plan, metric, [float(v["value"]) for v in values], notes)
         reference["metric"] = {"name": metric, "values": values}
-        record["reference"] = reference
-        record["contract"] = contract
         if len(values) >= 2:
+            contract["metric"] = _metric(plan, metric, [float(v["value"]) for v in values], notes)
+            record["reference"] = reference
+            record["contract"] = contract
             contract["metric"]["interval"] = compute(record)
         elif level == "statistical":
             raise UsageError("a statistical contract needs at least 2 reference seeds (5 or more recommended): --seeds 1,2,3,4,5")
+        else:  # one value has no spread: an interval from it would refuse every rebuild (exit 2, "no predeclared interval")
+            notes.append(f"{metric}: one reference seed gives no interval, so the contract does not judge it (--seeds 1,2,3 to judge it)")
     elif level == "statistical":
         raise UsageError("a statistical contract needs a metric, and the trace reports none", hint="report it on rank 0 with tracer.metric('val_loss', value)")
     gpus = [str(g.get("name")) for g in devices.get("gpus") or [] if isinstance(g, dict) and g.get("name")]
@@ -224,6 +264,7 @@ def complete(
     record["software"] = software
     ordered = [
         "apiVersion",
+        "semantics",
         "kind",
         "metadata",
         "contract",

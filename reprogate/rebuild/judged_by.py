@@ -22,7 +22,13 @@ from reprogate.core.documents import DocumentError, load_text
 from reprogate.core.errors import InfrastructureError, UsageError
 from reprogate.detect.git import DetectError, read_blobs, resolve, toplevel
 
-JUDGING = ("contract", "seeds", "reference")
+CONTRACT_SECTIONS = ("contract", "seeds", "reference")  # what "reproduced" means; fresh seeds are drawn from their digest
+JUDGING = (*CONTRACT_SECTIONS, "semantics")  # and the release whose defaults they were written under
+# How the environment is rebuilt is the base's to say too: what is in it (lock files, recipe,
+# image) comes from the head, but a head that switched to `realizer: current` (or to the 0.1
+# semantics whose default that was) would be rebuilt in reprogate's own interpreter, leaving the
+# lock file it changed unexercised.
+JUDGING_IN_JOB = ("environment",)
 
 
 @dataclass(frozen=True)
@@ -59,7 +65,15 @@ def from_base(record: Path, head: dict[str, Any], rev: str) -> Judged:
         raise UsageError(f"{rel} at {sha[:12]} is not a run record; it cannot judge the rebuild")
     merged = {k: v for k, v in head.items() if k not in JUDGING}
     merged.update({k: base[k] for k in JUDGING if k in base})
-    changed = tuple(k for k in JUDGING if _canonical(base.get(k)) != _canonical(head.get(k)))
+    base_job = base.get("job") if isinstance(base.get("job"), dict) else {}
+    if isinstance(merged.get("job"), dict):
+        job = {k: v for k, v in merged["job"].items() if k not in JUDGING_IN_JOB}
+        job.update({k: base_job[k] for k in JUDGING_IN_JOB if k in base_job})
+        merged["job"] = job
+    head_job = head.get("job") if isinstance(head.get("job"), dict) else {}
+    changed = tuple(k for k in JUDGING if _canonical(base.get(k)) != _canonical(head.get(k))) + tuple(
+        f"job.{k}" for k in JUDGING_IN_JOB if _canonical(base_job.get(k)) != _canonical(head_job.get(k))
+    )
     note = f"judged by the contract of {rel} at the base {sha[:12]}"
     if changed:
         note += f"; this pull request's changes to {', '.join(changed)} do not judge (a baseline promotion makes them effective)"
@@ -70,4 +84,4 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-__all__ = ["JUDGING", "Judged", "from_base"]
+__all__ = ["CONTRACT_SECTIONS", "JUDGING", "JUDGING_IN_JOB", "Judged", "from_base"]

@@ -21,7 +21,7 @@ from typing import Any
 
 from reprogate.core.canonical import canonical_digest
 from reprogate.core.documents import Document
-from reprogate.rebuild.judged_by import JUDGING
+from reprogate.rebuild.judged_by import CONTRACT_SECTIONS
 from reprogate.rebuild.launchers.base import Launcher, Shape
 from reprogate.rebuild.options import RebuildOptions
 from reprogate.rebuild.ranks import RankHosts
@@ -106,7 +106,7 @@ class RebuildJob:
         pull request writes (a description, an environment variable) can choose them."""
         if self.options.reference_seeds:
             return SeedPlan(None, self.options.reference_seeds, "reference")
-        return plan(self.data, canonical_digest({k: self.data.get(k) for k in JUDGING}), runs_for(self.options.seeds, self.data))
+        return plan(self.data, canonical_digest({k: self.data.get(k) for k in CONTRACT_SECTIONS}), runs_for(self.options.seeds, self.data))
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ RULES: dict[str, RuleSpec] = {
     "no-credentials": RuleSpec(credentials.no_secrets, (RECORD, MANIFEST, CONFIG)),
     "reference-trace-meta-agrees": RuleSpec(trace_meta.reference_trace_meta_agrees, (RECORD,), reads_files=True),
     "record-is-rebuildable": RuleSpec(rebuildable.record_is_rebuildable, (RECORD,)),
+    "semantics-is-readable": RuleSpec(venv_rebuild.semantics_is_readable, (RECORD,)),
     "realizer-is-declared": RuleSpec(venv_rebuild.realizer_is_declared, (RECORD,)),
     "venv-lock-is-resolved": RuleSpec(venv_rebuild.venv_lock_is_resolved, (RECORD,), reads_files=True),
 }

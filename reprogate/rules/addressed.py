@@ -98,10 +98,20 @@ def _canonical_check(ctx: RuleContext, where: tuple[Any, ...], rel: Any, pinned:
 
 
 def configuration_hash_matches(ctx: RuleContext) -> Iterator[Diagnostic]:
+    """A data configuration's hash is its parsed content's; a configuration pinned from the trace
+    (code) is checked against the reference trace's meta (trace_meta.py) and by its checksum."""
     config = get(ctx.data, "job", "config")
-    if isinstance(config, dict):
-        yield from _canonical_check(ctx, ("job", "config"), config.get("path"), config.get("hash"), canonical_digest, "configuration")
-        yield from _configuration_is_data(ctx, config.get("path"))
+    if not isinstance(config, dict):
+        return
+    if config.get("hash_of") == "trace":
+        if isinstance(config.get("path"), str):
+            try:
+                resolve(ctx, config["path"])
+            except AddressError as exc:
+                yield ctx.finding(("job", "config", "path"), exc.message, exc.code, exc.hint)
+        return
+    yield from _canonical_check(ctx, ("job", "config"), config.get("path"), config.get("hash"), canonical_digest, "configuration")
+    yield from _configuration_is_data(ctx, config.get("path"))
 
 
 def _configuration_is_data(ctx: RuleContext, path: Any) -> Iterator[Diagnostic]:
@@ -125,7 +135,8 @@ def _configuration_is_data(ctx: RuleContext, path: Any) -> Iterator[Diagnostic]:
 
 
 CONFIGURATION_HINT = (
-    "pin what the script ran with: have it write the configuration it hands to Tracer(config=...) as YAML or JSON, and pin that file (job.config.path)"
+    "pin what the script ran with: pass the configuration it computes to Tracer(config=...) and pin its digest from the trace's meta "
+    "(job.config.hash_of: trace, with the code's checksum; `reprogate init --config FILE.py` writes both), or pin a YAML or JSON file it reads"
 )
 
 

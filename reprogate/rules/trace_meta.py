@@ -57,6 +57,14 @@ def reference_disagreements(data: Any, events: Iterable[Mapping[str, Any]], trac
         if wrong is not None:
             said = f"{trace_name} was made with {what} {wrong[key]} (its meta, rank {wrong.get('rank', 0)}); the record says {pinned}"
             out.append(Disagreement(path, code, said))
+    if get(data, "job", "config", "hash_of") == "trace":
+        silent = next((m for m in metas if m.get("config_digest") is None), None)
+        if silent is not None:
+            said = (
+                f"the record pins the configuration the entrypoint hands to Tracer(config=...) (job.config.hash_of: trace), and "
+                f"{trace_name} records none (its meta, rank {silent.get('rank', 0)})"
+            )
+            out.append(Disagreement(("job", "config", "hash_of"), "trace-meta-config", said))
     cpu = [(m, m.get("cpu")) for m in metas if isinstance(m.get("cpu"), dict)]
     capabilities = get(data, "contract", "envelope", "cpu", "capability")
     if isinstance(capabilities, list) and capabilities:

@@ -5,7 +5,8 @@ Two things have broken good records on upgrade or on their first rebuild:
 - **The realizer a record gets when it names none.** Up to 0.1.0 a record with lock files and no
   container was rebuilt in reprogate's own interpreter; since 0.2.0 it is realized as a venv made
   from its lock file. A record written before then, with no `job.environment.realizer`, means
-  something else now; `realizer-implicit` says so and what to add to keep either meaning.
+  something else now; `realizer-implicit` says so and what to add to keep either meaning (a
+  `semantics` of its release, which core/semantics.py reads, or the realizer itself).
 - **A requirements file that no resolver wrote.** The venv is made with `uv pip sync`: exactly
   the packages the file lists, nothing they depend on. A hand-written list of three top-level
   pins then fails when the rank imports torch (`No module named 'typing_extensions'`);
@@ -21,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import PurePosixPath
 
 from reprogate.core.diagnostics import Diagnostic, Severity
+from reprogate.core.semantics import CURRENT_TEXT, REALIZER_CHANGE, SemanticsError, implied_realizer, stated
 from reprogate.rules.base import RuleContext, get
 from reprogate.rules.files import AddressError, resolve
 
@@ -34,21 +36,37 @@ def _rebuilt_in_a_venv(data: object) -> bool:
     declared = get(data, "job", "environment", "realizer")
     if isinstance(declared, str):
         return declared == "venv"
-    box = get(data, "container")
-    return not (isinstance(box, dict) and box.get("used") is not False) and bool(get(data, "source", "lock_files"))
+    try:
+        implied = implied_realizer(data)
+    except SemanticsError:
+        return False  # semantics-is-readable reports it
+    return implied is not None and implied.name == "venv"
+
+
+def semantics_is_readable(ctx: RuleContext) -> Iterator[Diagnostic]:
+    """A `semantics` this release can read: a release, not newer than this one."""
+    try:
+        stated(ctx.data)
+    except SemanticsError as exc:
+        yield ctx.finding(("semantics",), str(exc), "semantics-unknown", f"write semantics: {CURRENT_TEXT!r} (this release) or an older one")
 
 
 def realizer_is_declared(ctx: RuleContext) -> Iterator[Diagnostic]:
-    box = get(ctx.data, "container")
-    if isinstance(get(ctx.data, "job", "environment", "realizer"), str) or (isinstance(box, dict) and box.get("used") is not False):
+    if isinstance(get(ctx.data, "job", "environment", "realizer"), str):
         return
-    if get(ctx.data, "source", "lock_files"):
+    try:
+        implied = implied_realizer(ctx.data)
+    except SemanticsError:
+        return
+    if implied is not None and implied.unstated:
+        change = REALIZER_CHANGE
         yield ctx.finding(
             ("source", "lock_files"),
-            "the record names no job.environment.realizer: since reprogate 0.2.0 it is rebuilt in a venv made from its first lock file "
-            "(0.1.0 rebuilt such a record in reprogate's own interpreter)",
-            "realizer-implicit",
-            "say which: job.environment.realizer: venv (what a rebuild does now), or current (what a 0.1.0 rebuild did)",
+            "the record names no job.environment.realizer and states no semantics: since reprogate 0.2.0 it is rebuilt in a venv made "
+            "from its first lock file (0.1.0 rebuilt such a record in reprogate's own interpreter)",
+            change.code,
+            f"say which: semantics: {CURRENT_TEXT!r} or job.environment.realizer: venv (what a rebuild does now); "
+            "semantics: '0.1' or job.environment.realizer: current (what a 0.1.0 rebuild did)",
             Severity.WARNING,
         )
 

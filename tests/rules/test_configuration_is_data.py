@@ -1,6 +1,8 @@
 """A configuration written as code (a Python file exec'd by a configurator, as nanoGPT's) read as
 YAML is one scalar: its hash pins the text, not the values the run used. `validate` warns of
-such a pin in an existing record (its meaning is kept), and `init` refuses to make one."""
+such a pin in an existing record (its meaning is kept); `init` pins instead what the code
+computed, as the script hands it to Tracer(config=...) (job.config.hash_of: trace), and the
+rebuild compares every rank's after the run."""
 
 from __future__ import annotations
 
@@ -35,7 +37,38 @@ def test_a_record_pinning_a_python_configuration_is_warned_and_keeps_its_meaning
     assert not [f for entry in payload["files"] for f in entry["findings"] if f["code"] == "configuration-mismatch"], "the pin itself still holds"
 
 
-def test_init_refuses_a_configuration_written_as_code(cli: Cli, tmp_path: Path) -> None:
+PY_CONFIG = """\
+# The configuration as code, as nanoGPT's config/*.py: train.py executes this file, and the values
+# it computes (here: from the environment, as a configurator's overrides) are what the run uses.
+import os
+
+steps = 2 * 15
+config = {
+    "model": {"context": 8, "embed": 16, "hidden": 64},
+    "train": {"steps": steps, "batch_per_rank": 64, "lr": float(os.environ.get("TINY_LR", "0.01")), "weight_decay": 0.0},
+    "data": {
+        "folder": "../data",
+        "manifest": "tiny.manifest.yaml",
+        "shards": ["shard-000.txt", "shard-001.txt", "shard-002.txt", "shard-003.txt"],
+        "valid": "valid.txt",
+        "vocabulary": "vocab.json",
+        "valid_examples": 2048,
+    },
+    "trace": {"every": 1, "tensors": ["head.weight", "embed.weight"]},
+}
+"""
+EXEC_CONFIG = """\
+    if args.config.endswith(".py"):  # a configuration written as code (nanoGPT's configurator)
+        scope = {"__file__": args.config}
+        exec(Path(args.config).read_text(), scope)
+        config = scope["config"]
+    else:
+        config = yaml.safe_load(Path(args.config).read_text())
+"""
+
+
+def code_config_repository(tmp_path: Path) -> Path:
+    """The tiny example as a project whose configuration is a Python file its script executes."""
     import shutil
 
     from support import EXAMPLES, git
@@ -43,13 +76,88 @@ def test_init_refuses_a_configuration_written_as_code(cli: Cli, tmp_path: Path) 
     repo = tmp_path / "repo"
     for part in ("project", "config", "data"):
         shutil.copytree(EXAMPLES / "tiny" / part, repo / part)
-    (repo / "config" / "train.py").write_text(CODE)
+    (repo / "config" / "train.py").write_text(PY_CONFIG)
+    train = repo / "project" / "train.py"
+    plain = "    config = yaml.safe_load(Path(args.config).read_text())\n"
+    assert plain in train.read_text()
+    train.write_text(train.read_text().replace(plain, EXEC_CONFIG))
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "the project")
-    result = cli("init", "project", "--config", "../config/train.py", "--world-size", "2", "--seeds", "1", cwd=repo)
+    return repo
+
+
+def test_init_pins_a_configuration_written_as_code_by_what_it_computed_and_the_rebuild_holds_it(cli: Cli, tmp_path: Path) -> None:
+    """init runs the reference and pins the digest every rank handed Tracer(config=...) (and the
+    code's bytes); validate agrees; a rebuild passes; a change of what the code reads, with the
+    code's bytes the same, fails the rebuild at `run`, naming the configuration; a change of the
+    code itself fails at `config`, before anything runs."""
+    from support import git
+
+    from reprogate.core.canonical import file_digest
+
+    repo = code_config_repository(tmp_path)
+    entry = "python train.py --config ../config/train.py"
+    made = cli("init", "project", "--config", "../config/train.py", "--entrypoint", entry, "--seeds", "1", "--level", "bitwise", cwd=repo)
+    assert made.exit_code == 0, made.output
+    assert "config/train.py is code" in made.output
+    import yaml
+
+    record = yaml.safe_load((repo / "records" / "project.yaml").read_text())
+    metas = [json.loads(line) for line in (repo / record["reference"]["trace"]["path"]).read_text().splitlines() if '"meta"' in line]
+    assert record["job"]["config"] == {
+        "path": "config/train.py",
+        "hash": metas[0]["config_digest"],
+        "hash_of": "trace",
+        "checksum": file_digest(repo / "config" / "train.py"),
+    }
+    assert record["contract"]["steps"]["count"] == 30, "the steps the code computed ran"
+    checked = cli("validate", "--format", "json", "records/project.yaml", cwd=repo)
+    codes = {f["code"] for entry in json.loads(checked.output)["files"] for f in entry["findings"]}
+    assert checked.exit_code == 0 and "configuration-not-data" not in codes and "trace-meta-config" not in codes, checked.output
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "the reference record")
+    passed = cli("rebuild", "records/project.yaml", "--out", str(tmp_path / "pass"), cwd=repo)
+    assert passed.exit_code == 0, passed.output
+
+    path = repo / "records" / "project.yaml"
+    path.write_text(path.read_text().replace("execution:\n", "execution:\n  env: {TINY_LR: '0.02'}\n", 1))
+    git(repo, "commit", "-qam", "what the code computes changes; its bytes do not")
+    read = cli("rebuild", "records/project.yaml", "--format", "json", "--out", str(tmp_path / "read"), cwd=repo)
+    verdict = json.loads((tmp_path / "read" / "verdict.json").read_text())
+    assert read.exit_code == 1 and verdict["diagnosis"] == "run", read.output
+    failed = next(s for s in verdict["stages"] if s["name"] == "run")
+    assert "configuration config/train.py (code) computed other values" in failed["detail"] and record["job"]["config"]["hash"] in failed["detail"]
+
+    code = repo / "config" / "train.py"
+    code.write_text(code.read_text().replace("2 * 15", "2 * 16"))
+    git(repo, "commit", "-qam", "the code changes")
+    changed = cli("rebuild", "records/project.yaml", "--out", str(tmp_path / "code"), cwd=repo)
+    verdict = json.loads((tmp_path / "code" / "verdict.json").read_text())
+    assert changed.exit_code == 1 and verdict["diagnosis"] == "config", changed.output
+    assert next(s for s in verdict["stages"] if s["name"] == "run")["status"] == "not-run"
+
+
+def test_init_refuses_code_that_hands_the_tracer_no_configuration(cli: Cli, tmp_path: Path) -> None:
+    repo = code_config_repository(tmp_path)
+    train = repo / "project" / "train.py"
+    train.write_text(train.read_text().replace("config=config, ", ""))
+    from support import git
+
+    git(repo, "commit", "-qam", "no config to the tracer")
+    entry = "python train.py --config ../config/train.py"
+    result = cli("init", "project", "--config", "../config/train.py", "--entrypoint", entry, "--seeds", "1", cwd=repo)
     assert result.exit_code == 2, result.output
-    assert "config/train.py is not a mapping or a list (it reads as one str)" in result.output and "Tracer(config=...)" in result.output
+    assert "config/train.py is code, and the reference run handed Tracer no configuration" in result.output and "Tracer(config=" in result.output
+    assert not (repo / "records").exists() and not (repo / "reference").exists(), "nothing is left written"
+
+
+def test_init_refuses_a_data_configuration_that_is_one_scalar(cli: Cli, tmp_path: Path) -> None:
+    repo = code_config_repository(tmp_path)
+    (repo / "config" / "scalar.yaml").write_text("just a string\n")
+    result = cli("init", "project", "--config", "../config/scalar.yaml", "--seeds", "1", cwd=repo)
+    assert result.exit_code == 2 and "config/scalar.yaml is not a mapping or a list (it reads as one str)" in result.output, result.output
+    assert "Tracer(config=...)" in result.output and "hash_of: trace" in result.output
     assert not (repo / "records").exists() and not (repo / "reference").exists(), "refused before anything ran or was written"
 
 
@@ -71,3 +179,15 @@ def test_init_names_a_configuration_or_data_folder_that_is_not_there(cli: Cli, t
     no_data = cli("init", "project", "--data", "nodata", cwd=repo)
     assert no_data.exit_code == 2 and "--data" in no_data.output and "nodata: not a folder inside the repository" in no_data.output, no_data.output
     assert "Traceback" not in missing.output + no_data.output
+
+
+def test_a_configuration_pinned_from_the_trace_needs_a_trace_that_records_it() -> None:
+    from reprogate.rules.trace_meta import reference_disagreements
+
+    data = {"job": {"config": {"path": "c.py", "hash": "canonical-v1:" + "0" * 64, "hash_of": "trace"}}}
+    silent = reference_disagreements(data, [{"type": "meta", "rank": 0, "config_digest": data["job"]["config"]["hash"]}, {"type": "meta", "rank": 1}])
+    assert [(d.code, d.path) for d in silent] == [("trace-meta-config", ("job", "config", "hash_of"))] and "rank 1" in silent[0].message
+    other = reference_disagreements(data, [{"type": "meta", "rank": 0, "config_digest": "canonical-v1:" + "1" * 64}])
+    assert [d.code for d in other] == ["trace-meta-config"]
+    file_form = {"job": {"config": {"path": "c.yaml", "hash": "canonical-v1:" + "0" * 64}}}
+    assert reference_disagreements(file_form, [{"type": "meta", "rank": 0}]) == [], "a data configuration's meta may say nothing"

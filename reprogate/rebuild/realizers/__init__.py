@@ -1,8 +1,9 @@
 """Realizers: how a rebuild gets the environment its ranks run in. One module each, listed here.
 
 `choose` reads the record: `job.environment.realizer` when it says; otherwise a record that ran in
-a container is rebuilt in a container, and one that pins a lock file in a venv. The interpreter
-reprogate itself runs in (`current`) is used only when the record asks for it.
+a container is rebuilt in a container, and one that pins a lock file in a venv (core/semantics.py:
+unless the record states the semantics of 0.1, whose default was the interpreter reprogate runs
+in). That interpreter (`current`) is otherwise used only when the record asks for it.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from reprogate.core.errors import UsageError
+from reprogate.core.semantics import SemanticsError, implied_realizer
 from reprogate.rebuild.realizers import container, current, venv
 from reprogate.rebuild.realizers.base import Choice, Realized, RealizeFailed, Realizer, RealizeRequest
 
@@ -31,11 +33,12 @@ def choose(data: dict[str, Any], override: str | None = None) -> Choice:
         if declared not in REALIZERS:
             raise UsageError(f"job.environment.realizer is {declared!r}; choose one of {', '.join(REALIZERS)}")
         return Choice(declared, f"the record declares job.environment.realizer: {declared}")
-    box = data.get("container")
-    if isinstance(box, dict) and box.get("used") is not False:
-        return Choice(container.NAME, "the reference ran in a container")
-    if (data.get("source") or {}).get("lock_files"):
-        return Choice(venv.NAME, "the record pins lock files and no container")
+    try:
+        implied = implied_realizer(data)
+    except SemanticsError as exc:
+        raise UsageError(str(exc)) from None
+    if implied is not None:
+        return Choice(implied.name, implied.reason)
     raise UsageError(
         "the record names neither a container nor a lock file, so there is no environment to rebuild",
         hint=(

@@ -1,5 +1,9 @@
 """config: the configuration the run reads is the one the record pins (canonical hash, so a
-reformatted file still matches; the byte checksum too when the record pins one)."""
+reformatted file still matches; the byte checksum too when the record pins one).
+
+A configuration written as code (job.config.hash_of: trace) has no values to hash before it runs:
+here its bytes are checked against the checksum; the values it computed are checked after the
+run, where `run` compares every rank's Tracer(config=...) digest with the pinned hash."""
 
 from __future__ import annotations
 
@@ -15,6 +19,8 @@ def config(state: RebuildState) -> StageResult:
     path = job.section("job", "config", "path")
     pinned = job.section("job", "config", "hash")
     name = job.section("job", "config", "id") or path
+    if job.section("job", "config", "hash_of") == "trace":
+        return _code(job, str(path), str(name))
     try:
         found = canonical_digest(load_document(job.workdir / path).data)
     except (DocumentError, CanonicalError, OSError) as exc:
@@ -27,6 +33,18 @@ def config(state: RebuildState) -> StageResult:
     if checksum and file_digest(job.workdir / path) != checksum:
         return failed(f"configuration {path} was reformatted (same content, other bytes) and the record pins its bytes")
     return passed(f"configuration {name}: canonical hash matches")
+
+
+def _code(job: RebuildJob, path: str, name: str) -> StageResult:
+    checksum = job.section("job", "config", "checksum")
+    try:
+        found = file_digest(job.workdir / path)
+    except OSError as exc:
+        return failed(f"cannot read the configuration {path}: {exc}")
+    if checksum and found != checksum:
+        return failed(f"configuration {name} (code) changed: its bytes are {found}, the record pins {checksum}", found=found)
+    pinned = "its bytes match; " if checksum else ""
+    return passed(f"configuration {name} is code: {pinned}the values it computes are compared after the run (each rank's Tracer(config=...) digest)")
 
 
 def _what_changed(job: RebuildJob, path: str, pinned: str) -> str:

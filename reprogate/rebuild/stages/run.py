@@ -90,12 +90,35 @@ def _run_seeds(state: RebuildState, done_runs: list[SeedRun]) -> StageResult:
                 "the script must seed from REPROGATE_SEED (seed_everything(seed_from_env(...)))",
                 seed=seed,
             )
+        wrong = _configuration_differs(job.section("job", "config"), events)
+        if wrong:
+            return failed(f"seed {seed}: {wrong}", seed=seed)
     steps = max(e["step"] for e in done_runs[0].events if e.get("type") == "step")
     if job.level == "startup":
         wanted = int(job.section("contract", "steps", "count") or 1)
         if steps < wanted:
             return failed(f"the run reached step {steps}; the startup contract needs {wanted}")
     return passed(f"{len(seeds)} seed(s) {seeds} x {job.world_size} rank(s) ran to step {steps} in {sum(r.seconds for r in done_runs):.1f} s", seeds=seeds)
+
+
+def _configuration_differs(config: object, events: list[dict]) -> str:
+    """For a configuration pinned from the trace (code, job.config.hash_of: trace): the first
+    rank whose Tracer(config=...) digest is not the pinned hash, or that records none. `init`
+    makes the reference before the hash exists, and so is not checked here."""
+    if not isinstance(config, dict) or config.get("hash_of") != "trace" or not isinstance(config.get("hash"), str):
+        return ""
+    metas = sorted((e for e in events if e.get("type") == "meta"), key=lambda e: str(e.get("rank", 0)))
+    if not metas:
+        return f"configuration {config.get('id') or config.get('path')} (code): the run's trace has no meta, so what it computed is unknown"
+    for meta in metas:
+        digest = meta.get("config_digest")
+        if digest != config["hash"]:
+            said = f"the configuration {digest}" if digest is not None else "no configuration"
+            return (
+                f"configuration {config.get('id') or config.get('path')} (code) computed other values: rank {meta.get('rank', 0)} handed "
+                f"Tracer(config=...) {said}, the record pins {config['hash']} (job.config.hash_of: trace)"
+            )
+    return ""
 
 
 MAX_RANK_TRACE = 1024 * 1024 * 1024  # as `compare` reads traces
