@@ -105,7 +105,9 @@ def test_retiring_a_dataset_snapshot_lists_every_shard_and_a_local_copy_keeps_th
     # a copy of the snapshot: a second manifest whose namespace is a local dataset folder
     manifest = (project / "data" / "d77.manifest.yaml").read_text()
     (project / "data" / "copy").mkdir()
-    (project / "data" / "copy.manifest.yaml").write_text(manifest.replace("id: D-77", "id: D-77-copy").replace("namespace: s3://example-datasets/d77/v3/", "namespace: copy"))
+    (project / "data" / "copy.manifest.yaml").write_text(
+        manifest.replace("id: D-77", "id: D-77-copy").replace("namespace: s3://example-datasets/d77/v3/", "namespace: copy")
+    )
     result = cli("audit", "--retiring", "s3://example-datasets/d77/", str(project), cwd=project)
     assert result.exit_code == 0, result.output
     assert f"kept, the same digest at {(project / 'data' / 'copy' / 'shards' / 'train-00000.jsonl.zst').resolve()}" in result.stdout
@@ -124,7 +126,9 @@ def test_a_uri_prefix_covers_traces_and_artifacts_and_the_repository_copy_keeps_
     edit_record(tiny, remote_too)
     result = cli("audit", "--retiring", "https://artifacts.example.com/traces", str(tiny), cwd=project)
     assert result.exit_code == 0, result.output
-    assert "reference.trace: trace https://artifacts.example.com/traces/tiny.jsonl" in result.stdout and "kept, the same digest at the repository" in result.stdout
+    assert (
+        "reference.trace: trace https://artifacts.example.com/traces/tiny.jsonl" in result.stdout and "kept, the same digest at the repository" in result.stdout
+    )
     trace.write_text(trace.read_text() + "\n")  # the repository's copy no longer holds those bytes
     assert cli("audit", "--retiring", "https://artifacts.example.com/traces", str(tiny), cwd=project).exit_code == 1
 
