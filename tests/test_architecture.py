@@ -41,6 +41,7 @@ RANK = {
     "github": 4,
     "init": 4,
     "audit": 4,
+    "capacity": 4,
     "cli": 5,
     "__main__": 5,
 }

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reprogate.audit.addressed import dotted
 from reprogate.core.canonical import file_digest
 from reprogate.core.config import repository_root
 from reprogate.core.diagnostics import ExitCode
@@ -26,6 +27,19 @@ from reprogate.datasets.remote import Missing, Remote, RemoteUnreachable
 from reprogate.images.command import verify_record
 from reprogate.images.registry import RegistryClient
 
+STATUSES = ("present", "missing", "expired", "unreachable", "unchecked", "notice", "within")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One thing the audit looked at: in which record, which field (and its line), what it found."""
+
+    record: str
+    field: str
+    status: str  # one of STATUSES
+    message: str
+    line: int = 1
+
 
 @dataclass
 class AuditResult:
@@ -34,6 +48,12 @@ class AuditResult:
     expired: int = 0
     unreachable: int = 0
     unchecked: int = 0
+    entries: list[Entry] = field(default_factory=list)
+
+    def add(self, entry: Entry) -> None:
+        """One entry, as a line of the text report too (`record: message`)."""
+        self.entries.append(entry)
+        self.lines.append(f"{entry.record}: {entry.message}")
 
     @property
     def code(self) -> ExitCode:
@@ -42,17 +62,17 @@ class AuditResult:
         return ExitCode.INFRA if self.unreachable else ExitCode.OK
 
 
-def _file_refs(data: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+def _file_refs(data: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], dict[str, Any]]]:
     """Every object pairing an in-repository path with a checksum: traces, checkpoints, lock
     files, preflight output, generator states."""
     if isinstance(data, dict):
         if isinstance(data.get("path"), str) and isinstance(data.get("checksum"), str):
             yield path, data
         for key, value in data.items():
-            yield from _file_refs(value, f"{path}.{key}" if path else key)
+            yield from _file_refs(value, (*path, key))
     elif isinstance(data, list):
         for i, value in enumerate(data):
-            yield from _file_refs(value, f"{path}[{i}]")
+            yield from _file_refs(value, (*path, i))
 
 
 def sample(records: list[Path], size: int | None, seed: int) -> list[Path]:
@@ -64,70 +84,85 @@ def sample(records: list[Path], size: int | None, seed: int) -> list[Path]:
     return sorted(random.Random(seed).sample(ordered, size), key=lambda p: p.as_posix())
 
 
-def _uris(data: Any, path: str = "") -> Iterator[tuple[str, str]]:
+def _uris(data: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], str]]:
     if isinstance(data, dict):
         if isinstance(data.get("uri"), str):
             yield path, data["uri"]
         for key, value in data.items():
-            yield from _uris(value, f"{path}.{key}" if path else key)
+            yield from _uris(value, (*path, key))
     elif isinstance(data, list):
         for i, value in enumerate(data):
-            yield from _uris(value, f"{path}[{i}]")
+            yield from _uris(value, (*path, i))
+
+
+def _image_status(line: str) -> str:
+    """What one line of `image verify` says (its own wording, read back here only)."""
+    if line.endswith(": present"):
+        return "present"
+    if "registry unreachable" in line:
+        return "unreachable"
+    if "has moved to" in line or "nothing to verify" in line:
+        return "notice"
+    return "missing"
 
 
 def audit_record(record: Path, today: datetime.date, timeout: float = 10.0, retries: int = 2) -> AuditResult:
 
     result = AuditResult()
-    data = load_document(record).data
+    doc = load_document(record)
+    data = doc.data
     name = f"{record}"
     images = verify_record(record, False, RegistryClient(timeout=timeout, retries=retries))
-    result.lines += [f"{name}: image {line}" for line in images.stdout]
+    image_line = doc.locate(("container", "digest")).line
+    for line in images.stdout:
+        result.add(Entry(name, "container", _image_status(line), f"image {line}", image_line))
     if images.code == ExitCode.INFRA:
         result.unreachable += 1
     elif images.code == ExitCode.FAILED:
         result.missing += 1
     remote = Remote(timeout=timeout, retries=retries)
-    for where, uri in _uris(data):
+    for path, uri in _uris(data):
+        where, line = dotted(path), doc.locate((*path, "uri")).line
         if not uri.lower().startswith(("http://", "https://")):
             result.unchecked += 1
-            result.lines.append(f"{name}: {where} {uri}: not checked (reprogate reaches http(s) only)")
+            result.add(Entry(name, where, "unchecked", f"{where} {uri}: not checked (reprogate reaches http(s) only)", line))
             continue
         try:
             remote.size(uri)
-            result.lines.append(f"{name}: {where} {uri}: present")
+            result.add(Entry(name, where, "present", f"{where} {uri}: present", line))
         except Missing as exc:
             result.missing += 1
-            result.lines.append(f"{name}: {where} {uri}: MISSING ({exc})")
+            result.add(Entry(name, where, "missing", f"{where} {uri}: MISSING ({exc})", line))
         except RemoteUnreachable as exc:
             result.unreachable += 1
-            result.lines.append(f"{name}: {where} {uri}: unreachable ({exc})")
+            result.add(Entry(name, where, "unreachable", f"{where} {uri}: unreachable ({exc})", line))
     root = repository_root(record.parent)
-    for where, ref in _file_refs(data):
-        if not isinstance(ref.get("path"), str) or not isinstance(ref.get("checksum"), str):
-            continue
+    for path, ref in _file_refs(data):
+        where, line = dotted(path), doc.locate((*path, "path")).line
         target = (root / ref["path"]).resolve()
         if root.resolve() not in target.parents or not target.is_file():
             result.missing += 1
-            result.lines.append(f"{name}: {where} {ref['path']}: MISSING from the repository")
+            result.add(Entry(name, where, "missing", f"{where} {ref['path']}: MISSING from the repository", line))
             continue
-
         if file_digest(target) != ref["checksum"]:
             result.missing += 1
-            result.lines.append(f"{name}: {where} {ref['path']}: present, but it no longer matches its checksum")
+            result.add(Entry(name, where, "missing", f"{where} {ref['path']}: present, but it no longer matches its checksum", line))
         else:
-            result.lines.append(f"{name}: {where} {ref['path']}: present, checksum matches")
+            result.add(Entry(name, where, "present", f"{where} {ref['path']}: present, checksum matches", line))
     retention = _retention(data, root)
-    for label, value in (("dataset retention", retention), ("contract lifetime", ((data.get("contract") or {}).get("lifetime") or {}).get("expires"))):
+    lifetime = ((data.get("contract") or {}).get("lifetime") or {}).get("expires")
+    for label, value, at in (("dataset retention", retention, ("dataset",)), ("contract lifetime", lifetime, ("contract", "lifetime", "expires"))):
         if isinstance(value, str):
             try:
                 when = datetime.date.fromisoformat(value)
             except ValueError:
                 continue
+            line = doc.locate(at).line
             if when < today:
                 result.expired += 1
-                result.lines.append(f"{name}: {label} expired on {value}: exact reproduction is no longer promised")
+                result.add(Entry(name, label, "expired", f"{label} expired on {value}: exact reproduction is no longer promised", line))
             else:
-                result.lines.append(f"{name}: {label} until {value} ({(when - today).days} days left)")
+                result.add(Entry(name, label, "within", f"{label} until {value} ({(when - today).days} days left)", line))
     return result
 
 
@@ -151,6 +186,7 @@ def audit(records: list[Path], today: datetime.date | None = None, timeout: floa
     for record in records:
         one = audit_record(record, today or datetime.date.today(), timeout, retries)
         total.lines += one.lines
+        total.entries += one.entries
         total.missing += one.missing
         total.expired += one.expired
         total.unreachable += one.unreachable

@@ -8,7 +8,8 @@ from typing import Any
 
 from reprogate.capture import CaptureContext
 from reprogate.capture.layers import capture_all
-from reprogate.capture.merge import apply, plan
+from reprogate.capture.merge import Merge, apply, plan
+from reprogate.capture.storage import measured_storage, merged_storage
 from reprogate.core.canonical import file_digest
 from reprogate.core.config import load_config, repository_root
 from reprogate.core.diagnostics import ExitCode
@@ -76,9 +77,24 @@ def _merge(record: Path, document: dict[str, Any]) -> list[str]:
     notes = _training_determinism(doc.data, document, root)
     merge = plan(doc.data, document, _recipe_checksum(doc.data, root))
     merge.notes[:0] = notes
+    _plan_storage(doc.data, root, merge)
     text = record.read_text(encoding="utf-8")
     atomic_write(record, apply(doc, text, merge))
     return [*(f"note: {n}" for n in merge.notes), f"updated {record}: {', '.join('.'.join(p) for p, _ in merge.changes)}"]
+
+
+def _plan_storage(data: dict[str, Any], root: Path, merge: Merge) -> None:
+    """contract.envelope.storage from what the record's files measure (capture/storage.py)."""
+    measured = measured_storage(data, root)
+    contract = data.get("contract")
+    if not measured or not isinstance(contract, dict):
+        return
+    storage = merged_storage(data, measured)
+    if isinstance(contract.get("envelope"), dict):
+        merge.changes.append((("contract", "envelope", "storage"), storage))
+    else:
+        merge.changes.append((("contract", "envelope"), {"storage": storage}))
+    merge.notes.append("contract.envelope.storage: " + ", ".join(f"{k} {v}" for k, v in measured.items()) + " (measured)")
 
 
 def _recipe_checksum(data: dict[str, Any], root: Path) -> str | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import click
 
 from reprogate import __version__
-from reprogate.cli import audit, capture, datasets, detect, github, images, init, rebuild, validate
+from reprogate.cli import audit, capacity, capture, datasets, detect, github, images, init, rebuild, validate
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -40,6 +40,7 @@ COMMANDS: dict[str, click.Command] = {
     "gate": github.gate,
     "github": github.github,
     "audit": audit.audit,
+    "capacity": capacity.capacity,
     "dataset": datasets.dataset,
 }
 for _name, _command in COMMANDS.items():

@@ -23,6 +23,7 @@ SCHEMA_FILES: dict[str, str] = {
     "EnvironmentCapture": "capture.schema.json",
     "Verdict": "verdict.schema.json",
     "Detection": "detect.schema.json",
+    "Cluster": "cluster.schema.json",
 }
 
 

@@ -25,6 +25,7 @@ from reprogate.capture import devices as devices_layer
 from reprogate.capture import host as host_layer
 from reprogate.capture import source as source_layer
 from reprogate.capture.command import lock_globs
+from reprogate.capture.storage import measured_storage
 from reprogate.core.canonical import CanonicalError, canonical_digest
 from reprogate.core.config import CONFIG_NAME
 from reprogate.core.diagnostics import ExitCode
@@ -396,6 +397,7 @@ def run_init(options: InitOptions) -> CommandResult:
             run_layer(cpu_layer, capture),
             run_layer(devices_layer, capture),
         )
+        record["contract"]["envelope"]["storage"] = {**measured_storage(record, root), "scratch_bytes": runs.scratch_bytes}
         written.write(trace_path, text)
         wrote_config = _write_config(root, record_path, written, notes)
         _write_record(record, record_path, root, written)

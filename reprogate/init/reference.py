@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import shlex
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,22 @@ class ReferenceRuns:
     realized: dict[str, Any] = field(default_factory=dict)
     backend: str = "gloo"
     stages: list[str] = field(default_factory=list)  # one line per stage, for the output
+    scratch_bytes: int = 0  # what the work folder held once every seed had run: the local scratch a rebuild needs
+
+
+def folder_bytes(folder: Path) -> int:
+    """Bytes of every regular file under `folder` (links not followed, each hard link once)."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for path in folder.rglob("*"):
+        try:
+            info = path.lstat()
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode) and (info.st_dev, info.st_ino) not in seen:
+            seen.add((info.st_dev, info.st_ino))
+            total += info.st_size
+    return total
 
 
 def run_reference(draft: dict[str, Any], root: Path, seeds: list[int], timeout: float, cache: Path | None) -> ReferenceRuns:
@@ -69,6 +86,7 @@ def run_reference(draft: dict[str, Any], root: Path, seeds: list[int], timeout: 
         runs.probe = dict(state.probe.facts) if state.probe is not None else {}
         runs.realized = dict(state.environment.realized.facts) if state.environment is not None else {}
         runs.backend = state.ranks.backend if state.ranks is not None else "gloo"
+        runs.scratch_bytes = folder_bytes(workdir)
     finally:
         if state is not None:
             state.close()

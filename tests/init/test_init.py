@@ -70,6 +70,10 @@ def test_init_writes_a_record_that_validates_and_rebuilds(cli: Cli, tiny: Path) 
     assert record["dataset"]["manifest"]["path"] == "data/tiny.manifest.yaml"
     assert record["contract"]["level"] == "bitwise" and record["contract"]["steps"] == {"start": 0, "count": 80}
     assert record["contract"]["envelope"]["cpu"] == {"capability": ["default"], "architectures": ["x86_64"], "mkl_cbwr": ["COMPATIBLE"]}
+    manifest = load(tiny / "data" / "tiny.manifest.yaml")
+    storage = record["contract"]["envelope"]["storage"]  # measured: the manifest's bytes, the reference run's work folder
+    assert storage["dataset_bytes"] == sum(s["bytes"] for s in manifest["shards"]) + sum(f["bytes"] for f in manifest.get("files") or [])
+    assert storage["scratch_bytes"] > storage["dataset_bytes"] and set(storage) == {"dataset_bytes", "scratch_bytes"}
     values = record["reference"]["metric"]["values"]
     assert [v["seed"] for v in values] == [1, 2] and record["contract"]["metric"]["interval"]["n"] == 2
     trace = tiny / record["reference"]["trace"]["path"]

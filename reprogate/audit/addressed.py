@@ -1,0 +1,171 @@
+"""Everything a record addresses outside itself, each with where it lives and the digest that names it.
+
+`audit --retiring` asks which of these a retirement takes away, and whether the same digest is
+addressed anywhere else. An input is one addressed thing: the image (registry/repository and its
+manifest digest), each base image, the dataset manifest when it lives remotely, each shard and
+file the manifest lists (at its namespace), and every file reference with a URI (trace,
+checkpoint, generator states, remote artifacts). A file the repository holds with the checksum
+the record pins is a copy the retirement cannot touch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reprogate.core.canonical import file_digest
+from reprogate.core.documents import Document, DocumentError
+from reprogate.datasets.manifests import load_manifest
+from reprogate.images.registry import InvalidReference, parse_reference
+
+
+@dataclass(frozen=True)
+class Input:
+    """One addressed thing: what kind, where it lives (`location`: an image's registry/repository,
+    a URI, or an absolute local path), the digest naming its bytes, and which dataset it belongs to."""
+
+    record: str
+    field: str
+    kind: str  # image, base-image, dataset-manifest, shard, dataset-file, checkpoint, trace, artifact
+    location: str
+    digest: str | None
+    line: int = 1
+    dataset: tuple[str, str] | None = None  # (id, version) of the manifest a shard or file is in
+    bytes: int | None = None
+    in_repository: bool = False  # the repository holds these bytes too (path with a matching checksum)
+
+
+@dataclass(frozen=True)
+class Addressed:
+    """A record's inputs, and what could not be listed (a manifest that is only remote)."""
+
+    inputs: tuple[Input, ...]
+    notes: tuple[str, ...] = ()
+
+
+def _kind(where: str) -> str:
+    if where.endswith("checkpoint"):
+        return "checkpoint"
+    if where.endswith("trace"):
+        return "trace"
+    return "artifact"
+
+
+def _file_refs(data: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], dict[str, Any]]]:
+    """Every object with a remote `uri` and a `checksum` (fileRef, checkpoint), outside the dataset section."""
+    if isinstance(data, dict):
+        if isinstance(data.get("uri"), str) and isinstance(data.get("checksum"), str) and path[:1] != ("dataset",):
+            yield path, data
+        for key, value in data.items():
+            yield from _file_refs(value, (*path, key))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            yield from _file_refs(value, (*path, i))
+
+
+def dotted(path: tuple[Any, ...]) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(path))
+
+
+def _repository_copy(root: Path, ref: dict[str, Any]) -> bool:
+    """The repository holds the bytes the reference pins: a path that is a file with that checksum."""
+    rel = ref.get("path")
+    if not isinstance(rel, str):
+        return False
+    target = (root / rel).resolve()
+    if root.resolve() not in target.parents or not target.is_file():
+        return False
+    return file_digest(target) == ref.get("checksum")
+
+
+def shard_location(namespace: Any, name: str, manifest_folder: Path | None) -> str:
+    """Where a shard lives: a URL name as it is, else under the namespace (a URI, or a folder
+    relative to the manifest's folder, made absolute); '' when the manifest does not say."""
+    if "://" in name:
+        return name
+    if isinstance(namespace, str) and namespace:
+        if "://" in namespace:
+            return namespace.rstrip("/") + "/" + name
+        if manifest_folder is not None:
+            return str((manifest_folder / namespace / name).resolve())
+    return ""
+
+
+def manifest_inputs(record: str, manifest: dict[str, Any], folder: Path | None, line: int, prefix: str) -> Iterator[Input]:
+    """Every shard and file of a manifest as an input of `record`."""
+    key = (str(manifest.get("id", "")), str(manifest.get("version", "")))
+    namespace = manifest.get("namespace")
+    for section, kind in (("shards", "shard"), ("files", "dataset-file")):
+        entries = manifest.get(section)
+        if entries is None:
+            continue
+        for i, entry in enumerate(entries):
+            if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+                continue
+            size = entry.get("bytes")
+            yield Input(
+                record,
+                f"{prefix}.{section}[{i}]",
+                kind,
+                shard_location(namespace, entry["name"], folder),
+                entry.get("checksum") if isinstance(entry.get("checksum"), str) else None,
+                line,
+                key,
+                size if isinstance(size, int) and not isinstance(size, bool) else None,
+            )
+
+
+def record_inputs(name: str, doc: Document, root: Path) -> Addressed:
+    """Every input of one record (`name` is how reports call it)."""
+    data = doc.data if isinstance(doc.data, dict) else {}
+    found: list[Input] = []
+    notes: list[str] = []
+    container = data.get("container") if isinstance(data.get("container"), dict) else {}
+    if container.get("used", True) and isinstance(container.get("registry"), str) and isinstance(container.get("repository"), str):
+        if isinstance(container.get("digest"), str):
+            where = f"{container['registry']}/{container['repository']}"
+            found.append(Input(name, "container.digest", "image", where, container["digest"], doc.locate(("container", "digest")).line))
+        for i, base in enumerate(container.get("base_images") or []):
+            if not isinstance(base, dict) or not isinstance(base.get("ref"), str) or not isinstance(base.get("digest"), str):
+                continue
+            try:
+                ref = parse_reference(base["ref"])
+            except InvalidReference:
+                notes.append(f"container.base_images[{i}].ref {base['ref']!r} is no image reference; not listed")
+                continue
+            line = doc.locate(("container", "base_images", i, "digest")).line
+            found.append(Input(name, f"container.base_images[{i}]", "base-image", f"{ref.registry}/{ref.repository}", base["digest"], line))
+    found += _dataset_inputs(name, doc, data, root, notes)
+    for path, ref in _file_refs(data):
+        where = dotted(path)
+        found.append(Input(name, where, _kind(where), ref["uri"], ref["checksum"], doc.locate((*path, "uri")).line, in_repository=_repository_copy(root, ref)))
+    return Addressed(tuple(found), tuple(notes))
+
+
+def _dataset_inputs(name: str, doc: Document, data: dict[str, Any], root: Path, notes: list[str]) -> list[Input]:
+    dataset = data.get("dataset") if isinstance(data.get("dataset"), dict) else {}
+    if isinstance(dataset.get("inline"), dict):
+        return list(manifest_inputs(name, dataset["inline"], None, doc.locate(("dataset", "inline")).line, "dataset.inline"))
+    pinned = dataset.get("manifest") if isinstance(dataset.get("manifest"), dict) else None
+    if pinned is None:
+        return []
+    line = doc.locate(("dataset", "manifest")).line
+    found: list[Input] = []
+    rel = pinned.get("path")
+    if isinstance(pinned.get("uri"), str):
+        key = (str(pinned.get("id", "")), str(pinned.get("version", "")))
+        found.append(Input(name, "dataset.manifest", "dataset-manifest", pinned["uri"], pinned.get("digest"), line, key, in_repository=isinstance(rel, str)))
+    if not isinstance(rel, str):
+        notes.append(f"dataset.manifest lives only at {pinned.get('uri')}: its shards are not listed (the audit reads manifests in the repository)")
+        return found
+    path = root / rel
+    try:
+        manifest = load_manifest(path, rel).data
+    except (DocumentError, OSError) as exc:
+        notes.append(f"dataset.manifest {rel}: cannot be read ({exc}); its shards are not listed")
+        return found
+    if isinstance(manifest, dict):
+        found += manifest_inputs(name, manifest, path.parent, line, f"dataset.manifest({rel})")
+    return found

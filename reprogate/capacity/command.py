@@ -1,0 +1,68 @@
+"""`reprogate capacity RECORD --cluster FILE|slurm:PARTITION`: can this pool honor the record?"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from reprogate.capacity.check import Requirement, requirements
+from reprogate.capacity.pool import Pool, load_pool, slurm_pool
+from reprogate.core.diagnostics import Diagnostic, ExitCode, Location, Severity
+from reprogate.core.documents import Document, load_document
+from reprogate.core.errors import UsageError
+from reprogate.output.findings import annotate, summary_markdown
+from reprogate.output.result import CommandResult
+from reprogate.output.workflow import visible
+
+SLURM = "slurm:"
+
+
+def pool_from(spec: str) -> Pool:
+    if spec.startswith(SLURM):
+        partition = spec[len(SLURM) :].strip()
+        if not partition:
+            raise UsageError("--cluster slurm:PARTITION: name the partition")
+        return slurm_pool(partition)
+    return load_pool(Path(spec))
+
+
+def capacity_command(record: Path, cluster: str, fmt: str) -> CommandResult:
+    doc = load_document(record)
+    if not isinstance(doc.data, dict) or doc.data.get("kind") != "RunRecord":
+        raise UsageError(f"{record}: not a run record (kind: RunRecord)")
+    pool = pool_from(cluster)
+    found = requirements(doc.data, pool)
+    failed = [r for r in found if not r.ok]
+    code = ExitCode.FAILED if failed else ExitCode.OK
+    name = visible(str(record))
+    summary = f"{name} on {visible(pool.source)}: " + (
+        f"{len(failed)} of {len(found)} requirement(s) not honored ({', '.join(r.name for r in failed)})"
+        if failed
+        else f"all {len(found)} requirement(s) honored"
+    )
+    if fmt == "json":
+        payload = {
+            "version": 1,
+            "record": str(record),
+            "cluster": pool.source,
+            "ok": not failed,
+            "exit_code": int(code),
+            "summary": summary,
+            "requirements": [{"name": r.name, "field": r.field, "status": r.status, "ok": r.ok, "reason": r.reason} for r in found],
+        }
+        return CommandResult(code, [json.dumps(payload, indent=2)])
+    if fmt == "github":
+        findings = [_finding(doc, str(record), r) for r in failed]
+        return CommandResult(
+            code,
+            [*annotate(findings), summary],
+            outputs={"ok": "true" if not failed else "false"},
+            summary=summary_markdown("reprogate capacity", not failed, summary, findings),
+        )
+    lines = [f"{r.name:<16} {r.status:<10} {visible(r.reason)}" for r in found]
+    return CommandResult(code, [*lines, summary])
+
+
+def _finding(doc: Document, path: str, r: Requirement) -> Diagnostic:
+    line = doc.locate(tuple(r.field.split("."))).line
+    return Diagnostic(path, f"{r.name}: {r.reason}", f"capacity-{r.status}", Severity.ERROR, Location(line, 1), r.field)

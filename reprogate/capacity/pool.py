@@ -1,0 +1,107 @@
+"""A pool of machines, as a Cluster document (schemas/cluster.schema.json) or read from Slurm.
+
+The file is what a platform team writes down for a runner pool; for a Slurm partition the same
+facts are read from the live cluster (`scontrol show partition` and `show node`): the node count,
+GPUs from each node's GRES (`gpu:h100:8`), a driver branch and interconnect from node features
+(`R580`, `nvlink`), local scratch from `TmpDisk`. A fact Slurm does not hold (shared storage) is
+absent, so a record that needs it is not honored on the word of a guess.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reprogate.core.documents import load_document
+from reprogate.core.errors import UsageError
+from reprogate.core.schema_check import schema_diagnostics
+from reprogate.rebuild.launchers.slurm import client, fields
+
+MiB = 1024 * 1024
+_GRES_GPU = re.compile(r"^gpu(?::([^:(]+))?:(\d+)")
+
+
+@dataclass(frozen=True)
+class Pool:
+    """What a pool offers; None where it does not say."""
+
+    name: str
+    nodes: int
+    gpu_model: str | None = None
+    gpus_per_node: int = 0
+    driver_branch: str | None = None
+    interconnect: str | None = None
+    local_scratch_bytes: int | None = None
+    shared_bytes: int | None = None
+    shared_read_mb_per_s: float | None = None
+    source: str = ""  # the file, or `slurm partition NAME`
+
+
+def load_pool(path: Path) -> Pool:
+    """A Cluster document, held to its schema (a finding names the file, line and field)."""
+    doc = load_document(path)
+    if not isinstance(doc.data, dict) or doc.data.get("kind") != "Cluster":
+        raise UsageError(f"{path}: not a cluster description (kind: Cluster, see schemas/cluster.schema.json)")
+    problems = schema_diagnostics(doc, "Cluster")
+    if problems:
+        first = problems[0]
+        raise UsageError(f"{path}:{first.location.line}: {first.field or '-'}: {first.message}", hint=first.hint)
+    data: dict[str, Any] = doc.data
+    gpus = data.get("gpus") or {}
+    storage = data.get("storage") or {}
+    return Pool(
+        name=data["name"],
+        nodes=data["nodes"],
+        gpu_model=gpus.get("model"),
+        gpus_per_node=gpus.get("per_node", 0),
+        driver_branch=data.get("driver_branch"),
+        interconnect=data.get("interconnect"),
+        local_scratch_bytes=storage.get("local_scratch_bytes"),
+        shared_bytes=storage.get("shared_bytes"),
+        shared_read_mb_per_s=storage.get("shared_read_mb_per_s"),
+        source=str(path),
+    )
+
+
+def _gres_gpus(gres: str) -> tuple[str | None, int]:
+    """(type, count) of the node's GPUs from `Gres=gpu:h100:8(S:0-1),...`; (None, 0) without any."""
+    for item in gres.split(","):
+        found = _GRES_GPU.match(item.strip())
+        if found:
+            return found.group(1), int(found.group(2))
+    return None, 0
+
+
+def _common(values: list[Any]) -> Any:
+    """The value every node shares, or None when they differ (a pool promises only what all its nodes have)."""
+    return values[0] if values and all(v == values[0] for v in values) else None
+
+
+def slurm_pool(partition: str) -> Pool:
+    """The partition as Slurm describes it now; SlurmUnreachable (exit 3) when it cannot say."""
+    lines = [fields(line) for line in client("scontrol", "show", "partition", "-o", partition).splitlines() if line.strip()]
+    if not lines:
+        raise UsageError(f"--cluster slurm:{partition}: Slurm knows no such partition")
+    node_list = lines[0].get("Nodes", "")
+    nodes = [fields(line) for line in client("scontrol", "show", "node", "-o", node_list).splitlines() if line.strip()] if node_list else []
+    if not nodes:
+        raise UsageError(f"--cluster slurm:{partition}: the partition has no nodes")
+    gres = [_gres_gpus(n.get("Gres", "")) for n in nodes]
+    features = [set(n.get("AvailableFeatures", n.get("Features", "")).split(",")) - {"", "(null)"} for n in nodes]
+    branches = [next((f for f in sorted(fs) if re.fullmatch(r"R[0-9]{3}", f)), None) for fs in features]
+    links = [next((f for f in sorted(fs) if f.lower() in ("nvlink", "pcie")), None) for fs in features]
+    scratch = [int(n["TmpDisk"]) * MiB for n in nodes if n.get("TmpDisk", "0").isdigit()]
+    limit = lines[0].get("MaxNodes", "UNLIMITED")
+    count = min(len(nodes), int(limit)) if limit.isdigit() else len(nodes)
+    return Pool(
+        name=partition,
+        nodes=count,
+        gpu_model=_common([g[0] for g in gres]),
+        gpus_per_node=min(g[1] for g in gres),
+        driver_branch=_common(branches),
+        interconnect=(_common(links) or "").lower() or None,
+        local_scratch_bytes=(min(scratch) or None) if len(scratch) == len(nodes) else None,
+        source=f"slurm partition {partition}",
+    )

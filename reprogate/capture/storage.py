@@ -1,0 +1,69 @@
+"""The storage a record's run needs, measured: `contract.envelope.storage`.
+
+Capacity sourcing can honor a run only when the record states its storage (the runbook), and a
+statement nobody measured is a guess. What can be measured from the record is measured here: the
+dataset's bytes, summed over every shard and file its manifest lists (streamed for a JSON Lines
+manifest), and the checkpoint's bytes when the repository holds it. `init` adds the local scratch
+its reference run used (rebuild work folder); `capture --into` keeps what a person stated and the
+measurements cannot know (`min_read_mb_per_s`, a remote checkpoint's size).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from reprogate.core.documents import DocumentError
+from reprogate.datasets.manifests import load_manifest
+
+MEASURED = ("dataset_bytes", "checkpoint_bytes")
+
+
+def manifest_bytes(manifest: dict[str, Any]) -> int:
+    """Every shard's and file's `bytes`, summed (a missing or odd size counts 0)."""
+    total = 0
+    for section in ("shards", "files"):
+        for entry in manifest.get(section) or ():
+            size = entry.get("bytes") if isinstance(entry, dict) else None
+            if isinstance(size, int) and not isinstance(size, bool) and size >= 0:
+                total += size
+    return total
+
+
+def _manifest(record: dict[str, Any], root: Path) -> dict[str, Any] | None:
+    dataset = record.get("dataset") if isinstance(record.get("dataset"), dict) else {}
+    if isinstance(dataset.get("inline"), dict):
+        return dataset["inline"]
+    rel = (dataset.get("manifest") or {}).get("path") if isinstance(dataset.get("manifest"), dict) else None
+    if not isinstance(rel, str):
+        return None
+    try:
+        data = load_manifest(root / rel, rel).data
+    except (DocumentError, OSError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def measured_storage(record: dict[str, Any], root: Path) -> dict[str, int]:
+    """What the record's own files say: dataset bytes from the manifest, checkpoint bytes from the
+    checkpoint the repository holds. A size that cannot be measured is left out, never guessed."""
+    found: dict[str, int] = {}
+    manifest = _manifest(record, root)
+    if manifest is not None:
+        found["dataset_bytes"] = manifest_bytes(manifest)
+    state = record.get("state") if isinstance(record.get("state"), dict) else {}
+    checkpoint = state.get("checkpoint") if isinstance(state.get("checkpoint"), dict) else {}
+    rel = checkpoint.get("path")
+    if isinstance(rel, str):
+        target = (root / rel).resolve()
+        if root.resolve() in target.parents and target.is_file():
+            found["checkpoint_bytes"] = target.stat().st_size
+    return found
+
+
+def merged_storage(record: dict[str, Any], measured: dict[str, int]) -> dict[str, Any]:
+    """The record's storage statement with the measurements in place of what they measure; what
+    was stated and not measured (read throughput, a remote checkpoint's size) stays."""
+    envelope = ((record.get("contract") or {}).get("envelope") or {}) if isinstance(record.get("contract"), dict) else {}
+    stated = envelope.get("storage") if isinstance(envelope, dict) and isinstance(envelope.get("storage"), dict) else {}
+    return {**stated, **measured}
