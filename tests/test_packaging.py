@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - the 3.10 CI leg
+    import tomli as tomllib
 import zipfile
 from pathlib import Path
 
@@ -76,6 +81,18 @@ def test_the_core_needs_no_scientific_stack(wheel: Path) -> None:
     required = [line.split(":", 1)[1].strip() for line in _metadata(wheel).splitlines() if line.startswith("Requires-Dist:")]
     core = [r for r in required if "extra ==" not in r]
     assert core and not [r for r in core if r.split()[0].lower().startswith(("scipy", "numpy", "torch"))], core
+
+
+def test_the_dev_tools_are_a_dependency_group_not_a_published_extra(wheel: Path) -> None:
+    """pytest, ruff and the CPU torch the tests pin are the project's own tools (PEP 735): a user's
+    `pip install 'reprogate[...]'` can name no extra that pulls them."""
+    extras = [line.split(":", 1)[1].strip() for line in _metadata(wheel).splitlines() if line.startswith("Provides-Extra:")]
+    assert extras and "dev" not in extras, extras
+    assert not [line for line in _metadata(wheel).splitlines() if line.startswith("Requires-Dist:") and "torch==" in line]
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    group = project["dependency-groups"]["dev"]
+    assert any(r.startswith("pytest") for r in group) and any(r.startswith("ruff==") for r in group)
+    assert "--group dev" in (REPO / ".ci" / "run").read_text()
 
 
 def test_the_classifiers_name_the_python_versions_ci_tests(wheel: Path) -> None:
