@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from reprogate import __version__
+
 API_VERSION = "reprogate/v1"
 
 # kind -> schema file name. Adding a document kind is one line here and one schema file.
@@ -25,6 +27,22 @@ SCHEMA_FILES: dict[str, str] = {
     "Detection": "detect.schema.json",
     "Cluster": "cluster.schema.json",
 }
+
+
+# Where each release's schemas are published: the repository at the release's tag. Editors read
+# it from the `yaml-language-server` modeline init writes; SchemaStore's catalog entry for
+# .reprogate.yaml (tools/schemastore/catalog.json) points at the default branch's copy.
+PUBLISHED = "https://raw.githubusercontent.com/reprogate/reprogate/{ref}/schemas/{file}"
+
+
+def published_url(kind: str, ref: str | None = None) -> str:
+    """The schema of `kind` as this release published it (ref: a tag or branch; default v<version>)."""
+    return PUBLISHED.format(ref=ref or f"v{__version__}", file=SCHEMA_FILES[kind])
+
+
+def modeline(kind: str) -> str:
+    """The first line of a YAML file that tells editors (the YAML language server) its schema."""
+    return f"# yaml-language-server: $schema={published_url(kind)}\n"
 
 
 def schema_dir() -> Path:

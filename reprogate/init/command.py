@@ -34,6 +34,7 @@ from reprogate.core.errors import CheckFailed, UsageError
 from reprogate.core.fileio import atomic_write
 from reprogate.core.git import GitError, run_git
 from reprogate.core.gittree import tree_id
+from reprogate.core.schemas import modeline
 from reprogate.core.yamlout import dump_yaml
 from reprogate.datasets import manifest_digest
 from reprogate.datasets.build import BuildError, BuildOptions, build_manifest, manifest_fields
@@ -436,7 +437,7 @@ def _write_config(root: Path, record_path: Path, written: Written, notes: list[s
         if isinstance(data, dict) and not data.get("reference"):
             notes.append(f"{CONFIG_NAME} names no reference record: add `reference: {rel}` so the gate rebuilds it")
         return False
-    text = (
+    text = modeline("Config") + (
         "# reprogate configuration: where the records are and which one the gate rebuilds (see the README's\n"
         '# "Adopting reprogate"). Paths are relative to this folder, the repository root.\n'
         "apiVersion: reprogate/v1\nkind: Config\nrecords:\n  - records/*.yaml\n"
@@ -455,7 +456,7 @@ def _write_record(record: dict[str, Any], path: Path, root: Path, written: Writt
         "entrypoint as `reprogate rebuild` runs it. Review the contract (level, steps, tolerance, envelope)\n"
         "before committing: it is what a rebuild must reproduce."
     )
-    text = dump_yaml(record, header)
+    text = modeline("RunRecord") + dump_yaml(record, header)
     doc = load_text(text, _rel(path, root))
     findings = [d for d in validate_document(doc, "RunRecord", Options(root=root, today=datetime.date.today()), {}, path) if d.severity.value == "error"]
     if findings:

@@ -21,6 +21,7 @@ from support import EXAMPLES, FIXTURES, git
 
 from reprogate.core.canonical import file_digest
 from reprogate.core.gittree import tree_id
+from reprogate.core.schemas import modeline
 from reprogate.init.command import Written, given_path
 
 Cli = Callable[..., Result]
@@ -60,6 +61,8 @@ def test_init_writes_a_record_that_validates_and_rebuilds(cli: Cli, tiny: Path) 
     assert result.exit_code == 0, result.output
     assert written(tiny) == {".reprogate.yaml", "records/project.yaml", "reference/project/trace.jsonl"}, "the manifest still matched, so it was kept"
     record = load(tiny / "records" / "project.yaml")
+    assert (tiny / "records" / "project.yaml").read_text().startswith(modeline("RunRecord")), "editors find the schema"
+    assert (tiny / ".reprogate.yaml").read_text().startswith(modeline("Config"))
     assert record["source"]["path"] == "project" and record["source"]["tree"] == tree_id(tiny / "project")
     assert record["job"] == {
         "environment": {"realizer": "current"},
