@@ -35,7 +35,8 @@ ANNOTATIONS_PER_REQUEST = 50
 ANNOTATION_LEVELS = ("notice", "warning", "failure")
 CONCLUSIONS = {"success": "success", "failure": "failure", "error": "action_required"}
 STATES = {"success": "success", "failure": "failure"}  # a completed run read back; anything else completed is error
-TITLE_PREFIX = {"success": "reproduced", "failure": "not reproduced", "error": "inconclusive", "pending": "pending"}
+TITLE_PREFIX = {"success": "passed", "failure": "failed", "error": "inconclusive", "pending": "pending"}
+SAYS_STATE = {"success": ("reproduced", "passed"), "failure": ("not reproduced", "failed"), "error": ("inconclusive",), "pending": ("pending",)}
 
 
 @dataclass(frozen=True)
@@ -91,8 +92,8 @@ def conclusion(state: str) -> str:
 def title_of(state: str, description: str) -> str:
     """The title names the state in words first (`inconclusive: …`), then what the status says."""
     prefix = TITLE_PREFIX.get(state, state)
-    text = description if description.lower().startswith(prefix) else f"{prefix}: {description}"
-    return cut(text, TITLE_LIMIT)
+    said = description.lower().startswith(SAYS_STATE.get(state, (prefix,)))  # a text that already names its state keeps its words
+    return cut(description if said else f"{prefix}: {description}", TITLE_LIMIT)
 
 
 def cut_summary(text: str) -> str:
@@ -166,7 +167,7 @@ def as_statuses(check_runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         else:
             state = "pending"
         title = str(output.get("title") or "")
-        prefix = TITLE_PREFIX.get(state, state) + ": "
+        prefix = TITLE_PREFIX.get(state, state) + ": "  # what title_of added, if it did
         out.append(
             {
                 "id": run.get("id"),

@@ -89,12 +89,13 @@ def test_a_missing_verdict_or_a_crashed_job_never_concludes_as_passing(post_stat
     assert all(r["output"]["title"].startswith("inconclusive") for r in github.check_runs)
 
 
-@pytest.mark.parametrize("state", ["pending", "success", "failure", "error"])
-def test_no_state_maps_an_unfinished_judgement_to_a_passing_conclusion(state: str) -> None:
-    if state == "pending":
-        return
-    assert checks.conclusion(state) not in PASSING or state == "success"
-    assert checks.conclusion("something new") == "action_required"
+def test_only_success_maps_to_a_passing_conclusion() -> None:
+    assert {state: checks.conclusion(state) for state in ("success", "failure", "error")} == {
+        "success": "success",
+        "failure": "failure",
+        "error": "action_required",
+    }
+    assert checks.conclusion("something new") == "action_required" and "action_required" not in PASSING
 
 
 def test_120_annotations_go_out_in_three_requests(github: FakeGitHub) -> None:
@@ -133,3 +134,18 @@ def test_check_run_only_keeps_the_terminal_state_rule(run_gate: Run, github: Fak
     assert again.exit_code == 0, again.output
     assert len(github.check_runs) == 1 and github.check_runs[0]["conclusion"] == "failure"
     assert "is already failure" in again.output
+
+
+def test_titles_name_the_state_in_words() -> None:
+    assert checks.title_of("success", "no framework, driver, image, dataset, environment or configuration change") == (
+        "passed: no framework, driver, image, dataset, environment or configuration change"
+    )
+    assert checks.title_of("failure", "not reproduced: tiny first differs at steps").startswith("not reproduced: tiny")
+    assert checks.title_of("error", "the rebuild produced no verdict: inconclusive").startswith("inconclusive: the rebuild")
+    assert checks.title_of("error", "failed to start").startswith("inconclusive: ")  # an error never reads as a plain failure or pass
+    back = checks.as_statuses(
+        [{"id": 7, "name": "n", "status": "completed", "conclusion": "action_required", "output": {"title": "inconclusive: x; base abc"}}]
+    )
+    assert back[0]["state"] == "error" and back[0]["description"] == "x; base abc"
+    assert checks.as_statuses([{"id": 8, "name": "n", "status": "completed", "conclusion": "neutral", "output": {}}])[0]["state"] == "error"
+    assert checks.as_statuses([{"id": 9, "name": "n", "status": "queued", "output": {}}])[0]["state"] == "pending"
