@@ -36,6 +36,7 @@ own_options() {
 }
 case "${INPUT_COMMAND:-gate}" in
   gate) own_options --mode --result-file --dry-run --event-name --reader --format ;;
+  validate | detect) [ -z "${INPUT_SARIF_FILE:-}" ] || own_options --format ;;
   rebuild) own_options --environment --nonce --contract-from --allow-unsandboxed --dry-run --format ;;
   status) own_options --state --from-verdict --nonce --rebuild-result --base --expect-records --also-context --sha --pr --context ;;
 esac
@@ -65,10 +66,16 @@ case "${INPUT_COMMAND:-gate}" in
     without_token
     strict=()
     [ "${INPUT_FAIL_ON:-error}" = "warning" ] && strict=(--strict)
+    if [ -n "${INPUT_SARIF_FILE:-}" ]; then
+      exec "$reprogate" validate --format sarif ${strict[@]+"${strict[@]}"} ${extra_args[@]+"${extra_args[@]}"} -- ${records[@]+"${records[@]}"} > "$INPUT_SARIF_FILE"
+    fi
     exec "$reprogate" validate --format github ${strict[@]+"${strict[@]}"} ${extra_args[@]+"${extra_args[@]}"} -- ${records[@]+"${records[@]}"} ;;
   detect)
     without_token
     [ -n "$base" ] || { echo "::error title=reprogate::detect needs the base input (or a pull_request event)"; exit 2; }
+    if [ -n "${INPUT_SARIF_FILE:-}" ]; then
+      exec "$reprogate" detect --base "$base" --head "${INPUT_HEAD:-HEAD}" --format sarif ${extra_args[@]+"${extra_args[@]}"} > "$INPUT_SARIF_FILE"
+    fi
     exec "$reprogate" detect --base "$base" --head "${INPUT_HEAD:-HEAD}" --format github ${extra_args[@]+"${extra_args[@]}"} ;;
   rebuild)
     without_token

@@ -247,3 +247,25 @@ def test_the_working_directory_is_where_the_command_runs(fake_venv: Path, tmp_pa
     script.write_text('#!/usr/bin/env bash\nprintf \'%s\\n\' "token=${GITHUB_TOKEN:-}" "$PWD" "$@"\n')
     out = run_script(fake_venv, tmp_path, command="detect", base="origin/main", working_directory="project")
     assert out[1] == str(tmp_path / "project") and out[2:4] == ["detect", "--base"]
+
+
+@pytest.mark.parametrize(
+    "inputs, args",
+    [
+        ({"command": "validate", "records": "records/"}, ["validate", "--format", "sarif", "--", "records/"]),
+        ({"command": "detect", "base": "origin/main"}, ["detect", "--base", "origin/main", "--head", "HEAD", "--format", "sarif"]),
+    ],
+)
+def test_sarif_file_writes_the_sarif_format_there(fake_venv: Path, tmp_path: Path, inputs: dict[str, str], args: list[str]) -> None:
+    """sarif-file: the command's stdout (the SARIF log) goes to the file, and nothing to the log."""
+    assert run_script(fake_venv, tmp_path, sarif_file="out.sarif", **inputs) == []
+    assert (tmp_path / "out.sarif").read_text().splitlines() == ["token=", *args]
+    env = {
+        "PATH": os.environ["PATH"],
+        "VENV": str(fake_venv),
+        "INPUT_SARIF_FILE": "out.sarif",
+        "INPUT_EXTRA_ARGS": "--format=github",
+        **{f"INPUT_{k.upper()}": v for k, v in inputs.items()},
+    }
+    refused = subprocess.run(["bash", str(REPO / "action" / "run.sh")], env=env, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert refused.returncode == 2 and "extra-args may not give --format" in refused.stdout

@@ -28,7 +28,17 @@ FORMATS = click.Choice(["text", "json", "github"])
 MACHINE_ERRNOS = {errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EROFS, errno.ENOMEM, errno.EFBIG}
 
 
-def format_option(default: str = "text") -> Callable[[Callable[..., None]], Callable[..., None]]:
+def format_option(default: str = "text", sarif: bool = False) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """`--format`; `sarif` adds SARIF 2.1.0 (for code scanning) to the commands whose findings have a file and line."""
+    if sarif:
+        return click.option(
+            "--format",
+            "fmt",
+            type=click.Choice([*FORMATS.choices, "sarif"]),
+            default=default,
+            show_default=True,
+            help="Output format: text for people, json for tools, github for workflow logs, sarif for code scanning (SARIF 2.1.0).",
+        )
     return click.option(
         "--format", "fmt", type=FORMATS, default=default, show_default=True, help="Output format: text for people, json for tools, github for workflow logs."
     )

@@ -26,7 +26,7 @@ from reprogate.cli.common import finish, format_option
     default=None,
     help="The .reprogate.yaml to use (default: found from --repo upward).",
 )
-@format_option()
+@format_option(sarif=True)
 def detect(base: str | None, head: str, repo: Path, files_from: Path | None, config_path: Path | None, fmt: str) -> None:
     """Report which watched layers a diff changes, and how."""
     from reprogate.detect.command import detect_command

@@ -48,13 +48,23 @@ from reprogate.cli.common import finish, format_option
 )
 @click.option("--event-name", default="pull_request", show_default=True, help="--dry-run: the event the payload is (pull_request, merge_group, push).")
 @click.option("--reader", is_flag=True, help="--dry-run: the label's sender has no write permission (default: a writer).")
+@click.option(
+    "--publish",
+    type=click.Choice(["both", "check-run", "status"]),
+    envvar="REPROGATE_PUBLISH",
+    default="both",
+    show_default=True,
+    help="How the verdict is shown: a Check Run (report, annotations, link to the rebuild run), a commit status, or both, under the same name.",
+)
 @format_option("github")
-def gate(repo: Path, config_path: Path | None, mode: str, result_file: Path | None, event: Path | None, event_name: str, reader: bool, fmt: str) -> None:
+def gate(
+    repo: Path, config_path: Path | None, mode: str, result_file: Path | None, event: Path | None, event_name: str, reader: bool, publish: str, fmt: str
+) -> None:
     """Pull-request flow: validate, detect, dispatch, pending status."""
     from reprogate.github.command import DryRun, gate_command
 
     dry_run = DryRun(event, event_name, not reader) if event is not None else None
-    finish(lambda: gate_command(repo, config_path, fmt, mode, result_file, dry_run), fmt, "gate")
+    finish(lambda: gate_command(repo, config_path, fmt, mode, result_file, dry_run, publish), fmt, "gate")
 
 
 @click.group()
@@ -99,6 +109,14 @@ def github() -> None:
 )
 @click.option("--base", default=None, help="The base commit the pull request was judged against (dispatch input); named in the status.")
 @click.option("--pr", type=click.IntRange(min=1), default=None, help="Also post the report, rendered here from the verdicts, as this pull request's comment.")
+@click.option(
+    "--publish",
+    type=click.Choice(["both", "check-run", "status"]),
+    envvar="REPROGATE_PUBLISH",
+    default="both",
+    show_default=True,
+    help="How the verdict is shown: a Check Run (report, annotations, link to the rebuild run), a commit status, or both, under the same name.",
+)
 def github_status(
     state: str | None,
     verdicts: tuple[Path, ...],
@@ -112,6 +130,7 @@ def github_status(
     rebuild_result: str | None,
     base: str | None,
     pr: int | None,
+    publish: str,
 ) -> None:
     """Set a commit status, or the one terminal state of a rebuild's verdicts (and the report comment)."""
     from reprogate.github.command import StatusRequest, status_command
@@ -129,6 +148,7 @@ def github_status(
         nonce=nonce,
         rebuild_result=rebuild_result,
         base=base,
+        publish=publish,
     )
     finish(lambda: status_command(request), "text", "github status")
 

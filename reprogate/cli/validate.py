@@ -11,7 +11,7 @@ from reprogate.cli.common import finish, format_option
 
 @click.command()
 @click.argument("paths", nargs=-1)
-@format_option()
+@format_option(sarif=True)
 @click.option("--max-bytes", type=click.IntRange(min=1), default=None, help="Largest file read (default 16 MiB).")
 @click.option(
     "--root",

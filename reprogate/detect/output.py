@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 
-from reprogate.detect.base import LAYERS, Change
+from reprogate.core.diagnostics import Diagnostic, Severity
+from reprogate.detect.base import LAYERS, REBUILD_LAYERS, Change
 from reprogate.detect.run import DetectResult
 from reprogate.output.markdown import cell, code_span
+from reprogate.output.sarif import RuleText
 
 
 def text(result: DetectResult) -> str:
@@ -36,6 +38,32 @@ def markdown(result: DetectResult) -> str:
         for c in result.changes:
             lines.append(f"| {c.layer} | {code_span(c.path, in_table=True)} | {cell(_described(c))} |")
     return "\n".join(lines) + "\n"
+
+
+def findings(result: DetectResult) -> list[Diagnostic]:
+    """Each change as a finding at its file (for SARIF): a warning where the layer requires a
+    rebuild (or the record itself changed), a notice otherwise. The rule is the layer and kind
+    (`framework-version`), the message what changed."""
+    out = []
+    for c in result.changes:
+        rebuild = c.layer in REBUILD_LAYERS or c.kind == "reference"
+        hint = "a rebuild of the reference must pass before this merges (reprogate gate dispatches it)" if rebuild else ""
+        out.append(Diagnostic(c.path, _described(c), f"{c.layer}-{c.kind}", Severity.WARNING if rebuild else Severity.NOTICE, hint=hint))
+    return out
+
+
+def rule_texts(result: DetectResult) -> dict[str, RuleText]:
+    """What each `layer-kind` rule of `findings` reports, in words."""
+    texts = {}
+    for c in result.changes:
+        rebuild = c.layer in REBUILD_LAYERS or c.kind == "reference"
+        texts[f"{c.layer}-{c.kind}"] = RuleText(
+            f"a {c.kind} change in the watched {c.layer} layer",
+            "This layer decides what a training run computes: the gate rebuilds the reference record and the check passes only if the rebuild reproduces it."
+            if rebuild
+            else "Reported for review; this layer alone does not require a rebuild.",
+        )
+    return texts
 
 
 def _described(change: Change) -> str:

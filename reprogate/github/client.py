@@ -10,7 +10,8 @@
 - The token is never printed, not even as `::add-mask::` (which would put it into any captured
   stdout; the runner masks github.token and secrets itself), and errors quote GitHub's message,
   never request headers.
-- Size limits: a status description is cut to 140 characters, a comment body to 65,536.
+- Size limits: a status description is cut to 140 characters, a comment body to 65,536, a check
+  run's output summary and text to 65,535 (github/checks.py cuts them, saying so).
 """
 
 from __future__ import annotations
@@ -122,6 +123,18 @@ class GitHubClient:
         if target_url:
             body["target_url"] = target_url
         return _object(self.request("POST", f"/repos/{repo}/statuses/{sha}", json=body, expect=(201,)))
+
+    def create_check_run(self, repo: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST /repos/{owner}/{repo}/check-runs (github/checks.py builds the body)."""
+        return _object(self.request("POST", f"/repos/{repo}/check-runs", json=body, expect=(201,)))
+
+    def update_check_run(self, repo: str, check_run_id: int, body: dict[str, Any]) -> dict[str, Any]:
+        """PATCH a check run: its status, conclusion, output; annotations given are appended."""
+        return _object(self.request("PATCH", f"/repos/{repo}/check-runs/{int(check_run_id)}", json=body, expect=(200,)))
+
+    def check_runs(self, repo: str, ref: str, name: str) -> list[dict[str, Any]]:
+        """The check runs named `name` on a commit (every one, not only the latest)."""
+        return list(self.paginate(f"/repos/{repo}/commits/{ref}/check-runs", {"check_name": name, "filter": "all"}, key="check_runs"))
 
     def combined_status(self, repo: str, ref: str) -> dict[str, Any]:
         return _object(self.request("GET", f"/repos/{repo}/commits/{ref}/status"))

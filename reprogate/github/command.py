@@ -13,6 +13,7 @@ from reprogate.core.diagnostics import ExitCode
 from reprogate.core.documents import read_text
 from reprogate.core.errors import ReprogateError, UsageError
 from reprogate.core.redact import redact
+from reprogate.github import checks
 from reprogate.github.binding import Expectation, head_digests, job_problem, refusal
 from reprogate.github.client import GitHubClient
 from reprogate.github.dry_run import DryRunClient
@@ -55,7 +56,13 @@ def run_url_from_env() -> str | None:
 
 
 def gate_command(
-    repo: Path, config_path: Path | None, fmt: str, mode: str = "full", result_file: Path | None = None, dry_run: DryRun | None = None
+    repo: Path,
+    config_path: Path | None,
+    fmt: str,
+    mode: str = "full",
+    result_file: Path | None = None,
+    dry_run: DryRun | None = None,
+    publish: str = checks.DEFAULT_PUBLISH,
 ) -> CommandResult:
     client: GitHubClient | None
     if dry_run is not None:
@@ -67,7 +74,7 @@ def gate_command(
         event = load_event(os.environ.get("GITHUB_EVENT_NAME", ""), os.environ.get("GITHUB_EVENT_PATH"), os.environ.get("GITHUB_REPOSITORY", ""))
         client, recorder = (client_from_env() if mode != "compute" else None), None
     overrides = {name: os.environ[name] for name in OVERRIDES if os.environ.get(name)}
-    settings = Settings(repo, config_path, mode, result_file, server_url_from_env(), overrides)
+    settings = Settings(repo, config_path, mode, result_file, server_url_from_env(), overrides, publish)
     outcome = run_gate(event, settings, client)
     said = recorder.said() if recorder is not None else []
     if fmt == "json":
@@ -110,6 +117,7 @@ class StatusRequest:
     nonce: str | None = None  # the dispatch's nonce: a verdict without it is refused
     rebuild_result: str | None = None  # needs.rebuild.result
     base: str | None = None  # the base the dispatch judged against, named in the description
+    publish: str = checks.DEFAULT_PUBLISH  # both, check-run or status (github/checks.py)
 
 
 def status_command(request: StatusRequest) -> CommandResult:
@@ -135,14 +143,21 @@ def status_command(request: StatusRequest) -> CommandResult:
     if request.verdicts:
         judged = _judge_verdicts(list(request.verdicts), expected, nonce, request.rebuild_result, commit, base)
         posted, text, lines, posted_verdicts = judged.state, judged.description, judged.notes, judged.accepted
-        client.create_status(repo, commit, posted, ctx, text, url)
     else:
         assert request.state is not None
         posted, text = request.state, request.description or request.state
-        client.create_status(repo, commit, posted, ctx, text, url)
-    lines.insert(0, f"{ctx} = {posted} on {commit[:12]}: {text}")
+    # the report and annotations come from the verdicts this job accepted, the state from their judgement
+    check = checks.CheckOutput(posted, text, _report_body(posted_verdicts, lines, text), tuple(verdict_annotations(posted_verdicts)), url)
+    for name in (ctx, *([request.also_context] if request.also_context else [])):
+        if checks.publishes_status(request.publish):
+            client.create_status(repo, commit, posted, name, text, url)
+        if checks.publishes_check(request.publish):
+            if posted == "pending":
+                checks.queue(client, repo, commit, name, check)
+            else:
+                checks.complete(client, repo, commit, name, check)
+    lines.insert(0, f"{ctx} = {posted} on {commit[:12]}: {text}" + (" (check run)" if request.publish == "check-run" else ""))
     if request.also_context:
-        client.create_status(repo, commit, posted, request.also_context, text, url)
         lines.append(f"{request.also_context} = {posted}")
     if request.pr is not None:
         client.upsert_comment(repo, request.pr, MARKER, _report_body(posted_verdicts, lines[1:], text))
@@ -198,6 +213,25 @@ def _judge_verdicts(paths: list[Path], expected: list[str] | None, nonce: str | 
         notes.append(job)
     done = terminal(accepted, unreadable, missing, refused, job, base)
     return Judged(done.state, done.description, notes, accepted)
+
+
+def verdict_annotations(verdicts: list[dict[str, object]]) -> list[checks.Annotation]:
+    """The check run's annotations, at each rebuilt record: every stage that failed (its detail)
+    and the first input that differs (the diagnosis' cause). Their text is redacted; the record
+    path is the one the binding accepted."""
+    out: list[checks.Annotation] = []
+    for verdict in verdicts:
+        record = verdict.get("record") if isinstance(verdict.get("record"), dict) else {}
+        path = str(record.get("path") or ".")  # type: ignore[union-attr]
+        cause = verdict.get("first_difference")
+        if isinstance(cause, dict) and cause.get("text"):
+            out.append(checks.Annotation(path, redact(str(cause["text"])), "failure", title="reprogate: first input that differs"))
+        for stage in verdict.get("stages") or []:  # type: ignore[union-attr]
+            if isinstance(stage, dict) and stage.get("status") == "fail":
+                out.append(
+                    checks.Annotation(path, redact(str(stage.get("detail") or "failed")), "failure", title=f"reprogate: stage {stage.get('name')} failed")
+                )
+    return out
 
 
 def _report_body(verdicts: list[dict[str, object]], notes: list[str], description: str) -> str:

@@ -41,6 +41,14 @@ class DryRunClient(GitHubClient):
         self.posted.append(f"status {context} on {sha[:12]}: {state} ({description})")
         return {}
 
+    def check_runs(self, repo: str, ref: str, name: str) -> list[dict[str, Any]]:
+        return []
+
+    def create_check_run(self, repo: str, body: dict[str, Any]) -> dict[str, Any]:
+        conclusion = f" {body['conclusion']}" if body.get("conclusion") else ""
+        self.posted.append(f"check run {body['name']} on {str(body['head_sha'])[:12]}: {body.get('status', 'queued')}{conclusion} ({body['output']['title']})")
+        return {"id": len(self.posted)}
+
     def dispatch(self, repo: str, workflow: str, ref: str, inputs: dict[str, str]) -> dict[str, Any]:
         shown = ", ".join(f"{key}={value}" for key, value in sorted(inputs.items()) if key != "nonce")
         self.posted.append(f"dispatch {workflow} on {ref}: {shown}")

@@ -34,6 +34,7 @@ from reprogate.core.diagnostics import ExitCode
 from reprogate.core.errors import UsageError
 from reprogate.core.fileio import atomic_write
 from reprogate.detect.output import markdown
+from reprogate.github import checks
 from reprogate.github.client import GitHubClient, GitHubUnreachable
 from reprogate.github.contract_diff import markdown_table
 from reprogate.github.events import (
@@ -78,6 +79,7 @@ class Settings:
     result_file: Path | None = None
     server_url: str = "https://github.com"
     overrides: dict[str, str] = field(default_factory=dict)  # REPROGATE_* inputs of the (trusted) workflow
+    publish: str = checks.DEFAULT_PUBLISH  # both, check-run or status (github/checks.py)
 
 
 @dataclass
@@ -234,7 +236,7 @@ class Gate:
 
     def judge(self, subject: Subject, approvals: Approvals, tree: Path | None = None) -> None:
         config = _base_config(self.settings, subject.base)
-        statuses = self.client.statuses(subject.repository, subject.head)
+        statuses = self._statuses(subject.repository, subject.head, config)
         current = latest(statuses, config.status_context, subject.base)  # a judgement of this (base, head) pair only
         asked_rebuild = subject.number is not None and approvals.applied_by_writer(config.rebuild_label)
         asked_baseline = subject.number is not None and approvals.applied_by_writer(config.baseline_label)
@@ -257,6 +259,23 @@ class Gate:
             self._plan_baseline(plan, found, subject, config, statuses)
         baseline_now = latest(statuses, config.baseline_context, subject.base)
         self._act(plan, found, subject, config, current_state, str(baseline_now.get("state")) if baseline_now else None)
+
+    def _statuses(self, repo: str, sha: str, config: Config) -> list[dict[str, Any]]:
+        """What the gate reads back to keep its rules (terminal states, first seen, the baseline's
+        proof): the commit statuses, or with `--publish check-run` the check runs of the two
+        names read as statuses (github/checks.py)."""
+        if checks.publishes_status(self.settings.publish):
+            return self.client.statuses(repo, sha)
+        runs = [run for name in (config.status_context, config.baseline_context) for run in self.client.check_runs(repo, sha, name)]
+        return checks.as_statuses(runs)
+
+    def _post(self, subject: Subject, state: str, context: str, text: str, url: str | None, summary: str) -> None:
+        """One judgement, shown as `--publish` says: a commit status, a check run, or both, with
+        the same state and text (the check run's title) under the same name."""
+        if checks.publishes_status(self.settings.publish):
+            self.client.create_status(subject.repository, subject.head, state, context, text, url)
+        if checks.publishes_check(self.settings.publish):
+            checks.queue(self.client, subject.repository, subject.head, context, checks.CheckOutput(state, text, summary, details_url=url))
 
     def _drop_stale_labels(self, subject: Subject, config: Config, asked: dict[str, bool]) -> None:
         for label in (config.rebuild_label, config.baseline_label):
@@ -335,7 +354,7 @@ class Gate:
                 self.outcome.messages.append(f"kept {config.status_context} = {current}: a terminal status is never replaced by pending")
             else:
                 text = with_base(text, subject.base)
-                self.client.create_status(subject.repository, subject.head, state, config.status_context, text, url if state == "pending" else None)
+                self._post(subject, state, config.status_context, text, url if state == "pending" else None, comment(found, plan, url))
                 self.outcome.messages.append(f"{config.status_context} = {state}: {text}")
         if plan.baseline is not None:
             state, text = plan.baseline
@@ -345,7 +364,7 @@ class Gate:
                 )
             else:
                 text = with_base(text, subject.base)
-                self.client.create_status(subject.repository, subject.head, state, config.baseline_context, text, url)
+                self._post(subject, state, config.baseline_context, text, url, comment(found, plan, url))
                 self.outcome.messages.append(f"{config.baseline_context} = {state}: {text}")
         if subject.number is not None and (plan.records or plan.comment or found.config_changed or found.contract_changes or found.invalid):
             self.client.upsert_comment(subject.repository, subject.number, MARKER, comment(found, plan, url))
@@ -399,7 +418,7 @@ class Gate:
                     hint=f"fetch it first: git fetch origin refs/pull/{number}/head (and fetch-depth: 0)",
                 )
         config = _base_config(self.settings, subject.base)
-        statuses = self.client.statuses(subject.repository, subject.head)
+        statuses = self._statuses(subject.repository, subject.head, config)
         approvals = ApiApprovals(self.client, subject.repository, number, subject.labels, first_seen(statuses, config.status_context, subject.base))
         subject = dataclasses.replace(subject, new_head=approvals.first_seen is None)
         with tempfile.TemporaryDirectory(prefix="reprogate-head-") as tmp:
@@ -415,7 +434,7 @@ class Gate:
         if not any(fnmatch.fnmatch(branch, pattern) for pattern in RELEASE_BRANCHES):
             self.outcome.messages.append(f"push to {branch}: not a release branch; nothing to require")
             return
-        mine = latest(self.client.statuses(event.repository, event.after), config.status_context)
+        mine = latest(self._statuses(event.repository, event.after, config), config.status_context)
         if mine and mine.get("state") == "success":
             self.outcome.messages.append(f"{branch} @ {event.after[:12]}: reproduction is green")
             return

@@ -43,6 +43,7 @@ from reprogate.rebuild.run_binding import RunBinding
 from reprogate.rebuild.seed_plan import runs_for
 from reprogate.rebuild.stages import STAGES
 from reprogate.rebuild.stages.base import StageResult
+from reprogate.rebuild.stages.compare import first_difference
 from reprogate.rebuild.state import RebuildJob, RebuildState, record_digest
 from reprogate.rebuild.verdict import FileRef, RecordRef, SeedsUsed, StageRecord, Verdict
 from reprogate.validate.runner import Options, validate_document
@@ -247,4 +248,5 @@ def _verdict(
         tool=f"reprogate {__version__}",
         claim=bounded_claim(state, stages, tests, failed, seeds.rebuilt),
         rebuild_record=record_file,
+        first_difference=cause.to_json() if (cause := first_difference(state, failed.name if failed else None)) else None,
     )

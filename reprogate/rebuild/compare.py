@@ -13,6 +13,11 @@ from typing import Any
 from reprogate.rebuild.stats import StepComparison, compare_steps
 
 Key = tuple[int, int]  # (step, rank)
+# What a step's scalars are, in the order a step uses them: the inputs it is given (the schedule's
+# learning rate, the loss scale and other hyperparameters a script reports, the batch), then what
+# it computes from them (the loss, the gradient norm and the other metrics, then the weights).
+INPUT_METRICS = ("loss_scale", "momentum", "weight_decay", "beta1", "beta2", "temperature", "dropout", "batch_size", "tokens")
+OUTPUT_FIELDS = ("loss",)
 
 
 @dataclass
@@ -134,3 +139,91 @@ def compare_values(
         f"at step {result.max_deviation_step[0] if result.max_deviation_step else '?'})",
         {**result.as_dict(), "first_step": step, "rank": rank},
     ), result
+
+
+@dataclass(frozen=True)
+class FirstDifference:
+    """The first scalar of the trace that differs: the earliest (step, rank) at which anything
+    differs, and there the first field in inputs -> outputs order, so a changed learning rate is
+    named before the loss and the weights it goes on to change."""
+
+    field: str  # lr, batch, metrics.loss_scale, loss, metrics.grad_norm, tensors.<name>, model_state
+    role: str  # input or output
+    step: int
+    rank: int
+    reference: Any
+    rebuilt: Any
+
+    @property
+    def text(self) -> str:
+        rank = f" (rank {self.rank})" if self.rank else ""
+        if self.rebuilt is None:
+            return f"`{self.field}` is missing from the rebuild from step {self.step}{rank} (the reference has {_shown(self.reference, self.reference)})"
+        return (
+            f"`{self.field}` differs from step {self.step}{rank}: {_shown(self.rebuilt, self.reference)} in the rebuild vs "
+            f"{_shown(self.reference, self.rebuilt)} in the reference"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "field": self.field,
+            "role": self.role,
+            "step": self.step,
+            "rank": self.rank,
+            "reference": self.reference,
+            "rebuilt": self.rebuilt,
+            "text": self.text,
+        }
+
+
+def _shown(value: Any, other: Any) -> str:
+    """A number short enough to read (4 significant digits), unless that would hide the difference."""
+    if isinstance(value, float) and isinstance(other, float):
+        return f"{value:.4g}" if f"{value:.4g}" != f"{other:.4g}" else repr(value)
+    if isinstance(value, str) and len(value) > 24:
+        return f"`{value[:20]}…`"
+    return repr(value) if not isinstance(value, str) else f"`{value}`"
+
+
+def _fields(event: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    """(field, role, value) of one step event, in inputs -> outputs order."""
+    raw_metrics = event.get("metrics")
+    metrics: dict[str, Any] = raw_metrics if isinstance(raw_metrics, dict) else {}
+    raw_tensors = event.get("tensors")
+    tensors: dict[str, Any] = raw_tensors if isinstance(raw_tensors, dict) else {}
+    out: list[tuple[str, str, Any]] = []
+    if "lr" in event:
+        out.append(("lr", "input", event["lr"]))
+    out += [(f"metrics.{name}", "input", metrics[name]) for name in sorted(metrics) if name in INPUT_METRICS or name.startswith("lr")]
+    if "batch" in event:
+        out.append(("batch", "input", event["batch"]))
+    out += [(name, "output", event[name]) for name in OUTPUT_FIELDS if name in event]
+    out += [(f"metrics.{name}", "output", metrics[name]) for name in sorted(metrics) if not (name in INPUT_METRICS or name.startswith("lr"))]
+    out += [(f"tensors.{name}", "output", tensors[name]) for name in sorted(tensors)]
+    if "model_state" in event:
+        out.append(("model_state", "output", event["model_state"]))
+    return out
+
+
+def _equal(a: Any, b: Any, role: str, abs_tol: float, rel_tol: float) -> bool:
+    """Inputs and digests compare exactly; an output number within the contract's tolerance is equal."""
+    if role == "output" and isinstance(a, int | float) and isinstance(b, int | float) and not isinstance(a, bool) and not isinstance(b, bool):
+        return abs(float(a) - float(b)) <= abs_tol + rel_tol * abs(float(a))
+    return bool(a == b)
+
+
+def first_difference(
+    reference: dict[Key, dict[str, Any]], rebuilt: dict[Key, dict[str, Any]], abs_tol: float = 0.0, rel_tol: float = 0.0
+) -> FirstDifference | None:
+    """The first scalar the reference trace records that the rebuild does not match; None when
+    every recorded scalar matches (the difference then lies in what the trace does not record)."""
+    for key in sorted(reference):
+        theirs = rebuilt.get(key)
+        if theirs is None:
+            continue  # a step the rebuild never reached: the run stage and the steps test say so
+        mine = dict((name, value) for name, _, value in _fields(theirs))
+        for name, role, value in _fields(reference[key]):
+            got = mine.get(name)
+            if not _equal(value, got, role, abs_tol, rel_tol):
+                return FirstDifference(name, role, key[0], key[1], value, got)
+    return None

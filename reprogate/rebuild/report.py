@@ -124,7 +124,7 @@ def markdown(verdict: dict[str, Any]) -> str:
     if stopped:
         lines += [f"**Diagnosis:** the rebuild stopped at the **{verdict['diagnosis']}** stage before anything was compared.", ""]
     elif not passed:
-        lines += [f"**Diagnosis:** the first difference is at the **{verdict['diagnosis']}** stage.", ""]
+        lines += [diagnosis_line(verdict), ""]
     lines += ["| stage | result | time | detail |", "|---|---|---|---|"]
     for stage in verdict["stages"]:
         lines.append(f"| {stage['name']} | {ICONS.get(stage['status'], '')} {stage['status']} | {stage['seconds']:.1f} s | {_cell(stage['detail'])} |")
@@ -163,6 +163,20 @@ def markdown(verdict: dict[str, Any]) -> str:
         lines += ["### Way forward", "", way_forward(verdict), ""]
     lines.append(f"<sub>{verdict['tool']} · record digest `{record['digest'][20:36]}…` · {verdict['seconds']:.1f} s · {verdict['started_at']}</sub>")
     return "\n".join(lines) + "\n"
+
+
+def diagnosis_line(verdict: dict[str, Any]) -> str:
+    """The cause first, the stage where it shows second: the first scalar of the trace that
+    differs (an input such as `lr` before the loss and the weights it goes on to change), then the
+    first stage that failed. Without a traced difference, the stage alone."""
+    stage = f"**{verdict['diagnosis']}**"
+    cause = verdict.get("first_difference")
+    if isinstance(cause, dict) and cause.get("text"):
+        role = "an input to the step" if cause.get("role") == "input" else "computed by the step"
+        return (
+            f"**Diagnosis:** {_inline(one_line(str(cause['text'])))} ({role}, the first difference the trace records); the first stage that fails is {stage}."
+        )
+    return f"**Diagnosis:** the first difference is at the {stage} stage."
 
 
 def way_forward(verdict: dict[str, Any]) -> str:

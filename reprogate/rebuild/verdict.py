@@ -104,6 +104,7 @@ class Verdict:
     tool: str
     claim: Claim
     rebuild_record: FileRef | None = None
+    first_difference: Mapping[str, Any] | None = None  # compare.FirstDifference.to_json(): the cause the diagnosis names
 
     @property
     def infrastructure(self) -> bool:
@@ -139,4 +140,5 @@ class Verdict:
         }
         if self.rebuild_record is not None:
             found["rebuild_record"] = self.rebuild_record.to_json()
+        found["first_difference"] = dict(self.first_difference) if self.first_difference is not None else None
         return found

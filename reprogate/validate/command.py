@@ -7,8 +7,9 @@ from pathlib import Path
 from reprogate.core.diagnostics import ExitCode
 from reprogate.core.documents import DEFAULT_MAX_BYTES
 from reprogate.core.errors import ReprogateError
-from reprogate.output.findings import RENDERERS
+from reprogate.output.findings import RENDERERS, all_findings
 from reprogate.output.result import CommandResult
+from reprogate.output.sarif import render_sarif
 from reprogate.validate.digests import digest_for
 from reprogate.validate.runner import Options, validate
 
@@ -16,6 +17,8 @@ from reprogate.validate.runner import Options, validate
 def validate_command(paths: list[str], fmt: str, max_bytes: int | None, root: Path | None, strict: bool, verbose: bool) -> CommandResult:
 
     report = validate(paths, Options(max_bytes=max_bytes or DEFAULT_MAX_BYTES, root=root, strict=strict))
+    if fmt == "sarif":
+        return render_sarif("validate", report.exit_code, all_findings(report))
     return RENDERERS[fmt](report, verbose)
 
 

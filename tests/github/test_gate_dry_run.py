@@ -55,8 +55,12 @@ def test_a_docs_only_change_would_post_success_and_dispatch_nothing(dry_run: Cal
     result = dry_run(pr_event("opened", base, head), "--format", "json")
     payload = json.loads(result.output)
     assert result.exit_code == 0 and payload["outputs"]["rebuild-required"] == "false"
-    assert [line.split(":")[0] for line in payload["would_post"]] == [f"status reprogate/reproduction on {head[:12]}"]
-    assert "success" in payload["would_post"][0] and not any(line.startswith("dispatch") for line in payload["would_post"])
+    assert [line.split(":")[0] for line in payload["would_post"]] == [
+        f"status reprogate/reproduction on {head[:12]}",
+        f"check run reprogate/reproduction on {head[:12]}",
+    ]
+    assert "success" in payload["would_post"][0] and "completed success" in payload["would_post"][1]  # --publish both: the same judgement twice
+    assert not any(line.startswith("dispatch") for line in payload["would_post"])
 
 
 def test_a_label_from_a_reader_is_shown_ignored(dry_run: Callable[..., Result], repo: Path) -> None:

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import threading
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ def _nullable(node: Any) -> None:
     if isinstance(node, dict):
         if node.get("nullable") is True and isinstance(node.get("type"), str):
             node["type"] = [node["type"], "null"]
+            if isinstance(node.get("enum"), list) and None not in node["enum"]:
+                node["enum"].append(None)  # OpenAPI 3.0: nullable allows null whatever the enum lists
         for value in node.values():
             _nullable(value)
     elif isinstance(node, list):
@@ -117,6 +120,7 @@ class FakeGitHub:
     pulls: dict[int, dict[str, Any]] = field(default_factory=dict)  # number -> pulls/get answer (see add_pull)
     runs: dict[int, dict[str, Any]] = field(default_factory=dict)  # run id -> actions/get-workflow-run answer (see add_run)
     issue_events: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # number -> issues/list-events answer
+    check_runs: list[dict[str, Any]] = field(default_factory=list)  # every check run, as GitHub keeps it (annotations appended)
     link: str | None = None  # a Link header to send with list answers (pagination attacks)
     url: str = ""
     _clock: int = 0
@@ -144,6 +148,13 @@ class FakeGitHub:
 
     def statuses_on(self, sha: str) -> list[dict[str, Any]]:
         return [{k: v for k, v in s.items() if k != "sha"} for s in self.statuses if s["sha"] == sha]
+
+    @staticmethod
+    def _annotate(run: dict[str, Any], body: dict[str, Any]) -> None:
+        """GitHub appends the annotations of each request (at most 50 each: the schema says so)."""
+        annotations = (body.get("output") or {}).get("annotations") or []
+        run["annotations"].extend(annotations)
+        run["output"]["annotations_count"] = len(run["annotations"])
 
     def add_pull(
         self, number: int, head: str, base: str, *, fork: bool = False, labels: tuple[str, ...] = (), state: str = "open", base_repo: str | None = None
@@ -182,6 +193,35 @@ class FakeGitHub:
         if operation == "repos/list-commit-statuses-for-ref":
             sha = route.split("/")[-2]
             return 200, ({"Link": self.link} if self.link else {}), list(reversed(self.statuses_on(sha)))
+        if operation == "checks/create":
+            run = self.api.example(method, path, 201)
+            run.update(id=len(self.check_runs) + 1, name=body["name"], head_sha=body["head_sha"], details_url=body.get("details_url"))
+            run.update(status=body.get("status", "queued"), conclusion=body.get("conclusion"), started_at=body.get("started_at") or self.now())
+            run["completed_at"] = body.get("completed_at")
+            if body.get("conclusion"):
+                run["status"] = "completed"
+            run["output"] = dict(run["output"], title=body["output"]["title"], summary=body["output"]["summary"], annotations_count=0)
+            run["annotations"] = []
+            self._annotate(run, body)
+            self.check_runs.append(run)
+            return 201, {}, {k: v for k, v in run.items() if k != "annotations"}
+        if operation == "checks/update":
+            run = next((r for r in self.check_runs if r["id"] == int(route.rsplit("/", 1)[-1])), None)
+            if run is None:
+                return 404, {}, {"message": "Not Found"}
+            for key in ("status", "conclusion", "started_at", "completed_at", "details_url"):
+                if key in body:
+                    run[key] = body[key]
+            if body.get("conclusion"):
+                run["status"] = "completed"
+            if "output" in body:
+                run["output"].update(title=body["output"]["title"], summary=body["output"]["summary"])
+            self._annotate(run, body)
+            return 200, {}, {k: v for k, v in run.items() if k != "annotations"}
+        if operation == "checks/list-for-ref":
+            sha, query = route.split("/")[-2], urllib.parse.parse_qs(path.partition("?")[2])
+            named = [r for r in self.check_runs if r["head_sha"] == sha and r["name"] in query.get("check_name", [r["name"]])]
+            return 200, {}, {"total_count": len(named), "check_runs": [{k: v for k, v in r.items() if k != "annotations"} for r in reversed(named)]}
         if operation == "pulls/get":
             number = int(route.rsplit("/", 1)[-1])
             if number not in self.pulls:

@@ -64,3 +64,21 @@ def steps(state: RebuildState) -> StageResult:
         result.passed,
     )
     return _result(outcome, test)
+
+
+COMPARING = ("batches", "model-state", "steps", "metric")  # the stages whose failure a trace difference explains
+
+
+def first_difference(state: RebuildState, failed_stage: str | None) -> compare.FirstDifference | None:
+    """The cause the diagnosis names: the first scalar the trace records per step that the
+    rebuild does not match, inputs before outputs (compare.first_difference). Only for a failed
+    comparison of a run that replays the reference's steps (bitwise, behavioral, or a statistical
+    rebuild on the trace's own seed): a fresh seed is meant to differ."""
+    job, runs = state.job, state.runs
+    if failed_stage not in COMPARING or runs is None or runs.first is None or not state.reference_events or job.level == "startup":
+        return None
+    if job.level == "statistical" and runs.first.seed != job.section("seeds", "global"):
+        return None
+    tolerance = job.section("contract", "tolerance") or {}
+    abs_tol, rel_tol = (float(tolerance.get("abs", 0.0)), float(tolerance.get("rel", 0.0))) if job.level == "behavioral" else (0.0, 0.0)
+    return compare.first_difference(*_ranges(state), abs_tol, rel_tol)
