@@ -740,7 +740,11 @@ def prepare_wheels(target: Path) -> int:
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="tools/gpu-check", description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="tools/gpu-check",
+        description=__doc__.split("\n\n")[0],
+        epilog="exit: 0 every check that ran passed; 1 a check failed; 2 bad arguments; 3 no GPU check could run (without --dry-run). See docs/gpu-check.md.",
+    )
     parser.add_argument("--dry-run", action="store_true", help="On a CPU: install from the working tree and write the summary; every GPU check is not-run.")
     parser.add_argument(
         "--wheels",
