@@ -545,7 +545,8 @@ print(json.dumps({
     "envelope": data["contract"].get("envelope"),
     "execution_env": data["execution"].get("env", {}),
     "gpus": [g.get("name") for g in (data.get("devices") or {}).get("gpus", [])],
-    "compatibility": (data.get("software") or {}).get("framework", {}).get("cuda"),
+    "framework": (data.get("software") or {}).get("framework"),
+    "driver_version": (data.get("devices") or {}).get("driver_version"),
     "deterministic_algorithms": (meta.get("determinism") or {}).get("deterministic_algorithms"),
     "meta": {k: meta.get(k) for k in ("seed", "world_size", "steps", "device", "cuda", "torch")},
 }))

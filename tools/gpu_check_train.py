@@ -50,11 +50,11 @@ def main() -> None:
     rank = int(os.environ.get("RANK", 0))
     if int(os.environ.get("WORLD_SIZE", 1)) != 1:
         raise SystemExit("gpu-check: the CUDA reference runs as one rank")
+    seed = seed_from_env(args.seed)
+    generator = seed_everything(seed, rank)  # before the first CUDA work: deterministic kernels, TF32 off
+    torch.use_deterministic_algorithms(True)
     device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)) % torch.cuda.device_count())
     torch.cuda.set_device(device)
-    seed = seed_from_env(args.seed)
-    generator = seed_everything(seed, rank)
-    torch.use_deterministic_algorithms(True)
 
     vocab = json.loads((data_dir / config["data"]["vocabulary"]).read_text())
     train_ids = torch.cat([encode(data_dir / name, vocab) for name in config["data"]["shards"]])
