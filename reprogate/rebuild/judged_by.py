@@ -27,8 +27,10 @@ JUDGING = (*CONTRACT_SECTIONS, "semantics")  # and the release whose defaults th
 # How the environment is rebuilt is the base's to say too: what is in it (lock files, recipe,
 # image) comes from the head, but a head that switched to `realizer: current` (or to the 0.1
 # semantics whose default that was) would be rebuilt in reprogate's own interpreter, leaving the
-# lock file it changed unexercised.
-JUDGING_IN_JOB = ("environment",)
+# lock file it changed unexercised. The configuration is a reference artifact: a head that
+# re-pinned it, or moved it from its file's hash to what the code reports (`hash_of: trace`),
+# would choose what its own configuration is checked against.
+JUDGING_IN_JOB = ("environment", "config")
 
 
 @dataclass(frozen=True)

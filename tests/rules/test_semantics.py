@@ -122,3 +122,22 @@ def test_a_pull_request_cannot_switch_the_realizer_or_the_semantics_of_the_rebui
         judged = from_base(path, head, base)
         assert realizers.choose(judged.data).name == "venv", judged.data
         assert set(judged.changed) & {"job.environment", "semantics"} and "do not judge" in judged.note
+
+
+def test_a_pull_request_cannot_move_its_configuration_pin_from_the_file_to_what_its_code_reports(tmp_path: Path) -> None:
+    """A head that edits its configuration file and re-pins it as `hash_of: trace` (no checksum)
+    would have its own training code report the configuration the rebuild compares: judged by the
+    base, the base's file hash is what the `config` stage checks."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    pinned = {"path": "config.yaml", "hash": "canonical-v1:" + "0" * 64}
+    base_data = {**record_data(repo, semantics=CURRENT_TEXT), "job": {"entrypoint": ["python", "t.py"], "config": pinned}}
+    path = write(repo, base_data)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD").strip()
+    head = {**base_data, "job": {"entrypoint": ["python", "t.py"], "config": {"path": "config.yaml", "hash": "canonical-v1:" + "1" * 64, "hash_of": "trace"}}}
+    judged = from_base(path, head, base)
+    assert judged.data["job"]["config"] == pinned and judged.data["job"]["entrypoint"] == ["python", "t.py"]
+    assert "job.config" in judged.changed
