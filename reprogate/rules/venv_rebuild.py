@@ -48,7 +48,12 @@ def semantics_is_readable(ctx: RuleContext) -> Iterator[Diagnostic]:
     try:
         stated(ctx.data)
     except SemanticsError as exc:
-        yield ctx.finding(("semantics",), str(exc), "semantics-unknown", f"write semantics: {CURRENT_TEXT!r} (this release) or an older one")
+        yield ctx.finding(
+            ("semantics",),
+            str(exc),
+            "semantics-unknown",
+            f"install the release the record names (or newer); a record written under this release's rules says semantics: {CURRENT_TEXT!r}",
+        )
 
 
 def realizer_is_declared(ctx: RuleContext) -> Iterator[Diagnostic]:
