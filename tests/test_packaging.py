@@ -112,7 +112,7 @@ def test_the_sdist_carries_the_license_changelog_and_tests(tmp_path: Path) -> No
     subprocess.run([sys.executable, "-m", "hatchling", "build", "-t", "sdist", "-d", str(tmp_path)], check=True, capture_output=True, cwd=REPO)
     sdist = next(tmp_path.glob("reprogate-*.tar.gz"))
     names = {name.split("/", 1)[1] for name in tarfile.open(sdist).getnames() if "/" in name}
-    assert {"LICENSE", "CHANGELOG.md", "README.md", "pyproject.toml", "action.yml", "schemas/run-record.schema.json"} <= names
+    assert {"LICENSE", "CHANGELOG.md", "README.md", "pyproject.toml", "action.yml", "schemas/run-record.schema.json", "mkdocs.yml", "docs/index.md"} <= names
     assert any(name.startswith("tests/") for name in names)
 
 
@@ -124,13 +124,18 @@ def test_the_changelog_opens_with_this_version() -> None:
 
 
 def test_the_documented_pins_name_this_release() -> None:
-    """The README's pre-commit `rev:` and the example workflows' pinned-release comments say the
-    version a reader can install; a release that forgets them leaves users pinning an old one."""
+    """The pre-commit `rev:` (docs/validate.md's hook snippet, and any other in the README or docs/)
+    and the example workflows' pinned-release comments say the version a reader can install; a
+    release that forgets them leaves users pinning an old one."""
     import re
 
     from reprogate import __version__
 
-    found = re.findall(r"^\s*rev: (v\S+)$", (REPO / "README.md").read_text(), flags=re.M)
+    hook = re.findall(r"^\s*rev: (v\S+)$", (REPO / "docs" / "validate.md").read_text(), flags=re.M)
+    assert hook, "docs/validate.md lost its pre-commit snippet"
+    found = [
+        rev for page in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))] for rev in re.findall(r"^\s*rev: (v\S+)$", page.read_text(), flags=re.M)
+    ]
     for workflow in sorted((REPO / "examples" / "workflows").glob("*.yml")):
         found += re.findall(r"uses: reprogate/reprogate@[0-9a-f]{40} # (v\S+) - pin the release you adopt", workflow.read_text())
     assert found and set(found) == {f"v{__version__}"}, found

@@ -438,8 +438,8 @@ def _write_config(root: Path, record_path: Path, written: Written, notes: list[s
             notes.append(f"{CONFIG_NAME} names no reference record: add `reference: {rel}` so the gate rebuilds it")
         return False
     text = modeline("Config") + (
-        "# reprogate configuration: where the records are and which one the gate rebuilds (see the README's\n"
-        '# "Adopting reprogate"). Paths are relative to this folder, the repository root.\n'
+        "# reprogate configuration: where the records are and which one the gate rebuilds (see reprogate's\n"
+        "# docs/adopting.md). Paths are relative to this folder, the repository root.\n"
         "apiVersion: reprogate/v1\nkind: Config\nrecords:\n  - records/*.yaml\n"
         f"reference: {rel}\n"
         "rebuild:\n  workflow: reference-rebuild.yml  # the name of the example rebuild workflow (examples/workflows)\n"
