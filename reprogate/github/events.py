@@ -4,7 +4,7 @@ The event file is input like any other: a field of the wrong type, a missing hea
 that is not JSON is a UsageError (exit 2) naming the file and the field, never a KeyError deep in
 the gate. Only the fields the gate uses are read; everything else in the payload is ignored.
 
-Which values can be trusted is a separate question (README, "Security"): the payload of a
+Which values can be trusted is a separate question (docs/security.md): the payload of a
 `pull_request` event is GitHub's, but label names, branch names and titles in it were typed by
 people, so the gate prints them only through output/emit and takes its own configuration from the
 base revision.

@@ -10,7 +10,7 @@ Three modes, one judgement:
   must be the commit the finished run tested), judge the head from git objects without running
   or checking out anything of it, and post.
 
-Trust (README, "Security"): settings, label names, workflow, ref and the reference records come
+Trust (docs/security.md): settings, label names, workflow, ref and the reference records come
 from the base revision; a pull request that edits `.reprogate.yaml` is a watched change. Labels
 count only when a writer applied them to this head. A terminal status is never replaced by
 `pending` for the same head, and events that change nothing that is built post nothing.
