@@ -39,6 +39,8 @@ case "${INPUT_COMMAND:-gate}" in
   validate | detect) [ -z "${INPUT_SARIF_FILE:-}" ] || own_options --format ;;
   rebuild) own_options --environment --nonce --contract-from --allow-unsandboxed --dry-run --format ;;
   status) own_options --state --from-verdict --nonce --rebuild-result --base --expect-records --also-context --sha --pr --context ;;
+  attest) own_options --nonce ;;
+  badge) own_options --nonce --rebuild-result ;;
 esac
 if [ -n "${INPUT_WORKING_DIRECTORY:-}" ]; then
   cd -- "$INPUT_WORKING_DIRECTORY" || { echo "::error title=reprogate::working-directory does not exist"; exit 2; }
@@ -117,7 +119,31 @@ case "${INPUT_COMMAND:-gate}" in
     [ -z "${INPUT_SHA:-}" ] || args+=(--sha "$INPUT_SHA")
     [ -z "${INPUT_PULL_REQUEST:-}" ] || args+=(--pr "$INPUT_PULL_REQUEST")
     exec "$reprogate" "${args[@]}" ${extra_args[@]+"${extra_args[@]}"} ;;
+  attest)
+    # the reproduction statement of one verdict (a file, or the folder its artifact was downloaded
+    # into), for actions/attest; no token
+    without_token
+    verdict="${INPUT_VERDICT:-verdicts}"
+    [ ! -d "$verdict" ] || verdict="$verdict/verdict.json"
+    extra=()
+    [ -z "${INPUT_NONCE:-}" ] || extra+=(--nonce "$INPUT_NONCE")
+    exec "$reprogate" attest ${extra[@]+"${extra[@]}"} ${extra_args[@]+"${extra_args[@]}"} -- "$verdict" ;;
+  badge)
+    # one badge for every verdict in the folder; none at all is a missing one (inconclusive)
+    without_token
+    verdict="${INPUT_VERDICT:-verdicts}"
+    args=(badge)
+    [ -z "${INPUT_NONCE:-}" ] || args+=(--nonce "$INPUT_NONCE")
+    [ -z "${INPUT_REBUILD_RESULT:-}" ] || args+=(--rebuild-result "$INPUT_REBUILD_RESULT")
+    files=()
+    if [ -d "$verdict" ]; then
+      while IFS= read -r -d '' file; do files+=("$file"); done < <(find "$verdict" -name verdict.json -type f -print0 | sort -z)
+      [ "${#files[@]}" -gt 0 ] || files+=("$verdict/verdict.json")
+    else
+      files+=("$verdict")
+    fi
+    exec "$reprogate" "${args[@]}" ${extra_args[@]+"${extra_args[@]}"} -- "${files[@]}" ;;
   *)
-    echo "::error title=reprogate::unknown command (gate, validate, detect, rebuild, status, audit)"
+    echo "::error title=reprogate::unknown command (gate, validate, detect, rebuild, status, audit, attest, badge)"
     exit 2 ;;
 esac

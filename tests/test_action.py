@@ -21,7 +21,7 @@ ACTION = load_document(REPO / "action.yml").data
 
 
 # the commands run.sh runs; STEP_OUTPUTS says which commands write each output ("detect/gate: ...")
-ACTION_COMMANDS = {"gate", "validate", "detect", "rebuild", "status", "audit"}
+ACTION_COMMANDS = {"gate", "validate", "detect", "rebuild", "status", "audit", "attest", "badge"}
 
 
 def test_action_outputs_are_exactly_the_step_outputs_its_commands_write() -> None:
@@ -122,6 +122,16 @@ def run_script(venv: Path, cwd: Path, **inputs: str) -> list[str]:
             ["rebuild", "--environment", "candidate", "--format", "github", "--", "r.yaml"],
         ),
         ({"command": "audit"}, False, ["audit", "--"]),
+        (
+            {"command": "attest", "verdict": "v/verdict.json", "nonce": "n" * 20, "extra_args": "--out=s.json"},
+            False,
+            ["attest", "--nonce", "n" * 20, "--out=s.json", "--", "v/verdict.json"],
+        ),
+        (
+            {"command": "badge", "verdict": "v.json", "nonce": "n" * 20, "rebuild_result": "success"},
+            False,
+            ["badge", "--nonce", "n" * 20, "--rebuild-result", "success", "--", "v.json"],
+        ),
     ],
 )
 def test_only_the_posting_commands_get_the_token(fake_venv: Path, tmp_path: Path, inputs: dict[str, str], token: bool, args: list[str]) -> None:
@@ -178,6 +188,18 @@ def test_status_with_no_verdict_at_all_still_names_one(fake_venv: Path, tmp_path
     (tmp_path / "verdicts").mkdir()
     out = run_script(fake_venv, tmp_path, command="status", verdict="verdicts")
     assert out[1:] == ["github", "status", "--from-verdict", "verdicts/verdict.json"]
+
+
+def test_badge_judges_every_verdict_in_a_folder_and_names_a_missing_one(fake_venv: Path, tmp_path: Path) -> None:
+    for i in (1, 0):
+        (tmp_path / "verdicts" / f"reprogate-verdict-{i}").mkdir(parents=True)
+        (tmp_path / "verdicts" / f"reprogate-verdict-{i}" / "verdict.json").write_text("{}")
+    out = run_script(fake_venv, tmp_path, command="badge", verdict="verdicts")
+    assert out[1:] == ["badge", "--", "verdicts/reprogate-verdict-0/verdict.json", "verdicts/reprogate-verdict-1/verdict.json"]
+    (tmp_path / "none").mkdir()
+    assert run_script(fake_venv, tmp_path, command="badge", verdict="none")[1:] == ["badge", "--", "none/verdict.json"]
+    (tmp_path / "one").mkdir()
+    assert run_script(fake_venv, tmp_path, command="attest", verdict="one")[1:] == ["attest", "--", "one/verdict.json"]
 
 
 def test_unknown_command_is_refused_without_echoing_it(fake_venv: Path, tmp_path: Path) -> None:

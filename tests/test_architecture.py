@@ -42,6 +42,7 @@ RANK = {
     "init": 4,
     "audit": 4,
     "capacity": 4,
+    "attest": 4,
     "cli": 5,
     "__main__": 5,
 }

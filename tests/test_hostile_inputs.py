@@ -206,7 +206,11 @@ RECORD_VARIANTS = ("big-int-yaml", "big-int-json", "kind-list", "surrogate", "nu
 
 def cases() -> list[Case]:
     found = [Case(command, args, "record", v, overrides.get(v, 2)) for command, (args, overrides) in RECORD_COMMANDS.items() for v in RECORD_VARIANTS]
-    found += [Case("report", ("report", "{input}"), "verdict", v, 2) for v in ("big-int", "surrogate", "fifo", "wrong-type", "empty")]
+    found += [
+        Case(command, (command, "{input}"), "verdict", v, 2)
+        for command in ("report", "attest", "badge")
+        for v in ("big-int", "surrogate", "fifo", "wrong-type", "empty")
+    ]
     found += [Case("compare", ("compare", "{input}", "{input}"), "trace", v, 2) for v in ("big-int", "surrogate", "wrong-type", "fifo", "not-utf8")]
     found += [
         Case("dataset verify", ("dataset", "verify", "{input}"), "manifest", v, {"nul-name": 1}.get(v, 2))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import click
 
 from reprogate import __version__
-from reprogate.cli import audit, capacity, capture, datasets, detect, github, images, init, rebuild, validate
+from reprogate.cli import attest, audit, capacity, capture, datasets, detect, github, images, init, rebuild, validate
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -34,6 +34,8 @@ COMMANDS: dict[str, click.Command] = {
     "interval": rebuild.interval,
     "compare": rebuild.compare,
     "report": rebuild.report,
+    "attest": attest.attest,
+    "badge": attest.badge,
     "detect": detect.detect,
     "image": images.image,
     "dockerfile": images.dockerfile,

@@ -13,15 +13,21 @@ from typing import Any
 
 from reprogate.core.diagnostics import field_path
 from reprogate.core.errors import UsageError
-from reprogate.core.json_input import read_json_input
+from reprogate.core.json_input import parse_json_bytes, read_bounded
 from reprogate.core.schemas import validator
 
 MAX_VERDICT_BYTES = 16 * 1024 * 1024
 
 
 def read_verdict(path: Path) -> dict[str, Any]:
+    """The verdict in the file at `path`, read bounded and held to its schema."""
+    return parse_verdict(read_bounded(path, MAX_VERDICT_BYTES, "the verdict", "a reprogate verdict"), path)
 
-    data = read_json_input(path, MAX_VERDICT_BYTES, "the verdict", "a reprogate verdict")
+
+def parse_verdict(raw: bytes, path: Path) -> dict[str, Any]:
+    """The verdict in `raw` (the bytes of the file at `path`), held to its schema: for a caller
+    that must also know the exact bytes it judged (`attest` names their digest)."""
+    data = parse_json_bytes(raw, str(path), "the verdict")
     if not isinstance(data, dict) or data.get("kind") != "Verdict":
         raise UsageError(f"{path}: not a reprogate verdict (kind: Verdict)")
     errors = sorted(validator("Verdict").iter_errors(data), key=lambda e: list(e.absolute_path))
