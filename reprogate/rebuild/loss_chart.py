@@ -90,7 +90,10 @@ def _tolerance(verdict: dict[str, Any]) -> Tolerance | None:
     """The steps stage's tolerance when it judged the loss; None for exact or a loss it did not judge."""
     for test in verdict.get("tests") or []:
         if isinstance(test, dict) and test.get("test") == "step tolerance" and "loss" in (test.get("quantities") or ["loss"]):
-            tol = Tolerance(float(test.get("abs") or 0.0), float(test.get("rel") or 0.0))
+            bounds = [test.get("abs", 0.0), test.get("rel", 0.0)]
+            if not all(isinstance(b, int | float) and not isinstance(b, bool) and 0 <= b < math.inf for b in bounds):
+                return None  # the verdict schema leaves a test's fields open: a tolerance that is no number is not drawn
+            tol = Tolerance(float(bounds[0]), float(bounds[1]))
             return tol if tol.abs > 0 or tol.rel > 0 else None
     return None
 
@@ -116,6 +119,11 @@ def _log(value: float) -> float:
     return math.log10(value) if value > 0 else -math.inf
 
 
+def _clamped(value: float, bottom: float, top: float) -> float:
+    """log10 of a value on the chart: 0 (no logarithm) on the bottom edge, never past the top."""
+    return min(max(_log(value), bottom), top)
+
+
 def difference_chart(loss: LossDifference) -> str:
     """log10 |Δ loss| per step (red), the first differing step (a grey spike), the tolerance (blue).
 
@@ -129,7 +137,7 @@ def difference_chart(loss: LossDifference) -> str:
         return ""
     shown = [max(differences[i] for i in b) for b in buckets]
     allowed = [min(loss.tolerance.at(loss.reference[i]) for i in b) for b in buckets] if loss.tolerance else []
-    finite = [_log(v) for v in shown + allowed if v > 0]
+    finite = [_log(v) for v in shown + allowed if 0 < v < math.inf]
     top = math.ceil(max(finite))
     # at least 8 decades: Mermaid's ~10 ticks then fall on whole numbers, one per decade
     bottom = min(math.floor(min(finite)) - 1, top - DECADES)
@@ -137,10 +145,10 @@ def difference_chart(loss: LossDifference) -> str:
     series = [
         # the marker: a spike from the bottom edge (where the axis is) to the top at the first differing step
         Series("line", tuple(float(top) if n == first_bucket else float(bottom) for n in range(len(buckets))), GREY),
-        Series("line", tuple(max(_log(v), bottom) for v in shown), RED),
+        Series("line", tuple(_clamped(v, bottom, top) for v in shown), RED),
     ]
     if allowed:
-        series.append(Series("line", tuple(_log(v) for v in allowed), BLUE))
+        series.append(Series("line", tuple(_clamped(v, bottom, top) for v in allowed), BLUE))
     return mermaid(
         XYChart(
             title="How far the rebuild's loss is from the reference's",
@@ -200,14 +208,17 @@ def difference_legend(loss: LossDifference, verdict: dict[str, Any]) -> str:
         crossed = f"the loss first exceeds it at step {loss.steps[outside]}" if outside is not None else "the loss stays within it at every step"
         parts.append(f"**Blue line**: log10 of the tolerance at each step, {loss.tolerance.words()}; {crossed}.")
     else:
-        parts.append(f"**Tolerance**: exact — the {_level(verdict)} contract fails on any difference, so there is no tolerance line.")
+        parts.append(f"**Tolerance**: {_no_tolerance(verdict)}, so there is no tolerance line.")
     parts.append(f"Largest difference: {d[loss.largest]:.3g} at step {loss.steps[loss.largest]}.{_sampled(loss)}{_stopped(loss)}")
     return " ".join(parts)
 
 
-def _level(verdict: dict[str, Any]) -> str:
+def _no_tolerance(verdict: dict[str, Any]) -> str:
+    """Why no tolerance line is drawn: an exact contract, or a tolerance that does not judge the loss."""
     record = verdict.get("record") if isinstance(verdict.get("record"), dict) else {}
-    return str(record.get("level") or "bitwise")
+    if record.get("level") == "bitwise":
+        return "exact — the bitwise contract fails on any difference"
+    return "none on the loss (the steps stage judged other quantities, or no step tolerance is stated)"
 
 
 def _cause(verdict: dict[str, Any], loss: LossDifference) -> str:
@@ -257,7 +268,7 @@ def section(verdict: dict[str, Any]) -> list[str]:
             f"first exceeded at step {loss.steps[outside]}." if outside is not None else "never exceeded by the loss."
         )
     else:
-        lead += " The contract is exact."
+        lead += f" Tolerance: {_no_tolerance(verdict)}."
     lead += _cause(verdict, loss)
     block = f"{chart}\n\n{difference_legend(loss, verdict)}" if chart else ""
     if passed:

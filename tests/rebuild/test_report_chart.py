@@ -25,6 +25,7 @@ import pytest
 from support.verdicts import make_verdict
 
 from reprogate.core.schemas import validator
+from reprogate.rebuild.command import report_command
 from reprogate.rebuild.compare import loss_curve
 from reprogate.rebuild.environments import FROM_TRACE, RebuiltSide, side_by_side
 from reprogate.rebuild.loss_chart import DECADES, MAX_POINTS, loss_difference, section
@@ -116,8 +117,11 @@ def test_a_tolerance_on_other_quantities_draws_no_tolerance_line_for_the_loss() 
     reference = reference_curve()
     verdict = verdict_with({"reference": reference, "rebuilt": perturbed(reference, 3, 1e-3)}, "behavioral", {"abs": 1e-4, "rel": 0.0})
     verdict["tests"][0]["quantities"] = ["grad_norm"]
-    (chart, _) = charts(markdown(verdict))
+    text = markdown(verdict)
+    (chart, _) = charts(text)
     assert len(chart["series"]) == 2
+    assert "**Tolerance**: none on the loss (the steps stage judged other quantities, or no step tolerance is stated), so there is no tolerance line." in text
+    assert "exact" not in text.split("### Loss", 1)[1].split("### Claim", 1)[0]
 
 
 def test_a_pass_states_the_loss_in_one_sentence_and_folds_its_charts() -> None:
@@ -229,3 +233,24 @@ def test_the_rendered_report_draws_every_chart_readably_at_a_comment_width(kind:
         assert width == CONTENT_WIDTH + 16 and height == shot["height"]
     assert unfolded["height"] > folded["height"], "the folded stages and curves open below"
     assert (tmp_path / "shot" / "report.md").read_text() == markdown(verdict)
+
+
+def test_a_zero_tolerance_at_a_zero_loss_stays_on_the_chart() -> None:
+    reference = [[s, 0.0 if s == 3 else 1.0] for s in range(1, 11)]
+    rebuilt = [[s, v + 1e-3] for s, v in reference]
+    text = markdown(verdict_with({"reference": reference, "rebuilt": rebuilt}, "behavioral", {"abs": 0.0, "rel": 1e-4}))
+    (chart, _) = charts(text)
+    bottom, top = chart["y"]
+    assert all(bottom <= v <= top for series in chart["series"] for v in series)
+    assert chart["series"][2][2] == bottom, "rel·|0| is 0: no logarithm, the bottom edge"
+    assert "inf" not in text and "nan" not in text
+
+
+def test_a_verdict_whose_tolerance_is_no_number_still_renders_through_the_command(tmp_path: Path) -> None:
+    reference = reference_curve()
+    verdict = verdict_with({"reference": reference, "rebuilt": perturbed(reference, 3, 1e-3)}, "behavioral", {"abs": "1e-4", "rel": None})
+    path = tmp_path / "verdict.json"
+    path.write_text(json.dumps(verdict))
+    result = report_command(path, "markdown")
+    assert result.code == 1 and "### Loss" in "\n".join(result.stdout)
+    assert len(charts("\n".join(result.stdout))[0]["series"]) == 2, "no tolerance line from a tolerance that is no number"
