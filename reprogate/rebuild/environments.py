@@ -5,7 +5,10 @@ file, OS, CPU kernels and packages the reference ran with, and which the rebuild
 reference side comes from the record's captured sections; the rebuilt side from the realizer's facts
 and from the probe run inside the realized environment, so it is what the ranks really saw, not
 what was asked for; the reference's CPU kernels come from its trace's meta (what its ranks ran
-with) before the host capture (what the machine would have picked). Values a record did not capture are shown as "not recorded", never guessed.
+with) before the host capture (what the machine would have picked). A value the record did not
+capture is taken from that meta where the meta holds it (torch's version, the CPU architecture,
+the world size; process_facts and the Tracer write them) and the row says so (`reference_from`);
+anything neither holds is shown as "not recorded", never guessed.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from reprogate.rebuild.state import Event, RebuildState
 
 MAX_PACKAGES = 12  # package rows beyond this are counted, not listed
 UNKNOWN = "not recorded"
+FROM_TRACE = "reference trace"  # a row's reference_from: the value is the reference trace's meta, not the record's
 
 
 def _get(data: Any, *keys: str) -> Any:
@@ -53,6 +57,7 @@ class RebuiltSide:
     realized: Mapping[str, Any] = field(default_factory=dict)  # the realizer's own account (image id, lock file and digest)
     python: str | None = None
     os: str | None = None
+    architecture: str | None = None  # platform.machine() inside the ranks' environment (the probe's)
     torch: str | None = None
     cpu: Mapping[str, Any] = field(default_factory=dict)  # cpu_model, cpu_capability, mkl_cbwr (rebuild/cpu.py)
     gpu_models: tuple[str, ...] = ()
@@ -68,6 +73,7 @@ class RebuiltSide:
             realized=environment.realized.facts if environment is not None else {},
             python=(probe.python if probe is not None else None) or (machine.python if machine is not None else None),
             os=(probe.facts.get("os_pretty") if probe is not None else None) or (machine.os if machine is not None else None),
+            architecture=probe.facts.get("machine") if probe is not None else None,
             torch=machine.torch if machine is not None else None,
             cpu=machine.cpu if machine is not None else {},
             gpu_models=machine.gpu_models if machine is not None else (),
@@ -131,29 +137,46 @@ def _lock_pair(record: dict[str, Any], rebuilt: RebuiltSide) -> tuple[Any, Any]:
 
 
 def side_by_side(record: dict[str, Any], rebuilt: RebuiltSide, reference_events: Sequence[Event] = ()) -> list[dict[str, Any]]:
-    """Rows of {what, reference, rebuilt, same} for the verdict and the report."""
-    meta_cpu = _reference_meta(reference_events).get("cpu") or {}
+    """Rows of {what, reference, rebuilt, same} for the verdict and the report; a reference value
+    read from the reference trace's meta carries reference_from: "reference trace"."""
+    meta = _reference_meta(reference_events)
+    meta_cpu = meta.get("cpu") if isinstance(meta.get("cpu"), dict) else {}
     lock_reference, lock_rebuilt = _lock_pair(record, rebuilt)
+    # (what, the record's value, the reference trace's meta's, the rebuild's, whether the meta's comes
+    # first): a CPU's kernels and MKL mode are what the ranks ran with, so the trace says them first
     rows = [
         (
             "environment",
             f"the one the record pins (realizer {_get(record, 'job', 'environment', 'realizer') or 'chosen from the record'})",
+            None,
             f"{rebuilt.requested} environment, realized by {rebuilt.realizer or '?'}",
+            False,
         ),
-        ("image", _image(record), _rebuilt_image(rebuilt)),
-        ("lock file", lock_reference, lock_rebuilt),
-        ("Python", _get(record, "software", "python"), rebuilt.python),
-        ("torch", _get(record, "software", "framework", "version"), rebuilt.torch),
-        ("OS", _get(record, "host", "os", "pretty_name"), rebuilt.os),
-        ("CPU", _get(record, "cpu", "model") or _get(record, "host", "cpu_model"), rebuilt.cpu.get("cpu_model")),
-        ("torch CPU kernels", meta_cpu.get("capability") or _get(record, "cpu", "capability", "effective"), rebuilt.cpu.get("cpu_capability")),
-        ("MKL_CBWR", meta_cpu.get("mkl_cbwr") or _get(record, "cpu", "mkl_cbwr"), rebuilt.cpu.get("mkl_cbwr")),
-        ("GPUs", [g.get("name") for g in _get(record, "devices", "gpus") or [] if isinstance(g, dict)] or None, list(rebuilt.gpu_models) or "none"),
-        ("world size", _get(record, "execution", "world_size"), rebuilt.world_size),
+        ("image", _image(record), None, _rebuilt_image(rebuilt), False),
+        ("lock file", lock_reference, None, lock_rebuilt, False),
+        ("Python", _get(record, "software", "python"), None, rebuilt.python, False),
+        ("torch", _get(record, "software", "framework", "version"), meta.get("torch"), rebuilt.torch, False),
+        ("OS", _get(record, "host", "os", "pretty_name"), None, rebuilt.os, False),
+        ("CPU", _get(record, "cpu", "model") or _get(record, "host", "cpu_model"), None, rebuilt.cpu.get("cpu_model"), False),
+        ("CPU architecture", _get(record, "cpu", "architecture"), meta_cpu.get("architecture"), rebuilt.architecture, False),
+        ("torch CPU kernels", _get(record, "cpu", "capability", "effective"), meta_cpu.get("capability"), rebuilt.cpu.get("cpu_capability"), True),
+        ("MKL_CBWR", _get(record, "cpu", "mkl_cbwr"), meta_cpu.get("mkl_cbwr"), rebuilt.cpu.get("mkl_cbwr"), True),
+        (
+            "GPUs",
+            [g.get("name") for g in _get(record, "devices", "gpus") or [] if isinstance(g, dict)] or None,
+            None,
+            list(rebuilt.gpu_models) or "none",
+            False,
+        ),
+        ("world size", _get(record, "execution", "world_size"), meta.get("world_size"), rebuilt.world_size, False),
     ]
     compared = []
-    for what, left_value, right_value in rows:
-        left, right = _text(left_value), _text(right_value)
+    for what, recorded, traced, right_value, trace_first in rows:
+        from_trace = _text(traced) != UNKNOWN and (trace_first or _text(recorded) == UNKNOWN)
+        left, right = _text(traced if from_trace else recorded), _text(right_value)
         # "same" is false only for two known values that differ: an uncaptured side is no difference
-        compared.append({"what": what, "reference": left, "rebuilt": right, "same": what == "environment" or UNKNOWN in (left, right) or left == right})
+        row: dict[str, Any] = {"what": what, "reference": left, "rebuilt": right, "same": what == "environment" or UNKNOWN in (left, right) or left == right}
+        if from_trace:
+            row["reference_from"] = FROM_TRACE
+        compared.append(row)
     return compared + _packages(_get(record, "software", "packages"), rebuilt.packages)

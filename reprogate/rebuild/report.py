@@ -1,10 +1,15 @@
 """A verdict as the Markdown a reviewer reads in a pull request, or as JSON.
 
-Sections: the verdict and diagnosis, the stage table, the bounded claim and what it does not
-cover, the reference and rebuilt environments side by side, the statistical tests with α, n, m and power, the reference and rebuilt loss curves as a
-Mermaid xychart-beta (GitHub renders it), the failing run's log tail, and the way forward when the
-rebuild failed: what to do about the stage that failed first (WAY_FORWARD), and, where the change
-is meant, a new reference record promoted through the baseline label — never a bypass.
+Above the fold, what a reviewer must see: the verdict, the diagnosis (the first difference the
+trace records, then the first stage that failed), the failing stages, the loss section
+(rebuild/loss_chart.py: how far the rebuild's loss is from the reference's, on a log scale, with
+the first divergence and the tolerance drawn), and the bounded claim and what it does not cover. Then the
+reference and rebuilt environments side by side (a reference value the record did not capture
+is taken from the reference trace's meta and marked so), the statistical tests with α, n, m and
+power, the failing run's log tail, and the way forward when the rebuild failed: what to do about
+the stage that failed first (WAY_FORWARD), and, where the change is meant, a new reference record
+promoted through the baseline label — never a bypass. Every stage, in runbook order, is folded in
+`<details>` at the end: passing stages are context, not news.
 """
 
 from __future__ import annotations
@@ -14,9 +19,9 @@ import re
 from typing import Any
 
 from reprogate.output.markdown import cell, code_block, one_line
+from reprogate.rebuild import loss_chart
 
 ICONS = {"pass": "✅", "fail": "❌", "skipped": "⏭️", "not-run": "⏸️"}
-MAX_POINTS = 60
 PROMOTE = (
     "If the change is intended, record a new reference run on it (`reprogate init`, or `reprogate capture --into`, "
     "the reference seeds and `reprogate interval`) and promote it through the baseline label; its own rebuild must pass."
@@ -75,44 +80,6 @@ def _cell(text: Any) -> str:
     return cell(_inline(text))
 
 
-def _downsample(points: list[list[float]] | list[tuple[int, float]], limit: int = MAX_POINTS) -> list[tuple[int, float]]:
-    pts = [(int(s), float(v)) for s, v in points]
-    if len(pts) <= limit:
-        return pts
-    stride = len(pts) / limit
-    picked = [pts[int(i * stride)] for i in range(limit)]
-    return picked[:-1] + [pts[-1]]
-
-
-def mermaid_chart(reference: list[Any], rebuilt: list[Any]) -> str:
-    """xychart-beta with both loss curves on the reference's steps."""
-    ref = _downsample(reference)
-    if not ref:
-        return ""
-    steps = [s for s, _ in ref]
-    rebuilt_by_step = {int(s): float(v) for s, v in rebuilt}
-    new = [rebuilt_by_step.get(s) for s in steps]
-    values = [v for _, v in ref] + [v for v in new if v is not None]
-    low, high = min(values), max(values)
-    pad = (high - low) * 0.05 or 0.01
-    lines = [
-        "```mermaid",
-        "xychart-beta",
-        '    title "Training loss: reference (first line) and rebuild (second line)"',
-        f'    x-axis "step" [{", ".join(str(s) for s in steps)}]',
-        f'    y-axis "loss" {low - pad:.4g} --> {high + pad:.4g}',
-        f"    line [{', '.join(f'{v:.5g}' for _, v in ref)}]",
-    ]
-    if any(v is not None for v in new):
-        filled, last = [], ref[0][1]
-        for value in new:  # xychart has no gaps: a step the rebuild did not reach repeats its last value
-            last = value if value is not None else last
-            filled.append(last)
-        lines.append(f"    line [{', '.join(f'{v:.5g}' for v in filled)}]")
-    lines.append("```")
-    return "\n".join(lines)
-
-
 def markdown(verdict: dict[str, Any]) -> str:
     passed = verdict["verdict"] == "pass"
     record = verdict["record"]
@@ -125,17 +92,18 @@ def markdown(verdict: dict[str, Any]) -> str:
         lines += [f"**Diagnosis:** the rebuild stopped at the **{verdict['diagnosis']}** stage before anything was compared.", ""]
     elif not passed:
         lines += [diagnosis_line(verdict), ""]
-    lines += ["| stage | result | time | detail |", "|---|---|---|---|"]
-    for stage in verdict["stages"]:
-        lines.append(f"| {stage['name']} | {ICONS.get(stage['status'], '')} {stage['status']} | {stage['seconds']:.1f} s | {_cell(stage['detail'])} |")
+    failing = [stage for stage in verdict["stages"] if stage["status"] == "fail"]
+    if failing:
+        lines += [*_stage_table(failing), ""]
+    lines += loss_chart.section(verdict)
     claim = verdict["claim"]
-    lines += ["", "### Claim", "", one_line(_inline(claim["text"])), ""]
+    lines += ["### Claim", "", one_line(_inline(claim["text"])), ""]
     if claim["not_covered"]:
         lines += ["This claim does not cover:", *[f"- {_cell(item)}" for item in claim["not_covered"]], ""]
     compared = (verdict.get("environment") or {}).get("compared") or []
     if compared:
         lines += ["### Environment: reference and rebuild", "", "| | reference (the record) | rebuild (inside the ranks' environment) |", "|---|---|---|"]
-        lines += [f"| {_cell(row['what'])} | {_cell(row['reference'])} | {'' if row['same'] else '≠ '}{_cell(row['rebuilt'])} |" for row in compared]
+        lines += [f"| {_cell(row['what'])} | {_reference_cell(row)} | {'' if row['same'] else '≠ '}{_cell(row['rebuilt'])} |" for row in compared]
         lines.append("")
     if verdict["tests"]:
         lines += ["### Tests", "", "| test | result | details |", "|---|---|---|"]
@@ -152,17 +120,40 @@ def markdown(verdict: dict[str, Any]) -> str:
             if test.get("notice"):
                 lines.append(f"- notice: {_cell(test['notice'])}")
         lines.append("")
-    curves = verdict.get("curves") or {}  # optional in the verdict schema
-    chart = mermaid_chart(curves.get("reference") or [], curves.get("rebuilt") or [])
-    if chart:
-        lines += ["### Loss", "", chart, ""]
     tail = next((s.get("log_tail") for s in verdict["stages"] if s.get("log_tail")), None)
     if tail:
         lines += ["### Log tail of the failing run", "", *code_block(tail, "text"), ""]
     if not passed:
         lines += ["### Way forward", "", way_forward(verdict), ""]
+    lines += ["<details>", f"<summary>{_stages_summary(verdict['stages'])}</summary>", "", *_stage_table(verdict["stages"]), "", "</details>", ""]
     lines.append(f"<sub>{verdict['tool']} · record digest `{record['digest'][20:36]}…` · {verdict['seconds']:.1f} s · {verdict['started_at']}</sub>")
     return "\n".join(lines) + "\n"
+
+
+def _stage_table(stages: list[dict[str, Any]]) -> list[str]:
+    rows = ["| stage | result | time | detail |", "|---|---|---|---|"]
+    for stage in stages:
+        rows.append(f"| {stage['name']} | {ICONS.get(stage['status'], '')} {stage['status']} | {stage['seconds']:.1f} s | {_cell(stage['detail'])} |")
+    return rows
+
+
+STATUS_WORDS = {"pass": "passed", "fail": "failed", "skipped": "skipped", "not-run": "not run"}
+
+
+def _stages_summary(stages: list[dict[str, Any]]) -> str:
+    """The fold's one line: how many stages ended how ("All 11 stages: 9 passed, 1 failed, 1 not run")."""
+    counts: dict[str, int] = {}
+    for stage in stages:
+        counts[str(stage["status"])] = counts.get(str(stage["status"]), 0) + 1
+    if set(counts) == {"pass"}:
+        return f"All {len(stages)} stages passed"
+    return f"All {len(stages)} stages: " + ", ".join(f"{n} {STATUS_WORDS.get(status, status)}" for status, n in counts.items())
+
+
+def _reference_cell(row: dict[str, Any]) -> str:
+    """A reference value; one the record did not capture, read from the reference trace, says so."""
+    value = _cell(row["reference"])
+    return f"{value} *(from the reference trace)*" if row.get("reference_from") == "reference trace" else value
 
 
 def diagnosis_line(verdict: dict[str, Any]) -> str:

@@ -17,7 +17,7 @@ from support.verdicts import STAGES, make_verdict
 from reprogate.core.diagnostics import ExitCode
 from reprogate.core.schemas import validator
 from reprogate.rebuild.command import report_command
-from reprogate.rebuild.report import ICONS, INFRASTRUCTURE, MAX_POINTS, WAY_FORWARD, markdown, mermaid_chart, render
+from reprogate.rebuild.report import ICONS, INFRASTRUCTURE, WAY_FORWARD, markdown, render
 
 HOSTILE_TAIL = "\n".join(
     [
@@ -55,10 +55,12 @@ def failed_at(stage: str, **changes: Any) -> dict[str, Any]:
     return valid(verdict)
 
 
-def stage_rows(text: str) -> list[list[str]]:
-    """The stage table's rows, split into cells (an escaped \\| stays inside its cell)."""
+def stage_rows(text: str, folded: bool = True) -> list[list[str]]:
+    """The stage table's rows, split into cells (an escaped \\| stays inside its cell): the table
+    of every stage, folded at the end, or (folded=False) the failing stages' above the fold."""
     lines = text.split("\n")
-    start = lines.index("| stage | result | time | detail |") + 2
+    header = [i for i, line in enumerate(lines) if line == "| stage | result | time | detail |"]
+    start = (header[-1] if folded else header[0]) + 2
     rows = []
     for line in lines[start:]:
         if not line.startswith("|"):
@@ -176,26 +178,15 @@ def test_a_stage_detail_stays_in_its_table_cell() -> None:
     assert not any(line.startswith(("## injected", "::")) for line in re.split("\r\n|\r|\n", text)), "CommonMark starts a line after \\r as after \\n"
 
 
-def test_the_loss_chart_shows_both_curves_on_the_reference_steps() -> None:
-    chart = mermaid_chart([[1, 2.0], [2, 1.5], [3, 1.25]], [[1, 2.0], [2, 1.75]])
-    assert 'x-axis "step" [1, 2, 3]' in chart
-    assert "    line [2, 1.5, 1.25]\n    line [2, 1.75, 1.75]\n```" in chart, "a step the rebuild did not reach repeats its last value"
-    assert mermaid_chart([], [[1, 2.0]]) == ""
-
-
-def test_a_long_curve_is_cut_to_the_chart_limit_keeping_its_last_step() -> None:
-    reference = [[step, 1.0 / step] for step in range(1, 1001)]
-    chart = mermaid_chart(reference, [])
-    steps = chart.split('x-axis "step" [', 1)[1].split("]", 1)[0].split(", ")
-    assert len(steps) == MAX_POINTS and steps[0] == "1" and steps[-1] == "1000"
-    assert chart.count("    line [") == 1, "no rebuilt line when the rebuild reached no step"
-
-
 def test_the_report_shows_curves_tool_and_a_short_digest() -> None:
     verdict = make_verdict("pass", digest="canonical-v1:sha256:" + "0123456789abcdef" * 4)
     verdict["curves"] = {"reference": [[1, 2.0], [2, 1.0]], "rebuilt": [[1, 2.0], [2, 1.0]]}
     text = markdown(valid(verdict))
-    assert "### Loss\n\n```mermaid\nxychart-beta\n" in text
+    assert (
+        "### Loss\n\nThe rebuild's loss equals the reference's at every one of the 2 steps both recorded.\n\n<details>\n<summary>The loss curves</summary>"
+        in text
+    )
+    assert section(text, "Loss").count("```mermaid\n") == 1, "a pass folds its chart"
     assert text.endswith("<sub>reprogate test · record digest `0123456789abcdef…` · 1.0 s · 2026-11-30T00:00:00Z</sub>\n")
 
 
@@ -238,3 +229,60 @@ def test_image_references_keep_their_at_sign() -> None:
     verdict = failed_at("digest")
     verdict["stages"][1]["detail"] = "localhost:5000/tiny@sha256:" + "ab" * 32 + " is not in the registry"
     assert "localhost:5000/tiny@sha256:" + "ab" * 32 in markdown(verdict)
+
+
+def test_only_the_failing_stages_stand_above_the_fold_and_every_stage_is_folded_below() -> None:
+    text = markdown(failed_at("config"))
+    above, fold = text.split("<details>\n<summary>All 11 stages: 4 passed, 1 failed, 6 not run</summary>\n\n", 1)
+    assert [row[0] for row in stage_rows(above, folded=False)] == ["config"]
+    assert "artifacts pass" not in above and "not run: config failed first" not in above
+    assert [row[0] for row in stage_rows(fold)] == STAGES and fold.split("\n\n</details>\n", 1)[1].lstrip("\n").startswith("<sub>")
+    passed = markdown(valid(make_verdict("pass")))
+    assert "<summary>All 11 stages passed</summary>" in passed
+    assert passed.index("| stage | result | time | detail |") > passed.index("<summary>All 11 stages passed</summary>"), (
+        "a pass shows no stage table above the fold"
+    )
+
+
+def test_the_first_difference_leads_then_the_failing_stage_the_loss_and_the_claim() -> None:
+    verdict = failed_at("steps")
+    verdict["record"]["level"] = "behavioral"
+    verdict["first_difference"] = {
+        "field": "lr",
+        "role": "input",
+        "step": 1,
+        "rank": 0,
+        "reference": 1.667e-4,
+        "rebuilt": 1.833e-4,
+        "text": "`lr` differs from step 1",
+    }
+    verdict["curves"] = {"reference": [[s, 2.0 / s] for s in range(1, 21)], "rebuilt": [[s, 2.0 / s + (1e-3 if s >= 3 else 0.0)] for s in range(1, 21)]}
+    verdict["tests"] = [
+        {"test": "step tolerance", "quantities": ["loss"], "abs": 1e-4, "rel": 0.0, "compared": 40, "first_outside": 3, "max_deviation": 1e-3, "passed": False}
+    ]
+    text = markdown(valid(verdict))
+    order = [
+        text.index(mark)
+        for mark in ("**Diagnosis:** `lr` differs from step 1", "| steps | ❌ fail", "### Loss", "### Claim", "### Tests", "### Way forward", "<summary>All 11")
+    ]
+    assert order == sorted(order)
+    loss = section(text, "Loss")
+    assert loss.startswith(
+        "The loss first differs at step 3 (|Δ| = 0.001); the largest difference is 0.001 at step 3. Tolerance 0.0001: first exceeded at step 3."
+    )
+    assert "The trace differs earlier, in `lr` at step 1 (the diagnosis above)." in loss
+    above_fold = loss.split("<details>", 1)[0]
+    assert above_fold.count("```mermaid\n") == 1 and "log10 |reference − rebuild|" in above_fold, "a failure shows the difference chart"
+
+
+def test_reference_values_from_the_trace_are_marked_in_the_environment_table() -> None:
+    verdict = make_verdict("pass")
+    verdict["environment"] = {
+        "compared": [
+            {"what": "torch", "reference": "2.13.0+cpu", "rebuilt": "2.13.0+cpu", "same": True, "reference_from": "reference trace"},
+            {"what": "Python", "reference": "not recorded", "rebuilt": "3.11.7", "same": True},
+        ]
+    }
+    table = section(markdown(valid(verdict)), "Environment: reference and rebuild")
+    assert "| torch | 2.13.0+cpu *(from the reference trace)* | 2.13.0+cpu |" in table
+    assert "| Python | not recorded | 3.11.7 |" in table
