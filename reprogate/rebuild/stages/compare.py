@@ -81,4 +81,4 @@ def first_difference(state: RebuildState, failed_stage: str | None) -> compare.F
         return None
     tolerance = job.section("contract", "tolerance") or {}
     abs_tol, rel_tol = (float(tolerance.get("abs", 0.0)), float(tolerance.get("rel", 0.0))) if job.level == "behavioral" else (0.0, 0.0)
-    return compare.first_difference(*_ranges(state), abs_tol, rel_tol)
+    return compare.first_difference(*_ranges(state), abs_tol, rel_tol, weights=job.level == "bitwise")
