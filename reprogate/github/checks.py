@@ -16,6 +16,12 @@ which branch protection counts as passing.
 For `--publish check-run` (no status at all) `as_statuses` reads the check runs back as the
 status records the gate's trust rules (github/trust.py) already read: state, description (the
 title, which carries the base and the record digests as the description does), link and time.
+Only reprogate's own check runs count, there and when the status job looks for the gate's queued
+run: created by the GitHub Actions app (`app.slug` `github-actions`, the GITHUB_TOKEN the gate and
+the status job post with; any other app installed with `checks: write` could create a run of the
+same name) with `external_id` `reprogate` (a job of a workflow the pull request adds, named
+`reprogate/reproduction`, is a github-actions check run of that name too, but sets no external id:
+the status job must never complete it, nor the gate read it as a judgement).
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ TITLE_LIMIT = 255
 ANNOTATIONS_PER_REQUEST = 50
 ANNOTATION_LEVELS = ("notice", "warning", "failure")
 CONCLUSIONS = {"success": "success", "failure": "failure", "error": "action_required"}
+ACTIONS_APP = "github-actions"  # the app behind every workflow's GITHUB_TOKEN
+EXTERNAL_ID = "reprogate"  # set on every check run reprogate creates; a workflow job's run has none
 STATES = {"success": "success", "failure": "failure"}  # a completed run read back; anything else completed is error
 TITLE_PREFIX = {"success": "passed", "failure": "failed", "error": "inconclusive", "pending": "pending"}
 SAYS_STATE = {"success": ("reproduced", "passed"), "failure": ("not reproduced", "failed"), "error": ("inconclusive",), "pending": ("pending",)}
@@ -120,7 +128,7 @@ def _output(out: CheckOutput, annotations: list[dict[str, Any]] | None = None) -
 def queue(client: GitHubClient, repo: str, sha: str, name: str, out: CheckOutput) -> dict[str, Any]:
     """A new check run: `queued` for a dispatched rebuild, or completed at once for a state the
     gate decides itself (nothing watched changed, invalid records)."""
-    body: dict[str, Any] = {"name": name, "head_sha": sha, "output": _output(out)}
+    body: dict[str, Any] = {"name": name, "head_sha": sha, "external_id": EXTERNAL_ID, "output": _output(out)}
     if out.details_url:
         body["details_url"] = out.details_url
     if out.state == "pending":
@@ -135,7 +143,7 @@ def complete(client: GitHubClient, repo: str, sha: str, name: str, out: CheckOut
     queued one) or create one, move it to in_progress, then to completed with its conclusion and
     the first 50 annotations; each further 50 is one more update (GitHub appends them). The
     conclusion is `out.state`, which the caller judged from the verdicts alone."""
-    open_runs = [r for r in client.check_runs(repo, sha, name) if r.get("status") != "completed" and isinstance(r.get("id"), int)]
+    open_runs = [r for r in client.check_runs(repo, sha, name) if r.get("status") != "completed" and isinstance(r.get("id"), int) and ours(r)]
     started = utc_now()
     progress: dict[str, Any] = {"status": "in_progress", "started_at": started, "output": _output(CheckOutput("pending", "judging the rebuild's verdicts", ""))}
     if out.details_url:
@@ -144,7 +152,7 @@ def complete(client: GitHubClient, repo: str, sha: str, name: str, out: CheckOut
         run_id = int(max(open_runs, key=lambda r: int(r["id"]))["id"])
         answers = [client.update_check_run(repo, run_id, progress)]
     else:
-        answers = [client.create_check_run(repo, {"name": name, "head_sha": sha, **progress})]
+        answers = [client.create_check_run(repo, {"name": name, "head_sha": sha, "external_id": EXTERNAL_ID, **progress})]
         run_id = int(answers[0]["id"])
     parts = list(batches(out.annotations)) or [[]]
     final: dict[str, Any] = {"status": "completed", "conclusion": conclusion(out.state), "completed_at": utc_now(), "output": _output(out, parts[0])}
@@ -154,12 +162,19 @@ def complete(client: GitHubClient, repo: str, sha: str, name: str, out: CheckOut
     return answers
 
 
+def ours(run: dict[str, Any]) -> bool:
+    """Whether reprogate created this check run: through GitHub Actions (a workflow's
+    GITHUB_TOKEN), with reprogate's external id (which no workflow job's check run carries)."""
+    app = run.get("app")
+    return isinstance(app, dict) and app.get("slug") == ACTIONS_APP and run.get("external_id") == EXTERNAL_ID
+
+
 def as_statuses(check_runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Check runs as the status records github/trust.py reads (state, context, description,
-    target_url, created_at, id)."""
+    target_url, created_at, id). A run reprogate did not create (`ours`) is no record of the gate's."""
     out = []
     for run in check_runs:
-        if not isinstance(run, dict):
+        if not isinstance(run, dict) or not ours(run):
             continue
         output = run.get("output") if isinstance(run.get("output"), dict) else {}
         if run.get("status") == "completed":
@@ -193,6 +208,7 @@ __all__ = [
     "complete",
     "conclusion",
     "cut_summary",
+    "ours",
     "publishes_check",
     "publishes_status",
     "queue",

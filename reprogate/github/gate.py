@@ -323,7 +323,7 @@ class Gate:
         source = RebuildSource(
             subject.repository, self.settings.server_url, config.rebuild_workflow, config.rebuild_ref or subject.default_branch, config.status_context
         )
-        verdict = reproduction_verdict(self.client, source, statuses, subject.base)
+        verdict = reproduction_verdict(self.client, source, statuses, subject.base, subject.head)
         needed = {short_digest(digest) for digest in found.promoted.values()}
         if verdict.trusted_run and needed <= verdict.digests:
             plan.baseline = ("success", f"{len(needed)} promoted record(s) reproduced by {verdict.why}")

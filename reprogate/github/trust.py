@@ -150,10 +150,16 @@ class TrustedVerdict:
     why: str
 
 
-def reproduction_verdict(client: GitHubClient, source: RebuildSource, statuses: list[dict[str, object]], base: str) -> TrustedVerdict:
+def reproduction_verdict(client: GitHubClient, source: RebuildSource, statuses: list[dict[str, object]], base: str, head: str) -> TrustedVerdict:
     """The reproduction status among a commit's `statuses` for this base, and whether a run of the
     trusted rebuild workflow set it (a terminal failure is checked the same way: a trusted failed
-    rebuild is a failed promotion, not a reason to ask again)."""
+    rebuild is a failed promotion, not a reason to ask again).
+
+    The run must also be the one dispatched for this head: its run-name carries the gate's
+    correlation id `reprogate-<head12>-…` (the example workflow's `run-name`). A status's text and
+    link are whatever its poster wrote, so without this a status naming the right digests and
+    linking to a trusted rebuild of another commit would count. Without the run-name the gate
+    dispatches a rebuild with `baseline: true`, whose status job sets the baseline itself."""
     mine = latest(statuses, source.context, base)
     if mine is None:
         return TrustedVerdict("none", frozenset(), None, False, f"no {source.context} status for this head against base {base[:DIGEST_LENGTH]}")
@@ -168,6 +174,11 @@ def reproduction_verdict(client: GitHubClient, source: RebuildSource, statuses: 
     path_ok = str(run.get("path", "")).split("@")[0] == f".github/workflows/{source.workflow}" or str(run.get("workflow_id")) == source.workflow
     if not path_ok or run.get("event") != "workflow_dispatch" or run.get("head_branch") != source.branch:
         why = f"run {run_id} is not {source.workflow} dispatched on {source.branch} (it is {str(run.get('path'))[:80]} on {str(run.get('event'))[:40]})"
+        return TrustedVerdict(state, digests, str(url), False, why)
+    if f"reprogate-{head[:DIGEST_LENGTH]}-" not in str(run.get("display_title") or ""):
+        why = (
+            f"run {run_id} of {source.workflow} was not dispatched for {head[:DIGEST_LENGTH]} (its run-name does not carry reprogate-{head[:DIGEST_LENGTH]}-…)"
+        )
         return TrustedVerdict(state, digests, str(url), False, why)
     return TrustedVerdict(state, digests, str(url), True, f"run {run_id} of {source.workflow} ({state})")
 

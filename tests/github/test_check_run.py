@@ -143,9 +143,10 @@ def test_titles_name_the_state_in_words() -> None:
     assert checks.title_of("failure", "not reproduced: tiny first differs at steps").startswith("not reproduced: tiny")
     assert checks.title_of("error", "the rebuild produced no verdict: inconclusive").startswith("inconclusive: the rebuild")
     assert checks.title_of("error", "failed to start").startswith("inconclusive: ")  # an error never reads as a plain failure or pass
+    ours = {"app": {"slug": "github-actions"}, "external_id": "reprogate"}
     back = checks.as_statuses(
-        [{"id": 7, "name": "n", "status": "completed", "conclusion": "action_required", "output": {"title": "inconclusive: x; base abc"}}]
+        [{"id": 7, "name": "n", "status": "completed", "conclusion": "action_required", "output": {"title": "inconclusive: x; base abc"}, **ours}]
     )
     assert back[0]["state"] == "error" and back[0]["description"] == "x; base abc"
-    assert checks.as_statuses([{"id": 8, "name": "n", "status": "completed", "conclusion": "neutral", "output": {}}])[0]["state"] == "error"
-    assert checks.as_statuses([{"id": 9, "name": "n", "status": "queued", "output": {}}])[0]["state"] == "pending"
+    assert checks.as_statuses([{"id": 8, "name": "n", "status": "completed", "conclusion": "neutral", "output": {}, **ours}])[0]["state"] == "error"
+    assert checks.as_statuses([{"id": 9, "name": "n", "status": "queued", "output": {}, **ours}])[0]["state"] == "pending"

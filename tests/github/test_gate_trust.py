@@ -135,7 +135,8 @@ def test_a_passing_rebuild_of_this_head_and_record_promotes_the_baseline(run_gat
     base, head = commit(repo, lambda r: promote(r, forged=False))
     github.permissions["maintainer"] = "write"
     digest = startup_digest(repo, head)[len("canonical-v1:sha256:") :][:12]
-    github.post_status(head, "success", "reprogate/reproduction", f"reproduced: startup contract held; base {base[:12]}; record {digest}", trusted_run(github))
+    text = f"reproduced: startup contract held; base {base[:12]}; record {digest}"
+    github.post_status(head, "success", "reprogate/reproduction", text, trusted_run(github, head))
     result = run_gate(pr_event("labeled", base, head, labels=("reprogate/baseline",), label="reprogate/baseline", sender="maintainer"))
     assert result.exit_code == 0, result.output
     assert statuses(github, head)[-1] == ("reprogate/baseline", "success") and dispatches(github) == []
@@ -145,7 +146,7 @@ def test_a_passing_rebuild_of_another_record_version_does_not_promote(run_gate: 
     base, head = commit(repo, lambda r: promote(r, forged=False))
     github.permissions["maintainer"] = "write"
     github.post_status(
-        head, "success", "reprogate/reproduction", f"reproduced: startup contract held; base {base[:12]}; record 0123456789ab", trusted_run(github)
+        head, "success", "reprogate/reproduction", f"reproduced: startup contract held; base {base[:12]}; record 0123456789ab", trusted_run(github, head)
     )
     run_gate(pr_event("labeled", base, head, labels=("reprogate/baseline",), label="reprogate/baseline", sender="maintainer"))
     assert statuses(github, head)[-1] == ("reprogate/baseline", "pending") and len(dispatches(github)) == 1
@@ -182,7 +183,7 @@ def test_late_label_events_after_a_verdict_post_nothing(run_gate: Run, github: F
     github.permissions.update(maintainer="write", triager="read")
     run_gate(pr_event("opened", base, head))
     github.post_status(
-        head, "success", "reprogate/reproduction", f"reproduced: bitwise contract held; base {base[:12]}; record 0123456789ab", trusted_run(github)
+        head, "success", "reprogate/reproduction", f"reproduced: bitwise contract held; base {base[:12]}; record 0123456789ab", trusted_run(github, head)
     )
     before = len(github.statuses)
     for event in (
@@ -202,7 +203,7 @@ def test_a_writers_rebuild_label_after_a_verdict_redispatches_without_pending(ru
     base, head = bump_lock(repo)
     github.permissions["maintainer"] = "write"
     run_gate(pr_event("opened", base, head))
-    github.post_status(head, "failure", "reprogate/reproduction", f"not reproduced: tiny first differs at steps; base {base[:12]}", trusted_run(github))
+    github.post_status(head, "failure", "reprogate/reproduction", f"not reproduced: tiny first differs at steps; base {base[:12]}", trusted_run(github, head))
     result = run_gate(pr_event("labeled", base, head, labels=("reprogate/rebuild",), label="reprogate/rebuild", sender="maintainer"))
     assert len(dispatches(github)) == 2
     assert statuses(github, head)[-1] == ("reprogate/reproduction", "failure")
@@ -212,7 +213,7 @@ def test_a_writers_rebuild_label_after_a_verdict_redispatches_without_pending(ru
 def test_fork_pr_events_after_a_verdict_do_not_post_pending(run_gate: Run, github: FakeGitHub, repo: Path) -> None:
     base, head = bump_lock(repo)
     github.post_status(
-        head, "success", "reprogate/reproduction", f"reproduced: bitwise contract held; base {base[:12]}; record 0123456789ab", trusted_run(github)
+        head, "success", "reprogate/reproduction", f"reproduced: bitwise contract held; base {base[:12]}; record 0123456789ab", trusted_run(github, head)
     )
     for action in ("reopened", "edited", "unlabeled"):
         run_gate(pr_event(action, base, head, fork=True))

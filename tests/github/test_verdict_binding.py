@@ -187,7 +187,7 @@ def test_a_success_for_one_base_is_judged_again_when_the_pull_request_is_retarge
     main_base, head = bump_lock(repo)
     digest = record_digest_at(repo, head, TINY).rsplit(":", 1)[1][:12]
     github.post_status(
-        head, "success", "reprogate/reproduction", f"reproduced: bitwise contract held; base {main_base[:12]}; record {digest}", trusted_run(github)
+        head, "success", "reprogate/reproduction", f"reproduced: bitwise contract held; base {main_base[:12]}; record {digest}", trusted_run(github, head)
     )
     event = pr_event("edited", release_base, head)
     event["changes"] = {"base": {"ref": {"from": "main"}, "sha": {"from": main_base}}}
@@ -203,7 +203,7 @@ def test_a_second_pull_request_of_the_same_head_against_another_base_is_judged(r
     base, head = bump_lock(repo)
     run_gate(pr_event("opened", base, head, number=2))
     github.post_status(
-        head, "success", "reprogate/reproduction", f"reproduced: bitwise contract held; base {base[:12]}; record 000000000000", trusted_run(github)
+        head, "success", "reprogate/reproduction", f"reproduced: bitwise contract held; base {base[:12]}; record 000000000000", trusted_run(github, head)
     )
     git(repo, "checkout", "-q", "-b", "other", base)
     other_base = commit(repo, lambda r: (r / "NOTES.md").write_text("another base\n"))[1]
@@ -230,12 +230,12 @@ def test_a_trusted_failed_rebuild_fails_the_baseline_and_pending_never_replaces_
     base, head = commit(repo, promote_startup)
     github.permissions["maintainer"] = "write"
     failed = f"not reproduced: startup first differs at preflight; base {base[:12]}"
-    github.post_status(head, "failure", "reprogate/reproduction", failed, trusted_run(github))
+    github.post_status(head, "failure", "reprogate/reproduction", failed, trusted_run(github, head))
     label = pr_event("labeled", base, head, labels=("reprogate/baseline",), label="reprogate/baseline", sender="maintainer")
     first = run_gate(label)
     assert first.exit_code == 1 and statuses(github, head)[-1] == ("reprogate/baseline", "failure")
     assert "did not pass" in github.statuses[-1]["description"] and dispatches(github) == []
-    github.post_status(head, "pending", "reprogate/reproduction", f"rebuild dispatched; base {base[:12]}", trusted_run(github))
+    github.post_status(head, "pending", "reprogate/reproduction", f"rebuild dispatched; base {base[:12]}", trusted_run(github, head))
     run_gate(label)
     assert [s for s in statuses(github, head) if s[0] == "reprogate/baseline"] == [("reprogate/baseline", "failure")]
     assert "kept reprogate/baseline = failure" in run_gate(label).output

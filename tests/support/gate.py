@@ -154,9 +154,10 @@ def dispatches(github: FakeGitHub) -> list[dict[str, Any]]:
     return [r[2] for r in github.requests if r[3] == "actions/create-workflow-dispatch"]
 
 
-def trusted_run(github: FakeGitHub, run_id: int = 9001) -> str:
-    """A run of the rebuild workflow dispatched on the default branch; its URL."""
-    return github.add_run(run_id, path=f".github/workflows/{REBUILD_WORKFLOW}")
+def trusted_run(github: FakeGitHub, head: str, run_id: int = 9001) -> str:
+    """A run of the rebuild workflow dispatched on the default branch for `head` (its run-name
+    carries the gate's correlation id, `reprogate-<head12>-…`, as the example workflow's does); its URL."""
+    return github.add_run(run_id, path=f".github/workflows/{REBUILD_WORKFLOW}", title=f"reprogate rebuild reprogate-{head[:12]}-a1b2c3")
 
 
 def status_env(github: FakeGitHub, sha: str, run_id: str | None = None) -> dict[str, str]:

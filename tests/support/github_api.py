@@ -121,6 +121,7 @@ class FakeGitHub:
     runs: dict[int, dict[str, Any]] = field(default_factory=dict)  # run id -> actions/get-workflow-run answer (see add_run)
     issue_events: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # number -> issues/list-events answer
     check_runs: list[dict[str, Any]] = field(default_factory=list)  # every check run, as GitHub keeps it (annotations appended)
+    token_app: str = "github-actions"  # the app GitHub names as a created check run's creator
     link: str | None = None  # a Link header to send with list answers (pagination attacks)
     url: str = ""
     _clock: int = 0
@@ -168,9 +169,11 @@ class FakeGitHub:
         pr["labels"] = [dict(template, name=name) for name in labels]
         self.pulls[number] = pr
 
-    def add_run(self, run_id: int, *, path: str, event: str = "workflow_dispatch", branch: str = "main") -> str:
+    def add_run(self, run_id: int, *, path: str, event: str = "workflow_dispatch", branch: str = "main", title: str | None = None) -> str:
         run = self.api.example("GET", f"/repos/{self.repo}/actions/runs/{run_id}", 200)
         run.update(id=run_id, path=path, event=event, head_branch=branch, html_url=f"https://github.com/{self.repo}/actions/runs/{run_id}")
+        if title is not None:
+            run["display_title"] = title
         self.runs[run_id] = run
         return run["html_url"]
 
@@ -196,6 +199,8 @@ class FakeGitHub:
         if operation == "checks/create":
             run = self.api.example(method, path, 201)
             run.update(id=len(self.check_runs) + 1, name=body["name"], head_sha=body["head_sha"], details_url=body.get("details_url"))
+            run["app"] = dict(run["app"] or {}, slug=self.token_app)  # the app of the token that asked (GITHUB_TOKEN: github-actions)
+            run["external_id"] = body.get("external_id")
             run.update(status=body.get("status", "queued"), conclusion=body.get("conclusion"), started_at=body.get("started_at") or self.now())
             run["completed_at"] = body.get("completed_at")
             if body.get("conclusion"):

@@ -1,0 +1,133 @@
+"""0.5.0's new surface, attacked: the Check Run (what the gate reads back, what the status job
+completes), SARIF locations, attest and badge, the base's contract over semantics, realizer and
+configuration pin, audit --retiring and capacity on hostile paths and partition names, and the
+action's new inputs. Each test fails if its attack works."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+from support import git
+from support.gate import FakeGitHub, commit, dispatches, pr_event, statuses, trusted_run
+from support.verdicts import bound_verdict
+
+from reprogate.github import checks
+from reprogate.github.client import GitHubClient
+
+Run = Callable[..., Result]
+TINY = "tiny/records/tiny.yaml"
+PASSING = {"success", "neutral", "skipped"}  # what branch protection counts as a passing check
+
+
+def client(github: FakeGitHub) -> GitHubClient:
+    return GitHubClient("ghs_test", api_url=github.url, write_interval=0.0)
+
+
+def promote(root: Path) -> None:
+    """Promote the startup record to baseline (no verdict file: the proof must be a trusted rebuild)."""
+    record = root / "records" / "startup.yaml"
+    record.write_text(record.read_text() + "baseline:\n  promoted: true\n  by: maintainer\n")
+
+
+def startup_short_digest(repo: Path, sha: str) -> str:
+    from reprogate.core.documents import load_text
+    from reprogate.github.touched import rebuild_digest
+
+    data = load_text(git(repo, "show", f"{sha}:records/startup.yaml"), "startup")
+    return str(rebuild_digest(data.data)).rsplit(":", 1)[-1][:12]
+
+
+def forged_check_run(github: FakeGitHub, head: str, title: str, url: str, *, app: str = "github-actions", external_id: str | None = None) -> None:
+    """A completed `success` check run of the gate's name that something other than reprogate
+    created: another app installed with checks: write, or a job named reprogate/reproduction in a
+    workflow the pull request adds (GitHub Actions' app, no external id)."""
+    github.token_app = app
+    body: dict = {"name": "reprogate/reproduction", "head_sha": head, "status": "completed", "conclusion": "success", "details_url": url}
+    body["output"] = {"title": title, "summary": "all good"}
+    if external_id is not None:
+        body["external_id"] = external_id
+    client(github).create_check_run(github.repo, body)
+    github.token_app = "github-actions"
+
+
+# --- 1. the Check Run: what the gate reads back, what the status job completes ---
+
+
+@pytest.mark.parametrize("app, external_id", [("evil-ci", "reprogate"), ("github-actions", None)], ids=["another-app", "a-workflow-job"])
+def test_a_check_run_reprogate_did_not_create_is_no_baseline_proof(
+    run_gate: Run, github: FakeGitHub, repo: Path, monkeypatch: pytest.MonkeyPatch, app: str, external_id: str | None
+) -> None:
+    """With --publish check-run the gate reads check runs back as statuses: one of the same name,
+    `success`, whose title is crafted to name the base and the record digest, linking to a real
+    run of the rebuild workflow dispatched for this very head, still proves nothing when another
+    app or a pull request's own job made it."""
+    monkeypatch.setenv("REPROGATE_PUBLISH", "check-run")
+    base, head = commit(repo, promote)
+    github.permissions["maintainer"] = "write"
+    digest = startup_short_digest(repo, head)
+    forged_check_run(
+        github, head, f"reproduced: startup contract held; base {base[:12]}; record {digest}", trusted_run(github, head), app=app, external_id=external_id
+    )
+    result = run_gate(pr_event("labeled", base, head, labels=("reprogate/baseline",), label="reprogate/baseline", sender="maintainer"))
+    assert result.exit_code == 0, result.output
+    baseline = [r for r in github.check_runs if r["name"] == "reprogate/baseline"]
+    assert [r["conclusion"] for r in baseline if r["status"] == "completed"] != ["success"]
+    assert len(dispatches(github)) == 1, "a rebuild of the promoted record is dispatched instead"
+
+
+def test_as_statuses_reads_only_reprogates_own_check_runs() -> None:
+    run = {"id": 1, "name": "reprogate/reproduction", "status": "completed", "conclusion": "success", "output": {"title": "passed: x; base abcdefabcdef"}}
+    assert checks.as_statuses([dict(run, app={"slug": "github-actions"}, external_id="reprogate")])[0]["state"] == "success"
+    assert checks.as_statuses([dict(run, app={"slug": "github-actions"})]) == []  # a workflow job named like the check
+    assert checks.as_statuses([dict(run, app={"slug": "other"}, external_id="reprogate")]) == []
+    assert checks.as_statuses([dict(run, app=None, external_id="reprogate")]) == []
+
+
+@pytest.mark.parametrize("publish", ["status", "check-run"])
+def test_a_success_linking_to_a_trusted_rebuild_of_another_head_is_no_baseline_proof(
+    run_gate: Run, github: FakeGitHub, repo: Path, monkeypatch: pytest.MonkeyPatch, publish: str
+) -> None:
+    """The description and the link are whatever the poster wrote: a success that names this base
+    and this record's digest and links to a real, trusted, passing rebuild run of *another* commit
+    must not promote. The run must have been dispatched for this head (its run-name)."""
+    monkeypatch.setenv("REPROGATE_PUBLISH", publish)
+    base, head = commit(repo, promote)
+    github.permissions["maintainer"] = "write"
+    digest = startup_short_digest(repo, head)
+    text = f"reproduced: startup contract held; base {base[:12]}; record {digest}"
+    elsewhere = trusted_run(github, base)  # a genuine rebuild run, of the base commit
+    if publish == "status":
+        github.post_status(head, "success", "reprogate/reproduction", text, elsewhere)
+    else:
+        forged_check_run(github, head, text, elsewhere, external_id="reprogate")  # a writer's workflow can copy even the external id
+    result = run_gate(pr_event("labeled", base, head, labels=("reprogate/baseline",), label="reprogate/baseline", sender="maintainer"))
+    assert result.exit_code == 0, result.output
+    assert ("reprogate/baseline", "success") not in statuses(github)
+    assert not [r for r in github.check_runs if r["name"] == "reprogate/baseline" and r["conclusion"] == "success"]
+    assert len(dispatches(github)) == 1
+    assert "was not dispatched for" in result.output
+
+
+def test_the_status_job_never_completes_a_check_run_it_did_not_queue(post_status: Run, github: FakeGitHub, repo: Path, tmp_path: Path) -> None:
+    """A job named `reprogate/reproduction` in a workflow the pull request adds is an open
+    github-actions check run of that name; if the status job moved it to `completed`, GitHub would
+    conclude it again when the job ends (success), and that would be the only run of the name."""
+    head = git(repo, "rev-parse", "HEAD")
+    client(github).create_check_run(
+        github.repo, {"name": "reprogate/reproduction", "head_sha": head, "status": "in_progress", "output": {"title": "t", "summary": "s"}}
+    )
+    verdict = tmp_path / "v.json"
+    verdict.write_text(json.dumps(bound_verdict(repo, head, TINY, "fail", "steps")))
+    assert post_status(repo, head, "--from-verdict", str(verdict), "--publish", "check-run").exit_code == 0
+    job, mine = github.check_runs
+    assert job["status"] == "in_progress" and job["conclusion"] is None, "the job's own check run was left alone"
+    assert mine["external_id"] == "reprogate" and mine["conclusion"] == "failure"
+
+
+@pytest.mark.parametrize("state", ["error", "pending", "inconclusive", "", "neutral", "skipped", "cancelled"])
+def test_nothing_but_success_concludes_as_passing(state: str) -> None:
+    assert checks.conclusion(state) not in PASSING
