@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from support import git
+from support import REPO, git
 from support.gate import FakeGitHub, commit, dispatches, pr_event, statuses, trusted_run
 from support.verdicts import bound_verdict
 
@@ -131,3 +131,39 @@ def test_the_status_job_never_completes_a_check_run_it_did_not_queue(post_status
 @pytest.mark.parametrize("state", ["error", "pending", "inconclusive", "", "neutral", "skipped", "cancelled"])
 def test_nothing_but_success_concludes_as_passing(state: str) -> None:
     assert checks.conclusion(state) not in PASSING
+
+
+# --- 2. SARIF: no artifact URI climbs out of the checkout, and hostile names keep the log valid ---
+
+SARIF_SCHEMA = REPO / "tests" / "fixtures" / "sarif" / "sarif-schema-2.1.0.json"
+
+
+def sarif_locations(text: str) -> list[dict]:
+    import jsonschema
+
+    log = json.loads(text)
+    jsonschema.Draft4Validator(json.loads(SARIF_SCHEMA.read_text()), format_checker=jsonschema.Draft4Validator.FORMAT_CHECKER).validate(log)
+    return [loc["physicalLocation"]["artifactLocation"] for r in log["runs"][0]["results"] for loc in r.get("locations", [])]
+
+
+def test_sarif_locations_never_climb_out_of_the_checkout(cli: Run, project: Path, tmp_path: Path) -> None:
+    """A record named `../x.yaml`, `records/../../x.yaml`, absolute inside or outside the checkout,
+    or with a newline and `%` in its name: every %SRCROOT%-relative URI stays inside the checkout
+    (code scanning would otherwise place a result on a file of another repository's layout), and
+    an absolute path inside the checkout is made relative."""
+    outside = tmp_path / "outside.yaml"
+    outside.write_text((project / "records" / "bitwise.yaml").read_text().replace("level: bitwise", "level: bitwize", 1))
+    odd = project / "records" / "new\nline%0A.yaml"
+    odd.write_text("apiVersion: reprogate/v1\nkind: RunRecord\n")
+    inside = project / "records" / "bitwise.yaml"
+    inside.write_text(inside.read_text().replace("level: bitwise", "level: bitwize", 1))
+    args = ["../outside.yaml", "records/../../outside.yaml", str(outside), str(inside), str(odd)]
+    result = cli("validate", "--format", "sarif", *args, cwd=project)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    locations = sarif_locations(result.output)
+    relative = [loc["uri"] for loc in locations if loc.get("uriBaseId") == "%SRCROOT%"]
+    assert relative and all(not uri.startswith(("../", "/")) and "/../" not in f"/{uri}" and "\n" not in uri for uri in relative), relative
+    assert "records/bitwise.yaml" in relative, "an absolute path inside the checkout is relative to it"
+    assert "records/new%0Aline%250A.yaml" in relative
+    absolute = {loc["uri"] for loc in locations if "uriBaseId" not in loc}
+    assert absolute == {"file://" + str(outside)}, absolute

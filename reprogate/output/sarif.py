@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -36,14 +37,27 @@ class RuleText:
     help: str = ""  # what to do; empty: the first finding's hint (or message) stands in
 
 
+def artifact_location(path: str) -> dict[str, str]:
+    """A finding's path as a SARIF artifactLocation. A path inside the folder reprogate runs in
+    (the checkout) is relative to %SRCROOT%, normalized (`./` and `a/..` dropped), also when it
+    was given absolute; one outside it (`../x`, `/etc/x`) is an absolute file: URI without
+    %SRCROOT%, so no relative URI climbs out of the checkout. Characters a URI cannot carry are
+    percent-encoded, so a file name from a pull request (spaces, `%`, `#`, newlines) stays one path."""
+    text = path.replace(os.sep, "/")
+    if not posixpath.isabs(text):
+        text = posixpath.normpath(text)
+        if text != ".." and not text.startswith("../"):
+            return {"uri": quote(text), "uriBaseId": "%SRCROOT%"}
+    absolute = posixpath.normpath(posixpath.join(Path.cwd().as_posix(), text))
+    root = Path.cwd().as_posix()
+    if absolute == root or absolute.startswith(root.rstrip("/") + "/"):
+        return {"uri": quote(posixpath.relpath(absolute, root)), "uriBaseId": "%SRCROOT%"}
+    return {"uri": "file://" + quote(absolute)}
+
+
 def artifact_uri(path: str) -> str:
-    """A finding's path as a SARIF artifact URI: relative paths stay relative (to %SRCROOT%, the
-    checkout) with `./` dropped; an absolute path becomes a file: URI. Characters a URI cannot
-    carry are percent-encoded, so a file name from a pull request stays one path."""
-    if os.path.isabs(path):
-        return "file://" + quote(PurePosixPath(path).as_posix())
-    parts = [part for part in PurePosixPath(path.replace(os.sep, "/")).parts if part != "."]
-    return quote("/".join(parts) or ".")
+    """The URI of `artifact_location`."""
+    return artifact_location(path)["uri"]
 
 
 def _result(d: Diagnostic, rule_index: int, command: str) -> dict[str, Any]:
@@ -55,9 +69,7 @@ def _result(d: Diagnostic, rule_index: int, command: str) -> dict[str, Any]:
         "message": {"text": text},
     }
     if d.path:
-        location = {"uri": artifact_uri(d.path)}
-        if not os.path.isabs(d.path):
-            location["uriBaseId"] = "%SRCROOT%"
+        location = artifact_location(d.path)
         result["locations"] = [
             {
                 "physicalLocation": {
@@ -122,4 +134,4 @@ def render_sarif(command: str, code: ExitCode, findings: Sequence[Diagnostic], r
     return CommandResult(code, [json.dumps(sarif_log(command, findings, rules), indent=2)])
 
 
-__all__ = ["LEVELS", "SCHEMA", "RuleText", "artifact_uri", "render_sarif", "sarif_log"]
+__all__ = ["LEVELS", "SCHEMA", "RuleText", "artifact_location", "artifact_uri", "render_sarif", "sarif_log"]
