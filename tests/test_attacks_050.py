@@ -5,6 +5,7 @@ action's new inputs. Each test fails if its attack works."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -13,10 +14,13 @@ import pytest
 from click.testing import Result
 from support import REPO, git
 from support.gate import FakeGitHub, commit, dispatches, pr_event, statuses, trusted_run
-from support.verdicts import bound_verdict
+from support.verdicts import bound_verdict, make_verdict
 
+from reprogate.attest.badge import badge
+from reprogate.attest.statement import outcome
 from reprogate.github import checks
 from reprogate.github.client import GitHubClient
+from reprogate.github.verdicts import terminal
 
 Run = Callable[..., Result]
 TINY = "tiny/records/tiny.yaml"
@@ -167,3 +171,58 @@ def test_sarif_locations_never_climb_out_of_the_checkout(cli: Run, project: Path
     assert "records/new%0Aline%250A.yaml" in relative
     absolute = {loc["uri"] for loc in locations if "uriBaseId" not in loc}
     assert absolute == {"file://" + str(outside)}, absolute
+
+
+# --- 3. attest and badge: a pass is believed only when the whole verdict says so ---
+
+
+def _contradicting(kind: str) -> dict:
+    verdict = make_verdict("pass")
+    if kind == "infrastructure":
+        verdict["infrastructure"] = True
+    elif kind == "diagnosis":
+        verdict["diagnosis"] = "steps"
+    elif kind == "failed-stage":
+        verdict["stages"][8]["status"] = "fail"
+    elif kind == "nothing-ran":
+        for stage in verdict["stages"]:
+            stage["status"] = "not-run"
+    return verdict
+
+
+@pytest.mark.parametrize("kind", ["infrastructure", "diagnosis", "failed-stage", "nothing-ran"])
+def test_a_pass_that_contradicts_itself_is_never_reproduced(kind: str, cli: Run, tmp_path: Path) -> None:
+    """`verdict: pass` beside a failed stage, a diagnosis, the infrastructure flag, or no stage
+    that ran: not what a finished rebuild writes. Neither the badge, the statement's outcome nor
+    the status reads it as a reproduction."""
+    verdict = _contradicting(kind)
+    assert badge([verdict])["color"] != "brightgreen"
+    assert outcome(verdict) == "inconclusive"
+    assert terminal([verdict], [], []).state == "error"
+    path = tmp_path / "verdict.json"
+    path.write_text(json.dumps(verdict))
+    done = cli("badge", str(path), cwd=tmp_path)
+    assert "brightgreen" not in done.output and "Traceback" not in done.output
+
+
+def test_a_verdict_and_rebuild_record_committed_in_the_pull_request_are_not_attested(cli: Run, project: Path) -> None:
+    """Self-consistent files a contributor writes (the record's digest, the rebuild record's
+    checksum, `verdict: pass`) carry no nonce of the dispatch and no run: the attest job's
+    --nonce and --run-id refuse them."""
+    from reprogate.core.documents import load_text
+    from reprogate.github.touched import rebuild_digest
+
+    record = project / "records" / "bitwise.yaml"
+    forged = project / "forged"
+    forged.mkdir()
+    (forged / "rebuild-record.yaml").write_text("apiVersion: reprogate/v1\nkind: RunRecord\n")
+    checksum = hashlib.sha256((forged / "rebuild-record.yaml").read_bytes()).hexdigest()
+    verdict = make_verdict("pass", digest=str(rebuild_digest(load_text(record.read_text(), str(record)).data)))
+    verdict["record"]["path"] = "records/bitwise.yaml"
+    verdict["rebuild_record"] = {"path": "rebuild-record.yaml", "checksum": f"sha256:{checksum}"}
+    verdict["run"] = {"nonce": "guessed-nonce-0123456789", "id": "1"}
+    (forged / "verdict.json").write_text(json.dumps(verdict))
+    done = cli("attest", "--nonce", "the-dispatch-nonce-0123456789", "--run-id", "424242", "--", "forged/verdict.json", cwd=project)
+    assert done.exit_code == 1 and "nonce" in done.output, done.output
+    done = cli("attest", "--nonce", "guessed-nonce-0123456789", "--run-id", "424242", "--", "forged/verdict.json", cwd=project)
+    assert done.exit_code == 1 and "run 1" in done.output, done.output

@@ -35,6 +35,22 @@ def _digest_list(prefix: str, digests: list[str]) -> str:
     return f"{prefix}; record{'s' if len(digests) > 1 else ''} {','.join(shown)}"
 
 
+def contradicts_itself(verdict: dict[str, Any]) -> str | None:
+    """Why a verdict that says `pass` cannot be one, or None. `rebuild` never writes such a
+    verdict; one that does was not made by a finished rebuild (a hand-made or half-written file),
+    and a pass is believed only when the rest of the verdict says so too."""
+    stages = [s for s in verdict.get("stages") or [] if isinstance(s, dict)]
+    if verdict.get("infrastructure"):
+        return "it also says the infrastructure stopped it"
+    if verdict.get("diagnosis"):
+        return f"it names a failing stage ({str(verdict.get('diagnosis'))[:40]})"
+    if any(s.get("status") == "fail" for s in stages):
+        return "one of its stages failed"
+    if not any(s.get("status") == "pass" for s in stages):
+        return "no stage of it passed"
+    return None
+
+
 def terminal(
     verdicts: list[dict[str, Any]],
     unreadable: list[str],
@@ -56,6 +72,9 @@ def terminal(
         return Terminal("error", f"rebuild verdict(s) {what} (cancelled, timed out or crashed): inconclusive{on}"[:DESCRIPTION_LIMIT])
     if not verdicts:
         return Terminal("error", f"the rebuild produced no verdict: inconclusive{on}")
+    contradicted = [v for v in verdicts if v.get("verdict") == "pass" and contradicts_itself(v)]
+    if contradicted:
+        return Terminal("error", f"a verdict says pass but {contradicts_itself(contradicted[0])}: inconclusive{on}"[:DESCRIPTION_LIMIT])
     failed = [v for v in verdicts if v.get("verdict") != "pass" and not v.get("infrastructure")]
     broken = [v for v in verdicts if v.get("verdict") != "pass" and v.get("infrastructure")]
     if failed:
@@ -73,4 +92,4 @@ def terminal(
     return Terminal("success", _digest_list(f"reproduced: {len(verdicts)} records{on}", digests))
 
 
-__all__ = ["Terminal", "terminal"]
+__all__ = ["Terminal", "contradicts_itself", "terminal"]
