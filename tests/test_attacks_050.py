@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -226,3 +229,61 @@ def test_a_verdict_and_rebuild_record_committed_in_the_pull_request_are_not_atte
     assert done.exit_code == 1 and "nonce" in done.output, done.output
     done = cli("attest", "--nonce", "guessed-nonce-0123456789", "--run-id", "424242", "--", "forged/verdict.json", cwd=project)
     assert done.exit_code == 1 and "run 1" in done.output, done.output
+
+
+# --- 5. capacity and audit --retiring on hostile names and files ---
+
+
+@pytest.mark.parametrize("partition", ["-a", "--help", "gpu;id", "$(id)", "gpu -a", "gpu\n-a", "../x"])
+def test_a_partition_name_never_reaches_scontrol_as_an_option(cli: Run, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, partition: str) -> None:
+    """`scontrol show partition -o -a` describes every partition: a name that starts with `-` is an
+    option to Slurm's client, not a partition. Refused (exit 2) before any Slurm command runs."""
+    calls = tmp_path / "calls"
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "scontrol").write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
+    (fake / "scontrol").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+    done = cli("capacity", "records/bitwise.yaml", "--cluster", f"slurm:{partition}", cwd=project)
+    assert done.exit_code == 2 and "not a partition name" in done.output and "Traceback" not in done.output, done.output
+    assert not calls.exists(), calls.read_text()
+
+
+@pytest.mark.parametrize("what", ["fifo", "huge", "symlink-loop"])
+def test_a_cluster_file_that_is_a_fifo_huge_or_a_loop_is_a_clear_refusal(cli: Run, project: Path, tmp_path: Path, what: str) -> None:
+    pool = tmp_path / "pool.yaml"
+    if what == "fifo":
+        os.mkfifo(pool)
+    elif what == "huge":
+        with pool.open("wb") as out:
+            out.truncate(1 << 30)  # a sparse gigabyte: no disk spent, and no reader may load it whole
+    else:
+        pool.symlink_to(pool)
+    done = subprocess.run(
+        [sys.executable, "-m", "reprogate", "capacity", "records/bitwise.yaml", "--cluster", str(pool)],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr and str(pool) in done.stdout + done.stderr, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("what", ["fifo", "symlink-out"])
+def test_audit_retiring_over_a_record_that_is_a_fifo_or_a_link_out_neither_hangs_nor_tracebacks(cli: Run, project: Path, tmp_path: Path, what: str) -> None:
+    record = project / "records" / "hostile.yaml"
+    if what == "fifo":
+        os.mkfifo(record)
+    else:
+        (tmp_path / "secret.yaml").write_text("apiVersion: reprogate/v1\nkind: RunRecord\n")
+        record.symlink_to(tmp_path / "secret.yaml")
+    done = subprocess.run(
+        [sys.executable, "-m", "reprogate", "audit", "--retiring", "ghcr.io/octo", "--", "records/"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert done.returncode in (0, 1, 2) and "Traceback" not in done.stderr, done.stdout + done.stderr

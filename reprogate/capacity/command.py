@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from reprogate.capacity.check import Requirement, requirements
@@ -15,6 +16,7 @@ from reprogate.output.result import CommandResult
 from reprogate.output.workflow import visible
 
 SLURM = "slurm:"
+PARTITION = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")  # what Slurm partition names are made of
 
 
 def pool_from(spec: str) -> Pool:
@@ -22,6 +24,11 @@ def pool_from(spec: str) -> Pool:
         partition = spec[len(SLURM) :].strip()
         if not partition:
             raise UsageError("--cluster slurm:PARTITION: name the partition")
+        if not PARTITION.fullmatch(partition):
+            # scontrol takes its arguments as options too: `-a` would describe every partition
+            raise UsageError(
+                f"--cluster slurm:{visible(partition[:80])}: not a partition name (letters, digits, '_', '.' and '-', not first)",
+            )
         return slurm_pool(partition)
     return load_pool(Path(spec))
 
