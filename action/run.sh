@@ -42,6 +42,22 @@ case "${INPUT_COMMAND:-gate}" in
   attest) own_options --nonce ;;
   badge) own_options --nonce --rebuild-result ;;
 esac
+# sarif-file is written by this shell's redirect: it must land inside the workspace (or RUNNER_TEMP),
+# never through a link the checkout holds (a committed `reprogate.sarif -> ~/.bashrc`, or a folder
+# that links out), which would let a pull request choose a file the runner trusts to overwrite.
+sarif_inside() {
+  local file="$INPUT_SARIF_FILE" folder root
+  [ ! -L "$file" ] || { echo "::error title=reprogate::sarif-file is a symbolic link: refusing to write through it"; exit 2; }
+  folder=$(cd -- "$(dirname -- "$file")" 2>/dev/null && pwd -P) || { echo "::error title=reprogate::sarif-file's folder does not exist"; exit 2; }
+  for root in "${GITHUB_WORKSPACE:-$workspace}" "${RUNNER_TEMP:-}"; do
+    [ -n "$root" ] && [ -d "$root" ] || continue
+    root=$(cd -- "$root" && pwd -P)
+    case "$folder/" in "$root"/*) return 0 ;; esac
+  done
+  echo "::error title=reprogate::sarif-file must be inside the workspace or RUNNER_TEMP (it is in $folder)"
+  exit 2
+}
+workspace=$(pwd -P)
 if [ -n "${INPUT_WORKING_DIRECTORY:-}" ]; then
   cd -- "$INPUT_WORKING_DIRECTORY" || { echo "::error title=reprogate::working-directory does not exist"; exit 2; }
 fi
@@ -69,6 +85,7 @@ case "${INPUT_COMMAND:-gate}" in
     strict=()
     [ "${INPUT_FAIL_ON:-error}" = "warning" ] && strict=(--strict)
     if [ -n "${INPUT_SARIF_FILE:-}" ]; then
+      sarif_inside
       exec "$reprogate" validate --format sarif ${strict[@]+"${strict[@]}"} ${extra_args[@]+"${extra_args[@]}"} -- ${records[@]+"${records[@]}"} > "$INPUT_SARIF_FILE"
     fi
     exec "$reprogate" validate --format github ${strict[@]+"${strict[@]}"} ${extra_args[@]+"${extra_args[@]}"} -- ${records[@]+"${records[@]}"} ;;
@@ -76,6 +93,7 @@ case "${INPUT_COMMAND:-gate}" in
     without_token
     [ -n "$base" ] || { echo "::error title=reprogate::detect needs the base input (or a pull_request event)"; exit 2; }
     if [ -n "${INPUT_SARIF_FILE:-}" ]; then
+      sarif_inside
       exec "$reprogate" detect --base "$base" --head "${INPUT_HEAD:-HEAD}" --format sarif ${extra_args[@]+"${extra_args[@]}"} > "$INPUT_SARIF_FILE"
     fi
     exec "$reprogate" detect --base "$base" --head "${INPUT_HEAD:-HEAD}" --format github ${extra_args[@]+"${extra_args[@]}"} ;;

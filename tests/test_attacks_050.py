@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from support import REPO, git
+from support import REPO, git, require_tool
 from support.gate import FakeGitHub, commit, dispatches, pr_event, statuses, trusted_run
 from support.verdicts import bound_verdict, make_verdict
+from test_action import fake_venv  # noqa: F401 (a fixture)
 
 from reprogate.attest.badge import badge
 from reprogate.attest.statement import outcome
@@ -287,3 +288,41 @@ def test_audit_retiring_over_a_record_that_is_a_fifo_or_a_link_out_neither_hangs
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     assert done.returncode in (0, 1, 2) and "Traceback" not in done.stderr, done.stdout + done.stderr
+
+
+# --- 6. the action: sarif-file is written by the shell's redirect ---
+
+
+def sarif_run(venv: Path, cwd: Path, sarif_file: str, **env: str) -> subprocess.CompletedProcess[str]:
+    require_tool("bash")
+    inputs = {"PATH": os.environ["PATH"], "VENV": str(venv), "INPUT_COMMAND": "validate", "INPUT_RECORDS": "records/", "INPUT_SARIF_FILE": sarif_file, **env}
+    return subprocess.run(["bash", str(REPO / "action" / "run.sh")], env=inputs, cwd=cwd, capture_output=True, text=True, check=False)
+
+
+def test_sarif_file_is_never_written_through_a_link_the_checkout_holds(fake_venv: Path, tmp_path: Path) -> None:  # noqa: F811
+    """A pull request that commits `reprogate.sarif -> ~/.bashrc` (or a folder linking out of the
+    workspace) would have the action's redirect overwrite that file with the SARIF log."""
+    workspace, home = tmp_path / "workspace", tmp_path / "home"
+    workspace.mkdir()
+    home.mkdir()
+    trusted = home / ".bashrc"
+    trusted.write_text("trusted\n")
+    (workspace / "reprogate.sarif").symlink_to(trusted)
+    (workspace / "out").symlink_to(home)
+    for target in ("reprogate.sarif", "out/new.sarif", str(home / "x.sarif"), "../home/y.sarif"):
+        done = sarif_run(fake_venv, workspace, target, GITHUB_WORKSPACE=str(workspace))
+        assert done.returncode == 2 and "sarif-file" in done.stdout, (target, done.stdout, done.stderr)
+    assert trusted.read_text() == "trusted\n" and sorted(p.name for p in home.iterdir()) == [".bashrc"]
+    runner_temp = tmp_path / "runner-temp"
+    runner_temp.mkdir()
+    for target, where in (("findings.sarif", workspace / "findings.sarif"), (str(runner_temp / "f.sarif"), runner_temp / "f.sarif")):
+        done = sarif_run(fake_venv, workspace, target, GITHUB_WORKSPACE=str(workspace), RUNNER_TEMP=str(runner_temp))
+        assert done.returncode == 0 and where.read_text().startswith("token="), done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("value", ["both;id", "--dry-run", "check-run\nstatus", "all"])
+def test_the_publish_input_is_one_of_three_words(cli: Run, repo: Path, monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    """REPROGATE_PUBLISH (the action's `publish` input) is read by click as a choice: anything else is exit 2."""
+    monkeypatch.setenv("REPROGATE_PUBLISH", value)
+    done = cli("gate", "--repo", str(repo), "--dry-run", str(repo / "missing.json"))
+    assert done.exit_code == 2 and "Traceback" not in done.output
