@@ -23,6 +23,12 @@ HEREDOC_INSTRUCTIONS = ("RUN", "COPY", "ADD")
 _HEREDOC = re.compile(r"^<<(-?)(['\"]?)([A-Za-z0-9_.-]+)\2$")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TEMPLATE = re.compile(r"\{\{.*?\}\}")
+MAX_NESTING = 64  # `${A:-${B:-...}}` inside each other; BuildKit's own limit is the Go stack, far beyond any real file
+
+
+class DockerfileError(ValueError):
+    """A Dockerfile reprogate will not expand (a variable nested past MAX_NESTING); the message
+    names the line. A ValueError, so every reader that counts an unparseable file as changed does."""
 
 
 @dataclass(frozen=True)
@@ -145,8 +151,18 @@ class _Expander:
     def __init__(self, scope: dict[str, str | None], keep_quotes: bool = False, keep_unknown: bool = False) -> None:
         self.scope, self.keep_quotes, self.keep_unknown = scope, keep_quotes, keep_unknown
         self.unresolved: set[str] = set()
+        self.depth = 0
 
     def expand(self, word: str) -> str:
+        self.depth += 1
+        try:
+            if self.depth > MAX_NESTING:
+                raise DockerfileError(f"a variable's default or alternative nests more than {MAX_NESTING} deep (${{A:-${{B:-...}}}})")
+            return self._expand(word)
+        finally:
+            self.depth -= 1
+
+    def _expand(self, word: str) -> str:
         out, i, quote = [], 0, None
         while i < len(word):
             ch = word[i]
@@ -307,50 +323,60 @@ def stages(text: str) -> tuple[dict[str, str | None], list[Stage]]:
     current: Stage | None = None
     scope: dict[str, str | None] = {}
     for ins in instructions(text):
-        if ins.word == "ARG":
-            for name, default in _assignments(ins.value):
-                if current is None:
-                    global_args[name] = expand(default, global_args)[0] if default is not None else None
-                else:
-                    value = expand(default, scope)[0] if default is not None else global_args.get(name)
-                    current.args[name] = value
-                    scope[name] = value
-        elif ins.word == "FROM":
-            written, name, platform = _from_parts(ins.value)
-            if written is None:
-                continue
-            resolved, missing = expand(written, global_args)
-            stage = Stage(len(found) + 1, name, written, None, platform=expand(platform, global_args)[0] if platform else None)
-            parent = by_name.get(resolved.lower())
-            if parent is not None:
-                stage.parent = parent.key
-                stage.env = dict(parent.env)
-            elif missing or not resolved:
-                stage.unresolved = tuple(sorted(missing)) or ("(empty)",)
-                stage.written = _Expander(global_args).placeholders(written)
-            elif resolved.lower() != "scratch":
-                stage.image = ImageRef.parse(resolved)
-                stage.env.update(_image_env(stage.image))
-            found.append(stage)
-            if name:
-                by_name[name.lower()] = stage
-            current = stage
-            scope = dict(stage.env)
-        elif current is None:
-            continue
-        elif ins.word == "ENV":
-            for name, value in _env_pairs(ins.value):
-                current.env[name] = scope[name] = expand(value, scope)[0]
-        elif ins.word == "RUN":
-            command = " ".join(w for w in ins.value.split(" ") if not w.startswith(("--mount=", "--network=", "--security=")))
-            current.runs.append((command.strip(), ins.heredocs, dict(scope)))
-        elif ins.word == "COPY":
-            for word in ins.value.split():
-                if word.startswith("--from="):
-                    source = expand(word.split("=", 1)[1], scope)[0]
-                    if source and source.lower() not in by_name and not source.isdigit():
-                        current.copies_from.append((source, ImageRef.parse(source)))
+        try:
+            current, scope = _stage_step(ins, global_args, found, by_name, current, scope)
+        except DockerfileError as exc:
+            raise DockerfileError(f"line {ins.line}: {ins.word}: {exc}") from None
     return global_args, found
+
+
+def _stage_step(
+    ins: Instruction, global_args: dict[str, str | None], found: list[Stage], by_name: dict[str, Stage], current: Stage | None, scope: dict[str, str | None]
+) -> tuple[Stage | None, dict[str, str | None]]:
+    """One instruction's effect on the stages: the stage it leaves current and that stage's scope."""
+    if ins.word == "ARG":
+        for name, default in _assignments(ins.value):
+            if current is None:
+                global_args[name] = expand(default, global_args)[0] if default is not None else None
+            else:
+                value = expand(default, scope)[0] if default is not None else global_args.get(name)
+                current.args[name] = value
+                scope[name] = value
+    elif ins.word == "FROM":
+        written, name, platform = _from_parts(ins.value)
+        if written is None:
+            return current, scope
+        resolved, missing = expand(written, global_args)
+        stage = Stage(len(found) + 1, name, written, None, platform=expand(platform, global_args)[0] if platform else None)
+        parent = by_name.get(resolved.lower())
+        if parent is not None:
+            stage.parent = parent.key
+            stage.env = dict(parent.env)
+        elif missing or not resolved:
+            stage.unresolved = tuple(sorted(missing)) or ("(empty)",)
+            stage.written = _Expander(global_args).placeholders(written)
+        elif resolved.lower() != "scratch":
+            stage.image = ImageRef.parse(resolved)
+            stage.env.update(_image_env(stage.image))
+        found.append(stage)
+        if name:
+            by_name[name.lower()] = stage
+        return stage, dict(stage.env)
+    elif current is None:
+        return current, scope
+    elif ins.word == "ENV":
+        for name, value in _env_pairs(ins.value):
+            current.env[name] = scope[name] = expand(value, scope)[0]
+    elif ins.word == "RUN":
+        command = " ".join(w for w in ins.value.split(" ") if not w.startswith(("--mount=", "--network=", "--security=")))
+        current.runs.append((command.strip(), ins.heredocs, dict(scope)))
+    elif ins.word == "COPY":
+        for word in ins.value.split():
+            if word.startswith("--from="):
+                source = expand(word.split("=", 1)[1], scope)[0]
+                if source and source.lower() not in by_name and not source.isdigit():
+                    current.copies_from.append((source, ImageRef.parse(source)))
+    return current, scope
 
 
 def from_lines(text: str) -> list[From]:
