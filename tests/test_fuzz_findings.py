@@ -93,6 +93,36 @@ def test_detect_bounds_a_nested_dockerfile_variable(tmp_path: Path) -> None:
     assert "rebuild required: yes" in out
 
 
+def test_dockerfile_pins_refuses_a_nested_from_naming_file_and_line(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text("ARG X=1\n" + NESTED_FROM)
+    done = reprogate("dockerfile", "pins", "Dockerfile", cwd=tmp_path)
+    out = said(done)
+    assert done.returncode == ExitCode.USAGE, out
+    assert "Dockerfile: line 2: FROM: a variable's default or alternative nests more than 64 deep" in out, out
+
+
+DOUBLING = "ARG A0=xx\n" + "".join(f"ARG A{i}=${{A{i - 1}}}${{A{i - 1}}}\n" for i in range(1, 40)) + "FROM python:${A39}\n"  # 2^40 characters
+LONG_TRIM = "ARG V=" + "a" * 40_000 + "\nFROM python:${V%%*b}\n"  # each of 40,001 cuts a glob match: minutes
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        (DOUBLING, "line 17: ARG: a word expands to more than 65,536 characters"),
+        (LONG_TRIM, "line 2: FROM: ${...%%...} is applied to a value of 40,000 characters"),
+    ],
+    ids=["doubling", "long-trim"],
+)
+def test_detect_bounds_what_dockerfile_variables_expand_to(tmp_path: Path, text: str, why: str) -> None:
+    """Found while fuzzing for issue 32: a memory bomb and a quadratic trim, neither a crash but
+    each a gate that never answers."""
+    repo = _repo_with(tmp_path, {"Dockerfile": "FROM python:3.11\n"}, {"Dockerfile": text})
+    done = reprogate("detect", "--base", "HEAD~1", "--head", "HEAD", cwd=repo)
+    out = said(done)
+    assert done.returncode == ExitCode.OK, out
+    assert f"Dockerfile: cannot be parsed (head: {why}" in out, out
+
+
 # Each minimised lock file: (name, well-formed text of the wrong shape, the field the message names)
 WRONG_SHAPES = [
     ("uv.lock", "package = 5\n", "package: expected a list, found a number"),

@@ -24,11 +24,14 @@ _HEREDOC = re.compile(r"^<<(-?)(['\"]?)([A-Za-z0-9_.-]+)\2$")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TEMPLATE = re.compile(r"\{\{.*?\}\}")
 MAX_NESTING = 64  # `${A:-${B:-...}}` inside each other; BuildKit's own limit is the Go stack, far beyond any real file
+MAX_EXPANDED = 64 * 1024  # characters one word may grow by expanding: `ARG B=$A$A` thirty times over is 2^30 of them
+MAX_TRIMMED = 1024  # the longest value `${V%pattern}` and its kin are applied to (each cut is a glob match: quadratic)
 
 
 class DockerfileError(ValueError):
-    """A Dockerfile reprogate will not expand (a variable nested past MAX_NESTING); the message
-    names the line. A ValueError, so every reader that counts an unparseable file as changed does."""
+    """A Dockerfile reprogate will not expand (a variable nested past MAX_NESTING, a word that
+    grows past MAX_EXPANDED, a trim of a value past MAX_TRIMMED); the message names the line. A
+    ValueError, so every reader that counts an unparseable file as changed does."""
 
 
 @dataclass(frozen=True)
@@ -163,8 +166,10 @@ class _Expander:
             self.depth -= 1
 
     def _expand(self, word: str) -> str:
-        out, i, quote = [], 0, None
+        out, i, quote, size, limit = [], 0, None, 0, MAX_EXPANDED + len(word)  # a long literal (a RUN script) is no bomb
         while i < len(word):
+            if size > limit:
+                raise DockerfileError(f"a word expands to more than {MAX_EXPANDED:,} characters (variables that repeat each other)")
             ch = word[i]
             if ch == "\\" and quote != "'" and i + 1 < len(word):
                 out.append(word[i : i + 2] if self.keep_quotes else word[i + 1])
@@ -177,9 +182,13 @@ class _Expander:
             elif ch == "$" and quote != "'" and i + 1 < len(word):
                 text, i = self._variable(word, i + 1)
                 out.append(text)
+                size += len(text)
             else:
                 out.append(ch)
                 i += 1
+            size += 1
+        if size > limit:
+            raise DockerfileError(f"a word expands to more than {MAX_EXPANDED:,} characters (variables that repeat each other)")
         return "".join(out)
 
     def _variable(self, word: str, i: int) -> tuple[str, int]:
@@ -238,6 +247,8 @@ class _Expander:
 def _trimmed(value: str, op: str, operand: str) -> str:
     """The shell's (and BuildKit's) `${V%pat}`, `${V%%pat}`, `${V#pat}`, `${V##pat}`,
     `${V/pat/rep}` and `${V//pat/rep}`, with glob patterns: `${CUDA_VERSION%.*}` is 12.1 of 12.1.1."""
+    if len(value) > MAX_TRIMMED:
+        raise DockerfileError(f"${{...{op}...}} is applied to a value of {len(value):,} characters (at most {MAX_TRIMMED:,} are trimmed)")
 
     if op in ("/", "//"):
         pattern, _, replacement = operand.partition("/")
