@@ -177,6 +177,16 @@ def test_compare_refuses_a_loss_that_is_not_a_number(tmp_path: Path, loss: str) 
     assert f"new.jsonl:1: loss is a number, not {loss}" in out, out
 
 
+def test_compare_refuses_a_step_event_without_a_step(tmp_path: Path) -> None:
+    """Found by tests/fuzz/fuzz_traces.py while fuzzing for issue 32 (KeyError: 'step' in compare.step_events)."""
+    (tmp_path / "ref.jsonl").write_text('{"type": "step", "step": 1, "rank": 0, "loss": 1.0}\n')
+    (tmp_path / "new.jsonl").write_text('{"type": "step", "rank": 0, "loss": 1.0}\n')
+    done = reprogate("compare", "ref.jsonl", "new.jsonl", cwd=tmp_path)
+    out = said(done)
+    assert done.returncode == ExitCode.USAGE, out
+    assert "new.jsonl:1: a step event has no step" in out, out
+
+
 # 4. rebuild when the reference trace holds a line that is not an event ------------------------
 
 

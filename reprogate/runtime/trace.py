@@ -50,7 +50,8 @@ def _number(value: object) -> bool:
 
 def check_event(event: object, where: str) -> dict[str, Any]:
     """`event` if it has the shape every reader of a trace relies on (an object; integer step and
-    rank; numeric loss and lr; a metric's string name and numeric value), else TraceError naming
+    rank, a step event's step present; numeric loss and lr; a metric's string name and numeric
+    value), else TraceError naming
     `where` and the field. Traces come from training code, so nothing later may assume more."""
     if not isinstance(event, dict):
         raise TraceError(f"{where}: a trace line is a JSON object, not a {type(event).__name__}")
@@ -59,6 +60,8 @@ def check_event(event: object, where: str) -> dict[str, Any]:
             raise TraceError(f"{where}: {name} is an integer, not {json.dumps(event[name])[:40]}")
     kind = event.get("type")
     if kind == "step":
+        if "step" not in event:
+            raise TraceError(f"{where}: a step event has no step")
         for name in NUMBERS:
             if name in event and not _number(event[name]):
                 raise TraceError(f"{where}: {name} is a number, not {json.dumps(event[name])[:40]}")

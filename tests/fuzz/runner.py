@@ -40,9 +40,9 @@ class Run:
     output: str = ""  # the last run's output, for a failing test to show
 
     def line(self) -> str:
-        return (
-            f"{self.harness:<12} {self.executions:>9,} executions in {self.seconds:5.0f} s  cov: {self.cov:<5} ft: {self.ft:<6} findings: {len(self.findings)}"
-        )
+        ran = f"{self.harness:<12} {self.executions:>9,} executions in {self.seconds:5.0f} s"
+        distinct = f" ({len({f.summary for f in self.findings})} distinct)" if self.findings else ""
+        return f"{ran}  cov: {self.cov:<5} ft: {self.ft:<6} findings: {len(self.findings)}{distinct}"
 
 
 def _finding(output: str) -> str:
