@@ -51,8 +51,8 @@ def _number(value: object) -> bool:
 def check_event(event: object, where: str) -> dict[str, Any]:
     """`event` if it has the shape every reader of a trace relies on (an object; integer step and
     rank, a step event's step present; numeric loss and lr; a metric's string name and numeric
-    value), else TraceError naming
-    `where` and the field. Traces come from training code, so nothing later may assume more."""
+    value), else TraceError naming `where` and the field. Traces come from training code, so
+    nothing later may assume more."""
     if not isinstance(event, dict):
         raise TraceError(f"{where}: a trace line is a JSON object, not a {type(event).__name__}")
     for name in ("step", "rank"):
