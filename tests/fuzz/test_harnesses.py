@@ -1,9 +1,9 @@
 """Each fuzz harness, run for a few seconds as part of the suite: a regression in a reader that
 a short run finds fails here, with the input and the traceback. The longer run is tools/fuzz.
 
-REPROGATE_FUZZ_SECONDS sets the time per harness (default 18: the seven take about two and a
-half minutes). Without atheris the harnesses cannot run: skipped on a developer's machine, a
-failure in CI (env CI set), where the dev extras install it.
+REPROGATE_FUZZ_SECONDS sets the time per harness (default 15: with start-up the seven take
+about two and a half minutes). Without atheris the harnesses cannot run: skipped on a
+developer's machine, a failure in CI (env CI set), where the dev extras install it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from runner import HARNESSES, run_harness
 
-SECONDS = float(os.environ.get("REPROGATE_FUZZ_SECONDS", "18"))
+SECONDS = float(os.environ.get("REPROGATE_FUZZ_SECONDS", "15"))
 
 if importlib.util.find_spec("atheris") is None:
     if os.environ.get("CI"):
