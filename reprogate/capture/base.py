@@ -26,6 +26,7 @@ class CaptureContext:
     exclude: list[Path] = field(default_factory=list)  # files left out of the dirty state (the record being filled)
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     results: dict[str, Any] = field(default_factory=dict)  # sections captured so far
+    notes: list[str] = field(default_factory=list)  # what a layer could not read but captured around (a bad lock file)
 
 
 def absent(reason: str) -> dict[str, Any]:

@@ -51,7 +51,9 @@ def run_capture(output: Path | None, record: Path | None, image: str | None, roo
         messages.append(f"note: {image} resolved to {found.digest}")
         image = f"{image}@{found.digest}"
     exclude = [record] if record is not None else []
-    document = capture_all(CaptureContext(root=root, image=image, framework=framework, lock_globs=lock_globs(root), exclude=exclude))
+    ctx = CaptureContext(root=root, image=image, framework=framework, lock_globs=lock_globs(root), exclude=exclude)
+    document = capture_all(ctx)
+    messages += [f"note: {note}" for note in ctx.notes]
     for section in ("source", "devices", "software", "host"):
         value = document.get(section)
         if isinstance(value, dict) and value.get("present") is False:

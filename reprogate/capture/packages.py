@@ -16,19 +16,22 @@ from reprogate.core.yamlout import FlowMap
 from reprogate.lockfiles import LockFileError, normalize, parse_file
 
 
-def _pins(lock_files: list[Path]) -> dict[str, set[str | None]]:
+def _pins(lock_files: list[Path], unreadable: list[tuple[Path, str]]) -> dict[str, set[str | None]]:
     pins: dict[str, set[str | None]] = {}
     for path in lock_files:
         try:
             for locked in parse_file(path):
                 pins.setdefault(locked.name, set()).add(locked.version)
-        except (LockFileError, OSError, UnicodeDecodeError):
-            continue  # an unreadable lock file pins nothing; validate/detect report it
+        except (LockFileError, OSError, UnicodeDecodeError) as exc:
+            # an unreadable lock file pins nothing (validate/detect report it); the caller names it
+            unreadable.append((path, str(exc.strerror if isinstance(exc, OSError) and exc.strerror else exc)))
     return pins
 
 
-def unpinned_installs(lock_files: list[Path]) -> list[dict[str, Any]]:
-    pins = _pins(lock_files)
+def unpinned_installs(lock_files: list[Path], unreadable: list[tuple[Path, str]] | None = None) -> list[dict[str, Any]]:
+    """What is installed that no readable lock file pins; each lock file that cannot be parsed is
+    appended to `unreadable` (path, why), so the caller says its pins were not counted."""
+    pins = _pins(lock_files, unreadable if unreadable is not None else [])
     found: dict[str, dict[str, Any]] = {}
     for dist in metadata.distributions():
         name = dist.metadata.get("Name")

@@ -77,7 +77,10 @@ def capture(ctx: CaptureContext) -> dict[str, Any]:
         section["untracked_digest"] = _untracked_digest(top, untracked)
     lock_files = _lock_files(top, ctx)
     section["lock_files"] = lock_files
-    section["job_start_installs"] = unpinned_installs([top / lf["path"] for lf in lock_files])
+    unreadable: list[tuple[Path, str]] = []
+    section["job_start_installs"] = unpinned_installs([top / lf["path"] for lf in lock_files], unreadable)
+    for path, why in unreadable:  # the section stays: its commit, tree and checksums do not depend on the parse
+        ctx.notes.append(f"source: lock file {path.relative_to(top).as_posix()} cannot be parsed ({why}); its pins are not counted in job_start_installs")
     return section
 
 

@@ -20,7 +20,8 @@ def main() -> None:
     """Reproducible ML training runs as a release gate.
 
     Exit codes: 0 pass, 1 a check failed, 2 bad usage or unreadable input, 3 infrastructure
-    (registry, API, engine, scheduler or device unreachable after retries).
+    (registry, API, engine, scheduler or device unreachable after retries), 4 an internal error
+    (a bug in reprogate: please report it).
     """
 
 

@@ -19,6 +19,7 @@ class ExitCode(enum.IntEnum):
     FAILED = 1  # a parseable input broke a rule, or a check did not pass
     USAGE = 2  # bad usage, or input that could not be read or parsed
     INFRA = 3  # a registry, API or device that could not be reached after retries
+    INTERNAL = 4  # reprogate itself crashed (a bug): never read as "check failed" (cli/common.finish)
 
 
 class Severity(str, enum.Enum):

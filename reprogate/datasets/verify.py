@@ -238,13 +238,13 @@ def _verify(manifest_path: Path, options: VerifyOptions, until_done: contextlib.
         return _unusable(report, exc.diagnostics)
 
     data = doc.data
-    source = _Source(doc) if isinstance(data, dict) else None
     header = doc
-    if source is not None and source.lines is not None:  # the header alone, as a manifest without shards
+    if isinstance(data, dict) and isinstance(data.get("shards"), ShardLines):  # the header alone, as a manifest without shards
         header = LineDocument(doc.path, {**data, "shards": []}, doc.syntax, text=doc.text)
     invalid = schema_diagnostics(header, "DatasetManifest") if isinstance(data, dict) else []
-    if source is None or invalid or data.get("kind") != "DatasetManifest":
+    if not isinstance(data, dict) or invalid or data.get("kind") != "DatasetManifest":
         return _unusable(report, invalid or [Diagnostic(report.manifest, "not a dataset manifest (kind: DatasetManifest)", "not-a-manifest")])
+    source = _Source(doc)  # only now: its entries are read as the schema says they are (every shard has a name and checksum)
     algorithm = data["algorithm"]
     try:
         new_hasher(algorithm)

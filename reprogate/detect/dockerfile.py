@@ -23,6 +23,15 @@ HEREDOC_INSTRUCTIONS = ("RUN", "COPY", "ADD")
 _HEREDOC = re.compile(r"^<<(-?)(['\"]?)([A-Za-z0-9_.-]+)\2$")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TEMPLATE = re.compile(r"\{\{.*?\}\}")
+MAX_NESTING = 64  # `${A:-${B:-...}}` inside each other; BuildKit's own limit is the Go stack, far beyond any real file
+MAX_EXPANDED = 64 * 1024  # characters one word may grow by expanding: `ARG B=$A$A` thirty times over is 2^30 of them
+MAX_TRIMMED = 1024  # the longest value `${V%pattern}` and its kin are applied to (each cut is a glob match: quadratic)
+
+
+class DockerfileError(ValueError):
+    """A Dockerfile reprogate will not expand (a variable nested past MAX_NESTING, a word that
+    grows past MAX_EXPANDED, a trim of a value past MAX_TRIMMED); the message names the line. A
+    ValueError, so every reader that counts an unparseable file as changed does."""
 
 
 @dataclass(frozen=True)
@@ -145,10 +154,22 @@ class _Expander:
     def __init__(self, scope: dict[str, str | None], keep_quotes: bool = False, keep_unknown: bool = False) -> None:
         self.scope, self.keep_quotes, self.keep_unknown = scope, keep_quotes, keep_unknown
         self.unresolved: set[str] = set()
+        self.depth = 0
 
     def expand(self, word: str) -> str:
-        out, i, quote = [], 0, None
+        self.depth += 1
+        try:
+            if self.depth > MAX_NESTING:
+                raise DockerfileError(f"a variable's default or alternative nests more than {MAX_NESTING} deep (${{A:-${{B:-...}}}})")
+            return self._expand(word)
+        finally:
+            self.depth -= 1
+
+    def _expand(self, word: str) -> str:
+        out, i, quote, size, limit = [], 0, None, 0, MAX_EXPANDED + len(word)  # a long literal (a RUN script) is no bomb
         while i < len(word):
+            if size > limit:
+                raise DockerfileError(f"a word expands to more than {MAX_EXPANDED:,} characters (variables that repeat each other)")
             ch = word[i]
             if ch == "\\" and quote != "'" and i + 1 < len(word):
                 out.append(word[i : i + 2] if self.keep_quotes else word[i + 1])
@@ -161,9 +182,13 @@ class _Expander:
             elif ch == "$" and quote != "'" and i + 1 < len(word):
                 text, i = self._variable(word, i + 1)
                 out.append(text)
+                size += len(text)
             else:
                 out.append(ch)
                 i += 1
+            size += 1
+        if size > limit:
+            raise DockerfileError(f"a word expands to more than {MAX_EXPANDED:,} characters (variables that repeat each other)")
         return "".join(out)
 
     def _variable(self, word: str, i: int) -> tuple[str, int]:
@@ -222,6 +247,8 @@ class _Expander:
 def _trimmed(value: str, op: str, operand: str) -> str:
     """The shell's (and BuildKit's) `${V%pat}`, `${V%%pat}`, `${V#pat}`, `${V##pat}`,
     `${V/pat/rep}` and `${V//pat/rep}`, with glob patterns: `${CUDA_VERSION%.*}` is 12.1 of 12.1.1."""
+    if len(value) > MAX_TRIMMED:
+        raise DockerfileError(f"${{...{op}...}} is applied to a value of {len(value):,} characters (at most {MAX_TRIMMED:,} are trimmed)")
 
     if op in ("/", "//"):
         pattern, _, replacement = operand.partition("/")
@@ -307,50 +334,60 @@ def stages(text: str) -> tuple[dict[str, str | None], list[Stage]]:
     current: Stage | None = None
     scope: dict[str, str | None] = {}
     for ins in instructions(text):
-        if ins.word == "ARG":
-            for name, default in _assignments(ins.value):
-                if current is None:
-                    global_args[name] = expand(default, global_args)[0] if default is not None else None
-                else:
-                    value = expand(default, scope)[0] if default is not None else global_args.get(name)
-                    current.args[name] = value
-                    scope[name] = value
-        elif ins.word == "FROM":
-            written, name, platform = _from_parts(ins.value)
-            if written is None:
-                continue
-            resolved, missing = expand(written, global_args)
-            stage = Stage(len(found) + 1, name, written, None, platform=expand(platform, global_args)[0] if platform else None)
-            parent = by_name.get(resolved.lower())
-            if parent is not None:
-                stage.parent = parent.key
-                stage.env = dict(parent.env)
-            elif missing or not resolved:
-                stage.unresolved = tuple(sorted(missing)) or ("(empty)",)
-                stage.written = _Expander(global_args).placeholders(written)
-            elif resolved.lower() != "scratch":
-                stage.image = ImageRef.parse(resolved)
-                stage.env.update(_image_env(stage.image))
-            found.append(stage)
-            if name:
-                by_name[name.lower()] = stage
-            current = stage
-            scope = dict(stage.env)
-        elif current is None:
-            continue
-        elif ins.word == "ENV":
-            for name, value in _env_pairs(ins.value):
-                current.env[name] = scope[name] = expand(value, scope)[0]
-        elif ins.word == "RUN":
-            command = " ".join(w for w in ins.value.split(" ") if not w.startswith(("--mount=", "--network=", "--security=")))
-            current.runs.append((command.strip(), ins.heredocs, dict(scope)))
-        elif ins.word == "COPY":
-            for word in ins.value.split():
-                if word.startswith("--from="):
-                    source = expand(word.split("=", 1)[1], scope)[0]
-                    if source and source.lower() not in by_name and not source.isdigit():
-                        current.copies_from.append((source, ImageRef.parse(source)))
+        try:
+            current, scope = _stage_step(ins, global_args, found, by_name, current, scope)
+        except DockerfileError as exc:
+            raise DockerfileError(f"line {ins.line}: {ins.word}: {exc}") from None
     return global_args, found
+
+
+def _stage_step(
+    ins: Instruction, global_args: dict[str, str | None], found: list[Stage], by_name: dict[str, Stage], current: Stage | None, scope: dict[str, str | None]
+) -> tuple[Stage | None, dict[str, str | None]]:
+    """One instruction's effect on the stages: the stage it leaves current and that stage's scope."""
+    if ins.word == "ARG":
+        for name, default in _assignments(ins.value):
+            if current is None:
+                global_args[name] = expand(default, global_args)[0] if default is not None else None
+            else:
+                value = expand(default, scope)[0] if default is not None else global_args.get(name)
+                current.args[name] = value
+                scope[name] = value
+    elif ins.word == "FROM":
+        written, name, platform = _from_parts(ins.value)
+        if written is None:
+            return current, scope
+        resolved, missing = expand(written, global_args)
+        stage = Stage(len(found) + 1, name, written, None, platform=expand(platform, global_args)[0] if platform else None)
+        parent = by_name.get(resolved.lower())
+        if parent is not None:
+            stage.parent = parent.key
+            stage.env = dict(parent.env)
+        elif missing or not resolved:
+            stage.unresolved = tuple(sorted(missing)) or ("(empty)",)
+            stage.written = _Expander(global_args).placeholders(written)
+        elif resolved.lower() != "scratch":
+            stage.image = ImageRef.parse(resolved)
+            stage.env.update(_image_env(stage.image))
+        found.append(stage)
+        if name:
+            by_name[name.lower()] = stage
+        return stage, dict(stage.env)
+    elif current is None:
+        return current, scope
+    elif ins.word == "ENV":
+        for name, value in _env_pairs(ins.value):
+            current.env[name] = scope[name] = expand(value, scope)[0]
+    elif ins.word == "RUN":
+        command = " ".join(w for w in ins.value.split(" ") if not w.startswith(("--mount=", "--network=", "--security=")))
+        current.runs.append((command.strip(), ins.heredocs, dict(scope)))
+    elif ins.word == "COPY":
+        for word in ins.value.split():
+            if word.startswith("--from="):
+                source = expand(word.split("=", 1)[1], scope)[0]
+                if source and source.lower() not in by_name and not source.isdigit():
+                    current.copies_from.append((source, ImageRef.parse(source)))
+    return current, scope
 
 
 def from_lines(text: str) -> list[From]:

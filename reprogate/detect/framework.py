@@ -17,7 +17,7 @@ from reprogate.detect.base import Change, DetectContext
 from reprogate.detect.dockerfile import stages
 from reprogate.detect.pip_commands import installs
 from reprogate.detect.versions import Versions
-from reprogate.lockfiles import Locked, LockFileError, format_for, load_toml, normalize
+from reprogate.lockfiles import Locked, LockFileError, format_for, load_toml, normalize, shaped
 from reprogate.lockfiles import requirements as requirements_txt
 from reprogate.lockfiles.requirements import requirement_text
 
@@ -146,27 +146,36 @@ def _pyproject_pins(text: str, ignore: set[str]) -> Pins:
         for i, requirement in enumerate(entries if isinstance(entries, list) else []):
             add(requirement, group, f"{where}[{i}]")
 
-    project = data.get("project", {})
+    def part(parent: dict[str, Any], key: str, kind: type, where: str) -> Any:
+        """`parent[key]` when it is a `kind` (absent or empty: an empty one), else LockFileError naming it."""
+        value = parent.get(key)
+        return kind() if not value else shaped(value, kind, where)
+
+    project = part(data, "project", dict, "project")
     table(project.get("dependencies"), "", "project.dependencies")
-    for group, requirements in (project.get("optional-dependencies") or {}).items():
+    for group, requirements in part(project, "optional-dependencies", dict, "project.optional-dependencies").items():
         table(requirements, group, f"project.optional-dependencies.{group}")
-    for group, requirements in (data.get("dependency-groups") or {}).items():
+    for group, requirements in part(data, "dependency-groups", dict, "dependency-groups").items():
         table(requirements, group, f"dependency-groups.{group}")
-    table((data.get("build-system") or {}).get("requires"), "build-system", "build-system.requires")
-    tool = data.get("tool") or {}
-    uv = tool.get("uv") or {}
+    table(part(data, "build-system", dict, "build-system").get("requires"), "build-system", "build-system.requires")
+    tool = part(data, "tool", dict, "tool")
+    uv = part(tool, "uv", dict, "tool.uv")
     table(uv.get("dev-dependencies"), "dev", "tool.uv.dev-dependencies")
     table(uv.get("override-dependencies"), "uv override", "tool.uv.override-dependencies")
     table(uv.get("constraint-dependencies"), "uv constraint", "tool.uv.constraint-dependencies")
-    for name, source in (uv.get("sources") or {}).items():
+    for name, source in part(uv, "sources", dict, "tool.uv.sources").items():
         value = _canonical(source)
         _add(pins, ("uv source", normalize(name)), Pin(value, value))
-    for index in uv.get("index") or []:
+    for index in part(uv, "index", list, "tool.uv.index"):
         if isinstance(index, dict):
             _add(pins, ("uv index", str(index.get("name", index.get("url")))), Pin(str(index.get("url")), _canonical(index)))
-    poetry = tool.get("poetry") or {}
-    tables = [("", poetry.get("dependencies") or {}), ("dev", poetry.get("dev-dependencies") or {})]
-    tables += [(g, (body or {}).get("dependencies") or {}) for g, body in (poetry.get("group") or {}).items()]
+    poetry = part(tool, "poetry", dict, "tool.poetry")
+    tables = [
+        ("", part(poetry, "dependencies", dict, "tool.poetry.dependencies")),
+        ("dev", part(poetry, "dev-dependencies", dict, "tool.poetry.dev-dependencies")),
+    ]
+    for g, body in part(poetry, "group", dict, "tool.poetry.group").items():
+        tables.append((g, part(shaped(body, dict, f"tool.poetry.group.{g}"), "dependencies", dict, f"tool.poetry.group.{g}.dependencies") if body else {}))
     for group, entries in tables:
         if group in ignore:
             continue
@@ -174,7 +183,7 @@ def _pyproject_pins(text: str, ignore: set[str]) -> Pins:
             if name != "python":
                 value = _canonical(spec)
                 _add(pins, (group, normalize(name)), Pin(value, value))
-    for source in poetry.get("source") or []:
+    for source in part(poetry, "source", list, "tool.poetry.source"):
         if isinstance(source, dict):
             _add(pins, ("poetry source", str(source.get("name"))), Pin(str(source.get("url")), _canonical(source)))
     return pins
@@ -211,7 +220,7 @@ def pins(v: Versions, which: str, ctx: DetectContext) -> Pins:
 
     try:
         return v.memo(f"framework pins {which}", read)
-    except (LockFileError, KeyError, TypeError, AttributeError, ValueError) as exc:
+    except ValueError as exc:  # LockFileError, DockerfileError, InvalidRequirement: the file's own errors, naming the field or line
         raise ValueError(f"{'base' if which == 'old' else 'head'}: {exc}") from None
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from reprogate.core.config import Config, load_config, with_overrides
 from reprogate.core.diagnostics import ExitCode
-from reprogate.core.errors import UsageError
+from reprogate.core.errors import ReprogateError, UsageError
 from reprogate.core.fileio import atomic_write
 from reprogate.detect.output import markdown
 from reprogate.github import checks
@@ -249,16 +249,32 @@ class Gate:
                 "this event changes nothing that is built, so nothing is posted"
             )
             return
-        found = assess(self.settings.repo, self.settings.config_path, config, subject.base, subject.head, tree)  # None: the working tree, from its top
-        _report_assessment(found, self.outcome)
-        plan = Plan()
-        current_state = str(current.get("state")) if current else None
-        if current is None or asked_rebuild:
-            self._plan_reproduction(plan, found, subject, config, asked_rebuild, current_state)
-        if asked_baseline and not found.invalid:
-            self._plan_baseline(plan, found, subject, config, statuses)
-        baseline_now = latest(statuses, config.baseline_context, subject.base)
-        self._act(plan, found, subject, config, current_state, str(baseline_now.get("state")) if baseline_now else None)
+        try:
+            found = assess(self.settings.repo, self.settings.config_path, config, subject.base, subject.head, tree)  # None: the working tree, from its top
+            _report_assessment(found, self.outcome)
+            plan = Plan()
+            current_state = str(current.get("state")) if current else None
+            if current is None or asked_rebuild:
+                self._plan_reproduction(plan, found, subject, config, asked_rebuild, current_state)
+            if asked_baseline and not found.invalid:
+                self._plan_baseline(plan, found, subject, config, statuses)
+            baseline_now = latest(statuses, config.baseline_context, subject.base)
+            self._act(plan, found, subject, config, current_state, str(baseline_now.get("state")) if baseline_now else None)
+        except (ReprogateError, OSError):
+            raise  # refusals: their own exit codes (cli/common.finish)
+        except Exception:
+            self._crashed(subject, config)
+            raise  # exit 4 (cli/common.finish)
+
+    def _crashed(self, subject: Subject, config: Config) -> None:
+        """A bug in reprogate while judging this head: the check says `error` (inconclusive), never
+        `failure` (not reproduced) and never stays pending; the crash itself is reported by finish."""
+        text = with_base("reprogate crashed while judging this head (internal error, exit 4): see the gate's log", subject.base)
+        try:
+            self.client.create_status(subject.repository, subject.head, "error", config.status_context, text, None)
+        except (ReprogateError, OSError):  # GitHub unreachable too: the crash is still what the job reports
+            return
+        self.outcome.messages.append(f"{config.status_context} = error: {text}")
 
     def _statuses(self, repo: str, sha: str, config: Config) -> list[dict[str, Any]]:
         """What the gate reads back to keep its rules (terminal states, first seen, the baseline's

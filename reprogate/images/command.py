@@ -11,7 +11,7 @@ from reprogate.core.diagnostics import ExitCode
 from reprogate.core.documents import load_document, read_text
 from reprogate.core.errors import ReprogateError, UsageError
 from reprogate.core.fileio import atomic_write
-from reprogate.detect.dockerfile import from_lines
+from reprogate.detect.dockerfile import DockerfileError, from_lines
 from reprogate.images.engine import connect
 from reprogate.images.registry import ImageError, RegistryClient, RegistryUnreachable, parse_reference
 from reprogate.output.result import CommandResult, worst
@@ -120,7 +120,11 @@ def dockerfile_pins(path: Path, write: bool, client: RegistryClient | None = Non
     client = client or RegistryClient()
     resolved: dict[str, str] = {}
     lines, code = [], ExitCode.OK
-    for entry in from_lines(text):
+    try:
+        entries = from_lines(text)
+    except DockerfileError as exc:  # a FROM nested or grown past the bounds: unusable input, named by line
+        raise UsageError(f"{path}: {exc}") from None
+    for entry in entries:
         ref = str(entry.image)
         try:
             found = client.resolve(ref)

@@ -16,9 +16,9 @@ from pathlib import Path
 from types import ModuleType
 
 from reprogate.lockfiles import conda_env, conda_lock, pipfile, poetry, requirements, uv
-from reprogate.lockfiles.base import Locked, LockFileError, LockFormat, load_toml, load_yaml, normalize
+from reprogate.lockfiles.base import Locked, LockFileError, LockFormat, load_toml, load_yaml, normalize, shaped
 
-__all__ = ["FORMATS", "LockFileError", "LockFormat", "Locked", "all_patterns", "format_for", "load_toml", "load_yaml", "normalize", "parse_file"]
+__all__ = ["FORMATS", "LockFileError", "LockFormat", "Locked", "all_patterns", "format_for", "load_toml", "load_yaml", "normalize", "parse_file", "shaped"]
 
 
 # Every format, by the name records give it; the order is the order files are matched in.

@@ -28,7 +28,48 @@ class Locked:
 
 
 class LockFileError(ValueError):
-    """A lock file that cannot be parsed; the message says where."""
+    """A lock file that cannot be parsed, or one of the wrong shape; the message says where
+    (a line, or the field: `package[3].name`)."""
+
+
+_KINDS: dict[type, str] = {dict: "a table", list: "a list", str: "a string"}
+
+
+def _found(value: object) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return _KINDS.get(type(value), type(value).__name__)
+
+
+def shaped(value: object, kind: type, where: str) -> Any:
+    """`value` if it is a `kind` (dict, list or str), else LockFileError naming the field: a
+    well-formed TOML, JSON or YAML file of the wrong shape is a bad lock file, never a KeyError."""
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise LockFileError(f"{where}: expected {_KINDS[kind]}, found {_found(value)}")
+    return value
+
+
+def member(table: dict[str, Any], key: str, kind: type, where: str, default: Any = None) -> Any:
+    """`table[key]` checked to be a `kind`; `default` when the key is absent (None: required)."""
+    if key not in table:
+        if default is None:
+            raise LockFileError(f"{where}{'.' if where else ''}{key}: missing")
+        return default
+    return shaped(table[key], kind, f"{where}{'.' if where else ''}{key}")
+
+
+def tables(value: object, where: str) -> list[dict[str, Any]]:
+    """A list of tables (`[[package]]`), each checked."""
+    return [shaped(item, dict, f"{where}[{i}]") for i, item in enumerate(shaped(value, list, where))]
+
+
+def strings(value: object, where: str) -> list[str]:
+    """A list of strings (hashes, groups), each checked."""
+    return [shaped(item, str, f"{where}[{i}]") for i, item in enumerate(shaped(value, list, where))]
 
 
 def normalize(name: str) -> str:
@@ -61,3 +102,5 @@ def load_toml(text: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise LockFileError(f"TOML: {exc}") from None
+    except RecursionError:  # tomllib parses nested arrays and inline tables recursively
+        raise LockFileError("TOML: arrays or inline tables nested too deeply") from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from reprogate.lockfiles import requirements
-from reprogate.lockfiles.base import Locked, LockFileError, load_yaml, normalize
+from reprogate.lockfiles.base import Locked, LockFileError, load_yaml, normalize, shaped
 
 FORMAT = "conda-environment"
 PATTERNS = ["environment.yml", "environment.yaml", "environment-*.yml"]
@@ -15,7 +15,8 @@ _SPEC = re.compile(r"^(?:[\w.-]+::)?(?P<name>[A-Za-z0-9_.-]+)\s*(?P<op>==|=|>=|<
 def parse(text: str) -> list[Locked]:
     data = load_yaml(text, "environment.yml")
     found = []
-    for item in (data or {}).get("dependencies", []) if isinstance(data, dict) else []:
+    dependencies = data.get("dependencies") if isinstance(data, dict) else None
+    for item in shaped(dependencies, list, "dependencies") if dependencies is not None else []:
         if isinstance(item, dict) and isinstance(item.get("pip"), list):
             for locked in requirements.parse("\n".join(str(x) for x in item["pip"])):
                 found.append(Locked(locked.name, locked.version, locked.hashes, "pip", "pip"))

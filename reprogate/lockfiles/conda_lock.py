@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reprogate.lockfiles.base import Locked, load_yaml, normalize
+from reprogate.lockfiles.base import Locked, load_yaml, member, normalize, shaped, tables
 
 FORMAT = "conda-lock"
 PATTERNS = ["conda-lock.yml", "conda-lock.yaml", "*.conda-lock.yml"]
@@ -11,17 +11,23 @@ PATTERNS = ["conda-lock.yml", "conda-lock.yaml", "*.conda-lock.yml"]
 def parse(text: str) -> list[Locked]:
     data = load_yaml(text, "conda-lock.yml")
     found = []
-    for package in (data or {}).get("package", []) if isinstance(data, dict) else []:
-        hashes = frozenset(f"{k}:{v}" for k, v in (package.get("hash") or {}).items())
-        group = package.get("category", "main")
-        platform = package.get("platform", "")
+    packages = data.get("package") if isinstance(data, dict) else None
+    for i, package in enumerate(tables(packages, "package") if packages is not None else []):
+        where = f"package[{i}]"
+        digests = package.get("hash") or {}
+        hashes = frozenset(f"{k}:{v}" for k, v in shaped(digests, dict, f"{where}.hash").items())
+        group = str(package.get("category", "main"))
+        platform = str(package.get("platform", ""))
+        manager = str(package.get("manager", "conda"))
+        if "name" not in package or package["name"] is None:
+            member(package, "name", str, where)  # raises: missing
         found.append(
             Locked(
                 normalize(str(package["name"])),
                 str(package.get("version")),
                 hashes,
                 "" if group == "main" else group,
-                f"{package.get('manager', 'conda')}@{platform}" if platform else package.get("manager", "conda"),
+                f"{manager}@{platform}" if platform else manager,
             )
         )
     return found

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reprogate.lockfiles.base import Locked, load_toml, normalize
+from reprogate.lockfiles.base import Locked, load_toml, member, normalize, strings, tables
 
 FORMAT = "poetry"
 PATTERNS = ["poetry.lock"]
@@ -10,9 +10,14 @@ PATTERNS = ["poetry.lock"]
 
 def parse(text: str) -> list[Locked]:
     found = []
-    for package in load_toml(text).get("package", []):
-        hashes = frozenset(f["hash"] for f in package.get("files", []) if "hash" in f)
-        groups = package.get("groups") or [package.get("category", "main")]
+    for i, package in enumerate(tables(load_toml(text).get("package", []), "package")):
+        where = f"package[{i}]"
+        files = tables(package.get("files", []), f"{where}.files")
+        hashes = frozenset(member(f, "hash", str, f"{where}.files[{j}]") for j, f in enumerate(files) if "hash" in f)
+        if package.get("groups"):
+            groups = strings(package["groups"], f"{where}.groups")
+        else:
+            groups = [member(package, "category", str, where, "main")]
         group = "" if "main" in groups else ",".join(sorted(groups))
-        found.append(Locked(normalize(package["name"]), package.get("version"), hashes, group))
+        found.append(Locked(normalize(member(package, "name", str, where)), member(package, "version", str, where, "") or None, hashes, group))
     return found

@@ -22,12 +22,13 @@ class CommandResult:
 
     def worst(self, code: ExitCode) -> CommandResult:
         """Raise the exit code to `code` if that is worse (2 beats 3 beats 1 beats 0: a usage
-        error makes every other answer meaningless, an unreachable service makes a failure unsure)."""
+        error makes every other answer meaningless, an unreachable service makes a failure unsure; a
+        crash, 4, beats them all)."""
         self.code = worst(self.code, code)
         return self
 
 
-SEVERITY = {ExitCode.OK: 0, ExitCode.FAILED: 1, ExitCode.INFRA: 2, ExitCode.USAGE: 3}
+SEVERITY = {ExitCode.OK: 0, ExitCode.FAILED: 1, ExitCode.INFRA: 2, ExitCode.USAGE: 3, ExitCode.INTERNAL: 4}
 
 
 def worst(*codes: ExitCode) -> ExitCode:

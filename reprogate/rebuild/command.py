@@ -31,6 +31,8 @@ from reprogate.rebuild.report import markdown, render
 from reprogate.rebuild.run_binding import check_nonce, fresh_output
 from reprogate.rebuild.stages.preflight import time_limit
 from reprogate.rebuild.verdicts import read_verdict
+from reprogate.runtime.trace import TraceError, check_event
+from reprogate.runtime.trace import order as trace_order
 
 
 def text_summary(verdict: dict[str, Any]) -> list[str]:
@@ -154,16 +156,11 @@ def _read_traces(paths: list[Path]) -> list[dict[str, Any]]:
             if not line.strip():
                 continue
             where = f"{path}:{number}"
-            event = parse_json_bytes(line, where, "the line")
-            if not isinstance(event, dict):
-                raise UsageError(f"{where}: a trace line is a JSON object, not a {type(event).__name__}")
-            events.append(event)
-
-    def order(e: dict[str, Any]) -> tuple[str, int, int, str]:
-        step, rank = e.get("step", -1), e.get("rank", 0)
-        return str(e.get("type", "")), step if isinstance(step, int) else -1, rank if isinstance(rank, int) else 0, str(e.get("name", ""))
-
-    return sorted(events, key=order)
+            try:
+                events.append(check_event(parse_json_bytes(line, where, "the line"), where))
+            except TraceError as exc:
+                raise UsageError(str(exc)) from None
+    return sorted(events, key=trace_order)
 
 
 def compare_command(
@@ -178,7 +175,10 @@ def compare_command(
     if tensors:
         outcomes.append(("tensors", compare.compare_tensors(ref, new, tensors)))
     abs_tol, rel_tol = tolerance or (0.0, 0.0)
-    outcomes.append(("steps", compare.compare_values(ref, new, ["loss"], abs_tol, rel_tol)[0]))
+    try:
+        outcomes.append(("steps", compare.compare_values(ref, new, ["loss"], abs_tol, rel_tol)[0]))
+    except TraceError as exc:
+        raise UsageError(f"cannot compare the traces: {exc}") from None
     lines = [f"{name:<8} {outcome.status:<8} {outcome.detail}" for name, outcome in outcomes]
     failed = any(outcome.status == "fail" for _, outcome in outcomes)
     return CommandResult(ExitCode.FAILED if failed else ExitCode.OK, lines)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reprogate.rebuild.stats import StepComparison, compare_steps
+from reprogate.runtime.trace import TraceError
 
 Key = tuple[int, int]  # (step, rank)
 # What a step's scalars are, in the order a step uses them: the inputs it is given (the schedule's
@@ -118,11 +119,28 @@ def first_loss_difference(reference: dict[Key, dict[str, Any]], rebuilt: dict[Ke
     return None
 
 
+class QuantityError(TraceError):
+    """A compared step value that is not a number; `side` says whose trace (reference, rebuilt)."""
+
+    def __init__(self, message: str, side: str) -> None:
+        super().__init__(message)
+        self.side = side
+
+
+def _quantity(event: dict[str, Any], name: str, key: Key, side: str) -> float:
+    """A compared step value as a number; a trace is written by training code, so a string, a
+    list or a boolean there is a TraceError naming the side, step, rank and field."""
+    value = event[name]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise QuantityError(f"the {side} trace, step {key[0]}, rank {key[1]}: {name} is a number, not {str(value)[:40]!r}", side)
+    return float(value)
+
+
 def compare_values(
     reference: dict[Key, dict[str, Any]], rebuilt: dict[Key, dict[str, Any]], quantities: list[str], abs_tol: float, rel_tol: float
 ) -> tuple[Outcome, StepComparison]:
-    ref = {k: {q: float(e[q]) for q in quantities if q in e} for k, e in reference.items()}
-    new = {k: {q: float(e[q]) for q in quantities if q in e} for k, e in rebuilt.items()}
+    ref = {k: {q: _quantity(e, q, k, "reference") for q in quantities if q in e} for k, e in reference.items()}
+    new = {k: {q: _quantity(e, q, k, "rebuilt") for q in quantities if q in e} for k, e in rebuilt.items()}
     result = compare_steps(ref, new, quantities, abs_tol, rel_tol)  # type: ignore[arg-type]
     exact = abs_tol == 0 and rel_tol == 0
     rule = "exactly equal" if exact else f"|a-b| <= {abs_tol:g} + {rel_tol:g}*|b|"

@@ -86,7 +86,8 @@ def markdown(verdict: dict[str, Any]) -> str:
     stopped = not passed and verdict.get("exit_code") in (2, 3)  # nothing compared: not a failed reproduction
     outcome = "passed" if passed else ("could not run" if stopped else "failed")
     icon = ICONS["pass"] if passed else ("⚠️" if stopped else ICONS["fail"])
-    head = f"## {icon} Reproduction {outcome}: `{record['name']}` ({record['level']} contract)"
+    name = record.get("name") or record.get("path")  # the verdict schema requires the path, not the name
+    head = f"## {icon} Reproduction {outcome}: `{name}` ({record['level']} contract)"
     lines = [head, ""]
     if stopped:
         lines += [f"**Diagnosis:** the rebuild stopped at the **{verdict['diagnosis']}** stage before anything was compared.", ""]

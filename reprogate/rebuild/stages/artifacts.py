@@ -13,7 +13,7 @@ from reprogate.rebuild.inject import runtime_folder
 from reprogate.rebuild.stages.base import StageResult, failed, passed
 from reprogate.rebuild.state import Fetched, RebuildJob, RebuildState
 from reprogate.rules.source_tree import owned_paths
-from reprogate.runtime.trace import read_trace
+from reprogate.runtime.trace import TraceError, read_trace
 
 MAX_REFERENCE_TRACE = 1024 * 1024 * 1024  # as `compare` reads traces
 
@@ -86,7 +86,9 @@ def artifacts(state: RebuildState) -> StageResult:
             fetched.append(checkpoint["path"])
     except OSError as exc:
         return failed(f"cannot fetch an addressed artifact: {exc}")
-    except ValueError as exc:  # an unreadable reference trace
+    except TraceError as exc:  # the record's reference trace is not a trace: unusable input, nothing compared
+        return failed(f"cannot read the reference trace {job.section('reference', 'trace', 'path')}: {exc}", exit_code=2)
+    except ValueError as exc:
         return failed(f"cannot read the reference trace: {exc}")
     state.fetched = Fetched(tuple(fetched), tuple(reference_events), runtime_folder(job.workdir / ".reprogate" / "runtime"), deferred)
     if deferred:

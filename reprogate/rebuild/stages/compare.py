@@ -52,7 +52,10 @@ def steps(state: RebuildState) -> StageResult:
     tolerance = job.section("contract", "tolerance") or {}
     quantities = list(tolerance.get("quantities") or ["loss"])
     abs_tol, rel_tol = (0.0, 0.0) if job.level == "bitwise" else (float(tolerance.get("abs", 0.0)), float(tolerance.get("rel", 0.0)))
-    outcome, result = compare.compare_values(*_ranges(state), quantities, abs_tol, rel_tol)
+    try:
+        outcome, result = compare.compare_values(*_ranges(state), quantities, abs_tol, rel_tol)
+    except compare.QuantityError as exc:  # the record's reference trace is unusable input (2); the rebuilt one is the run's own (1)
+        return failed(f"cannot compare {'/'.join(quantities)}: {exc}", exit_code=2 if exc.side == "reference" else 1)
     test = StepTest(
         TOLERANCE if job.level == "behavioral" else EXACT,
         tuple(quantities),
