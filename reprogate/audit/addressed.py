@@ -10,7 +10,7 @@ the record pins is a copy the retirement cannot touch.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,16 +53,24 @@ def _kind(where: str) -> str:
     return "artifact"
 
 
-def _file_refs(data: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], dict[str, Any]]]:
-    """Every object with a remote `uri` and a `checksum` (fileRef, checkpoint), outside the dataset section."""
+Located = tuple[tuple[Any, ...], dict[str, Any]]  # (path in the record, the object there)
+
+
+def objects_with(data: Any, wanted: Callable[[tuple[Any, ...], dict[str, Any]], bool], path: tuple[Any, ...] = ()) -> Iterator[Located]:
+    """Every object in a record (with its path) that `wanted` picks: the one walk both audits use."""
     if isinstance(data, dict):
-        if isinstance(data.get("uri"), str) and isinstance(data.get("checksum"), str) and path[:1] != ("dataset",):
+        if wanted(path, data):
             yield path, data
         for key, value in data.items():
-            yield from _file_refs(value, (*path, key))
+            yield from objects_with(value, wanted, (*path, key))
     elif isinstance(data, list):
         for i, value in enumerate(data):
-            yield from _file_refs(value, (*path, i))
+            yield from objects_with(value, wanted, (*path, i))
+
+
+def _file_refs(data: Any) -> Iterator[Located]:
+    """Every object with a remote `uri` and a `checksum` (fileRef, checkpoint), outside the dataset section."""
+    return objects_with(data, lambda path, ref: isinstance(ref.get("uri"), str) and isinstance(ref.get("checksum"), str) and path[:1] != ("dataset",))
 
 
 def dotted(path: tuple[Any, ...]) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reprogate.audit.addressed import dotted
+from reprogate.audit.addressed import dotted, objects_with
 from reprogate.core.canonical import file_digest
 from reprogate.core.config import repository_root
 from reprogate.core.diagnostics import ExitCode
@@ -62,17 +62,10 @@ class AuditResult:
         return ExitCode.INFRA if self.unreachable else ExitCode.OK
 
 
-def _file_refs(data: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], dict[str, Any]]]:
+def _file_refs(data: Any) -> Iterator[tuple[tuple[Any, ...], dict[str, Any]]]:
     """Every object pairing an in-repository path with a checksum: traces, checkpoints, lock
     files, preflight output, generator states."""
-    if isinstance(data, dict):
-        if isinstance(data.get("path"), str) and isinstance(data.get("checksum"), str):
-            yield path, data
-        for key, value in data.items():
-            yield from _file_refs(value, (*path, key))
-    elif isinstance(data, list):
-        for i, value in enumerate(data):
-            yield from _file_refs(value, (*path, i))
+    return objects_with(data, lambda _path, ref: isinstance(ref.get("path"), str) and isinstance(ref.get("checksum"), str))
 
 
 def sample(records: list[Path], size: int | None, seed: int) -> list[Path]:

@@ -8,6 +8,15 @@ import click
 
 from reprogate.cli.common import finish, format_option
 
+publish_option = click.option(
+    "--publish",
+    type=click.Choice(["both", "check-run", "status"]),
+    envvar="REPROGATE_PUBLISH",
+    default="both",
+    show_default=True,
+    help="How the verdict is shown: a Check Run (report, annotations, link to the rebuild run), a commit status, or both, under the same name.",
+)  # gate and github status: one option, the same choices and default
+
 
 @click.command()
 @click.option(
@@ -48,14 +57,7 @@ from reprogate.cli.common import finish, format_option
 )
 @click.option("--event-name", default="pull_request", show_default=True, help="--dry-run: the event the payload is (pull_request, merge_group, push).")
 @click.option("--reader", is_flag=True, help="--dry-run: the label's sender has no write permission (default: a writer).")
-@click.option(
-    "--publish",
-    type=click.Choice(["both", "check-run", "status"]),
-    envvar="REPROGATE_PUBLISH",
-    default="both",
-    show_default=True,
-    help="How the verdict is shown: a Check Run (report, annotations, link to the rebuild run), a commit status, or both, under the same name.",
-)
+@publish_option
 @format_option("github")
 def gate(
     repo: Path, config_path: Path | None, mode: str, result_file: Path | None, event: Path | None, event_name: str, reader: bool, publish: str, fmt: str
@@ -109,14 +111,7 @@ def github() -> None:
 )
 @click.option("--base", default=None, help="The base commit the pull request was judged against (dispatch input); named in the status.")
 @click.option("--pr", type=click.IntRange(min=1), default=None, help="Also post the report, rendered here from the verdicts, as this pull request's comment.")
-@click.option(
-    "--publish",
-    type=click.Choice(["both", "check-run", "status"]),
-    envvar="REPROGATE_PUBLISH",
-    default="both",
-    show_default=True,
-    help="How the verdict is shown: a Check Run (report, annotations, link to the rebuild run), a commit status, or both, under the same name.",
-)
+@publish_option
 def github_status(
     state: str | None,
     verdicts: tuple[Path, ...],
