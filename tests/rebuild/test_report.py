@@ -184,8 +184,7 @@ def test_the_report_shows_curves_tool_and_a_short_digest() -> None:
     text = markdown(valid(verdict))
     assert (
         "### Loss\n\nThe rebuild's loss equals the reference's at every one of the 2 steps both recorded (mean over ranks).\n\n"
-        "<details>\n<summary>The loss curves</summary>"
-        in text
+        "<details>\n<summary>The loss curves</summary>" in text
     )
     assert section(text, "Loss").count("```mermaid\n") == 1, "a pass folds its chart"
     assert text.endswith("<sub>reprogate test · record digest `0123456789abcdef…` · 1.0 s · 2026-11-30T00:00:00Z</sub>\n")
