@@ -208,9 +208,10 @@ def compare_values(
 
 @dataclass(frozen=True)
 class FirstDifference:
-    """The first scalar of the trace that differs: the earliest (step, rank) at which anything
-    differs, and there the first field in inputs -> outputs order, so a changed learning rate is
-    named before the loss and the weights it goes on to change."""
+    """The first scalar of the trace that differs: the earliest step at which anything differs,
+    there the first field in inputs -> outputs order that differs on any rank (so a changed
+    learning rate is named before the loss and the weights it goes on to change), and of the ranks
+    where it differs the one furthest from the reference (the lowest of equals)."""
 
     field: str  # lr, batch, metrics.loss_scale, loss, metrics.grad_norm, tensors.<name>, model_state
     role: str  # input or output
@@ -293,16 +294,38 @@ def first_difference(
     `weights=False` leaves out the tensor and model-state digests: under a contract that does not
     hold weights bitwise (behavioral, statistical), nondeterministic kernels make them differ from
     the first step, and naming them would hide the difference the contract judges."""
-    for key in sorted(reference):
-        theirs = rebuilt.get(key)
-        if theirs is None:
-            continue  # a step the rebuild never reached: the run stage and the steps test say so
-        mine = dict((name, value) for name, _, value in _fields(theirs))
-        for name, role, value in _fields(reference[key]):
-            if not weights and (name == "model_state" or name.startswith("tensors.")):
-                continue
-            got = mine.get(name)
-            if not _equal(value, got, role, abs_tol, rel_tol):
-                held = role == "output" and _numbers(value, got) and (abs_tol > 0 or rel_tol > 0)
-                return FirstDifference(name, role, key[0], key[1], value, got, "tolerance" if held else "exact")
+    by_step: dict[int, list[int]] = {}
+    for step, rank in sorted(reference):
+        by_step.setdefault(step, []).append(rank)
+    for step, ranks in by_step.items():
+        differing: dict[str, list[FirstDifference]] = {}
+        order: list[str] = []
+        for rank in ranks:
+            theirs = rebuilt.get((step, rank))
+            if theirs is None:
+                continue  # a step the rebuild never reached: the run stage and the steps test say so
+            mine = dict((name, value) for name, _, value in _fields(theirs))
+            for name, role, value in _fields(reference[(step, rank)]):
+                if not weights and (name == "model_state" or name.startswith("tensors.")):
+                    continue
+                if name not in order:
+                    order.append(name)
+                got = mine.get(name)
+                if not _equal(value, got, role, abs_tol, rel_tol):
+                    held = role == "output" and _numbers(value, got) and (abs_tol > 0 or rel_tol > 0)
+                    differing.setdefault(name, []).append(FirstDifference(name, role, step, rank, value, got, "tolerance" if held else "exact"))
+        for name in order:
+            if name in differing:
+                return max(differing[name], key=_distance)  # the first of equals: the lowest rank
     return None
+
+
+def _distance(found: FirstDifference) -> float:
+    """How far a differing value is from the reference's: a missing one furthest, digests all alike
+    (the lowest rank then stands for the step), numbers by |rebuilt − reference| — so at a step
+    the diagnosis names the rank the loss figures name (step_figures: the one furthest away)."""
+    if found.rebuilt is None:
+        return math.inf
+    if _numbers(found.reference, found.rebuilt):
+        return abs(float(found.rebuilt) - float(found.reference))
+    return 0.0

@@ -117,9 +117,9 @@ class Figures:
     span: tuple[int, int] | None  # the first and last step both traces reached
     steps: int  # how many steps both traces reached
     reference_steps: int  # how many steps the reference recorded
-    first_difference: Point | None  # the first point whose value differs at all
+    first_difference: Point | None  # at the first step whose value differs at all, the point that stands for it
     largest: Point | None  # the point of the largest difference (the first of equals)
-    first_outside: Point | None  # the first point outside the tolerance (exact: the first difference)
+    first_outside: Point | None  # at the first step outside the tolerance, the point that stands for it
     drawn: tuple[Point, ...]  # what a chart draws: at most MAX_DRAWN points, in step order
 
     @property
@@ -170,19 +170,20 @@ def runs_of(count: int, limit: int = MAX_DRAWN) -> list[range]:
 
 
 def of_points(quantity: str, points: list[Point], judged: Judged, tolerance: Tolerance | None, reference_steps: int, per_rank: bool = True) -> Figures:
-    """The figures of `points` (in (step, rank) order)."""
-    first = next((p for p in points if p.difference > 0), None)
-    largest = max(points, key=lambda p: p.difference) if points else None
-    outside = next((p for p in points if p.outside(tolerance)), None)
+    """The figures of `points` (in (step, rank) order). At each step one point stands for it — of
+    the points outside the tolerance where any is, the one furthest from the reference — so the
+    first step that differs, the first step outside and the chart name the same rank there."""
     by_step: dict[int, list[Point]] = {}
     for p in points:
-        if p.rebuilt is not None:
-            by_step.setdefault(p.step, []).append(p)
-    steps = sorted(by_step)
-    per_step = [_drawn_at(by_step[s], tolerance) for s in steps]
-    drawn = tuple(_drawn_at([per_step[i] for i in run], tolerance) for run in runs_of(len(per_step)))
-    span = (steps[0], steps[-1]) if steps else None
-    return Figures(quantity, judged, tolerance, per_rank, len(points), span, len(steps), reference_steps, first, largest, outside, drawn)
+        by_step.setdefault(p.step, []).append(p)
+    per_step = [_drawn_at(by_step[s], tolerance) for s in sorted(by_step)]
+    first = next((p for p in per_step if p.difference > 0), None)
+    outside = next((p for p in per_step if p.outside(tolerance)), None)
+    largest = max(points, key=lambda p: p.difference) if points else None
+    reached = [p for p in per_step if any(q.rebuilt is not None for q in by_step[p.step])]
+    drawn = tuple(_drawn_at([reached[i] for i in run], tolerance) for run in runs_of(len(reached)))
+    span = (reached[0].step, reached[-1].step) if reached else None
+    return Figures(quantity, judged, tolerance, per_rank, len(points), span, len(reached), reference_steps, first, largest, outside, drawn)
 
 
 def figures(
