@@ -76,6 +76,8 @@ class Stage:
     copies_from: list[tuple[str, ImageRef]] = field(default_factory=list)  # COPY --from=<image> (not a stage)
     args: dict[str, str | None] = field(default_factory=dict)  # ARGs declared in the stage, with values
     env: dict[str, str] = field(default_factory=dict)
+    line: int = 0  # the FROM's line, 1-based
+    run_lines: list[int] = field(default_factory=list)  # the first line of each of `runs`
 
     @property
     def key(self) -> str:
@@ -358,7 +360,7 @@ def _stage_step(
         if written is None:
             return current, scope
         resolved, missing = expand(written, global_args)
-        stage = Stage(len(found) + 1, name, written, None, platform=expand(platform, global_args)[0] if platform else None)
+        stage = Stage(len(found) + 1, name, written, None, platform=expand(platform, global_args)[0] if platform else None, line=ins.line)
         parent = by_name.get(resolved.lower())
         if parent is not None:
             stage.parent = parent.key
@@ -381,6 +383,7 @@ def _stage_step(
     elif ins.word == "RUN":
         command = " ".join(w for w in ins.value.split(" ") if not w.startswith(("--mount=", "--network=", "--security=")))
         current.runs.append((command.strip(), ins.heredocs, dict(scope)))
+        current.run_lines.append(ins.line)
     elif ins.word == "COPY":
         for word in ins.value.split():
             if word.startswith("--from="):

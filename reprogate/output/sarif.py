@@ -116,10 +116,10 @@ def _result(d: Diagnostic, rule_index: int, command: str, base: Path, root: Path
         "message": {"text": text},
     }
     if d.path:
-        region: dict[str, int] = {"startLine": max(1, d.location.line)}
-        if d.location.col > 0:
-            region["startColumn"] = d.location.col
-        result["locations"] = [{"physicalLocation": {"artifactLocation": artifact_location(d.path, base, root), "region": region}}]
+        physical: dict[str, Any] = {"artifactLocation": artifact_location(d.path, base, root)}
+        if d.location.line > 0:  # line 0: about the file as a whole (no region)
+            physical["region"] = {"startLine": d.location.line, **({"startColumn": d.location.col} if d.location.col > 0 else {})}
+        result["locations"] = [{"physicalLocation": physical}]
     if d.field:
         result["properties"] = {"field": d.field}
     return result
