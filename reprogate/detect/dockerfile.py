@@ -78,6 +78,20 @@ class Stage:
     env: dict[str, str] = field(default_factory=dict)
     line: int = 0  # the FROM's line, 1-based
     run_lines: list[int] = field(default_factory=list)  # the first line of each of `runs`
+    copied: list[tuple[tuple[str, ...], str]] = field(default_factory=list)  # COPY/ADD from the build context: (sources, destination)
+
+    def context_file(self, path: str) -> str | None:
+        """The build-context file a COPY or ADD of this stage put at `path` (the last one to
+        write there), or None: `-r /tmp/requirements/x.txt` is `requirements/x.txt` of the repository."""
+        for sources, destination in reversed(self.copied):
+            if len(sources) == 1 and not destination.endswith("/") and path == destination:
+                return sources[0]
+            folder = destination.rstrip("/") + "/"
+            if path.startswith(folder):
+                rest = path[len(folder) :]
+                named = [s for s in sources if s.rstrip("/").rsplit("/", 1)[-1] == rest]
+                return named[0] if len(named) == 1 else None
+        return None
 
     @property
     def key(self) -> str:
@@ -384,12 +398,16 @@ def _stage_step(
         command = " ".join(w for w in ins.value.split(" ") if not w.startswith(("--mount=", "--network=", "--security=")))
         current.runs.append((command.strip(), ins.heredocs, dict(scope)))
         current.run_lines.append(ins.line)
-    elif ins.word == "COPY":
-        for word in ins.value.split():
-            if word.startswith("--from="):
+    elif ins.word in ("COPY", "ADD"):
+        words = ins.value.split()
+        for word in words:
+            if word.startswith("--from=") and ins.word == "COPY":
                 source = expand(word.split("=", 1)[1], scope)[0]
                 if source and source.lower() not in by_name and not source.isdigit():
                     current.copies_from.append((source, ImageRef.parse(source)))
+        paths = [expand(w, scope)[0] for w in words if not w.startswith("--")]
+        if len(paths) >= 2 and not any(w.startswith("--from=") for w in words) and not ins.value.lstrip().startswith("["):
+            current.copied.append((tuple(paths[:-1]), paths[-1]))
     return current, scope
 
 
