@@ -247,10 +247,13 @@ def _place_cudas(facts: dict[str, Any]) -> dict[str, list[Any]]:
     return found
 
 
+def _cudas_shown(facts: list[Any]) -> set[str]:
+    return {part for f in facts for part in filter(None, str(_shown(f)).split(", "))}
+
+
 def _same_place(a: list[Any], b: list[Any]) -> bool:
     """Whether two places' image references need the same CUDAs, or the same drivers."""
-    shown = lambda facts: {part for f in facts for part in filter(None, str(_shown(f)).split(", "))}
-    if shown(a) == shown(b):
+    if _cudas_shown(a) == _cudas_shown(b):
         return True
     return all(any(_same_floors(x, y) for y in b) for x in a) and all(any(_same_floors(y, x) for x in a) for y in b)
 

@@ -93,10 +93,10 @@ def _walk(data: Any, rest: str, value: str) -> list[Any] | None:
     if rest.startswith("[]") and isinstance(data, list):
         tail = rest[2:].removeprefix(".")
         tried = [(i, _walk(item, tail, value)) for i, item in enumerate(data)]
-        reached = [(i, found) for i, found in tried if found is not None]
+        reached: list[tuple[int, list[Any]]] = [(i, found) for i, found in tried if found is not None]
         holding = [(i, found) for i, found in reached if value and value in str(_at(data[i], found))]
-        best = (holding or reached or [None])[0]
-        return [best[0], *best[1]] if best is not None else None
+        chosen = holding or reached
+        return [chosen[0][0], *chosen[0][1]] if chosen else None
     if isinstance(data, dict):
         for key in sorted((k for k in data if isinstance(k, str) and rest.startswith(k)), key=len, reverse=True):
             tail = rest[len(key) :]

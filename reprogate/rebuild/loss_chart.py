@@ -46,14 +46,16 @@ def _curve(points: Any) -> dict[int, float]:
 
 
 def _curves(verdict: dict[str, Any]) -> tuple[dict[int, float], dict[int, float]]:
-    curves = verdict.get("curves") if isinstance(verdict.get("curves"), dict) else {}
+    found = verdict.get("curves")
+    curves: dict[str, Any] = found if isinstance(found, dict) else {}
     return _curve(curves.get("reference")), _curve(curves.get("rebuilt"))
 
 
 def _judged_by_tests(verdict: dict[str, Any]) -> tuple[Judged, Tolerance | None]:
     """How a verdict without per-rank figures judged the loss: bitwise exactly; the steps stage's
     tolerance when it judged the loss; otherwise not step by step."""
-    record = verdict.get("record") if isinstance(verdict.get("record"), dict) else {}
+    found = verdict.get("record")
+    record: dict[str, Any] = found if isinstance(found, dict) else {}
     if record.get("level") == "bitwise":
         return "exact", Tolerance(0.0, 0.0)
     for test in verdict.get("tests") or []:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from reprogate.rebuild.stats import within
 
@@ -92,16 +92,18 @@ class Point:
         if not isinstance(data, Mapping):
             return None
         step, rank, reference, rebuilt = data.get("step"), data.get("rank"), data.get("reference"), data.get("rebuilt")
-        if not _integer(step) or not (rank is None or _integer(rank)) or not _number(reference) or not (rebuilt is None or _number(rebuilt)):
+        if not _integer(step) or not _number(reference):
+            return None
+        if rank is not None and not _integer(rank) or rebuilt is not None and not _number(rebuilt):
             return None
         return Point(step, rank, float(reference), None if rebuilt is None else float(rebuilt))
 
 
-def _integer(value: Any) -> bool:
+def _integer(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _number(value: Any) -> bool:
+def _number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -225,24 +227,23 @@ def from_json(data: Any) -> Figures | None:
     judged = data.get("judged")
     if judged not in ("exact", "tolerance", "not judged"):
         return None
-    bounds = data.get("abs"), data.get("rel")
-    tolerance = Tolerance(float(bounds[0]), float(bounds[1])) if all(_number(b) and b >= 0 for b in bounds) else None  # type: ignore[operator]
+    low, high = data.get("abs"), data.get("rel")
+    tolerance = Tolerance(float(low), float(high)) if _number(low) and _number(high) and low >= 0 and high >= 0 else None
     if judged != "not judged" and tolerance is None:
         return None
     drawn = tuple(p for p in (Point.from_json(d) for d in data["drawn"]) if p is not None)
-    span, steps, reference_steps = data.get("span"), data.get("steps"), data.get("reference_steps")
-    if not (isinstance(span, list) and len(span) == 2 and all(_integer(s) for s in span)) or not _integer(steps):
+    span, steps, reference_steps, compared = data.get("span"), data.get("steps"), data.get("reference_steps"), data.get("compared")
+    if not (isinstance(span, list) and len(span) == 2 and _integer(span[0]) and _integer(span[1])) or not _integer(steps):
         return None
-    count = int(steps)  # type: ignore[arg-type]
     return Figures(
         str(data.get("quantity") or "loss"),
-        judged,  # type: ignore[arg-type]
+        "exact" if judged == "exact" else "tolerance" if judged == "tolerance" else "not judged",
         tolerance,
         data.get("per") != "mean over ranks",
-        int(data["compared"]) if _integer(data.get("compared")) else len(drawn),
-        (int(span[0]), int(span[1])),
-        count,
-        int(reference_steps) if _integer(reference_steps) else count,
+        compared if _integer(compared) else len(drawn),
+        (span[0], span[1]),
+        steps,
+        reference_steps if _integer(reference_steps) else steps,
         Point.from_json(data.get("first_difference")),
         Point.from_json(data.get("largest")),
         Point.from_json(data.get("first_outside")),

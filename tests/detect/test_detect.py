@@ -123,7 +123,18 @@ def test_arg_default_change_moves_the_cuda_base_image(cli: Cli, repo: Path) -> N
     assert [c[1] for c in found(report, "base-image")] == ["tag"]
     driver = report["changes"]["driver"]
     assert [(c["kind"], c["subject"], c["old"], c["new"]) for c in driver] == [("cuda", "CUDA (stage build)", "12.4.1", "12.8.0")]
-    assert driver[0]["detail"] == "minimum driver >= 550.54.14 (R550) -> >= 570.26 (R570)"
+    assert driver[0]["detail"] == "minimum driver >= 550.54.15 (R550) -> >= 570.26 (R570)"  # 12.4 Update 1's own floor
+
+
+def test_a_cuda_tag_that_moves_no_driver_floor_is_still_rebuilt_as_a_base_image(cli: Cli, repo: Path) -> None:
+    """12.1.0 -> 12.1.1 needs the same driver (530.30.02): no driver change, but the image is another
+    image, so the gate must still rebuild it (no green by omission)."""
+    dockerfile = repo / "Dockerfile"
+    change(repo, lambda r: dockerfile.write_text(dockerfile.read_text().replace("TAG=12.4.1", "TAG=12.1.0")))
+    change(repo, lambda r: dockerfile.write_text(dockerfile.read_text().replace("TAG=12.1.0", "TAG=12.1.1")))
+    report = detect(cli, repo)
+    assert report["changes"]["driver"] == [] and [c[1] for c in found(report, "base-image")] == ["tag"]
+    assert report["rebuild_required"] is True and "base-image" in report["layers"]
 
 
 def test_pip_lines_in_dockerfiles_and_cuda_compat_pins(cli: Cli, repo: Path) -> None:
