@@ -10,6 +10,7 @@ matrix list does not "change" the entries after it.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from collections.abc import Iterator
@@ -151,6 +152,8 @@ def refs(v: Versions, which: str) -> dict[str, list[Ref]]:
             return found  # no key that names an image: not parsed
         data = v.data(which)
         for where, ref in _yaml_refs(data):
+            if _unused_matrix_entry(data, where):
+                continue  # a matrix entry the job never reads changes nothing it runs
             if "${{" not in ref:
                 found[_INDEX.sub("[]", where)].append(ImageRef.parse(ref.strip()))
             elif (expanded := _matrix_refs(data, where, ref)) is not None:  # else decided at run time
@@ -158,6 +161,33 @@ def refs(v: Versions, which: str) -> dict[str, list[Ref]]:
         return found
 
     return v.memo(f"image refs {which}", read)
+
+
+_ENTRY_INDEX = re.compile(r"\[\d+\]")
+
+
+def _unused_matrix_entry(data: Any, where: str) -> bool:
+    """Whether `where` (`jobs.test.strategy.matrix.include[1].image`) is a value of a GitHub
+    Actions job's matrix that the job never reads as `matrix.image` (outside its strategy): an
+    image listed there but not used by the job's container, runs-on or steps."""
+    parts = where.split(".")
+    if len(parts) < 5 or parts[0] != "jobs" or parts[2] != "strategy" or not parts[3].startswith("matrix"):
+        return False
+    jobs = data.get("jobs") if isinstance(data, dict) else None
+    job = jobs.get(parts[1]) if isinstance(jobs, dict) else None
+    if not isinstance(job, dict):
+        return False
+    path = [_ENTRY_INDEX.sub("", part) for part in parts[4:]]
+    if path and path[0] in ("include", "exclude"):
+        path = path[1:]
+    if not path:
+        return False
+    rest = json.dumps({k: v for k, v in job.items() if k != "strategy"})
+    used = re.compile(r"matrix\s*\.\s*" + re.escape(path[0]) + r"(?![\w-])(?:\s*\.\s*([\w-]+))?")
+    for found in used.finditer(rest):
+        if found.group(1) is None or len(path) == 1 or found.group(1) == path[1]:
+            return False
+    return f"matrix[{json.dumps(path[0])}]" not in rest and f"matrix['{path[0]}']" not in rest
 
 
 def _matrix_refs(data: Any, where: str, ref: str) -> list[str] | None:

@@ -327,3 +327,35 @@ def test_reusable_workflow_cuda_inputs_and_renamed_images_on_the_same_cuda(cli: 
     assert found(report, "driver") == [(wf, "changed", "jobs.test.with.gpu-arch-version", "12.4", "12.6")]  # the new image keeps CUDA 12.4
     images = {c[2] for c in found(report, "base-image")}
     assert "jobs.unit.container" in images and "jobs.unit.steps[].with.fa4_image_cu130" in images
+
+
+MATRIX_WORKFLOW = """on: pull_request
+jobs:
+  gpu:
+    runs-on: [self-hosted, gpu]
+    strategy:
+      matrix:
+        include:
+          - name: latest
+            image: nvidia/cuda:{used}-devel-ubuntu22.04
+            docs_image: nvidia/cuda:{unused}-devel-ubuntu22.04
+    container:
+      image: ${{{{ matrix.image }}}}
+    steps:
+      - run: pytest -k ${{{{ matrix.name }}}}
+"""
+
+
+def test_a_matrix_entry_the_job_never_reads_is_no_change(cli: Cli, repo: Path) -> None:
+    """A matrix entry names an image the job never uses (`docs_image`): moving its CUDA changes
+    nothing the job runs. The entry the job's container reads (`matrix.image`) still counts."""
+    workflow = repo / ".github" / "workflows" / "gpu.yml"
+    workflow.parent.mkdir(parents=True)
+    change(repo, lambda r: workflow.write_text(MATRIX_WORKFLOW.format(used="12.4.1", unused="12.4.1")))
+    change(repo, lambda r: workflow.write_text(MATRIX_WORKFLOW.format(used="12.4.1", unused="12.8.0")))
+    report = detect(cli, repo)
+    assert report["changes"]["driver"] == [] and report["changes"]["base-image"] == []
+    change(repo, lambda r: workflow.write_text(MATRIX_WORKFLOW.format(used="12.8.0", unused="12.8.0")))
+    report = detect(cli, repo)
+    assert [c["subject"] for c in report["changes"]["base-image"]] == ["jobs.gpu.strategy.matrix.include[].image"]
+    assert [c["subject"] for c in report["changes"]["driver"]] == ["CUDA (jobs.gpu.strategy.matrix.include[].image: nvidia/cuda)"]
