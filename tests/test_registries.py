@@ -66,7 +66,7 @@ def test_every_detector_and_lock_format_module_is_registered() -> None:
     import reprogate.detect as detect
     import reprogate.lockfiles as lockfiles
 
-    helpers = {"command", "output", "run", "git", "versions", "cuda", "dockerfile", "pip_commands", "pinned"}
+    helpers = {"command", "output", "run", "git", "versions", "cuda", "dockerfile", "pip_commands", "pinned", "lines"}
     for module in _modules(detect):
         if module.__name__.rsplit(".", 1)[-1] not in helpers:
             assert detect.DETECTORS.get(getattr(module, "LAYER", None)) is module, f"{module.__name__} is not in DETECTORS"

@@ -23,6 +23,7 @@ class Change:
     detail: str = ""
     group: str = ""  # where in the file: a dependency group or extra, build-system, a Dockerfile stage, a workflow job
     record: str = ""  # the run record(s) that pin this file, as the base revision has them
+    line: int = 0  # the line it is about, at the head (at the base for a removal); 0: none found (detect.lines)
 
     def describe(self) -> str:
         subject = f"{self.subject} [{self.group}]" if self.group else self.subject
@@ -36,7 +37,7 @@ class Change:
         return f"{subject + ': ' if subject else ''}{self.detail or self.kind}"
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v not in (None, "")}
+        return {k: v for k, v in asdict(self).items() if v not in (None, "") and not (k == "line" and v == 0)}
 
 
 @dataclass

@@ -10,6 +10,7 @@ matrix list does not "change" the entries after it.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from collections.abc import Iterator
@@ -54,6 +55,46 @@ def _is_image_key(key: object) -> bool:
 _NOT_A_REFERENCE = {"tag", "tags", "name", "version", "digest", "id", "repo", "repository", "registry", "policy", "pull", "size", "platform", "arch"}
 
 
+_MATRIX = re.compile(r"\$\{\{\s*matrix\.([A-Za-z0-9_.-]+)\s*\}\}")
+
+
+def matrix_values(job: Any, key: str) -> list[str] | None:
+    """The values a GitHub Actions job's `${{ matrix.KEY }}` takes (`config.image` reads each
+    `config` entry's `image`), from `strategy.matrix` and its `include` entries; None when they
+    are not plain values written in the file (an expression, `fromJSON`, nothing)."""
+    strategy = job.get("strategy") if isinstance(job, dict) else None
+    matrix = strategy.get("matrix") if isinstance(strategy, dict) else None
+    if not isinstance(matrix, dict):
+        return None
+    head, _, rest = key.partition(".")
+    included = [e.get(head) for e in _as_list(matrix.get("include")) if isinstance(e, dict) and head in e]
+    found: list[str] = []
+    for entry in [*_as_list(matrix.get(head)), *included]:
+        value = entry.get(rest) if rest and isinstance(entry, dict) else (None if rest else entry)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            return None
+        if str(value) not in found:
+            found.append(str(value))
+    return found or None
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def expand_matrix(text: str, job: Any) -> list[str] | None:
+    """`text` with its one `${{ matrix.KEY }}` put in for each value the job's matrix gives it
+    (`openmmlab/lmdeploy-builder:cuda${{ matrix.cudaver }}` -> one reference per cudaver); None
+    when it holds another expression or the values are not written in the file."""
+    keys = set(_MATRIX.findall(text))
+    if len(keys) != 1 or "${{" in _MATRIX.sub("", text):
+        return None
+    values = matrix_values(job, next(iter(keys)))
+    return [_MATRIX.sub(value, text) for value in values] if values else None
+
+
 def _yaml_refs(data: Any, path: str = "") -> Iterator[tuple[str, str]]:
     if isinstance(data, dict):
         if data.get("kind") == "RunRecord" and str(data.get("apiVersion", "")).startswith("reprogate"):
@@ -61,7 +102,7 @@ def _yaml_refs(data: Any, path: str = "") -> Iterator[tuple[str, str]]:
             return
         for key, value in data.items():
             where = f"{path}.{key}" if path else str(key)
-            if isinstance(value, str) and (_is_image_key(key) or key == "container") and value.strip() and " " not in value.strip():
+            if isinstance(value, str) and (_is_image_key(key) or key == "container") and value.strip() and " " not in _MATRIX.sub("", value.strip()):
                 yield where, value  # `container:` is a GitHub Actions job container
             elif key == "uses" and isinstance(value, str) and value.startswith("docker://"):
                 yield where, value[len("docker://") :]
@@ -109,12 +150,57 @@ def refs(v: Versions, which: str) -> dict[str, list[Ref]]:
         found: dict[str, list[Ref]] = defaultdict(list)
         if not v.mentions(b"image", b"container", b"docker://"):
             return found  # no key that names an image: not parsed
-        for where, ref in _yaml_refs(v.data(which)):
-            if "${{" not in ref:  # a workflow expression is decided at run time, by the matrix it names
+        data = v.data(which)
+        for where, ref in _yaml_refs(data):
+            if _unused_matrix_entry(data, where):
+                continue  # a matrix entry the job never reads changes nothing it runs
+            if "${{" not in ref:
                 found[_INDEX.sub("[]", where)].append(ImageRef.parse(ref.strip()))
+            elif (expanded := _matrix_refs(data, where, ref)) is not None:  # else decided at run time
+                found[_INDEX.sub("[]", where)].extend(ImageRef.parse(r.strip()) for r in expanded)
         return found
 
     return v.memo(f"image refs {which}", read)
+
+
+_ENTRY_INDEX = re.compile(r"\[\d+\]")
+
+
+def _unused_matrix_entry(data: Any, where: str) -> bool:
+    """Whether `where` (`jobs.test.strategy.matrix.include[1].image`) is a value of a GitHub
+    Actions job's matrix that the job never reads as `matrix.image` (outside its strategy): an
+    image listed there but not used by the job's container, runs-on or steps."""
+    parts = where.split(".")
+    if len(parts) < 5 or parts[0] != "jobs" or parts[2] != "strategy" or not parts[3].startswith("matrix"):
+        return False
+    jobs = data.get("jobs") if isinstance(data, dict) else None
+    job = jobs.get(parts[1]) if isinstance(jobs, dict) else None
+    if not isinstance(job, dict):
+        return False
+    path = [_ENTRY_INDEX.sub("", part) for part in parts[4:]]
+    if path and path[0] in ("include", "exclude"):
+        path = path[1:]
+    if not path:
+        return False
+    rest = json.dumps({k: v for k, v in job.items() if k != "strategy"})
+    used = re.compile(r"matrix\s*\.\s*" + re.escape(path[0]) + r"(?![\w-])(?:\s*\.\s*([\w-]+))?")
+    for found in used.finditer(rest):
+        if found.group(1) is None or len(path) == 1 or found.group(1) == path[1]:
+            return False
+    return f"matrix[{json.dumps(path[0])}]" not in rest and f"matrix['{path[0]}']" not in rest
+
+
+def _matrix_refs(data: Any, where: str, ref: str) -> list[str] | None:
+    """A job's image reference built from a matrix value (`...:cuda${{ matrix.cudaver }}`): one
+    reference per value. A matrix value that is itself an image (`${{ matrix.container }}` over
+    `include: [{container: ...}]`) is read where the matrix holds it, not again here."""
+    parts = where.split(".")
+    if len(parts) < 3 or parts[0] != "jobs" or not isinstance(data, dict) or not isinstance(data.get("jobs"), dict):
+        return None
+    key = next(iter(_MATRIX.findall(ref)), "").rsplit(".", 1)[-1]
+    if _is_image_key(key) or key == "container":
+        return None
+    return expand_matrix(ref, data["jobs"].get(parts[1].split("[", 1)[0]))
 
 
 def _name(ref: Ref) -> str:

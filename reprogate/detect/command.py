@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from reprogate.core.config import CONFIG_NAME, load_config
 from reprogate.core.diagnostics import ExitCode
 from reprogate.detect import output
-from reprogate.detect.git import DetectError, config_at, config_location, read_blobs, resolve
+from reprogate.detect.git import DetectError, config_at, config_location, read_blobs, resolve, toplevel
 from reprogate.detect.run import detect, detect_files
 from reprogate.output.result import CommandResult
 from reprogate.output.sarif import render_sarif
@@ -46,7 +46,8 @@ def detect_command(repo: Path, base: str | None, head: str, files_from: Path | N
     if fmt == "json":
         return CommandResult(stdout=[output.as_json(result).rstrip("\n")])
     if fmt == "sarif":
-        return render_sarif("detect", ExitCode.OK, output.findings(result), output.rule_texts(result))
+        base = repo if files_from is not None else toplevel(repo)  # detect's paths are the repository's own
+        return render_sarif("detect", ExitCode.OK, output.findings(result), output.rule_texts(result), base)
     done = CommandResult(stdout=output.text(result).rstrip("\n").split("\n"))
     if fmt == "github":
         done.outputs = {

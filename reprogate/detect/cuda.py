@@ -45,6 +45,27 @@ NGC_PYTORCH = {
     "25.10": ("13.0.2", "580"),
 }  # fmt: skip
 
+# The minimum Linux driver of each CUDA toolkit update (x.y.z, z the update), where it differs from
+# its release's first GA above: the same table's rows "CUDA 12.4 Update 1 >= 550.54.15" and so on
+# (../shared/reference/tech.md, section 2). An update not listed needs its GA's driver (12.1 Update 1,
+# 11.8, 11.5 Update 1-2 ship none newer). A CUDA change that needs the same minimum driver moves no
+# driver floor: it is a base-image change, not a driver change.
+UPDATE_DRIVER = {
+    "11.0.3": "450.51.06", "11.1.1": "455.32", "11.2.1": "460.32.03", "11.2.2": "460.32.03",
+    "11.4.1": "470.57.02", "11.4.2": "470.57.02", "11.4.3": "470.82.01", "11.4.4": "470.82.01",
+    "11.6.1": "510.47.03", "11.6.2": "510.47.03", "11.7.1": "515.48.07", "12.0.1": "525.85.12",
+    "12.2.1": "535.86.09", "12.2.2": "535.104.05", "12.3.1": "545.23.08", "12.3.2": "545.23.08",
+    "12.4.1": "550.54.15", "12.5.1": "555.42.06", "12.6.1": "560.35.03", "12.6.2": "560.35.03",
+    "12.6.3": "560.35.05", "12.8.1": "570.124.06", "12.9.1": "575.57.08", "13.0.1": "580.82.07",
+    "13.0.2": "580.95.05",
+}  # fmt: skip
+
+# NVIDIA's framework containers on nvcr.io (PyTorch, TensorFlow, TensorRT, Triton, PaddlePaddle, MXNet,
+# JAX, ...) are released monthly, each release on one CUDA for all of them (the Frameworks Support
+# Matrix has one row per release): NGC_PYTORCH's release table holds for every one. Their floor is
+# the driver branch the release notes require.
+NGC_FRAMEWORKS = ("pytorch", "tensorflow", "tensorrt", "tritonserver", "paddlepaddle", "mxnet", "jax", "cuda-dl-base", "dgl")
+
 VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?")
 _NGC_RELEASE = re.compile(r"^(\d{2})\.(\d{2})(?![\d.])")
 _CUDA_IN_TAG = re.compile(r"(?:^|[-_.+])cuda-?(\d{2})\.?(\d)(?:\.(\d+))?(?=$|[-_.+a-z])", re.IGNORECASE)
@@ -68,8 +89,23 @@ class Cuda:
 
 
 def minimum_driver(version: str) -> str | None:
+    """The minimum driver of a CUDA version: its update's where `x.y.z` names one, else its release's GA."""
     match = VERSION.match(version)
-    return TOOLKIT_DRIVER.get(f"{match.group(1)}.{match.group(2)}") if match else None
+    if not match:
+        return None
+    short = f"{int(match.group(1))}.{int(match.group(2))}"
+    update = f"{short}.{int(match.group(3))}" if match.group(3) else None
+    return UPDATE_DRIVER.get(update or "") or TOOLKIT_DRIVER.get(short)
+
+
+def same_floor(a: str | None, b: str | None) -> bool:
+    """Whether two minimum drivers are one floor: equal versions, or the same branch where either
+    is known only by its branch (`R545`, what NGC's release notes require)."""
+    if a is None or b is None:
+        return False
+    if a.startswith("R") or b.startswith("R"):
+        return branch(a.removeprefix("R")) == branch(b.removeprefix("R"))
+    return a == b
 
 
 def branch(driver: str | None) -> str | None:
@@ -89,7 +125,7 @@ def of_image(name: str, tag: str | None) -> Cuda | None:
         return _from_digits(match.group(1), match.group(2), match.group(3), "nvidia/cuda tag")
     if name.lower().startswith("nvcr.io/nvidia/") and (release := _NGC_RELEASE.match(tag)):
         key = f"{release.group(1)}.{release.group(2)}"
-        known = NGC_PYTORCH.get(key) if repository == "pytorch" else None
+        known = NGC_PYTORCH.get(key) if repository in NGC_FRAMEWORKS else None
         if known:
             return Cuda(known[0], f"NGC {repository} {key}", f"R{known[1]}")
         return Cuda("", f"NGC {repository} {key}", None)  # a release change is still a CUDA/driver change

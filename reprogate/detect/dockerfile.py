@@ -76,6 +76,22 @@ class Stage:
     copies_from: list[tuple[str, ImageRef]] = field(default_factory=list)  # COPY --from=<image> (not a stage)
     args: dict[str, str | None] = field(default_factory=dict)  # ARGs declared in the stage, with values
     env: dict[str, str] = field(default_factory=dict)
+    line: int = 0  # the FROM's line, 1-based
+    run_lines: list[int] = field(default_factory=list)  # the first line of each of `runs`
+    copied: list[tuple[tuple[str, ...], str]] = field(default_factory=list)  # COPY/ADD from the build context: (sources, destination)
+
+    def context_file(self, path: str) -> str | None:
+        """The build-context file a COPY or ADD of this stage put at `path` (the last one to
+        write there), or None: `-r /tmp/requirements/x.txt` is `requirements/x.txt` of the repository."""
+        for sources, destination in reversed(self.copied):
+            if len(sources) == 1 and not destination.endswith("/") and path == destination:
+                return sources[0]
+            folder = destination.rstrip("/") + "/"
+            if path.startswith(folder):
+                rest = path[len(folder) :]
+                named = [s for s in sources if s.rstrip("/").rsplit("/", 1)[-1] == rest]
+                return named[0] if len(named) == 1 else None
+        return None
 
     @property
     def key(self) -> str:
@@ -358,7 +374,7 @@ def _stage_step(
         if written is None:
             return current, scope
         resolved, missing = expand(written, global_args)
-        stage = Stage(len(found) + 1, name, written, None, platform=expand(platform, global_args)[0] if platform else None)
+        stage = Stage(len(found) + 1, name, written, None, platform=expand(platform, global_args)[0] if platform else None, line=ins.line)
         parent = by_name.get(resolved.lower())
         if parent is not None:
             stage.parent = parent.key
@@ -381,12 +397,17 @@ def _stage_step(
     elif ins.word == "RUN":
         command = " ".join(w for w in ins.value.split(" ") if not w.startswith(("--mount=", "--network=", "--security=")))
         current.runs.append((command.strip(), ins.heredocs, dict(scope)))
-    elif ins.word == "COPY":
-        for word in ins.value.split():
-            if word.startswith("--from="):
+        current.run_lines.append(ins.line)
+    elif ins.word in ("COPY", "ADD"):
+        words = ins.value.split()
+        for word in words:
+            if word.startswith("--from=") and ins.word == "COPY":
                 source = expand(word.split("=", 1)[1], scope)[0]
                 if source and source.lower() not in by_name and not source.isdigit():
                     current.copies_from.append((source, ImageRef.parse(source)))
+        paths = [expand(w, scope)[0] for w in words if not w.startswith("--")]
+        if len(paths) >= 2 and not any(w.startswith("--from=") for w in words) and not ins.value.lstrip().startswith("["):
+            current.copied.append((tuple(paths[:-1]), paths[-1]))
     return current, scope
 
 

@@ -26,7 +26,11 @@ from reprogate.lockfiles import format_for
 
 LAYER = "driver"
 _APT_CUDA = re.compile(r"^(cuda-(?:compat|toolkit|runtime|libraries|cudart)-\d+-\d+)(?:=(\S+))?$")
-_DRIVERISH = re.compile(r"(gpu|cuda|driver|nvidia|r\d{3}|h100|h200|b200|a100|a10g|l4|l40|t4|v100)", re.IGNORECASE)
+# Runner labels that select GPU machines: words for GPUs and drivers, and cloud GPU instance families
+# (AWS g4dn/g5/g6/p4d/p5: `aws-g6-4xlarge-plus`) as a word of the label.
+_DRIVERISH = re.compile(
+    r"(gpu|cuda|driver|nvidia|r\d{3}|h100|h200|b200|a100|a10g|l4|l40|t4|v100|(?<![a-z0-9])(?:g4dn|g5|g6e?|p3|p4de?|p5e?)(?![a-z0-9]))", re.IGNORECASE
+)
 _CUDA_RUNTIME = re.compile(r"^nvidia-cuda-runtime(-cu\d+)?$")
 _CUDA_INPUT = re.compile(r"(?i)cuda|gpu[-_]arch")  # `cuda-version`, `gpu-arch-version`: inputs of reusable GPU workflows
 _RUNNER_INPUT = re.compile(r"(?i)runner|runs[-_]on")
@@ -119,7 +123,7 @@ def _yaml_facts(v: Versions, which: str) -> dict[str, Any]:
     jobs = data.get("jobs")
     if isinstance(jobs, dict):
         for job, body in jobs.items():
-            labels = _labels(body.get("runs-on") if isinstance(body, dict) else None)
+            labels = _runner_labels(body)
             if any(_DRIVERISH.search(label) for label in labels):
                 facts[f"jobs.{job}.runs-on"] = ", ".join(labels)
             inputs = body.get("with") if isinstance(body, dict) else None
@@ -132,13 +136,24 @@ def _yaml_facts(v: Versions, which: str) -> dict[str, Any]:
 
 
 def _labels(runs_on: Any) -> list[str]:
+    """The labels of a `runs-on`: a label, a list, or a runner `group` (with or without labels)."""
     if isinstance(runs_on, str):
         return [runs_on]
     if isinstance(runs_on, list):
         return [str(x) for x in runs_on]
     if isinstance(runs_on, dict):
-        return _labels(runs_on.get("labels"))
+        group = runs_on.get("group")
+        return ([str(group)] if isinstance(group, str) else []) + _labels(runs_on.get("labels"))
     return []
+
+
+def _runner_labels(job: Any) -> list[str]:
+    """The runner labels a job can run on, its `${{ matrix.KEY }}` put in from the job's own
+    matrix: a matrix entry the job's runs-on reads changes its machines; one it does not read, nothing."""
+    labels = []
+    for label in _labels(job.get("runs-on") if isinstance(job, dict) else None):
+        labels += base_image.expand_matrix(label, job) or [label]
+    return labels
 
 
 def _facts(v: Versions, which: str, ctx: DetectContext) -> dict[str, Any]:
@@ -173,18 +188,41 @@ def _driver_detail(before: Any, after: Any) -> str:
     return f"minimum driver {old} -> {new}" if old != new else f"minimum driver {new}"
 
 
+def _floors(fact: Any) -> tuple[str, ...] | None:
+    """The minimum drivers a CUDA fact needs (one per CUDA it names), or None where one is unknown."""
+    if isinstance(fact, cuda.Cuda):
+        return (fact.driver,) if fact.driver else None
+    if isinstance(fact, str) and fact[:1].isdigit():
+        found = [cuda.minimum_driver(x.strip()) for x in fact.split(",")]
+        return tuple(d for d in found if d) if all(found) else None
+    return None
+
+
+def _same_floors(a: Any, b: Any) -> bool:
+    """Whether two CUDA facts need the same drivers: a tag that moves no driver floor
+    (`12.1.0` -> `12.1.1`, NGC 24.01 -> 24.02 on one branch) is no driver change."""
+    fa, fb = _floors(a), _floors(b)
+    if not fa or not fb:
+        return False
+    return all(any(cuda.same_floor(x, y) for y in fb) for x in fa) and all(any(cuda.same_floor(y, x) for x in fa) for y in fb)
+
+
 def diff(v: Versions, ctx: DetectContext) -> list[Change]:
     try:
         old, new = _facts(v, "old", ctx), _facts(v, "new", ctx)
     except (ValueError, TypeError):
         return []  # the framework, base-image or records detector reports the unparseable file
     changes = []
-    stage_cudas = {side: {_shown(f) for k, f in facts.items() if k.startswith("CUDA (stage ")} for side, facts in (("old", old), ("new", new))}
+    stage_cudas = {side: [f for k, f in facts.items() if k.startswith("CUDA (stage ")] for side, facts in (("old", old), ("new", new))}
     for key in sorted(set(old) | set(new)):
         before, after = old.get(key), new.get(key)
         if _shown(before) == _shown(after):
             continue
-        moved = (before is None and _shown(after) in stage_cudas["old"]) or (after is None and _shown(before) in stage_cudas["new"])
+        if key.startswith("CUDA") and before is not None and after is not None and _same_floors(before, after):
+            continue  # another CUDA tag, the same minimum driver: the base-image layer reports the image
+        moved = (before is None and any(_same_floors(after, f) or _shown(f) == _shown(after) for f in stage_cudas["old"])) or (
+            after is None and any(_same_floors(before, f) or _shown(f) == _shown(before) for f in stage_cudas["new"])
+        )
         if key.startswith("CUDA (stage ") and moved:
             continue  # a stage added on (or removed from) a CUDA the build still uses elsewhere: the CUDAs did not change
         is_cuda = key.startswith("CUDA")
@@ -199,22 +237,33 @@ def diff(v: Versions, ctx: DetectContext) -> list[Change]:
     return changes
 
 
-def _place_cudas(facts: dict[str, Any]) -> dict[str, set[str]]:
-    """Place in the file -> the CUDAs its image references carry, whichever images they are."""
-    found: dict[str, set[str]] = {}
+def _place_cudas(facts: dict[str, Any]) -> dict[str, list[Any]]:
+    """Place in the file -> the CUDA facts of its image references, whichever images they are."""
+    found: dict[str, list[Any]] = {}
     for key, fact in facts.items():
         if key.startswith("CUDA (") and ": " in key:
             place = key[len("CUDA (") :].rsplit(": ", 1)[0]
-            found.setdefault(place, set()).update(filter(None, str(_shown(fact)).split(", ")))
+            found.setdefault(place, []).append(fact)
     return found
+
+
+def _cudas_shown(facts: list[Any]) -> set[str]:
+    return {part for f in facts for part in filter(None, str(_shown(f)).split(", "))}
+
+
+def _same_place(a: list[Any], b: list[Any]) -> bool:
+    """Whether two places' image references need the same CUDAs, or the same drivers."""
+    if _cudas_shown(a) == _cudas_shown(b):
+        return True
+    return all(any(_same_floors(x, y) for y in b) for x in a) and all(any(_same_floors(y, x) for x in a) for y in b)
 
 
 def _drop_renamed_images(changes: list[Change], old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
     """Another image at the same place on the same CUDA (`mosaicml/pytorch:...cu124` for
-    `mosaicml/llm-foundry:...cu124`) does not change the driver it needs: the base-image layer
-    reports the image."""
+    `mosaicml/llm-foundry:...cu124`), or on one that needs the same driver (NGC Triton 22.12 for
+    `nvidia/cuda:11.8.0`), does not change the driver it needs: the base-image layer reports the image."""
     before, after = _place_cudas(old), _place_cudas(new)
-    same = {place for place in before.keys() & after.keys() if before[place] == after[place]}
+    same = {place for place in before.keys() & after.keys() if _same_place(before[place], after[place])}
     return [c for c in changes if not (c.subject.startswith("CUDA (") and ": " in c.subject and c.subject[len("CUDA (") :].rsplit(": ", 1)[0] in same)]
 
 

@@ -198,7 +198,10 @@ def _dockerfile_pins(text: str) -> Pins:
                 if item.name:
                     _add(pins, (stage.key, item.name), _requirement_pin(item.name, item.text))
                 else:
-                    _add(pins, (stage.key, item.label), Pin(item.text, item.text))
+                    # a requirement file copied in from the repository is named by its repository path:
+                    # the same file copied to another folder installs the same packages
+                    value = (stage.context_file(item.text) if item.label in ("-r", "-c") else None) or item.text
+                    _add(pins, (stage.key, item.label), Pin(value, value))
     return pins
 
 

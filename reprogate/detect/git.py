@@ -63,7 +63,8 @@ _RAW = re.compile(r":\d+ \d+ ([0-9a-f]+) ([0-9a-f]+) (?:([RC])\d*\0([^\0]*)\0([^
 def changed_files(repo: Path, base: str, head: str) -> list[FileChange]:
     """Every file that differs between the revisions, renames detected, with the blob ids of
     both sides (one `git diff --raw` call)."""
-    out = git_output(repo, "diff", "--raw", "-z", "-M", "--no-abbrev", "--no-color", base, head).decode("utf-8", "replace")
+    # surrogateescape: a file name that is not UTF-8 keeps its bytes (os.fsencode gives them back), not U+FFFD
+    out = git_output(repo, "diff", "--raw", "-z", "-M", "--no-abbrev", "--no-color", base, head).decode("utf-8", "surrogateescape")
     changes = []
     for old_blob, new_blob, moved, old_path, moved_to, status, path in _RAW.findall(out):
         old_blob = None if old_blob.count("0") == len(old_blob) else old_blob
@@ -78,7 +79,7 @@ def changed_files(repo: Path, base: str, head: str) -> list[FileChange]:
 def files_at(repo: Path, rev: str) -> list[str]:
     """Every file path in the tree of `rev` (one `git ls-tree`)."""
     out = git_output(repo, "ls-tree", "-r", "-z", "--name-only", rev)
-    return [p for p in out.decode("utf-8", "replace").split("\0") if p]
+    return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
 
 
 def read_blobs(repo: Path, blobs: list[str]) -> dict[str, bytes | None]:

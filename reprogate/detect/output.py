@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from reprogate.core.diagnostics import Diagnostic, Severity
+from reprogate.core.diagnostics import Diagnostic, Location, Severity
 from reprogate.detect.base import LAYERS, REBUILD_LAYERS, Change
 from reprogate.detect.run import DetectResult
 from reprogate.output.markdown import cell, code_span
@@ -48,7 +48,8 @@ def findings(result: DetectResult) -> list[Diagnostic]:
     for c in result.changes:
         rebuild = c.layer in REBUILD_LAYERS or c.kind == "reference"
         hint = "a rebuild of the reference must pass before this merges (reprogate gate dispatches it)" if rebuild else ""
-        out.append(Diagnostic(c.path, _described(c), f"{c.layer}-{c.kind}", Severity.WARNING if rebuild else Severity.NOTICE, hint=hint))
+        where = Location(c.line, 0)  # column 0: none (SARIF gives the line only); line 0: the file as a whole
+        out.append(Diagnostic(c.path, _described(c), f"{c.layer}-{c.kind}", Severity.WARNING if rebuild else Severity.NOTICE, where, hint=hint))
     return out
 
 
@@ -58,7 +59,7 @@ def rule_texts(result: DetectResult) -> dict[str, RuleText]:
     for c in result.changes:
         rebuild = c.layer in REBUILD_LAYERS or c.kind == "reference"
         texts[f"{c.layer}-{c.kind}"] = RuleText(
-            f"a {c.kind} change in the watched {c.layer} layer",
+            f"A change in the watched {c.layer} layer ({c.kind})",
             "This layer decides what a training run computes: the gate rebuilds the reference record and the check passes only if the rebuild reproduces it."
             if rebuild
             else "Reported for review; this layer alone does not require a rebuild.",

@@ -26,6 +26,7 @@ from reprogate.detect.git import (
     resolve,
     toplevel,
 )
+from reprogate.detect.lines import line_of
 from reprogate.detect.pinned import Pin, parse_record, pins_of, record_paths, shard_pins
 from reprogate.detect.versions import Versions
 from reprogate.lockfiles import format_for
@@ -94,7 +95,10 @@ def _detect(repo: Path, base: str, head: str, config: Config) -> DetectResult:
     ctx = DetectContext(set(rooted.ignore_dependency_groups), rooted.reference)
     for f in candidates:
         versions = Versions(f.path, blobs.get(f.old_blob) if f.old_blob else None, blobs.get(f.new_blob) if f.new_blob else None)
-        result.changes.extend(_judge(versions, rooted, ctx))
+        judged = _judge(versions, rooted, ctx)
+        for change in judged:
+            change.line = line_of(versions, change)
+        result.changes.extend(judged)
     _pinned_changes(repo, base_sha, config, prefix, files, result)  # every file, ignored or not: a record's pins outrank watch.ignore
     return result
 

@@ -43,7 +43,7 @@ from reprogate.rebuild.run_binding import RunBinding
 from reprogate.rebuild.seed_plan import runs_for
 from reprogate.rebuild.stages import STAGES
 from reprogate.rebuild.stages.base import StageResult
-from reprogate.rebuild.stages.compare import first_difference
+from reprogate.rebuild.stages.compare import first_difference, loss_figures
 from reprogate.rebuild.state import RebuildJob, RebuildState, record_digest
 from reprogate.rebuild.verdict import FileRef, RecordRef, SeedsUsed, StageRecord, Verdict
 from reprogate.validate.runner import Options, validate_document
@@ -164,7 +164,7 @@ def run_rebuild(record: Path, options: RebuildOptions, checked: tuple[Document, 
             begin = time.monotonic()
             result = stage.run(state)
             results.append(result)
-            stages.append(StageRecord(name, result.status, time.monotonic() - begin, result.detail, result.log_tail, result.exit_code))
+            stages.append(StageRecord(name, result.status, time.monotonic() - begin, result.detail, result.log_tail, result.exit_code, result.cause))
             if result.status == "fail":
                 failed = stages[-1]
         of = RecordRef(display_path(record), state.job.name, record_digest(state.job.checked_out), state.job.level)
@@ -249,4 +249,5 @@ def _verdict(
         claim=bounded_claim(state, stages, tests, failed, seeds.rebuilt),
         rebuild_record=record_file,
         first_difference=cause.to_json() if (cause := first_difference(state, failed.name if failed else None)) else None,
+        loss=figures.to_json() if (figures := loss_figures(state)) else None,
     )

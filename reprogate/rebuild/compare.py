@@ -6,14 +6,14 @@ Events are keyed by (step, rank), so multi-rank traces compare rank by rank.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from reprogate.rebuild.stats import StepComparison, compare_steps
+from reprogate.rebuild.step_figures import Figures, Judged, Key, Point, Tolerance, figures
 from reprogate.runtime.trace import TraceError
 
-Key = tuple[int, int]  # (step, rank)
 # What a step's scalars are, in the order a step uses them: the inputs it is given (the schedule's
 # learning rate, the loss scale and other hyperparameters a script reports, the batch), then what
 # it computes from them (the loss, the gradient norm and the other metrics, then the weights).
@@ -108,17 +108,6 @@ def compare_tensors(reference: dict[Key, dict[str, Any]], rebuilt: dict[Key, dic
     return Outcome("pass", f"{compared} tensor digest(s) equal ({', '.join(names)})", {"compared": compared})
 
 
-def first_loss_difference(reference: dict[Key, dict[str, Any]], rebuilt: dict[Key, dict[str, Any]]) -> str | None:
-    """Where the loss first differs at all, in words: shown beside a digest difference, which
-    the trace records only every few steps, so the first numeric divergence is not hidden."""
-    for key in sorted(reference):
-        a, b = reference[key].get("loss"), rebuilt.get(key, {}).get("loss")
-        if a is not None and b is not None and float(a) != float(b):
-            step, rank = key
-            return f"the loss first differs at step {step}, rank {rank} ({float(b)!r} vs {float(a)!r} in the reference, |Δ| {abs(float(a) - float(b)):.3g})"
-    return None
-
-
 class QuantityError(TraceError):
     """A compared step value that is not a number; `side` says whose trace (reference, rebuilt)."""
 
@@ -127,43 +116,102 @@ class QuantityError(TraceError):
         self.side = side
 
 
-def _quantity(event: dict[str, Any], name: str, key: Key, side: str) -> float:
+def quantity(event: Mapping[str, Any], name: str, key: Key, side: str) -> float:
     """A compared step value as a number; a trace is written by training code, so a string, a
-    list or a boolean there is a TraceError naming the side, step, rank and field."""
+    list or a boolean there is a TraceError naming the side, step, rank and field (and so is a
+    reference value that is not finite: nothing can be within a tolerance of it)."""
     value = event[name]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise QuantityError(f"the {side} trace, step {key[0]}, rank {key[1]}: {name} is a number, not {str(value)[:40]!r}", side)
+    if side == "reference" and not math.isfinite(value):
+        raise QuantityError(f"the {side} trace, step {key[0]}, rank {key[1]}: {name} is {value!r}, not a finite number", side)
     return float(value)
+
+
+def loss_figures(reference: Mapping[Key, Mapping[str, Any]], rebuilt: Mapping[Key, Mapping[str, Any]], judged: Judged, tolerance: Tolerance | None) -> Figures:
+    """The loss at every (step, rank) point: the figures the model-state note, the verdict's
+    `loss` section and the report's chart state (a loss that is not a number is left out here;
+    the steps stage, which judges it, says so)."""
+    return figures(reference, rebuilt, "loss", judged, tolerance)
+
+
+def first_loss_difference(loss: Figures) -> str | None:
+    """Where the loss first differs at all, in words: shown beside a digest difference, which
+    the trace records only every few steps, so the first numeric divergence is not hidden."""
+    point = loss.first_difference
+    if point is None:
+        return None
+    if point.rebuilt is None:
+        return f"the rebuild has no loss at {point.where} (the reference has {point.reference!r})"
+    return f"the loss first differs at {point.where} ({point.rebuilt!r} vs {point.reference!r} in the reference, |Δ| {point.difference:.3g})"
+
+
+@dataclass(frozen=True)
+class StepJudgement:
+    """The steps stage's test of several quantities: each one's figures; the first point outside
+    any (in (step, rank) order, then the order the quantities are listed in) and the largest
+    difference of any, each named with its quantity."""
+
+    figures: tuple[Figures, ...]
+    compared: int  # (step, rank) points of the reference in the compared range
+
+    @property
+    def first_outside(self) -> tuple[str, Point] | None:
+        found = [(p.step, p.rank or 0, i, f.quantity, p) for i, f in enumerate(self.figures) if (p := f.first_outside) is not None]
+        if not found:
+            return None
+        first = min(found, key=lambda item: item[:3])
+        return first[3], first[4]
+
+    @property
+    def largest(self) -> tuple[str, Point] | None:
+        found = [(f.quantity, p) for f in self.figures if (p := f.largest) is not None]
+        return max(found, key=lambda item: item[1].difference) if found else None
+
+    @property
+    def passed(self) -> bool:
+        return self.first_outside is None
+
+    def of(self, name: str) -> Figures | None:
+        return next((f for f in self.figures if f.quantity == name), None)
+
+
+def largest_words(judgement: StepJudgement) -> str:
+    """The largest difference of any compared quantity, named: `largest difference 0.00116 (loss at step 58, rank 1)`."""
+    largest = judgement.largest
+    if largest is None:
+        return "no value compared"
+    name, point = largest
+    return f"largest difference {point.difference:.3g} ({name} at {point.where})" if point.difference > 0 else "largest difference 0"
 
 
 def compare_values(
     reference: dict[Key, dict[str, Any]], rebuilt: dict[Key, dict[str, Any]], quantities: list[str], abs_tol: float, rel_tol: float
-) -> tuple[Outcome, StepComparison]:
-    ref = {k: {q: _quantity(e, q, k, "reference") for q in quantities if q in e} for k, e in reference.items()}
-    new = {k: {q: _quantity(e, q, k, "rebuilt") for q in quantities if q in e} for k, e in rebuilt.items()}
-    result = compare_steps(ref, new, quantities, abs_tol, rel_tol)  # type: ignore[arg-type]
-    exact = abs_tol == 0 and rel_tol == 0
-    rule = "exactly equal" if exact else f"|a-b| <= {abs_tol:g} + {rel_tol:g}*|b|"
-    if result.compared == 0:
-        return Outcome("fail", "the reference trace has no steps in the compared range"), result
-    if result.passed:
-        return Outcome(
-            "pass", f"{'/'.join(quantities)} {rule} at {result.compared} (step, rank) points; max deviation {result.max_deviation:.3g}", result.as_dict()
-        ), result
-    step, rank = result.first_outside  # type: ignore[misc]
+) -> tuple[Outcome, StepJudgement]:
+    """The steps stage's test: every quantity at every (step, rank) point of the reference, by
+    |a-b| <= abs + rel*|b| (b the reference's value); a point the rebuild lacks is outside."""
+    tolerance = Tolerance(abs_tol, rel_tol)
+    judged: Judged = "exact" if tolerance.exact else "tolerance"
+    judgement = StepJudgement(tuple(figures(reference, rebuilt, q, judged, tolerance, read=quantity) for q in quantities), len(reference))
+    rule = "exactly equal" if tolerance.exact else f"|a-b| <= {abs_tol:g} + {rel_tol:g}*|b|"
+    if judgement.compared == 0:
+        return Outcome("fail", "the reference trace has no steps in the compared range"), judgement
+    outside = judgement.first_outside
+    if outside is None:
+        return Outcome("pass", f"{'/'.join(quantities)} {rule} at {judgement.compared} (step, rank) points; {largest_words(judgement)}"), judgement
+    name, point = outside
+    what = "is missing from the rebuild" if point.rebuilt is None else f"outside {rule} (|Δ| {point.difference:.3g})"
     return Outcome(
-        "fail",
-        f"step {step}, rank {rank}: {result.quantity} outside {rule} (max deviation {result.max_deviation:.3g} "
-        f"at step {result.max_deviation_step[0] if result.max_deviation_step else '?'})",
-        {**result.as_dict(), "first_step": step, "rank": rank},
-    ), result
+        "fail", f"{point.where}: {name} {what}; {largest_words(judgement)}", {"first_step": point.step, "rank": point.rank, "quantity": name}
+    ), judgement
 
 
 @dataclass(frozen=True)
 class FirstDifference:
-    """The first scalar of the trace that differs: the earliest (step, rank) at which anything
-    differs, and there the first field in inputs -> outputs order, so a changed learning rate is
-    named before the loss and the weights it goes on to change."""
+    """The first scalar of the trace that differs: the earliest step at which anything differs,
+    there the first field in inputs -> outputs order that differs on any rank (so a changed
+    learning rate is named before the loss and the weights it goes on to change), and of the ranks
+    where it differs the one furthest from the reference (the lowest of equals)."""
 
     field: str  # lr, batch, metrics.loss_scale, loss, metrics.grad_norm, tensors.<name>, model_state
     role: str  # input or output
@@ -171,16 +219,15 @@ class FirstDifference:
     rank: int
     reference: Any
     rebuilt: Any
+    judged: str = "exact"  # tolerance: an output number held to the contract's tolerance, which it left here
 
     @property
     def text(self) -> str:
-        rank = f" (rank {self.rank})" if self.rank else ""
+        where = f"step {self.step}, rank {self.rank}"
         if self.rebuilt is None:
-            return f"`{self.field}` is missing from the rebuild from step {self.step}{rank} (the reference has {_shown(self.reference, self.reference)})"
-        return (
-            f"`{self.field}` differs from step {self.step}{rank}: {_shown(self.rebuilt, self.reference)} in the rebuild vs "
-            f"{_shown(self.reference, self.rebuilt)} in the reference"
-        )
+            return f"`{self.field}` is missing from the rebuild from {where} (the reference has {_shown(self.reference, self.reference)})"
+        how = "is outside the contract's tolerance from" if self.judged == "tolerance" else "differs from"
+        return f"`{self.field}` {how} {where}: {_shown(self.rebuilt, self.reference)} in the rebuild vs {_shown(self.reference, self.rebuilt)} in the reference"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -190,6 +237,7 @@ class FirstDifference:
             "rank": self.rank,
             "reference": self.reference,
             "rebuilt": self.rebuilt,
+            "judged": self.judged,
             "text": self.text,
         }
 
@@ -223,9 +271,13 @@ def _fields(event: dict[str, Any]) -> list[tuple[str, str, Any]]:
     return out
 
 
+def _numbers(a: Any, b: Any) -> bool:
+    return isinstance(a, int | float) and isinstance(b, int | float) and not isinstance(a, bool) and not isinstance(b, bool)
+
+
 def _equal(a: Any, b: Any, role: str, abs_tol: float, rel_tol: float) -> bool:
     """Inputs and digests compare exactly; an output number within the contract's tolerance is equal."""
-    if role == "output" and isinstance(a, int | float) and isinstance(b, int | float) and not isinstance(a, bool) and not isinstance(b, bool):
+    if role == "output" and _numbers(a, b):
         return abs(float(a) - float(b)) <= abs_tol + rel_tol * abs(float(a))
     return bool(a == b)
 
@@ -242,15 +294,38 @@ def first_difference(
     `weights=False` leaves out the tensor and model-state digests: under a contract that does not
     hold weights bitwise (behavioral, statistical), nondeterministic kernels make them differ from
     the first step, and naming them would hide the difference the contract judges."""
-    for key in sorted(reference):
-        theirs = rebuilt.get(key)
-        if theirs is None:
-            continue  # a step the rebuild never reached: the run stage and the steps test say so
-        mine = dict((name, value) for name, _, value in _fields(theirs))
-        for name, role, value in _fields(reference[key]):
-            if not weights and (name == "model_state" or name.startswith("tensors.")):
-                continue
-            got = mine.get(name)
-            if not _equal(value, got, role, abs_tol, rel_tol):
-                return FirstDifference(name, role, key[0], key[1], value, got)
+    by_step: dict[int, list[int]] = {}
+    for step, rank in sorted(reference):
+        by_step.setdefault(step, []).append(rank)
+    for step, ranks in by_step.items():
+        differing: dict[str, list[FirstDifference]] = {}
+        order: list[str] = []
+        for rank in ranks:
+            theirs = rebuilt.get((step, rank))
+            if theirs is None:
+                continue  # a step the rebuild never reached: the run stage and the steps test say so
+            mine = dict((name, value) for name, _, value in _fields(theirs))
+            for name, role, value in _fields(reference[(step, rank)]):
+                if not weights and (name == "model_state" or name.startswith("tensors.")):
+                    continue
+                if name not in order:
+                    order.append(name)
+                got = mine.get(name)
+                if not _equal(value, got, role, abs_tol, rel_tol):
+                    held = role == "output" and _numbers(value, got) and (abs_tol > 0 or rel_tol > 0)
+                    differing.setdefault(name, []).append(FirstDifference(name, role, step, rank, value, got, "tolerance" if held else "exact"))
+        for name in order:
+            if name in differing:
+                return max(differing[name], key=_distance)  # the first of equals: the lowest rank
     return None
+
+
+def _distance(found: FirstDifference) -> float:
+    """How far a differing value is from the reference's: a missing one furthest, digests all alike
+    (the lowest rank then stands for the step), numbers by |rebuilt − reference| — so at a step
+    the diagnosis names the rank the loss figures name (step_figures: the one furthest away)."""
+    if found.rebuilt is None:
+        return math.inf
+    if _numbers(found.reference, found.rebuilt):
+        return abs(float(found.rebuilt) - float(found.reference))
+    return 0.0

@@ -4,6 +4,7 @@ result; the verdict lists them in stage order and the claim repeats them in word
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,18 +20,26 @@ EQUIVALENCE = "Welch TOST equivalence"
 
 @dataclass(frozen=True)
 class StepTest:
-    """The steps stage: quantities step by step, exactly (bitwise) or within a tolerance (behavioral)."""
+    """The steps stage: quantities step by step, exactly (bitwise) or within a tolerance
+    (behavioral). Its first point outside and its largest difference are points of the stage's
+    figures (compare.StepJudgement), each named by step, rank and quantity."""
 
     kind: str  # EXACT or TOLERANCE
     quantities: tuple[str, ...]
     abs: float
     rel: float
     compared: int  # (step, rank) points compared
-    first_outside: int | None
+    first_outside: int | None  # its step
     max_deviation: float | None
     passed: bool
+    first_outside_rank: int | None = None
+    first_outside_quantity: str | None = None
+    max_deviation_step: int | None = None
+    max_deviation_rank: int | None = None
+    max_deviation_quantity: str | None = None
 
     def to_json(self) -> dict[str, Any]:
+        finite = self.max_deviation is not None and math.isfinite(self.max_deviation)
         return {
             "test": self.kind,
             "quantities": list(self.quantities),
@@ -38,7 +47,12 @@ class StepTest:
             "rel": self.rel,
             "compared": self.compared,
             "first_outside": self.first_outside,
-            "max_deviation": self.max_deviation,
+            "first_outside_rank": self.first_outside_rank,
+            "first_outside_quantity": self.first_outside_quantity,
+            "max_deviation": self.max_deviation if finite else None,  # not finite: a value the rebuild lacks (the quantity and point say where)
+            "max_deviation_step": self.max_deviation_step,
+            "max_deviation_rank": self.max_deviation_rank,
+            "max_deviation_quantity": self.max_deviation_quantity,
             "passed": self.passed,
         }
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from reprogate.output.markdown import cell, code_block, one_line
 from reprogate.rebuild import loss_chart
+from reprogate.rebuild.comparisons import EXACT, TOLERANCE
 
 ICONS = {"pass": "✅", "fail": "❌", "skipped": "⏭️", "not-run": "⏸️"}
 PROMOTE = (
@@ -60,6 +61,17 @@ WAY_FORWARD: dict[str, str] = {
 INFRASTRUCTURE = (
     "The rebuild could not run to a verdict (the stage above says why): fix the runner or the service and rerun. The status is `error`, never a pass."
 )
+# What to do when the failing stage says what it blames (the verdict's stage `cause`): this, not the
+# stage's general advice, so the way forward never contradicts the diagnosis above it.
+BY_CAUSE: dict[str, str] = {
+    "lock-file": "The environment made from the record's lock file cannot import a module its ranks need (named above): the lock "
+    "file is incomplete, not the runner. Re-lock it with every dependency of its pins (`uv pip compile --generate-hashes`), "
+    "check that `reprogate rebuild RECORD --environment candidate` passes on the new lock, and let the pull request's own "
+    "rebuild judge it.",
+    "image": "The image the record pins cannot import a module its ranks need (named above): the image lacks it, not the "
+    "runner. Rebuild the image with the module installed, pin the new one by digest (`reprogate image resolve REF`), and let "
+    "the pull request's own rebuild judge it.",
+}
 
 
 MENTION = re.compile(r"(?<![\w.])@(?=\w)")  # @user notifies; repo@sha256:... (after a letter) does not
@@ -109,8 +121,7 @@ def markdown(verdict: dict[str, Any]) -> str:
     if verdict["tests"]:
         lines += ["### Tests", "", "| test | result | details |", "|---|---|---|"]
         for test in verdict["tests"]:
-            shown = {k: v for k, v in test.items() if k not in ("test", "passed", "values", "reference", "power", "seeds_note", "notice")}
-            lines.append(f"| {test['test']} | {'pass' if test['passed'] else 'fail'} | {_cell(', '.join(f'{k}={_short(v)}' for k, v in shown.items()))} |")
+            lines.append(f"| {test['test']} | {'pass' if test['passed'] else 'fail'} | {_cell(_test_details(test))} |")
         lines.append("")
         for test in verdict["tests"]:
             stated = test.get("power") or {}
@@ -129,6 +140,29 @@ def markdown(verdict: dict[str, Any]) -> str:
     lines += ["<details>", f"<summary>{_stages_summary(verdict['stages'])}</summary>", "", *_stage_table(verdict["stages"]), "", "</details>", ""]
     lines.append(f"<sub>{verdict['tool']} · record digest `{record['digest'][20:36]}…` · {verdict['seconds']:.1f} s · {verdict['started_at']}</sub>")
     return "\n".join(lines) + "\n"
+
+
+STEP_POINTS = {"first_outside": "first outside", "max_deviation": "largest difference"}
+
+
+def _test_details(test: dict[str, Any]) -> str:
+    """A test's parameters, `key=value`; a steps test's first point outside and largest
+    difference as one figure each, named by quantity, step and rank and written as the stage
+    detail and the loss section write them (3 significant digits)."""
+    skip = {"test", "passed", "values", "reference", "power", "seeds_note", "notice"}
+    points = test.get("test") in (EXACT, TOLERANCE) and "max_deviation_rank" in test
+    shown = {k: v for k, v in test.items() if k not in skip and not (points and k.startswith(tuple(STEP_POINTS)))}
+    words = [f"{k}={_short(v)}" for k, v in shown.items()]
+    if points:
+        outside = test.get("first_outside")
+        if outside is not None:
+            words.append(f"first outside: {test.get('first_outside_quantity')} at step {outside}, rank {test.get('first_outside_rank')}")
+        largest = test.get("max_deviation")
+        if test.get("max_deviation_step") is not None:
+            size = f"{largest:.3g}" if isinstance(largest, int | float) else "no finite value in the rebuild"
+            where = f"step {test.get('max_deviation_step')}, rank {test.get('max_deviation_rank')}"
+            words.append(f"largest difference: {size} ({test.get('max_deviation_quantity')} at {where})")
+    return ", ".join(words)
 
 
 def _stage_table(stages: list[dict[str, Any]]) -> list[str]:
@@ -165,20 +199,29 @@ def diagnosis_line(verdict: dict[str, Any]) -> str:
     cause = verdict.get("first_difference")
     if isinstance(cause, dict) and cause.get("text"):
         role = "an input to the step" if cause.get("role") == "input" else "computed by the step"
-        return (
-            f"**Diagnosis:** {_inline(one_line(str(cause['text'])))} ({role}, the first difference the trace records); the first stage that fails is {stage}."
-        )
+        first = "the first value the trace records outside the contract" if cause.get("judged") == "tolerance" else "the first difference the trace records"
+        return f"**Diagnosis:** {_inline(one_line(str(cause['text'])))} ({role}, {first}); the first stage that fails is {stage}."
     return f"**Diagnosis:** the first difference is at the {stage} stage."
 
 
+def failing_cause(verdict: dict[str, Any]) -> str | None:
+    """What the failing stage blames (its `cause`), where it said; None for a verdict that does not say."""
+    stage = next((s for s in verdict.get("stages") or [] if isinstance(s, dict) and s.get("name") == verdict.get("diagnosis")), None)
+    cause = stage.get("cause") if stage else None
+    return cause if isinstance(cause, str) else None
+
+
 def way_forward(verdict: dict[str, Any]) -> str:
-    """What to do about a failed rebuild: specific to the stage that failed first."""
+    """What to do about a failed rebuild: what the failing stage blames where it says (a pinned
+    lock file or image is not the runner), else the advice for the stage that failed first."""
     if verdict.get("infrastructure"):
         return INFRASTRUCTURE
     stage = str(verdict.get("diagnosis"))
-    specific = WAY_FORWARD.get(stage, "")
+    cause = failing_cause(verdict)
+    specific = BY_CAUSE.get(cause or "") or WAY_FORWARD.get(stage, "")
     tail = " reprogate has no bypass flag: whatever makes the gate pass is stated in the record, where reviewers see it."
-    promote = "" if stage == "preflight" else " " + PROMOTE
+    runner = cause == "runner" or (cause is None and stage == "preflight")
+    promote = "" if runner else " " + PROMOTE
     return (specific + promote + tail).strip()
 
 

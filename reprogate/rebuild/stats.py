@@ -1,7 +1,7 @@
 """The statistics behind a verdict, each stating its test, α, margin, n and m.
 
-- Step comparison: |a - b| <= abs + rel * |b| for each compared step; report the first step
-  outside and the largest deviation.
+- Step comparison: |a - b| <= abs + rel * |b| (`within`) at each compared (step, rank) point;
+  rebuild/step_figures.py finds the first point outside and the largest deviation.
 - Bitwise: digests equal or not; one unequal tensor fails however close the numbers are.
 - Metric, any number m of rebuild seeds: the two-sided two-sample t on the means of
   core/seedstats.py, whose α is the false-fail rate of a build that reproduces. At m = 1 it is
@@ -20,55 +20,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from reprogate.core.seedstats import bound, mean_sd, pooled_sd
 from reprogate.core.tdist import t_cdf, t_quantile
 
 
-@dataclass
-class StepComparison:
-    compared: int
-    first_outside: int | None
-    quantity: str | None
-    max_deviation: float
-    max_deviation_step: int | None
-    tolerance: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def passed(self) -> bool:
-        return self.first_outside is None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 def within(a: float, b: float, abs_tol: float, rel_tol: float) -> bool:
     return abs(a - b) <= abs_tol + rel_tol * abs(b)
-
-
-def compare_steps(
-    reference: dict[int, dict[str, float]], rebuilt: dict[int, dict[str, float]], quantities: Sequence[str], abs_tol: float, rel_tol: float
-) -> StepComparison:
-    """Compare per-step quantities; a step or quantity missing from the rebuild is outside."""
-    result = StepComparison(0, None, None, 0.0, None, {"abs": abs_tol, "rel": rel_tol})
-    for step in sorted(reference):
-        result.compared += 1
-        for quantity in quantities:
-            if quantity not in reference[step]:
-                continue
-            expected = reference[step][quantity]
-            got = rebuilt.get(step, {}).get(quantity)
-            if got is None or not math.isfinite(got):
-                deviation = math.inf
-            else:
-                deviation = abs(got - expected)
-            if deviation > result.max_deviation:
-                result.max_deviation, result.max_deviation_step = deviation, step
-            if result.first_outside is None and (got is None or not math.isfinite(got) or not within(got, expected, abs_tol, rel_tol)):
-                result.first_outside, result.quantity = step, quantity
-    return result
 
 
 @dataclass

@@ -24,6 +24,7 @@ class StageRecord:
     detail: str
     log_tail: str = ""
     exit_code: int = 1  # when it failed
+    cause: str | None = None  # when it failed: what it blames (stages.base.Cause), where it can tell
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -32,6 +33,7 @@ class StageRecord:
             "seconds": round(self.seconds, 3),
             "detail": redact(self.detail),
             **({"log_tail": redact(self.log_tail)} if self.log_tail else {}),
+            **({"cause": self.cause} if self.cause and self.status == "fail" else {}),
         }
 
 
@@ -105,6 +107,7 @@ class Verdict:
     claim: Claim
     rebuild_record: FileRef | None = None
     first_difference: Mapping[str, Any] | None = None  # compare.FirstDifference.to_json(): the cause the diagnosis names
+    loss: Mapping[str, Any] | None = None  # step_figures.Figures.to_json() of the loss: every loss figure the report states
 
     @property
     def infrastructure(self) -> bool:
@@ -141,4 +144,5 @@ class Verdict:
         if self.rebuild_record is not None:
             found["rebuild_record"] = self.rebuild_record.to_json()
         found["first_difference"] = dict(self.first_difference) if self.first_difference is not None else None
+        found["loss"] = dict(self.loss) if self.loss is not None else None
         return found

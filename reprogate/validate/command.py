@@ -11,6 +11,7 @@ from reprogate.output.findings import RENDERERS, all_findings
 from reprogate.output.result import CommandResult
 from reprogate.output.sarif import render_sarif
 from reprogate.validate.digests import digest_for
+from reprogate.validate.rule_texts import RULE_TEXTS
 from reprogate.validate.runner import Options, validate
 
 
@@ -18,7 +19,7 @@ def validate_command(paths: list[str], fmt: str, max_bytes: int | None, root: Pa
 
     report = validate(paths, Options(max_bytes=max_bytes or DEFAULT_MAX_BYTES, root=root, strict=strict))
     if fmt == "sarif":
-        return render_sarif("validate", report.exit_code, all_findings(report))
+        return render_sarif("validate", report.exit_code, all_findings(report), RULE_TEXTS)
     return RENDERERS[fmt](report, verbose)
 
 

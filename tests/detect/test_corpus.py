@@ -14,6 +14,13 @@ commits of other repositories that were not used to tune the detectors (made wit
 And again for tests/fixtures/detect-corpus-heldout2 (`make.py MIRRORS_DIR --held-out-2`): commits of
 yet other repositories, whose truths were written from the diffs before detect was run on them, so
 that nobody has tuned on them; it is scored against the same bar, under its own heading.
+
+And for the driver corpus (`make.py MIRRORS_DIR --driver` / `--driver-held-out`): commits that move
+CUDA base images, NGC releases, GPU runners and CI matrices, with the driver floor as the rule (a
+tag whose CUDA needs the same minimum driver is no driver change). detect-corpus-driver holds the
+repositories the driver layer was then tuned on (text-embeddings-inference, optimum, lmdeploy);
+detect-corpus-driver-heldout (NeMo, DeepLearningExamples, detectron2) was scored once, after
+tuning, with truths written before detect ran on either set.
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ CORPORA = {
     "detect-corpus": CORPUS,
     "detect-corpus-heldout": FIXTURES / "detect-corpus-heldout",
     "detect-corpus-heldout2": FIXTURES / "detect-corpus-heldout2",
+    "detect-corpus-driver": FIXTURES / "detect-corpus-driver",
+    "detect-corpus-driver-heldout": FIXTURES / "detect-corpus-driver-heldout",
 }
 CASES = sorted(p for p in CORPUS.iterdir() if (p / "truth.yaml").is_file())
 LAYERS = ("framework", "base-image", "driver", "dataset")

@@ -123,7 +123,18 @@ def test_arg_default_change_moves_the_cuda_base_image(cli: Cli, repo: Path) -> N
     assert [c[1] for c in found(report, "base-image")] == ["tag"]
     driver = report["changes"]["driver"]
     assert [(c["kind"], c["subject"], c["old"], c["new"]) for c in driver] == [("cuda", "CUDA (stage build)", "12.4.1", "12.8.0")]
-    assert driver[0]["detail"] == "minimum driver >= 550.54.14 (R550) -> >= 570.26 (R570)"
+    assert driver[0]["detail"] == "minimum driver >= 550.54.15 (R550) -> >= 570.26 (R570)"  # 12.4 Update 1's own floor
+
+
+def test_a_cuda_tag_that_moves_no_driver_floor_is_still_rebuilt_as_a_base_image(cli: Cli, repo: Path) -> None:
+    """12.1.0 -> 12.1.1 needs the same driver (530.30.02): no driver change, but the image is another
+    image, so the gate must still rebuild it (no green by omission)."""
+    dockerfile = repo / "Dockerfile"
+    change(repo, lambda r: dockerfile.write_text(dockerfile.read_text().replace("TAG=12.4.1", "TAG=12.1.0")))
+    change(repo, lambda r: dockerfile.write_text(dockerfile.read_text().replace("TAG=12.1.0", "TAG=12.1.1")))
+    report = detect(cli, repo)
+    assert report["changes"]["driver"] == [] and [c[1] for c in found(report, "base-image")] == ["tag"]
+    assert report["rebuild_required"] is True and "base-image" in report["layers"]
 
 
 def test_pip_lines_in_dockerfiles_and_cuda_compat_pins(cli: Cli, repo: Path) -> None:
@@ -316,3 +327,35 @@ def test_reusable_workflow_cuda_inputs_and_renamed_images_on_the_same_cuda(cli: 
     assert found(report, "driver") == [(wf, "changed", "jobs.test.with.gpu-arch-version", "12.4", "12.6")]  # the new image keeps CUDA 12.4
     images = {c[2] for c in found(report, "base-image")}
     assert "jobs.unit.container" in images and "jobs.unit.steps[].with.fa4_image_cu130" in images
+
+
+MATRIX_WORKFLOW = """on: pull_request
+jobs:
+  gpu:
+    runs-on: [self-hosted, gpu]
+    strategy:
+      matrix:
+        include:
+          - name: latest
+            image: nvidia/cuda:{used}-devel-ubuntu22.04
+            docs_image: nvidia/cuda:{unused}-devel-ubuntu22.04
+    container:
+      image: ${{{{ matrix.image }}}}
+    steps:
+      - run: pytest -k ${{{{ matrix.name }}}}
+"""
+
+
+def test_a_matrix_entry_the_job_never_reads_is_no_change(cli: Cli, repo: Path) -> None:
+    """A matrix entry names an image the job never uses (`docs_image`): moving its CUDA changes
+    nothing the job runs. The entry the job's container reads (`matrix.image`) still counts."""
+    workflow = repo / ".github" / "workflows" / "gpu.yml"
+    workflow.parent.mkdir(parents=True)
+    change(repo, lambda r: workflow.write_text(MATRIX_WORKFLOW.format(used="12.4.1", unused="12.4.1")))
+    change(repo, lambda r: workflow.write_text(MATRIX_WORKFLOW.format(used="12.4.1", unused="12.8.0")))
+    report = detect(cli, repo)
+    assert report["changes"]["driver"] == [] and report["changes"]["base-image"] == []
+    change(repo, lambda r: workflow.write_text(MATRIX_WORKFLOW.format(used="12.8.0", unused="12.8.0")))
+    report = detect(cli, repo)
+    assert [c["subject"] for c in report["changes"]["base-image"]] == ["jobs.gpu.strategy.matrix.include[].image"]
+    assert [c["subject"] for c in report["changes"]["driver"]] == ["CUDA (jobs.gpu.strategy.matrix.include[].image: nvidia/cuda)"]

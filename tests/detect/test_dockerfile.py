@@ -91,6 +91,22 @@ def test_cuda_of_wheels_indexes_and_args() -> None:
     assert cuda.of_image("nvcr.io/nvidia/nemo", "25.02") == cuda.Cuda("", "NGC nemo 25.02", None)  # a release, CUDA not in the table
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "moves"),
+    [
+        ("nvidia/cuda:12.1.0-devel-ubuntu22.04", "nvidia/cuda:12.1.1-devel-ubuntu22.04", False),  # 12.1 Update 1 needs 530.30.02 too
+        ("nvidia/cuda:12.4.0-devel-ubuntu22.04", "nvidia/cuda:12.4.1-devel-ubuntu22.04", True),  # 550.54.14 -> 550.54.15
+        ("nvcr.io/nvidia/pytorch:24.01-py3", "nvcr.io/nvidia/pytorch:24.02-py3", False),  # CUDA 12.3.2 both, R545
+        ("nvcr.io/nvidia/tritonserver:22.12-py3", "nvidia/cuda:11.8.0-devel-ubuntu22.04", False),  # NGC 22.12 is CUDA 11.8.0, R520
+        ("nvcr.io/nvidia/tensorrt:22.12-py3", "nvcr.io/nvidia/tensorrt:24.02-py3", True),  # R520 -> R545
+    ],
+)
+def test_a_cuda_change_is_a_driver_change_only_where_the_minimum_driver_moves(old: str, new: str, moves: bool) -> None:
+    before, after = (cuda.of_image(*ref.rsplit(":", 1)) for ref in (old, new))
+    assert before is not None and after is not None and before.driver and after.driver
+    assert cuda.same_floor(before.driver, after.driver) is not moves
+
+
 @pytest.mark.parametrize("name", ["Dockerfile", "Dockerfile_trtllm", "Dockerfile-base-next", "Dockerfile.rocm", "train.Dockerfile", "Containerfile"])
 def test_files_named_as_dockerfiles_are_dockerfiles(name: str) -> None:
     assert is_dockerfile(name)

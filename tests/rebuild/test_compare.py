@@ -14,10 +14,12 @@ from reprogate.rebuild.compare import (
     digest_algorithm,
     first_loss_difference,
     loss_curve,
+    loss_figures,
     metrics,
     other_algorithms,
     step_events,
 )
+from reprogate.rebuild.step_figures import Tolerance
 
 A, B, C = "sha256:" + "a" * 64, "sha256:" + "b" * 64, "sha256:" + "c" * 64
 BLAKE = "blake3:" + "a" * 64
@@ -133,32 +135,35 @@ def test_a_bitwise_contract_without_digests_in_the_reference_fails() -> None:
 def test_first_loss_difference_names_the_step_rank_and_size() -> None:
     reference = events((0, 0, {"loss": 2.0}), (1, 0, {"loss": 1.5}), (1, 1, {"loss": 1.25}), (2, 0, {"loss": 1.0}))
     rebuilt = events((0, 0, {"loss": 2.0}), (1, 0, {"loss": 1.5}), (1, 1, {"loss": 1.5}), (2, 0, {"loss": 0.0}))
-    assert first_loss_difference(reference, rebuilt) == "the loss first differs at step 1, rank 1 (1.5 vs 1.25 in the reference, |Δ| 0.25)"
-    assert first_loss_difference(reference, dict(reference)) is None
-    assert first_loss_difference(reference, {}) is None  # nothing to compare is no difference found
+    exact = Tolerance(0.0, 0.0)
+    assert (
+        first_loss_difference(loss_figures(reference, rebuilt, "exact", exact))
+        == "the loss first differs at step 1, rank 1 (1.5 vs 1.25 in the reference, |Δ| 0.25)"
+    )
+    assert first_loss_difference(loss_figures(reference, dict(reference), "exact", exact)) is None
+    assert first_loss_difference(loss_figures(reference, {}, "exact", exact)) == "the rebuild has no loss at step 0, rank 0 (the reference has 2.0)"
 
 
 def test_compare_values_exactly_equal_passes() -> None:
     reference = events((0, 0, {"loss": 2.0, "grad_norm": 1.0}), (1, 0, {"loss": 1.0, "grad_norm": 0.5}))
     outcome, result = compare_values(reference, dict(reference), ["loss", "grad_norm"], 0.0, 0.0)
     assert outcome.status == "pass" and result.passed and result.compared == 2
-    assert outcome.detail == "loss/grad_norm exactly equal at 2 (step, rank) points; max deviation 0"
-    assert outcome.data == result.as_dict()
+    assert outcome.detail == "loss/grad_norm exactly equal at 2 (step, rank) points; largest difference 0"
 
 
 def test_compare_values_outside_the_tolerance_fails_at_the_first_point() -> None:
     reference = events((0, 0, {"loss": 2.0}), (1, 0, {"loss": 1.0}), (1, 1, {"loss": 1.0}), (2, 0, {"loss": 0.5}))
     rebuilt = events((0, 0, {"loss": 2.0}), (1, 0, {"loss": 1.0}), (1, 1, {"loss": 1.2}), (2, 0, {"loss": 0.9}))
     outcome, result = compare_values(reference, rebuilt, ["loss"], 0.1, 0.0)
-    assert outcome.status == "fail" and result.first_outside == (1, 1)
-    assert outcome.detail == "step 1, rank 1: loss outside |a-b| <= 0.1 + 0*|b| (max deviation 0.4 at step 2)"
-    assert outcome.data["first_step"] == 1 and outcome.data["rank"] == 1 and outcome.data["max_deviation"] == pytest.approx(0.4)
+    assert outcome.status == "fail" and result.first_outside is not None and result.first_outside[1].where == "step 1, rank 1"
+    assert outcome.detail == "step 1, rank 1: loss outside |a-b| <= 0.1 + 0*|b| (|Δ| 0.2); largest difference 0.4 (loss at step 2, rank 0)"
+    assert outcome.data == {"first_step": 1, "rank": 1, "quantity": "loss"}
 
 
 def test_compare_values_with_a_relative_tolerance_passes_and_states_the_rule() -> None:
     reference = events((0, 0, {"loss": 10.0}))
     outcome, _ = compare_values(reference, events((0, 0, {"loss": 10.5})), ["loss"], 0.0, 0.05)
-    assert outcome.status == "pass" and outcome.detail == "loss |a-b| <= 0 + 0.05*|b| at 1 (step, rank) points; max deviation 0.5"
+    assert outcome.status == "pass" and outcome.detail == "loss |a-b| <= 0 + 0.05*|b| at 1 (step, rank) points; largest difference 0.5 (loss at step 0, rank 0)"
 
 
 def test_compare_values_with_no_reference_steps_fails() -> None:

@@ -16,8 +16,9 @@ from click.testing import Result
 from support import edit_record
 
 from reprogate.core.gittree import tree_id
-from reprogate.rebuild.compare import first_difference, step_events
+from reprogate.rebuild.compare import first_difference, loss_figures, step_events
 from reprogate.rebuild.report import markdown
+from reprogate.rebuild.step_figures import Tolerance
 
 if os.environ.get("CI") != "true":
     pytest.importorskip("torch")
@@ -45,10 +46,10 @@ def test_a_changed_learning_rate_is_named_as_the_first_difference(cli: Cli, proj
     cause = verdict["first_difference"]
     assert cause["field"] == "lr" and cause["role"] == "input" and cause["step"] == 1
     assert cause["reference"] == pytest.approx(0.01) and cause["rebuilt"] == pytest.approx(0.011)
-    assert cause["text"] == "`lr` differs from step 1: 0.011 in the rebuild vs 0.01 in the reference"
+    assert cause["text"] == "`lr` differs from step 1, rank 0: 0.011 in the rebuild vs 0.01 in the reference"
     report = markdown(verdict)
     diagnosis = next(line for line in report.splitlines() if line.startswith("**Diagnosis:**"))
-    assert diagnosis.index("`lr` differs from step 1") < diagnosis.index(f"**{verdict['diagnosis']}**")
+    assert diagnosis.index("`lr` differs from step 1, rank 0") < diagnosis.index(f"**{verdict['diagnosis']}**")
     assert cli("validate", str(project.parent / "out" / "verdict.json")).exit_code == 0  # the new field is in the verdict schema
 
 
@@ -100,3 +101,16 @@ def test_weights_are_named_only_where_the_contract_holds_them_bitwise() -> None:
     assert bitwise is not None and (bitwise.field, bitwise.step) == ("model_state", 1)
     behavioral = first_difference(reference, noisy, abs_tol=1e-3, weights=False)
     assert behavioral is not None and (behavioral.field, behavioral.step) == ("loss", 2)
+
+
+def test_at_its_step_the_diagnosis_names_the_rank_the_loss_figures_name() -> None:
+    """Both ranks' loss leaves the tolerance at step 2; rank 1 is further away. The diagnosis and
+    the loss figures (step_figures) must name the same rank there, not rank 0 in one and rank 1 in
+    the other."""
+    reference = step_events([{"type": "step", "step": s, "rank": r, "loss": 2.0 - 0.1 * s} for s in (1, 2, 3) for r in (0, 1)], 1, None)
+    rebuilt = {k: {**e, "loss": e["loss"] + {(2, 0): 2e-3, (2, 1): -5e-3}.get(k, 0.0)} for k, e in reference.items()}
+    found = first_difference(reference, rebuilt, 1e-3, 0.0, weights=False)
+    loss = loss_figures(reference, rebuilt, "tolerance", Tolerance(1e-3, 0.0))
+    assert found is not None and (found.step, found.rank, found.judged) == (2, 1, "tolerance")
+    assert loss.first_outside is not None and (loss.first_outside.step, loss.first_outside.rank) == (found.step, found.rank)
+    assert found.text.startswith("`loss` is outside the contract's tolerance from step 2, rank 1:")

@@ -291,7 +291,7 @@ def test_report_and_compare_commands(cli: Cli, project: Path, tmp_path: Path) ->
     verdict = project.parent / "out" / "verdict.json"
     markdown = cli("report", str(verdict))
     assert markdown.exit_code == 0 and "```mermaid\n%%{init:" in markdown.output and "\nxychart-beta\n" in markdown.output and "### Claim" in markdown.output
-    assert "The rebuild's loss equals the reference's at every one of the 80 steps both recorded." in markdown.output
+    assert "The rebuild's loss equals the reference's at every one of the 80 steps both recorded (every rank)." in markdown.output
     assert json.loads(cli("report", str(verdict), "--format", "json").output)["kind"] == "Verdict"
     reference = project / "tiny" / "reference" / "trace.jsonl"
     rebuilt = sorted((tmp_path / "w" / "runs" / "seed-1" / "trace").glob("*.jsonl"))

@@ -183,8 +183,8 @@ def test_the_report_shows_curves_tool_and_a_short_digest() -> None:
     verdict["curves"] = {"reference": [[1, 2.0], [2, 1.0]], "rebuilt": [[1, 2.0], [2, 1.0]]}
     text = markdown(valid(verdict))
     assert (
-        "### Loss\n\nThe rebuild's loss equals the reference's at every one of the 2 steps both recorded.\n\n<details>\n<summary>The loss curves</summary>"
-        in text
+        "### Loss\n\nThe rebuild's loss equals the reference's at every one of the 2 steps both recorded (mean over ranks).\n\n"
+        "<details>\n<summary>The loss curves</summary>" in text
     )
     assert section(text, "Loss").count("```mermaid\n") == 1, "a pass folds its chart"
     assert text.endswith("<sub>reprogate test · record digest `0123456789abcdef…` · 1.0 s · 2026-11-30T00:00:00Z</sub>\n")
@@ -268,9 +268,10 @@ def test_the_first_difference_leads_then_the_failing_stage_the_loss_and_the_clai
     assert order == sorted(order)
     loss = section(text, "Loss")
     assert loss.startswith(
-        "The loss first differs at step 3 (|Δ| = 0.001); the largest difference is 0.001 at step 3. Tolerance 0.0001: first exceeded at step 3."
-    )
-    assert "The trace differs earlier, in `lr` at step 1 (the diagnosis above)." in loss
+        "The loss first differs at step 3, mean over ranks (|Δ| = 0.001); the largest difference is 0.001 at step 3, mean over ranks."
+        " Tolerance 0.0001: first exceeded at step 3, mean over ranks (|Δ| = 0.001)."
+    ), "a verdict of before the per-rank figures: each figure labelled as the mean over ranks"
+    assert "The trace differs earlier, in `lr` at step 1, rank 0 (the diagnosis above)." in loss
     above_fold = loss.split("<details>", 1)[0]
     assert above_fold.count("```mermaid\n") == 1 and "log10 |reference − rebuild|" in above_fold, "a failure shows the difference chart"
 

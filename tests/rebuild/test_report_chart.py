@@ -28,7 +28,7 @@ from reprogate.core.schemas import validator
 from reprogate.rebuild.command import report_command
 from reprogate.rebuild.compare import loss_curve
 from reprogate.rebuild.environments import FROM_TRACE, RebuiltSide, side_by_side
-from reprogate.rebuild.loss_chart import DECADES, MAX_POINTS, loss_difference, section
+from reprogate.rebuild.loss_chart import DECADES, MAX_POINTS, loss_figures, section
 from reprogate.rebuild.report import markdown
 from reprogate.runtime.trace import read_trace
 
@@ -94,9 +94,11 @@ def test_a_bitwise_failure_plots_the_log_difference_with_the_first_divergence_ma
     assert all(abs(v - math.log10(2.5e-4)) < 1e-4 for v in difference[7:])
     assert marker == [top if i == 7 else bottom for i in range(80)], "the spike stands at step 8, the first that differs"
     assert chart["colors"] == ["#6e7781", "#cf222e"]
-    assert "**Tolerance**: exact — the bitwise contract fails on any difference" in above
-    assert "**Grey spike**: step 8, the first step whose loss differs (|Δ| = 0.00025)" in above and "**red line**" in above
-    assert loss.startswith("The loss first differs at step 8 (|Δ| = 0.00025)")
+    assert "**Tolerance**: exact — the contract fails on any difference" in above
+    assert "**Grey spike**: step 8, the first step whose loss differs (mean over ranks, |Δ| = 0.00025)" in above and "**red line**" in above
+    assert loss.startswith("The loss first differs at step 8, mean over ranks (|Δ| = 0.00025)"), (
+        "a verdict of before the per-rank figures: labelled as the mean"
+    )
     assert len(charts(loss)) == 2, "the two curves, folded below"
 
 
@@ -109,8 +111,10 @@ def test_a_behavioral_failure_draws_the_tolerance_the_steps_stage_applies() -> N
     for (step, value), allowed in zip(reference, tolerance, strict=True):
         assert abs(allowed - math.log10(1e-4 + 1e-4 * value)) < 1e-4, step
     assert all(d > t for d, t in zip(difference[9:], tolerance[9:], strict=True)) and difference[8] == chart["y"][0]
-    assert "Tolerance 0.0001 + 0.0001·|reference|: first exceeded at step 10." in text
-    assert "**Blue line**: log10 of the tolerance at each step, 0.0001 + 0.0001·|reference|; the loss first exceeds it at step 10." in text
+    assert "Tolerance 0.0001 + 0.0001·|reference|: first exceeded at step 10, mean over ranks (|Δ| = 0.002)." in text
+    assert (
+        "**Blue line**: log10 of the tolerance at each drawn point, 0.0001 + 0.0001·|reference|; the loss is first exceeded at step 10, mean over ranks" in text
+    )
 
 
 def test_a_tolerance_on_other_quantities_draws_no_tolerance_line_for_the_loss() -> None:
@@ -127,7 +131,7 @@ def test_a_tolerance_on_other_quantities_draws_no_tolerance_line_for_the_loss() 
 def test_a_pass_states_the_loss_in_one_sentence_and_folds_its_charts() -> None:
     reference = reference_curve()
     equal = section(verdict_with({"reference": reference, "rebuilt": reference}, passed=True))
-    assert equal[2] == "The rebuild's loss equals the reference's at every one of the 80 steps both recorded."
+    assert equal[2] == "The rebuild's loss equals the reference's at every one of the 80 steps both recorded (mean over ranks)."
     assert equal[4:6] == ["<details>", "<summary>The loss curves</summary>"]
     within = "\n".join(
         section(verdict_with({"reference": reference, "rebuilt": perturbed(reference, 1, 1e-6)}, "behavioral", {"abs": 1e-4, "rel": 0.0}, passed=True))
@@ -147,7 +151,7 @@ def test_a_long_run_keeps_at_most_max_points_and_its_largest_difference() -> Non
     assert max(difference) == pytest.approx(math.log10(0.5), abs=1e-4), "a point is the largest difference of its steps"
     assert marker.index(max(marker)) == (1234 - 1) * MAX_POINTS // 5000
     assert all(len(s) == MAX_POINTS for s in curves_chart["series"])
-    assert "Each point stands for 50 steps on average and shows the largest difference among them." in text
+    assert "Each point stands for 50 steps on average and shows the point furthest from the reference among them." in text
 
 
 def test_a_rebuild_that_stopped_early_is_drawn_on_the_steps_it_reached_and_says_so() -> None:
@@ -156,7 +160,7 @@ def test_a_rebuild_that_stopped_early_is_drawn_on_the_steps_it_reached_and_says_
     (chart, _) = charts(text)
     assert chart["x"] == (1, 30) and all(len(s) == 30 for s in chart["series"])
     assert "The rebuild recorded 30 of the reference's 80 steps (last: 30); later steps are not drawn." in text
-    assert loss_difference(verdict_with({"reference": reference, "rebuilt": []})) is None
+    assert loss_figures(verdict_with({"reference": reference, "rebuilt": []})) is None
     assert "### Loss" not in markdown(verdict_with({"reference": reference, "rebuilt": []}))
 
 

@@ -24,6 +24,7 @@ from support import FIXTURES, git
 from support.locked import locked_record
 
 from reprogate.core.canonical import file_digest
+from reprogate.rebuild.report import markdown
 
 Cli = Callable[..., Result]
 SOURCE = FIXTURES / "projects" / "locked"
@@ -348,3 +349,7 @@ def test_a_lock_missing_a_dependency_is_a_defect_of_the_lock_not_of_the_runner(c
     detail = next(s["detail"] for s in verdict["stages"] if s["name"] == "preflight")
     assert "No module named 'typing_extensions'" in detail and "the venv made from requirements.txt cannot import typing_extensions" in detail
     assert "re-lock with `uv pip compile --generate-hashes`, it lacks typing_extensions" in detail
+    stage = next(s for s in verdict["stages"] if s["name"] == "preflight")
+    assert stage["cause"] == "lock-file"
+    forward = markdown(verdict).split("### Way forward\n\n", 1)[1].split("\n\n", 1)[0]
+    assert "runner, not the change" not in forward and "lock file is incomplete, not the runner" in forward, "the advice follows the diagnosis"

@@ -6,6 +6,7 @@ from typing import Any
 
 from support import verdicts
 
+from reprogate.core.schemas import validator
 from reprogate.rebuild.report import WAY_FORWARD, markdown
 from reprogate.rebuild.stages import STAGES
 
@@ -42,3 +43,24 @@ def test_an_inconclusive_rebuild_says_rerun_not_promote() -> None:
 
 def test_a_passing_rebuild_has_no_way_forward() -> None:
     assert "Way forward" not in markdown(make_verdict("pass"))
+
+
+def blaming(cause: str) -> str:
+    verdict = make_verdict("fail", "preflight")
+    for stage in verdict["stages"]:
+        if stage["name"] == "preflight":
+            stage["cause"] = cause
+            stage["detail"] = "preflight failed at framework: torch cannot be imported; the venv made from requirements.txt cannot import typing_extensions"
+    assert not list(validator("Verdict").iter_errors(verdict))
+    return markdown(verdict).split("### Way forward\n\n", 1)[1].split("\n\n", 1)[0]
+
+
+def test_the_advice_follows_what_the_failing_stage_blames() -> None:
+    """An old project's rebuild: preflight fails because the venv its lock file makes lacks a
+    module, and says so; the way forward must not then say it is the runner."""
+    lock = blaming("lock-file")
+    assert "lock file is incomplete, not the runner" in lock and "uv pip compile --generate-hashes" in lock
+    assert "runner, not the change" not in lock and "baseline label" in lock
+    image = blaming("image")
+    assert "the image lacks it, not the runner" in image and "runner, not the change" not in image
+    assert blaming("runner") == forward("preflight"), "a preflight that blames the runner keeps the runner's advice"

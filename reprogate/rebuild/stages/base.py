@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from reprogate.rebuild.comparisons import Comparison
 from reprogate.rebuild.state import RebuildState
+
+# What a failed stage blames, where it can tell; the report's way forward follows it. runner: the
+# machine (rerun elsewhere); lock-file / image: the environment the record pins lacks something.
+Cause = Literal["runner", "lock-file", "image"]
 
 
 @dataclass(frozen=True)
@@ -19,6 +23,7 @@ class StageResult:
     log_tail: str = ""
     exit_code: int = 1  # when it fails: 1 not reproduced, 2 unusable input, 3 infrastructure
     comparison: Comparison | None = None  # the test it made, stated fully (steps, metric)
+    cause: Cause | None = None  # when it fails: what its detail blames, where the stage can tell
 
     def said(self, more: str) -> StageResult:
         """The same result with more words in its detail."""
@@ -29,8 +34,8 @@ def passed(detail: str, comparison: Comparison | None = None, **data: Any) -> St
     return StageResult("pass", detail, data, comparison=comparison)
 
 
-def failed(detail: str, log_tail: str = "", exit_code: int = 1, comparison: Comparison | None = None, **data: Any) -> StageResult:
-    return StageResult("fail", detail, data, log_tail=log_tail, exit_code=exit_code, comparison=comparison)
+def failed(detail: str, log_tail: str = "", exit_code: int = 1, comparison: Comparison | None = None, cause: Cause | None = None, **data: Any) -> StageResult:
+    return StageResult("fail", detail, data, log_tail=log_tail, exit_code=exit_code, comparison=comparison, cause=cause)
 
 
 def skipped(detail: str) -> StageResult:

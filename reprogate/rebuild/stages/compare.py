@@ -7,7 +7,8 @@ from typing import Any
 from reprogate.rebuild import compare
 from reprogate.rebuild.comparisons import EXACT, TOLERANCE, StepTest
 from reprogate.rebuild.stages.base import StageResult, failed, skipped
-from reprogate.rebuild.state import RebuildState
+from reprogate.rebuild.state import RebuildJob, RebuildState
+from reprogate.rebuild.step_figures import Figures, Key, judged_as
 
 
 def _result(outcome: compare.Outcome, comparison: StepTest | None = None) -> StageResult:
@@ -40,33 +41,63 @@ def model_state(state: RebuildState) -> StageResult:
     reference, rebuilt = _ranges(state)
     result = _result(compare.compare_tensors(reference, rebuilt, names))
     if result.status == "fail":
-        loss = compare.first_loss_difference(reference, rebuilt)
+        loss = compare.first_loss_difference(_loss_figures(state, reference, rebuilt))
         result = result.said(f"; {loss}" if loss else "; the loss is equal at every step up to there (a silent numerical change in the weights)")
     return result
+
+
+def _tolerance(job: RebuildJob) -> tuple[list[str], float, float]:
+    """The quantities the steps stage compares and its bounds (bitwise: exact)."""
+    tolerance = job.section("contract", "tolerance") or {}
+    quantities = list(tolerance.get("quantities") or ["loss"])
+    abs_tol, rel_tol = (0.0, 0.0) if job.level == "bitwise" else (float(tolerance.get("abs", 0.0)), float(tolerance.get("rel", 0.0)))
+    return quantities, abs_tol, rel_tol
 
 
 def steps(state: RebuildState) -> StageResult:
     job = state.job
     if job.level in ("startup", "statistical"):
         return skipped(f"a {job.level} contract does not compare individual steps" + (" (it compares the metric)" if job.level == "statistical" else ""))
-    tolerance = job.section("contract", "tolerance") or {}
-    quantities = list(tolerance.get("quantities") or ["loss"])
-    abs_tol, rel_tol = (0.0, 0.0) if job.level == "bitwise" else (float(tolerance.get("abs", 0.0)), float(tolerance.get("rel", 0.0)))
+    quantities, abs_tol, rel_tol = _tolerance(job)
     try:
-        outcome, result = compare.compare_values(*_ranges(state), quantities, abs_tol, rel_tol)
+        outcome, judgement = compare.compare_values(*_ranges(state), quantities, abs_tol, rel_tol)
     except compare.QuantityError as exc:  # the record's reference trace is unusable input (2); the rebuilt one is the run's own (1)
         return failed(f"cannot compare {'/'.join(quantities)}: {exc}", exit_code=2 if exc.side == "reference" else 1)
+    outside, largest = judgement.first_outside, judgement.largest
     test = StepTest(
         TOLERANCE if job.level == "behavioral" else EXACT,
         tuple(quantities),
         abs_tol,
         rel_tol,
-        result.compared,
-        outcome.data.get("first_step"),
-        result.max_deviation,
-        result.passed,
+        judgement.compared,
+        outside[1].step if outside else None,
+        largest[1].difference if largest else None,
+        judgement.passed,
+        first_outside_rank=outside[1].rank if outside else None,
+        first_outside_quantity=outside[0] if outside else None,
+        max_deviation_step=largest[1].step if largest else None,
+        max_deviation_rank=largest[1].rank if largest else None,
+        max_deviation_quantity=largest[0] if largest else None,
     )
     return _result(outcome, test)
+
+
+def _loss_figures(state: RebuildState, reference: dict[Key, dict[str, Any]], rebuilt: dict[Key, dict[str, Any]]) -> Figures:
+    job = state.job
+    quantities, abs_tol, rel_tol = _tolerance(job)
+    judged, tolerance = judged_as(job.level, quantities, "loss", abs_tol, rel_tol)
+    return compare.loss_figures(reference, rebuilt, judged, tolerance)
+
+
+def loss_figures(state: RebuildState) -> Figures | None:
+    """The loss at every (step, rank) point the compared steps hold, judged as the steps stage
+    judges it: the verdict's `loss`, from which the report states every loss figure. None when
+    no run left a trace to compare (or there is no reference trace)."""
+    runs = state.runs
+    if runs is None or runs.first is None or not state.reference_events:
+        return None
+    figures = _loss_figures(state, *_ranges(state))
+    return figures if figures.compared else None
 
 
 COMPARING = ("batches", "model-state", "steps", "metric")  # the stages whose failure a trace difference explains

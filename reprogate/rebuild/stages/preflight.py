@@ -18,7 +18,7 @@ from reprogate.rebuild import launchers
 from reprogate.rebuild.options import RebuildOptions
 from reprogate.rebuild.preflight import check_devices
 from reprogate.rebuild.ranks import PREFLIGHT_STAGES, STARTUP_GRACE, RankHosts, rank_environment
-from reprogate.rebuild.stages.base import StageResult, failed, passed
+from reprogate.rebuild.stages.base import Cause, StageResult, failed, passed
 from reprogate.rebuild.state import Environment, Probe, Ranks, RebuildState
 
 # How Python names a module it cannot find, as a rank reports it (ModuleNotFoundError's message).
@@ -88,9 +88,15 @@ def preflight(state: RebuildState) -> StageResult:
     if ready.failed:
         defect = environment_defect(environment, ready.detail) if ready.infrastructure else None
         if defect is not None:  # the environment the record pins lacks a module: its lock or image, not the runner
-            return failed(f"preflight failed at {ready.failed}: {ready.detail}; {defect}", log_tail=ready.log_tail, exit_code=1, stage=ready.failed)
+            cause: Cause = "lock-file" if environment.realized.kind == "venv" else "image"
+            detail = f"preflight failed at {ready.failed}: {ready.detail}; {defect}"
+            return failed(detail, log_tail=ready.log_tail, exit_code=1, cause=cause, stage=ready.failed)
         return failed(
-            f"preflight failed at {ready.failed}: {ready.detail}", log_tail=ready.log_tail, exit_code=3 if ready.infrastructure else 1, stage=ready.failed
+            f"preflight failed at {ready.failed}: {ready.detail}",
+            log_tail=ready.log_tail,
+            exit_code=3 if ready.infrastructure else 1,
+            cause="runner",
+            stage=ready.failed,
         )
     summary = ", ".join(f"{s.name} {s.status}" for s in ready.stages)
     return passed(
