@@ -16,6 +16,8 @@ from support import REPO
 
 from reprogate import __version__
 
+pytestmark = pytest.mark.core  # runs on macOS and Windows too (ci.yml's core job)
+
 
 def load_tool() -> ModuleType:
     spec = importlib.util.spec_from_file_location("changelog_tool", REPO / "tools" / "changelog.py")

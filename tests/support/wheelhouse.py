@@ -21,7 +21,6 @@ It prints the folder, or why there is none.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import hashlib
 import os
 import shutil
@@ -56,6 +55,8 @@ def provide(cache: Path | None = None) -> tuple[Path | None, str]:
 def _provide(cache: Path, folder: Path) -> tuple[Path | None, str]:
     cache.mkdir(parents=True, exist_ok=True)
     with open(cache / f"{folder.name}.lock", "w") as guard:
+        import fcntl  # here, not at the top: conftest imports this module on Windows too (the core tests)
+
         fcntl.flock(guard, fcntl.LOCK_EX)  # another process filling it: wait, then find it complete
         if (folder / "complete").exists():
             return folder, "cached"
