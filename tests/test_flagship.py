@@ -146,3 +146,21 @@ def test_the_lock_bump_drill_installs_six_and_the_rebuild_record_says_so(action_
     record = yaml.safe_load((out / "rebuild-record.yaml").read_text())
     assert record["software"]["packages"]["six"] == "1.16.0", record["software"]["packages"]
     assert [entry["checksum"] for entry in record["source"]["lock_files"] if entry["path"] == LOCK] == [bumped]
+
+
+def test_a_pull_request_cannot_opt_its_lock_change_out_of_the_venv(action_venv: Path, runner: dict[str, str], project: Path, tmp_path: Path) -> None:
+    """The attack on this green: a pull request that changes the lock and also says
+    `candidate: current`, so its rebuild would run in the action's interpreter and never install
+    the lock. The base's job.environment judges (--contract-from, the gate's `base` input): the
+    tree's lock is still made into a venv."""
+    base = git(project, "rev-parse", "HEAD")
+    record = project / "tiny" / "records" / "tiny.yaml"
+    record.write_text(record.read_text().replace("    candidate: venv\n", "    candidate: current\n", 1))
+    lock = project / LOCK
+    lock.write_bytes(BUMPED.read_bytes() if lock.read_bytes() != BUMPED.read_bytes() else (EXAMPLES / LOCK).read_bytes())
+    git(project, "commit", "-q", "-am", "lock change, and no venv for it")
+    code, log, outputs = rebuild_through_the_action(action_venv, runner, project, tmp_path, base=base)
+    assert code == 0, log[-6000:]
+    verdict = json.loads((Path(outputs["out-dir"]) / "verdict.json").read_text())
+    assert verdict["environment"]["realizer"] == "venv", verdict["environment"]
+    assert verdict["environment"]["lock_digest"] == "sha256:" + hashlib.sha256(lock.read_bytes()).hexdigest()
