@@ -6,6 +6,8 @@
 # (console scripts carry it in their shebangs) and the extras the command needs: two revisions of
 # the action that differ in one module, or a venv made for another Python, never share a key.
 set -euo pipefail
+# GNU coreutils on Linux, shasum on macOS: the same "DIGEST  FILE" lines
+if command -v sha256sum > /dev/null 2>&1; then sha256=(sha256sum); else sha256=(shasum -a 256); fi
 extras=""
 if [ "${INPUT_COMMAND:-gate}" = "rebuild" ]; then
   extras="rebuild"  # uv and the Docker SDK: a rebuild realizes environments
@@ -13,16 +15,25 @@ fi
 venv="$RUNNER_TEMP/reprogate-venv${extras:+-$extras}"
 rm -rf "$venv"
 cd "$GITHUB_ACTION_PATH"
-digest=$(
+# The key is two digests: what the venv was made with (the Python, the venv's path, the extras),
+# then what was installed into it. restore-prefix is the first part alone: a venv of another
+# revision made the same way, whose dependencies an install of this revision can keep.
+made_with=$(
   {
-    find reprogate schemas -type f ! -path '*/__pycache__/*' ! -name '*.pyc' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
-    sha256sum pyproject.toml README.md LICENSE
     python3 -c 'import sys; print(sys.version, sys.executable)'
     printf 'venv=%s\nextras=%s\n' "$venv" "$extras"
-  } | sha256sum | cut -c1-16
+  } | "${sha256[@]}" | cut -c1-16
 )
+digest=$(
+  {
+    find reprogate schemas -type f ! -path '*/__pycache__/*' ! -name '*.pyc' -print0 | LC_ALL=C sort -z | xargs -0 "${sha256[@]}"
+    "${sha256[@]}" pyproject.toml README.md LICENSE
+  } | "${sha256[@]}" | cut -c1-16
+)
+prefix="reprogate-venv-${RUNNER_OS:-Linux}-${RUNNER_ARCH:-X64}-${made_with}-"
 {
-  echo "key=reprogate-venv-${RUNNER_OS:-Linux}-${RUNNER_ARCH:-X64}-${digest}"
+  echo "key=${prefix}${digest}"
+  echo "restore-prefix=${prefix}"
   echo "path=$venv"
   echo "extras=$extras"
 } >> "$GITHUB_OUTPUT"

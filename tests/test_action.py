@@ -208,9 +208,64 @@ def test_unknown_command_is_refused_without_echoing_it(fake_venv: Path, tmp_path
     assert done.returncode == 2 and "set-output" not in done.stdout
 
 
-def test_the_action_refuses_a_runner_that_is_not_linux_before_anything_else() -> None:
+def test_the_action_refuses_windows_and_a_rebuild_off_linux_before_anything_else() -> None:
+    """validate, detect and the other commands run on macOS runners too; a rebuild only on Linux,
+    and the bash-over-a-POSIX-venv scripts not on Windows: each said, exit 2, as the first step."""
     first = ACTION["runs"]["steps"][0]
-    assert first["if"] == "runner.os != 'Linux'" and "exit 1" in first["run"] and "::error" in first["run"]
+    assert first["if"] == "runner.os == 'Windows' || (runner.os != 'Linux' && inputs.command == 'rebuild')"
+    assert "exit 2" in first["run"] and first["run"].count("::error") == 2
+    cases = [("Linux", "rebuild", False), ("macOS", "validate", False), ("macOS", "detect", False), ("macOS", "rebuild", True), ("Windows", "validate", True)]
+    for os_name, command, refused in cases:
+        python = first["if"].replace("||", " or ").replace("&&", " and ").replace("runner.os", repr(os_name)).replace("inputs.command", repr(command))
+        assert bool(eval(python.replace("'", '"'), {"__builtins__": {}})) is refused, (os_name, command)
+    for os_name in ("Linux", "macOS"):
+        done = subprocess.run(["bash", "-c", first["run"]], env={"PATH": os.environ["PATH"], "RUNNER_OS": os_name}, capture_output=True, text=True)
+        assert done.returncode == 2 and "rebuild runs on Linux runners only" in done.stdout and os_name in done.stdout
+    done = subprocess.run(["bash", "-c", first["run"]], env={"PATH": os.environ["PATH"], "RUNNER_OS": "Windows"}, capture_output=True, text=True)
+    assert done.returncode == 2 and "runs on Linux and macOS runners" in done.stdout
+
+
+def test_a_pull_request_restores_the_newest_venv_made_the_same_way(tmp_path: Path) -> None:
+    """A run whose revision has no cached venv (every pull request that bumps the action, and
+    every pull request of a repository whose default branch rarely runs it) restores one of the
+    same Python, venv path and extras, and the install writes this revision over it; the save
+    (default-branch runs only) stores it under the exact key."""
+    restore = next(step for step in ACTION["runs"]["steps"] if step.get("uses", "").startswith("actions/cache/restore@"))
+    assert restore["with"]["restore-keys"] == "${{ steps.key.outputs.restore-prefix }}"
+    install = next(step for step in ACTION["runs"]["steps"] if step.get("name") == "Install reprogate from the action's checkout")
+    assert install["if"] == "steps.restore.outputs.cache-hit != 'true'", "a partial match is no hit: the install runs"
+    assert '[ ! -d "$VENV" ] || chmod -R u+w "$VENV"' in install["run"]
+    tree = action_tree(tmp_path)
+    first = cache_key(tree, tmp_path)
+    assert first["key"].startswith(first["restore-prefix"]) and first["key"] != first["restore-prefix"]
+    module = tree / "reprogate" / "rebuild" / "claim.py"
+    module.write_text(module.read_text() + "\n# another revision\n")
+    second = cache_key(tree, tmp_path)
+    assert second["key"] != first["key"] and second["restore-prefix"] == first["restore-prefix"], "another revision, the same way of making it"
+    rebuild = cache_key(tree, tmp_path, "rebuild")
+    assert rebuild["restore-prefix"] != first["restore-prefix"], "a venv without the rebuild extras is never the base of one with them"
+
+
+def test_the_cache_key_is_the_same_where_only_shasum_exists(tmp_path: Path) -> None:
+    """macOS runners have shasum, not sha256sum: key.sh digests the same bytes with either."""
+    require_tool("shasum")
+    tree = action_tree(tmp_path)
+    expected = cache_key(tree, tmp_path)
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for name in ("bash", "find", "sort", "xargs", "cut", "rm", "python3", "shasum", "perl", "cat", "env", "dirname", "printf"):
+        found = shutil.which(name)
+        if found:
+            (tools / name).symlink_to(found)
+    assert not (tools / "sha256sum").exists()
+    output = tmp_path / "output-shasum"
+    env = {"PATH": str(tools), "GITHUB_ACTION_PATH": str(tree), "RUNNER_TEMP": str(tmp_path / "runner-temp"), "GITHUB_OUTPUT": str(output)}
+    env["INPUT_COMMAND"] = "validate"
+    done = subprocess.run([str(tools / "bash"), str(REPO / "action" / "key.sh")], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    found = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    tree_digest = found["key"].removeprefix(found["restore-prefix"])  # python3 is a link here, so the first part names another path
+    assert len(tree_digest) == 16 and tree_digest == expected["key"].removeprefix(expected["restore-prefix"])
 
 
 def test_the_description_fits_the_marketplace() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -44,6 +45,20 @@ def test_workflows_and_the_action_pass_zizmor_offline() -> None:
     result = subprocess.run([require_tool("zizmor"), "--offline", "--no-progress", str(REPO / "action.yml"), *WORKFLOWS], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "No findings" in result.stdout + result.stderr
+
+
+def test_workflows_pass_actionlint_with_the_self_hosted_labels_declared() -> None:
+    """actionlint (with shellcheck on the run: scripts where it is installed) finds nothing; the
+    example rebuild workflows' two runner labels are declared self-hosted in .github/actionlint.yaml."""
+    config = REPO / ".github" / "actionlint.yaml"
+    result = subprocess.run([require_tool("actionlint"), "-config-file", str(config), "-pyflakes=", *WORKFLOWS], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stdout + result.stderr
+    labels = yaml.safe_load(config.read_text())["self-hosted-runner"]["labels"]
+    without = subprocess.run(
+        [require_tool("actionlint"), "-config-file", os.devnull, "-shellcheck=", "-pyflakes=", *WORKFLOWS], capture_output=True, text=True, cwd=REPO
+    )
+    unknown = sorted(set(re.findall(r'label "([^"]+)" is unknown', without.stdout)))
+    assert unknown == sorted(labels), "each declared label is one the examples use, and no other label is unknown"
 
 
 def test_no_run_script_interpolates_an_expression() -> None:
@@ -90,3 +105,26 @@ def test_pre_commit_runs_the_ruff_the_dev_extra_pins() -> None:
     config = yaml.safe_load((REPO / ".pre-commit-config.yaml").read_text())
     revs = [r["rev"] for r in config["repos"] if r["repo"] == "https://github.com/astral-sh/ruff-pre-commit"]
     assert revs == [f"v{pinned.group(1)}"]
+
+
+def test_the_docs_say_what_github_limits() -> None:
+    """Two limits a user meets only on GitHub: where a GITHUB_TOKEN check run is listed, and which
+    repositories artifact attestations (the example attest job) work in."""
+    page = (REPO / "docs" / "github.md").read_text()
+    limits = page.split("## What GitHub limits", 1)[1].split("\n## ", 1)[0]
+    assert "another workflow's check suite" in limits and "GITHUB_TOKEN" in limits
+    assert "public repository or GitHub Enterprise Cloud" in limits and "`attest` job" in limits
+    for workflow in ("reference-rebuild.yml", "reference-rebuild-slurm.yml"):
+        assert "docs/github.md#what-github-limits" in (REPO / "examples" / "workflows" / workflow).read_text()
+
+
+def test_every_example_job_has_a_time_limit_and_a_concurrency_group() -> None:
+    """A hung job holds a runner for GitHub's 6 hours (a self-hosted GPU runner, or a Slurm
+    allocation, longer); two runs of one job for the same head race on its status."""
+    from reprogate.core.documents import load_document
+
+    for path in sorted((REPO / "examples" / "workflows").glob("*.yml")):
+        for name, job in load_document(path).data["jobs"].items():
+            assert isinstance(job.get("timeout-minutes"), int), f"{path.name}: {name} has no timeout-minutes"
+            group = job.get("concurrency", {})
+            assert group.get("group") and "cancel-in-progress" in group, f"{path.name}: {name} has no concurrency group"

@@ -57,6 +57,7 @@ def main() -> None:
     text = text.replace("@MANIFEST@", manifest_digest(load_document(HERE / "data" / "tiny.manifest.yaml").data))
     text = text.replace("@CONFIG@", canonical_digest(load_document(HERE / "config" / "tiny.yaml").data))
     text = text.replace("@TRACE@", file_digest(HERE / "reference" / "trace.jsonl"))
+    text = text.replace("@LOCK@", file_digest(HERE / "requirements.txt"))
     text = text.replace("@VALUES@", "\n" + "".join(f"      - {{seed: {v['seed']}, value: {v['value']!r}}}\n" for v in values).rstrip("\n"))
     record = HERE / "records" / "tiny.yaml"
     record.write_text(text)

@@ -14,6 +14,7 @@ import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import BinaryIO
 
 
@@ -34,20 +35,35 @@ def open_input(path: str | Path) -> BinaryIO:
     A FIFO nobody writes to makes a plain open() wait forever. Opening without blocking and then
     switching back makes a writerless FIFO read as empty (the caller says so), while a pipe that
     has a writer (`<(...)` process substitution) is read as usual. A folder is refused with the
-    error open() would give a file reader (IsADirectoryError)."""
-    import fcntl
-
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    error open() would give a file reader (IsADirectoryError). Where the system has no
+    non-blocking open or no fcntl (Windows), it has no FIFOs in the file system either, and the
+    file is opened plainly."""
+    nonblocking = getattr(os, "O_NONBLOCK", 0)
+    fcntl = _fcntl()
+    if not nonblocking or fcntl is None:
+        if os.path.isdir(path):
+            raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", str(path))
+        return open(path, "rb")
+    fd = os.open(path, os.O_RDONLY | nonblocking | getattr(os, "O_CLOEXEC", 0))
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
             raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", str(path))
         flags = fcntl.fcntl(fd, fcntl.F_GETFL)
-        fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~nonblocking)
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise
+
+
+def _fcntl() -> ModuleType | None:
+    """The fcntl module where the system has one (POSIX); None elsewhere (Windows)."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    return fcntl
 
 
 def read_written_by_code(path: str | Path, limit: int) -> bytes | None:

@@ -155,9 +155,13 @@ def _subcommand(args: tuple[str, ...]) -> str:
 
 
 def _end(proc: subprocess.Popen[bytes]) -> None:
-    """Kill git and whatever it started (a filter, an alias's shell): they share its session."""
+    """Kill git and whatever it started (a filter, an alias's shell): they share its session.
+    Where there are no sessions to kill (Windows), git itself."""
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        if hasattr(os, "killpg"):
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
     except (ProcessLookupError, PermissionError):
         pass
 

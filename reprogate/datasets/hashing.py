@@ -106,7 +106,8 @@ def hash_file(path: Path, algorithm: str, buffer: bytearray | None = None, on_by
 # (concatenated raw digests, sizes, {index: (what went wrong, detail)})
 BatchResult = tuple[bytes, list[int], dict[int, tuple[str, str]]]
 
-_OPEN = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)  # NONBLOCK: a FIFO never hangs us
+# NONBLOCK: a FIFO never hangs us (Windows has neither FIFOs nor the flag)
+_OPEN = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 

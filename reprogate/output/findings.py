@@ -51,8 +51,15 @@ def all_findings(report: Validation) -> list[Diagnostic]:
     return [*report.problems, *(d for f in report.files for d in f.diagnostics)]
 
 
+def errors_first(findings: list[Diagnostic]) -> list[Diagnostic]:
+    """Errors, then warnings, then notices, each in the order found: what fails a commit or a
+    job is read first (a pre-commit run shows the top of the list)."""
+    rank = {Severity.ERROR: 0, Severity.WARNING: 1}
+    return sorted(findings, key=lambda d: rank.get(d.severity, 2))
+
+
 def render_text(report: Validation, verbose: bool = False) -> CommandResult:
-    out = [format_line(d) for d in all_findings(report)]
+    out = [format_line(d) for d in errors_first(all_findings(report))]
     shown = workflow.visible  # a file name is one line, whatever characters it holds
     if verbose:
         for f in report.files:

@@ -96,7 +96,7 @@ def check_before_running(doc: Document, record: Path, options: RebuildOptions) -
             f"{runs} rebuild seeds: the record asks to replay {len(replay)} named seed(s) (seeds.replay) and no others",
             hint="name more seeds in seeds.replay, or drop it to draw fresh seeds",
         )
-    realizer = realizers.choose(data, options.realizer)
+    realizer = realizers.choose(data, options.realizer, options.environment)
     launcher = launchers.choose(data, options.launcher)
     unsafe = sandbox.refusal(realizer.name, launcher.name, options.environment, options.allow_unsandboxed)
     if unsafe is not None:
@@ -110,7 +110,7 @@ def check_before_running(doc: Document, record: Path, options: RebuildOptions) -
 def job_for(record: Path, doc: Document, root: Path, workdir: Path, options: RebuildOptions, chosen: Chosen | None = None, **judged: object) -> RebuildJob:
     """The job of a rebuild (or of `init` making a reference, which needs no refusal check)."""
     if chosen is None:
-        chosen = Chosen(realizers.choose(doc.data, options.realizer), launchers.choose(doc.data, options.launcher))
+        chosen = Chosen(realizers.choose(doc.data, options.realizer, options.environment), launchers.choose(doc.data, options.launcher))
     return RebuildJob(record, doc, root, workdir, options, chosen.realizer, chosen.launcher, **judged)  # type: ignore[arg-type]
 
 

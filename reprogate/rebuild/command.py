@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,22 @@ def preflight_command(options: PreflightOptions, output: Path | None, fmt: str) 
     return CommandResult(report.exit_code, [payload if fmt == "json" else render_text(report)])
 
 
+def linux_only(platform: str) -> None:
+    """A rebuild runs code under test in a Linux sandbox and ends what it leaves behind with Linux's
+    process controls (core/processes.py, rebuild/sandbox.py): elsewhere it is refused before
+    anything starts, in words, with exit 2."""
+    if not platform.startswith("linux"):
+        raise UsageError(
+            f"reprogate rebuild runs on Linux only (this system is {platform}): the sandbox of the code under test (bubblewrap), "
+            "the process control that ends what it leaves behind and the launchers are Linux's",
+            hint="rebuild on a Linux runner (the reference-rebuild workflow's); validate, detect, digest, interval, report and "
+            "gate --dry-run run here, and rebuild --dry-run --launcher kubernetes writes its manifests anywhere",
+        )
+
+
 def rebuild_command(record: Path, options: RebuildOptions, output_dir: Path | None, fmt: str) -> CommandResult:
+    if not options.dry_run:
+        linux_only(sys.platform)
     nonce = check_nonce(options.nonce)  # before any folder is made
     doc = load_document(record)
     chosen = check_before_running(doc, record, options)  # the record's own problems first, then the output folder's

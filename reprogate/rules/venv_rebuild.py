@@ -33,6 +33,9 @@ RELOCK = "re-lock with `uv pip compile --generate-hashes requirements.in -o requ
 
 
 def _rebuilt_in_a_venv(data: object) -> bool:
+    """Whether a rebuild of the record (reference or candidate) makes a venv from its lock file."""
+    if get(data, "job", "environment", "candidate") == "venv":
+        return True
     declared = get(data, "job", "environment", "realizer")
     if isinstance(declared, str):
         return declared == "venv"

@@ -9,6 +9,8 @@ import pytest
 from reprogate.core.canonical import CanonicalError, canonical_bytes, canonical_digest
 from reprogate.core.documents import load_text
 
+pytestmark = pytest.mark.core  # runs on macOS and Windows too (ci.yml's core job)
+
 CONFIG_BLOCK = """\
 # C-19
 optimizer:

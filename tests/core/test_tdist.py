@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
+pytestmark = pytest.mark.core  # runs on macOS and Windows too (ci.yml's core job)
+
 
 def test_the_cores_t_quantile_agrees_with_scipy_where_intervals_use_it() -> None:
     """validate recomputes stored intervals without scipy (it must start light); reprogate's own

@@ -19,6 +19,8 @@ from reprogate import __version__
 from reprogate.core.errors import CheckFailed, UsageError
 from reprogate.rebuild.interval import IntervalError, checked_alpha, compute, reference_values, seed_notices, store
 
+pytestmark = pytest.mark.core  # runs on macOS and Windows too (ci.yml's core job)
+
 RECORD = """\
 apiVersion: reprogate/v1
 kind: RunRecord

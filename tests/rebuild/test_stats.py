@@ -14,6 +14,8 @@ import pytest
 
 from reprogate.rebuild.stats import Interval, difference_test, prediction_interval, welch_tost, within
 
+pytestmark = pytest.mark.core  # runs on macOS and Windows too (ci.yml's core job)
+
 T975_DF2 = 4.302652729749462  # t table: t(0.975, 2)
 T975_DF4 = 2.7764451051977934  # t(0.975, 4)
 T95_DF4 = 2.1318467863266495  # t(0.95, 4)

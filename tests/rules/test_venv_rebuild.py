@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import yaml
 from click.testing import Result
+from support import edit_record
 
 from reprogate.core.canonical import file_digest
 
@@ -69,9 +71,12 @@ def test_the_warnings_leave_a_valid_record_passing_unless_strict(cli: Cli, proje
     list beside the project folder, and no realizer named."""
     (project / "requirements.txt").write_text(HAND_WRITTEN)
     path = project / "tiny" / "records" / "tiny.yaml"
-    text = path.read_text().replace("  environment:\n    realizer: current  # the example runs in the environment reprogate is installed in\n", "")
-    lock = f'  lock_files:\n    - {{path: requirements.txt, checksum: "{file_digest(project / "requirements.txt")}"}}\n'
-    path.write_text(text.replace("  dirty: false\n", "  dirty: false\n" + lock, 1))
+
+    def before_0_2(record: dict[str, Any]) -> None:
+        del record["job"]["environment"]
+        record["source"]["lock_files"] = [{"path": "requirements.txt", "checksum": file_digest(project / "requirements.txt")}]
+
+    edit_record(path, before_0_2)
     assert findings(cli, path).keys() == {"realizer-implicit", "lock-not-resolved"}
     assert cli("validate", str(path), cwd=project).exit_code == 0
     assert cli("validate", "--strict", str(path), cwd=project).exit_code == 1

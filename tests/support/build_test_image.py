@@ -28,7 +28,6 @@ It prints one JSON line per image: reference tag, manifest digest, sizes, build 
 from __future__ import annotations
 
 import argparse
-import fcntl
 import hashlib
 import importlib.util
 import json
@@ -114,6 +113,8 @@ def build(variant: str, cache: Path = DEFAULT_CACHE, force: bool = False) -> Bui
     background, or another session) waits, then finds the image in the cache."""
     cache.mkdir(parents=True, exist_ok=True)
     with open(cache / f".{variant}.lock", "w") as lock:
+        import fcntl  # here, not at the top: conftest imports this module on Windows too (the core tests)
+
         fcntl.flock(lock, fcntl.LOCK_EX)
         return _cached_or_built(variant, cache, force)
 

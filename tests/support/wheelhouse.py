@@ -1,6 +1,7 @@
 """A local wheelhouse for the lock files the venv-realizer tests install, so those tests reach no index.
 
-The locked project's lock files (`tests/fixtures/projects/*/requirements*.txt`, hashed) pin wheels
+The locked project's lock files (`tests/fixtures/projects/*/requirements*.txt`, hashed) and the tiny
+example's (`examples/tiny/requirements.txt`, and its bump in `tests/fixtures/tiny-lock-bump/`) pin wheels
 that live on PyPI and on this machine's find-links. A rebuild test that let uv ask PyPI would fail
 whenever the network blinked, and would test the network, not reprogate. So the wheels are fetched
 once, by pip with its own configuration and `--require-hashes` (only the pinned artifacts), together
@@ -21,7 +22,6 @@ It prints the folder, or why there is none.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import hashlib
 import os
 import shutil
@@ -31,7 +31,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent.parent
 DEFAULT_CACHE = REPO / ".ci" / "cache" / "wheels"
-LOCKS = sorted((REPO / "tests" / "fixtures" / "projects").glob("*/requirements*.txt"))
+# the fixture projects' locks, the flagship example's and its lock bump (tests/test_flagship.py rebuilds both in a venv)
+FLAGSHIP_LOCKS = [REPO / "examples" / "tiny" / "requirements.txt", REPO / "tests" / "fixtures" / "tiny-lock-bump" / "requirements.txt"]
+LOCKS = [*sorted((REPO / "tests" / "fixtures" / "projects").glob("*/requirements*.txt")), *FLAGSHIP_LOCKS]
 SEED = ("pip", "setuptools", "wheel")  # what `uv venv --seed` installs into a Python 3.11 venv
 PIP_TIMEOUT = 900
 
@@ -56,6 +58,8 @@ def provide(cache: Path | None = None) -> tuple[Path | None, str]:
 def _provide(cache: Path, folder: Path) -> tuple[Path | None, str]:
     cache.mkdir(parents=True, exist_ok=True)
     with open(cache / f"{folder.name}.lock", "w") as guard:
+        import fcntl  # here, not at the top: conftest imports this module on Windows too (the core tests)
+
         fcntl.flock(guard, fcntl.LOCK_EX)  # another process filling it: wait, then find it complete
         if (folder / "complete").exists():
             return folder, "cached"

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
+pytestmark = pytest.mark.core  # runs on macOS and Windows too (ci.yml's core job)
+
 Cli = Callable[..., Result]
 
 

@@ -1,6 +1,8 @@
 """Realizers: how a rebuild gets the environment its ranks run in. One module each, listed here.
 
-`choose` reads the record: `job.environment.realizer` when it says; otherwise a record that ran in
+`choose` reads the record: `job.environment.realizer` when it says (for a candidate rebuild,
+`job.environment.candidate` first: a record whose reference ran in reprogate's own interpreter
+can still have a pull request's lock file made into a venv); otherwise a record that ran in
 a container is rebuilt in a container, and one that pins a lock file in a venv (core/semantics.py:
 unless the record states the semantics of 0.1, whose default was the interpreter reprogate runs
 in). That interpreter (`current`) is otherwise used only when the record asks for it.
@@ -8,7 +10,7 @@ in). That interpreter (`current`) is otherwise used only when the record asks fo
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from reprogate.core.errors import UsageError
 from reprogate.core.semantics import SemanticsError, implied_realizer
@@ -22,17 +24,20 @@ REALIZERS: dict[str, Realizer] = {
 }
 
 
-def choose(data: dict[str, Any], override: str | None = None) -> Choice:
-    """Which realizer rebuilds this record, and why (the claim repeats it)."""
+def choose(data: dict[str, Any], override: str | None = None, environment: Literal["reference", "candidate"] | str = "reference") -> Choice:
+    """Which realizer rebuilds this record in `environment`, and why (the claim repeats it)."""
     if override:
         if override not in REALIZERS:
             raise UsageError(f"unknown realizer {override!r}; choose one of {', '.join(REALIZERS)}")
         return Choice(override, f"chosen with --realizer {override}")
-    declared = ((data.get("job") or {}).get("environment") or {}).get("realizer") if isinstance(data.get("job"), dict) else None
-    if isinstance(declared, str):
-        if declared not in REALIZERS:
-            raise UsageError(f"job.environment.realizer is {declared!r}; choose one of {', '.join(REALIZERS)}")
-        return Choice(declared, f"the record declares job.environment.realizer: {declared}")
+    declared_in = (data.get("job") or {}).get("environment") if isinstance(data.get("job"), dict) else None
+    declared_in = declared_in if isinstance(declared_in, dict) else {}
+    for field in ("candidate", "realizer") if environment == "candidate" else ("realizer",):
+        declared = declared_in.get(field)
+        if isinstance(declared, str):
+            if declared not in REALIZERS:
+                raise UsageError(f"job.environment.{field} is {declared!r}; choose one of {', '.join(REALIZERS)}")
+            return Choice(declared, f"the record declares job.environment.{field}: {declared}")
     try:
         implied = implied_realizer(data)
     except SemanticsError as exc:
