@@ -22,8 +22,9 @@ rebuild. What runs inside:
   network: uv must reach its indexes;
 - an environment set inside (`--clearenv`, then `--setenv` per variable): bwrap itself starts
   with LAUNCHER_ENVIRONMENT only, so no variable of a record (`LD_PRELOAD`, ...) reaches the
-  launcher, whose loader would honour it before any namespace exists. The arguments reach bwrap
-  through a descriptor (`--args`), not its command line, which every user of the machine can read.
+  launcher, whose loader would honour it before any namespace exists. The options, the
+  environment among them, reach bwrap through a descriptor (`--args`), not its command line,
+  which every user of the machine can read.
 
 `/dev` is the host's (GPUs), but for `/dev/shm`. When bwrap ends, every process inside ends with
 it (`--die-with-parent` and the PID namespace). A rebuild that runs code other than the base's (a
@@ -127,8 +128,8 @@ class Sandbox:
         """The same sandbox with these files or folders hidden even where a shown folder holds them."""
         return replace(self, masked=(*self.masked, *(Path(os.path.realpath(p)) for p in paths)))
 
-    def arguments(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> list[str]:
-        """bwrap's arguments for running argv in `cwd` with exactly `env`."""
+    def arguments(self, cwd: Path, env: Mapping[str, str]) -> list[str]:
+        """bwrap's options for running a command in `cwd` with exactly `env` (the command follows them)."""
         line = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc"]
         if self.network == "loopback":
             line.append("--unshare-net")
@@ -151,14 +152,14 @@ class Sandbox:
         line.append("--clearenv")
         for key, value in env.items():
             line += ["--setenv", key, value]
-        return [*line, "--chdir", str(cwd), "--", *argv]
+        return [*line, "--chdir", str(cwd)]
 
     def popen(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], pass_fds: Sequence[int] = (), **kwargs: Any) -> subprocess.Popen[Any]:
         """Start argv inside the sandbox with exactly `env`; bwrap itself gets LAUNCHER_ENVIRONMENT."""
         bwrap = shutil.which("bwrap", path=os.environ.get("PATH", os.defpath)) or "bwrap"
-        args = _descriptor(self.arguments(argv, cwd, env))
+        args = _descriptor(self.arguments(cwd, env))  # the options (the environment among them) through a descriptor; the command after them
         try:
-            return subprocess.Popen([bwrap, "--args", str(args)], env=dict(LAUNCHER_ENVIRONMENT), pass_fds=(args, *pass_fds), **kwargs)
+            return subprocess.Popen([bwrap, "--args", str(args), "--", *argv], env=dict(LAUNCHER_ENVIRONMENT), pass_fds=(args, *pass_fds), **kwargs)
         finally:
             os.close(args)
 
