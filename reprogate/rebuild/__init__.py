@@ -26,6 +26,7 @@ from reprogate.core.config import repository_root
 from reprogate.core.documents import Document, display_path, load_document
 from reprogate.core.errors import InfrastructureError, UsageError
 from reprogate.core.fileio import atomic_write
+from reprogate.core.optional import preload
 from reprogate.core.seedstats import MAX_PLANNED_SEEDS
 from reprogate.core.timestamps import utc_now
 from reprogate.core.yamlout import dump_yaml
@@ -151,6 +152,9 @@ def run_rebuild(record: Path, options: RebuildOptions, checked: tuple[Document, 
         raise RebuildUsageError(f"work folder {workdir} is not empty; a rebuild starts from an empty worker")
     workdir.mkdir(parents=True, exist_ok=True)
     state = RebuildState(job_for(record, doc, root, workdir.resolve(), options, chosen, head_data=head_data, judged_note=note, code=code))
+    # Every optional library now, absent ones recorded as absent: a module the code under test
+    # plants on reprogate's import path later is never imported (core/optional.py).
+    preload()
     # What runs below us now (in a test session: its daemons) is spared; whatever the code under
     # test starts and leaves behind, however detached, is ours to end before a verdict exists.
     spared = frozenset(processes.descendants())
