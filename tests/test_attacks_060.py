@@ -139,11 +139,11 @@ def test_validate_names_the_file_line_and_key_of_every_hijacking_variable(cli: C
     edit_record(project / RECORD, change)
     result = cli("validate", str(project / RECORD), "--format", "json")
     assert result.exit_code == 1, result.output
-    found = [d for d in json.loads(result.output)["diagnostics"] if d["code"] == "hijacking-variable"]
+    found = [d for f in json.loads(result.output)["files"] for d in f["findings"] if d["code"] == "hijacking-variable"]
     assert sorted(d["field"].rsplit(".", 1)[-1] for d in found) == ["BASH_ENV", "GCONV_PATH", "LD_AUDIT", "PYTHONSTARTUP"]  # PYTHONPATH is allowed
     text = (project / RECORD).read_text().splitlines()
     for d in found:
-        assert d["path"].endswith("tiny.yaml") and d["field"].rsplit(".", 1)[-1] + ":" in text[d["line"] - 1], d
+        assert d["file"].endswith("tiny.yaml") and d["field"].rsplit(".", 1)[-1] + ":" in text[d["line"] - 1], d
 
 
 def test_the_ranks_environment_is_set_inside_the_sandbox_never_on_the_launcher(tmp_path: Path, preload_library: Path) -> None:
@@ -191,7 +191,12 @@ def test_a_module_a_rank_plants_on_reprogates_import_path_is_never_imported(proj
     proof = tmp_path / "imported.txt"
     train = (project / "tiny" / "project" / "train.py").read_text()
     entrypoint(project, "plant.py", PLANTER + "\n" + train.split('"""', 2)[2], PLANT_DIR=str(plant))
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}, "PYTHONPATH": f"{plant}:{absent}", "PLANT_PROOF": str(proof)}
+    edit_record(project / RECORD, lambda r: r["job"].update(entrypoint=["python", "plant.py", "--config", "../config/tiny.yaml"]))
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("PYTEST")},
+        "PYTHONPATH": os.pathsep.join([str(plant), str(absent), *filter(None, [os.environ.get("PYTHONPATH")])]),
+        "PLANT_PROOF": str(proof),
+    }
     env["REPROGATE_SANDBOX"] = "off"
     command = [sys.executable, "-m", "reprogate", "rebuild", str(project / RECORD), "--out", str(tmp_path / "out"), "--allow-unsandboxed"]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
@@ -242,7 +247,7 @@ print("about to fail", flush=True)
 work = Path(os.environ["REPROGATE_TRACE_DIR"]).parents[2]
 for log in work.glob(f"runs/*/logs/rank{os.environ['RANK']}.log"):
     log.unlink()
-    log.symlink_to(os.environ["CREDENTIALS"])
+    log.symlink_to(os.environ["SWAP_TARGET"])
 sys.exit(4)
 """
 
@@ -260,7 +265,7 @@ def test_a_log_swapped_for_a_link_to_a_credential_never_reaches_the_verdict(
     credentials = tmp_path / "runner-home" / ".aws" / "credentials"
     credentials.parent.mkdir(parents=True)
     credentials.write_text(f"[default]\nnote = {SECRET}\n")
-    entrypoint(project, "swap.py", SWAP_LOG, CREDENTIALS=str(credentials))
+    entrypoint(project, "swap.py", SWAP_LOG, SWAP_TARGET=str(credentials))
     out = tmp_path / "out"
     result = cli("rebuild", str(project / RECORD), "--out", str(out), "--workdir", str(tmp_path / "work"), "--format", "github")
     verdict = json.loads((out / "verdict.json").read_text())
@@ -318,9 +323,9 @@ def metadata():
 attempt("docker_tcp", lambda: tcp(int(os.environ["DAEMON_PORT"])))
 attempt("abstract_socket", lambda: abstract(os.environ["ABSTRACT_NAME"]))
 attempt("metadata", metadata)
-attempt("runner_credentials", lambda: Path(os.environ["RUNNER_CREDENTIALS"]).read_text())
+attempt("runner_credentials", lambda: Path(os.environ["RUNNER_KEEPS"]).read_text())
 attempt("other_workspace", lambda: Path(os.environ["OTHER_WORKSPACE"]).read_text())
-attempt("etc_secret", lambda: Path(os.environ["ETC_SECRET"]).read_text())
+attempt("etc_secret", lambda: Path(os.environ["ETC_FILE"]).read_text())
 attempt("host_shm", lambda: Path(os.environ["HOST_SHM"]).read_text())
 Path("/dev/shm/reprogate-rank-was-here").write_text("x")
 if os.environ["RANK"] == "0":
@@ -390,9 +395,9 @@ def test_a_local_rank_reaches_no_host_service_runner_folder_or_shared_memory(
             project,
             "probe.py",
             PROBE,
-            RUNNER_CREDENTIALS=str(runner / ".credentials_rsaparams"),
+            RUNNER_KEEPS=str(runner / ".credentials_rsaparams"),
             OTHER_WORKSPACE=str(other),
-            ETC_SECRET=str(etc),
+            ETC_FILE=str(etc),
             HOST_SHM=str(shm),
             **listeners,
         )
