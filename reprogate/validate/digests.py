@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import stat
-
 from pathlib import Path
 
 from reprogate.core.canonical import CanonicalError, canonical_digest, file_digest
