@@ -617,3 +617,28 @@ def test_an_environment_only_head_runs_the_bases_reviewed_tree_and_still_goes_gr
     assert verdict["environment"]["code"]["ran"] == "base", verdict["environment"]["code"]
     assert "base's reviewed project tree" in verdict["claim"]["text"]
     assert not (tmp_path / "work" / "tiny" / "project" / "untracked_helper.py").exists(), "the base's tree came from git objects, not the checkout"
+
+
+# --- also: inputs that never end, leftovers that are not data ---
+
+
+@pytest.mark.parametrize("what", ["fifo", "dev-zero"])
+def test_digest_of_a_fifo_or_an_endless_device_is_refused_not_waited_on(tmp_path: Path, what: str) -> None:
+    path = Path("/dev/zero")
+    if what == "fifo":
+        path = tmp_path / "pipe"
+        os.mkfifo(path)
+    done = subprocess.run([sys.executable, "-m", "reprogate", "digest", str(path)], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2 and "not a regular file" in done.stderr, done.stderr
+
+
+def test_a_leftover_temporary_is_never_listed_as_a_shard(cli: Cli, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "shard-000.txt").write_text("a\n")
+    (data / "shard-001.txt.part.tmp").write_text("half a download\n")  # a killed download
+    (data / ".manifest.yaml.x1y2.tmp").write_text("{}\n")  # a killed atomic write
+    result = cli("dataset", "manifest", str(data), "--id", "d", "--version", "1", "--output", str(tmp_path / "m.yaml"))
+    assert result.exit_code == 0, result.output
+    names = [s["name"] for s in yaml.safe_load((tmp_path / "m.yaml").read_text())["shards"]]
+    assert names == ["shard-000.txt"], names
