@@ -642,3 +642,32 @@ def test_a_leftover_temporary_is_never_listed_as_a_shard(cli: Cli, tmp_path: Pat
     assert result.exit_code == 0, result.output
     names = [s["name"] for s in yaml.safe_load((tmp_path / "m.yaml").read_text())["shards"]]
     assert names == ["shard-000.txt"], names
+
+
+def test_a_dataset_server_that_drips_is_unreachable_not_corrupt(tmp_path: Path) -> None:
+    """A remote root that answers one byte every half second: the verification ends within its
+    --max-time with exit 3 (unreachable), never exit 1 (a shard that does not match)."""
+    from support.hostile_http import drip, hostile
+
+    manifest = tmp_path / "d.manifest.yaml"
+    shard = "{name: s0.bin, bytes: 1000, checksum: 'sha256:" + "0" * 64 + "'}"
+    manifest.write_text(f"apiVersion: reprogate/v1\nkind: DatasetManifest\nid: d\nversion: '1'\nalgorithm: sha256\nshards:\n- {shard}\n")
+    with hostile(drip(every=0.5, length=1000)) as server:
+        command = [
+            sys.executable,
+            "-m",
+            "reprogate",
+            "dataset",
+            "verify",
+            str(manifest),
+            "--root",
+            server.url,
+            "--timeout",
+            "2",
+            "--retries",
+            "0",
+            "--max-time",
+            "6",
+        ]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 3 and "unreachable" in done.stdout and "corrupt" not in done.stdout, done.stdout + done.stderr
