@@ -501,22 +501,17 @@ def test_a_hostile_wheels_pth_never_runs_with_uv_settings_or_index_passwords_in_
     record = locked_record(repo, "locked-pth", {"used": False, "reason": "venv"}, {"lock_files": [lock]})
     (repo / "records").mkdir()
     (repo / "records" / "locked.yaml").write_text(yaml.safe_dump(record, sort_keys=False))
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "pr head")
     monkeypatch.setenv("UV_PUBLISH_TOKEN", "pypi-" + SECRET)
     monkeypatch.setenv("UV_INDEX_PRIVATE_PASSWORD", SECRET + "-index")
     monkeypatch.setenv("PIP_INDEX_URL_PASSWORD", SECRET + "-pip")
     work = tmp_path / "work"
-    cli(
-        "rebuild",
-        str(repo / "records" / "locked.yaml"),
-        "--environment",
-        "candidate",
-        "--cache",
-        str(tmp_path / "cache"),
-        "--workdir",
-        str(work),
-        "--out",
-        str(tmp_path / "out"),
-    )
+    rebuild = ["rebuild", str(repo / "records" / "locked.yaml"), "--environment", "candidate", "--cache", str(tmp_path / "cache"), "--workdir", str(work)]
+    result = cli(*rebuild, "--out", str(tmp_path / "out"))
+    log = work / "logs" / "realize-venv.log"
+    assert log.exists() and "pip sync" in log.read_text(), result.output  # the venv was built
     ran = work / "home" / "pth-ran.jsonl"
     lines = [json.loads(line) for line in ran.read_text().splitlines()] if ran.exists() else []
     assert all(not line["seen"] for line in lines), f"a .pth ran with uv's or pip's settings: {sorted({k for line in lines for k in line['seen']})}"
