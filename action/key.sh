@@ -13,6 +13,7 @@ if [ "${INPUT_COMMAND:-gate}" = "rebuild" ]; then
   extras="rebuild"  # uv and the Docker SDK: a rebuild realizes environments
 fi
 venv="$RUNNER_TEMP/reprogate-venv${extras:+-$extras}"
+[ ! -e "$venv" ] || chmod -R u+w "$venv"  # seal.sh made it read-only
 rm -rf "$venv"
 cd "$GITHUB_ACTION_PATH"
 # The key is two digests: what the venv was made with (the Python, the venv's path, the extras),

@@ -6,6 +6,15 @@
 # controls (records, training code) runs next to a credential.
 set -euo pipefail
 reprogate="$VENV/bin/reprogate"
+# The venv as seal.sh found it right after the install: a module planted into it since (by code
+# an earlier step ran as the runner's user) is refused, never imported.
+if [ -n "${VENV_DIGEST:-}" ]; then
+  . "$(dirname -- "${BASH_SOURCE[0]}")/digest.sh"
+  if [ "$(venv_digest "$VENV")" != "$VENV_DIGEST" ]; then
+    echo "::error title=reprogate::the action's virtual environment changed since it was installed (a file was added or rewritten); refusing to run it"
+    exit 3
+  fi
+fi
 # One argument per line, never split on spaces or expanded by this shell (reprogate expands the
 # globs itself, relative to the working directory): records and extra-args.
 lines() {

@@ -250,6 +250,16 @@ DEFERRED = {
 EDGES = ("reprogate/cli/", "reprogate/runtime/", "reprogate/trace.py")
 
 
+def test_every_deferred_library_is_preloaded_before_a_rebuild_starts_its_ranks() -> None:
+    """A library imported where it is used is imported by the rebuild before the first rank
+    starts (core/optional.py), so a module the code under test plants later is never imported;
+    only what the rebuild's own process never imports (the ranks' torch, numpy, scipy) is left out."""
+    from reprogate.core.optional import OPTIONAL_MODULES
+
+    preloaded = {name.split(".")[0] for name in OPTIONAL_MODULES}
+    assert DEFERRED - {"torch", "numpy", "scipy"} <= preloaded, sorted(DEFERRED - {"torch", "numpy", "scipy"} - preloaded)
+
+
 def test_imports_sit_at_the_top_of_their_module() -> None:
     problems = []
     for path in sorted(PACKAGE.rglob("*.py")):

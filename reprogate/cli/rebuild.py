@@ -82,7 +82,10 @@ def preflight(world_size: int | None, backend: str | None, timeout: float, recor
 @click.option(
     "--allow-unsandboxed",
     is_flag=True,
-    help="Run a candidate rebuild's local ranks even where bubblewrap cannot sandbox them (an ephemeral runner); the claim says so.",
+    help=(
+        "Run a rebuild that runs code other than the base's (a candidate environment, the pull request's project tree or pins) "
+        "even where bubblewrap cannot sandbox it (an ephemeral runner); the claim says so."
+    ),
 )
 @click.option(
     "--allow-source-builds",

@@ -66,18 +66,99 @@ def _fcntl() -> ModuleType | None:
     return fcntl
 
 
-def read_written_by_code(path: str | Path, limit: int) -> bytes | None:
-    """At most `limit` bytes of a file the code under test wrote (a rank's trace or events), None
-    when it holds more. Training code could have left a symbolic link (to a file of the runner's)
-    or a FIFO (a read that never ends) there: only a regular file is read, and a link is never
-    followed (OSError otherwise)."""
+def _enter_below(within: str | Path, parts: tuple[str, ...], create: bool) -> int:
+    """A descriptor of the folder `within`/parts, each part entered (and made, with `create`)
+    without following a link."""
+    cloexec = getattr(os, "O_CLOEXEC", 0)
+    folder = os.open(within, os.O_RDONLY | os.O_DIRECTORY | cloexec)
+    try:
+        for part in parts:
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, dir_fd=folder)
+            below = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | cloexec, dir_fd=folder)
+            os.close(folder)
+            folder = below
+    except BaseException:
+        os.close(folder)
+        raise
+    return folder
 
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+
+def _parts_below(path: str | Path, within: str | Path) -> tuple[str, ...]:
+    parts = Path(os.path.abspath(path)).relative_to(os.path.abspath(within)).parts
+    if ".." in parts:
+        raise OSError(errno.EINVAL, "not inside the folder it belongs to", str(path))
+    return parts
+
+
+def make_folder_for_code(path: str | Path, within: str | Path) -> None:
+    """Make the folder `path` below `within` (a folder reprogate made that code under test has
+    written into) without following a link on the way: a folder a rank swapped for a link to
+    the runner's home is refused (OSError), never created or written through."""
+    os.close(_enter_below(within, _parts_below(path, within), create=True))
+
+
+def create_for_code(path: str | Path, within: str | Path) -> int:
+    """A new, empty file at `path` for the code under test to write into (a rank's log), as a
+    descriptor open for writing. Every folder below `within` is entered without following a
+    link, and whatever is at `path` (a link a rank left to a file of the runner's) is removed
+    first, so the output never lands outside the folder."""
+    parts = _parts_below(path, within)
+    if not parts:
+        raise OSError(errno.EINVAL, "not a file inside the folder it is made in", str(path))
+    folder = _enter_below(within, parts[:-1], create=True)
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(parts[-1], dir_fd=folder)
+        return os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644, dir_fd=folder)
+    finally:
+        os.close(folder)
+
+
+def _open_written_by_code(path: str | Path, within: str | Path | None) -> int:
+    """A descriptor of a regular file the code under test wrote, opened without following a link:
+    the last component never, and with `within` (a folder reprogate made and the code under test
+    writes into) no component below it either, so a rank that swapped a folder of the work
+    folder for a link to the runner's home leads nowhere. `within` itself is trusted."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    if within is None:
+        fd = os.open(path, flags)
+    else:
+        parts = _parts_below(path, within)
+        if not parts:
+            raise OSError(errno.EINVAL, "not a file inside the folder it was written in", str(path))
+        folder = _enter_below(within, parts[:-1], create=False)
+        try:
+            fd = os.open(parts[-1], flags, dir_fd=folder)
+        finally:
+            os.close(folder)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return fd
+
+
+def read_written_by_code(path: str | Path, limit: int, within: str | Path | None = None) -> bytes | None:
+    """At most `limit` bytes of a file the code under test wrote (a rank's trace, events, log or
+    place file), None when it holds more. Training code could have left a symbolic link (to a
+    file of the runner's) or a FIFO (a read that never ends) there: only a regular file is read,
+    and a link is never followed (OSError otherwise); `within`: nor a link in a folder below it."""
+
+    fd = _open_written_by_code(path, within)
     with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
         data = fh.read(limit + 1)
     return None if len(data) > limit else data
+
+
+def tail_written_by_code(path: str | Path, limit: int, within: str | Path | None = None) -> bytes:
+    """The last `limit` bytes (at most) of a file the code under test wrote, read as
+    read_written_by_code reads: a regular file only, never through a link."""
+    fd = _open_written_by_code(path, within)
+    with os.fdopen(fd, "rb") as fh:
+        size = os.fstat(fd).st_size
+        fh.seek(max(0, size - limit))
+        return fh.read(limit)
 
 
 def read_input(path: str | Path, limit: int) -> bytes | None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from reprogate.core.globs import glob_to_regex
 
-DEFAULT_EXCLUDES = (".git/**",)
+DEFAULT_EXCLUDES = (".git/**", "*.tmp")  # a leftover temporary (a killed download, an atomic write) is never a shard
 
 
 def _matcher(patterns: list[str]) -> list[tuple[bool, re.Pattern[str]]]:

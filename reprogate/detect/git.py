@@ -3,15 +3,17 @@ as a revision has it (detect and the gate judge a diff by the base's `.reprogate
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 from pathlib import Path
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 from reprogate.core.config import CONFIG_NAME, Config, from_data
 from reprogate.core.diagnostics import ExitCode
 from reprogate.core.documents import DocumentError, load_text
 from reprogate.core.errors import UsageError
-from reprogate.core.git import TIMEOUT, GitError, run_git
+from reprogate.core.git import TIMEOUT, GitError, open_git, run_git
 from reprogate.core.schema_check import schema_diagnostics
 
 
@@ -134,3 +136,68 @@ def config_at(top: Path, rev: str, rel: str, folder: Path | None = None) -> Conf
     if not isinstance(doc.data, dict):
         raise UsageError(f"{display}: the configuration must be a mapping")
     return from_data(doc.data, where / CONFIG_NAME)
+
+
+MAX_TREE_BYTES = 2 * 1024 * 1024 * 1024  # a tree larger than this is not materialized
+
+
+def materialize(top: Path, rev: str, dest: Path, limit: int = MAX_TREE_BYTES) -> Path:
+    """Write the tree of `rev` into `dest` as git stores it, for checks that read files on disk.
+
+    Read from the objects themselves (`ls-tree` for names, modes and sizes, then one streaming
+    `cat-file --batch`), never through `git archive`: that applies the revision's own
+    `.gitattributes`, so a pull request could hide files from the check (`export-ignore`) or
+    rewrite them (`export-subst`). The sizes are added up before anything is read, so a tree over
+    `limit` costs nothing. Links that would leave `dest` and submodules are left out (checks then
+    report the file missing); no hook, filter or checkout runs. `rev` may name a tree (a record's
+    `source.tree`): the rebuild writes the base's project tree this way (rebuild/code_origin.py)."""
+    entries = []
+    total = 0
+    for line in git_output(top, "ls-tree", "-r", "-z", "-l", "--full-tree", rev, timeout=600).split(b"\0"):
+        if not line:
+            continue
+        meta, _, name = line.partition(b"\t")
+        mode, kind, oid, size = meta.split()
+        if kind != b"blob":
+            continue  # a submodule (commit): nothing of it is in this repository
+        path = name.decode("utf-8", "surrogateescape")
+        total += int(size)
+        if total > limit:
+            raise UsageError(f"the tree of {rev[:12]} is larger than {limit:,} bytes; not materialized")
+        entries.append((mode.decode(), oid.decode(), path))
+    dest.mkdir(parents=True, exist_ok=True)
+    root = dest.resolve()
+    with open_git(top, "cat-file", "--batch", stdin=subprocess.PIPE) as git:
+        assert git.stdin is not None and git.stdout is not None
+        for mode, oid, path in entries:
+            git.stdin.write(oid.encode() + b"\n")
+            git.stdin.flush()
+            header = git.stdout.readline().split()
+            if len(header) != 3 or header[1] != b"blob":
+                raise DetectError(f"git cat-file: {oid} of {path} is not a blob")
+            _write_entry(root, path, mode, git.stdout, int(header[2]))
+            git.stdout.read(1)  # the newline after each object
+        git.stdin.close()
+    return dest
+
+
+def _write_entry(root: Path, path: str, mode: str, stream: IO[bytes], size: int) -> None:
+    target = root / path
+    inside = root in target.parents and ".." not in Path(path).parts
+    if inside:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    if mode == "120000":  # a symbolic link: its blob is the target
+        link = stream.read(size).decode("utf-8", "surrogateescape")
+        if inside and root in (target.parent / link).resolve().parents:
+            target.symlink_to(link)
+        return
+    with open(target if inside else os.devnull, "wb") as fh:
+        left = size
+        while left:
+            chunk = stream.read(min(left, 1 << 20))
+            if not chunk:
+                raise DetectError(f"git cat-file ended inside {path}")
+            fh.write(chunk)
+            left -= len(chunk)
+    if inside and mode == "100755":
+        target.chmod(0o755)

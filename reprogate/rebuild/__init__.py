@@ -26,11 +26,13 @@ from reprogate.core.config import repository_root
 from reprogate.core.documents import Document, display_path, load_document
 from reprogate.core.errors import InfrastructureError, UsageError
 from reprogate.core.fileio import atomic_write
+from reprogate.core.optional import preload
 from reprogate.core.seedstats import MAX_PLANNED_SEEDS
 from reprogate.core.timestamps import utc_now
 from reprogate.core.yamlout import dump_yaml
 from reprogate.rebuild import launchers, realizers, sandbox
 from reprogate.rebuild.claim import bounded_claim
+from reprogate.rebuild.code_origin import CodeOrigin, decide, own_code
 from reprogate.rebuild.compare import loss_curve
 from reprogate.rebuild.environments import RebuiltSide, side_by_side
 from reprogate.rebuild.inject import make_writable
@@ -63,9 +65,10 @@ class Chosen:
     launcher: Launcher
 
 
-def check_before_running(doc: Document, record: Path, options: RebuildOptions) -> Chosen:
+def check_before_running(doc: Document, record: Path, options: RebuildOptions, code: CodeOrigin | None = None) -> Chosen:
     """Every refusal that needs no run: raised before the first stage (exit 2, or 3 for a runner
-    that cannot sandbox or a scheduler that cannot take the shape)."""
+    that cannot sandbox or a scheduler that cannot take the shape). `code`: whose code the
+    rebuild runs, once --contract-from has named a base (code_origin.py)."""
     data = doc.data
     if not isinstance(data, dict) or data.get("kind") != "RunRecord":
         raise RebuildUsageError(f"{record}: not a run record (kind: RunRecord)")
@@ -98,7 +101,8 @@ def check_before_running(doc: Document, record: Path, options: RebuildOptions) -
         )
     realizer = realizers.choose(data, options.realizer, options.environment)
     launcher = launchers.choose(data, options.launcher)
-    unsafe = sandbox.refusal(realizer.name, launcher.name, options.environment, options.allow_unsandboxed)
+    foreign = (code or own_code()).foreign(options.environment)
+    unsafe = sandbox.refusal(realizer.name, launcher.name, foreign, options.allow_unsandboxed)
     if unsafe is not None:
         hint = "install bubblewrap on the runner, or pass --allow-unsandboxed where the runner is ephemeral (the claim then says so)"
         raise InfrastructureError(unsafe, hint=hint)
@@ -134,19 +138,23 @@ def run_rebuild(record: Path, options: RebuildOptions, checked: tuple[Document, 
         chosen = check_before_running(doc, record, options)
     else:
         doc, chosen = checked
-    head_data, note = None, ""
+    head_data, note, code = None, "", own_code()
+    root = (options.root or repository_root(record.parent)).resolve()
     if options.contract_from:
         judged = from_base(record, doc.data, options.contract_from)
         head_data, note = doc.data, judged.note
+        code = decide(root, head_data, judged.base, options.contract_from)
         doc = dataclasses.replace(doc, data=judged.data)
-        chosen = check_before_running(doc, record, options)
-    root = (options.root or repository_root(record.parent)).resolve()
+        chosen = check_before_running(doc, record, options, code)
     temporary = options.workdir is None
     workdir = Path(tempfile.mkdtemp(prefix="reprogate-rebuild-")) if options.workdir is None else options.workdir
     if workdir.exists() and any(workdir.iterdir()):
         raise RebuildUsageError(f"work folder {workdir} is not empty; a rebuild starts from an empty worker")
     workdir.mkdir(parents=True, exist_ok=True)
-    state = RebuildState(job_for(record, doc, root, workdir.resolve(), options, chosen, head_data=head_data, judged_note=note))
+    state = RebuildState(job_for(record, doc, root, workdir.resolve(), options, chosen, head_data=head_data, judged_note=note, code=code))
+    # Every optional library now, absent ones recorded as absent: a module the code under test
+    # plants on reprogate's import path later is never imported (core/optional.py).
+    preload()
     # What runs below us now (in a test session: its daemons) is spared; whatever the code under
     # test starts and leaves behind, however detached, is ours to end before a verdict exists.
     spared = frozenset(processes.descendants())
@@ -199,6 +207,7 @@ def _environment(state: RebuildState) -> dict:
         env["why"] = state.environment.choice.reason
         env.update({f"realized_{k}" if k in env else k: v for k, v in state.environment.realized.facts.items() if k != "realizer"})
         env["sandbox"] = state.environment.sandbox
+    env["code"] = state.job.code.to_json()
     if state.probe is not None and state.probe.facts:
         env["inside"] = state.probe.inside()
     facts: dict = {}

@@ -80,6 +80,8 @@ def bounded_claim(
         )
     if job.judged_note:
         limits.append(job.judged_note)
+    if job.code.ran == "pull-request":
+        limits.append(job.code.words())
     box = state.environment.sandbox if state.environment is not None else ""
     if box.startswith("none"):
         limits.append(f"the ranks ran without a sandbox ({box[len('none ') :].strip('()')}): the code under test could read what the runner's user can")
@@ -113,6 +115,8 @@ def bounded_claim(
             f"{name} was replayed from an empty worker in {environment}, on {described}, inside its contract's envelope. "
             f"Seeds rebuilt: {list(seeds_rebuilt)}. Compared: {'; '.join(compared) or 'the run started and reached its steps'}."
         )
+        if job.code.ran != "record":
+            text += f" Whose code: {job.code.words()}."
     elif failed.exit_code in (2, 3):  # nothing was compared: a usage or infrastructure stop is no difference
         why = "an infrastructure failure" if failed.exit_code == 3 else "a problem with the input or the environment it declares"
         text = f"{name} could not be rebuilt, so nothing was compared: the {failed.name} stage stopped it with {why} ({failed.detail})."

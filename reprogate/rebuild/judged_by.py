@@ -40,6 +40,7 @@ class Judged:
     data: dict[str, Any]
     note: str  # empty when the head's own contract judges
     changed: tuple[str, ...] = ()  # sections the pull request changed (not in effect)
+    base: dict[str, Any] | None = None  # the record as the base has it (None: new at this head)
 
 
 def from_base(record: Path, head: dict[str, Any], rev: str) -> Judged:
@@ -79,7 +80,7 @@ def from_base(record: Path, head: dict[str, Any], rev: str) -> Judged:
     note = f"judged by the contract of {rel} at the base {sha[:12]}"
     if changed:
         note += f"; this pull request's changes to {', '.join(changed)} do not judge (a baseline promotion makes them effective)"
-    return Judged(merged, note, changed)
+    return Judged(merged, note, changed, base)
 
 
 def _canonical(value: Any) -> str:

@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reprogate.core.fileio import atomic_write, read_written_by_code
+from reprogate.core.errors import UsageError
+from reprogate.core.fileio import atomic_write, make_folder_for_code, read_written_by_code, tail_written_by_code
+from reprogate.core.hijack import hijacking
 from reprogate.core.redact import redact
 from reprogate.rebuild.launchers.base import Launcher, RankGroup, Shape
 from reprogate.rebuild.realizers.base import Realized
@@ -32,6 +34,7 @@ PREFLIGHT_STAGES = ("framework-op", "process-group", "collective")
 STARTUP_GRACE = 60.0  # starting Python and importing torch (a cold container, a cold cache)
 POLL = 0.05
 MAX_EVENTS_BYTES = 64 * 1024 * 1024  # a rank's control events: a few lines per stage
+MAX_LOG_TAIL_BYTES = 64 * 1024  # what a log tail is read from: its last lines
 
 
 def rank_environment(record_env: Mapping[str, Any], workdir: Path, runtime: Path, host: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -42,7 +45,16 @@ def rank_environment(record_env: Mapping[str, Any], workdir: Path, runtime: Path
 
 
 def rank_variables(record_env: Mapping[str, Any], workdir: Path, runtime: Path, host: Mapping[str, str] | None = None) -> dict[str, str]:
-    """rank_environment without creating its folders (for manifests rendered, not run)."""
+    """rank_environment without creating its folders (for manifests rendered, not run). A record
+    variable that would run a file in the programs starting the ranks (core/hijack.py) is refused
+    here too, for a record that reached the rebuild without validate."""
+    refused = hijacking(str(k) for k in record_env)
+    if refused:
+        raise UsageError(
+            f"execution.env sets {', '.join(refused)}: a loader, shell or interpreter start-up variable "
+            "(it would run a file in the programs that start the ranks)",
+            hint="remove it from the record (`reprogate validate` names its line); a training script that needs one sets it for its own child processes",
+        )
     host = os.environ if host is None else host
     env = {k: host[k] for k in PASSED_THROUGH if k in host}
     env.update({k: v for k, v in host.items() if k.startswith("LC_")})
@@ -108,13 +120,15 @@ class RankHosts:
         preflight: bool,
         backend: str,
         stage_timeout: float,
+        within: Path,
         probe: bool = False,
     ) -> None:
         self.launcher, self.realized, self.shape = launcher, realized, shape
         self.control = folder / "control"
         self.logs = folder / "logs"
-        self.control.mkdir(parents=True, exist_ok=True)
-        self.logs.mkdir(parents=True, exist_ok=True)
+        self.within = within  # the work folder: earlier ranks wrote into it, so nothing below it is followed through a link
+        make_folder_for_code(self.control, within)
+        make_folder_for_code(self.logs, within)
         self.cwd = cwd
         self.preflight = preflight
         self.probe = probe  # rank 0 tells what its environment holds before the preflight
@@ -137,7 +151,7 @@ class RankHosts:
         for rank in range(self.shape.world_size):
             path = self.control / f"rank{rank}.events.jsonl"
             try:
-                data = read_written_by_code(path, MAX_EVENTS_BYTES)  # a rank may have left a link or a FIFO there
+                data = read_written_by_code(path, MAX_EVENTS_BYTES, within=self.within)  # a rank may have left a link or a FIFO there
             except OSError:
                 continue
             if data is None:
@@ -163,9 +177,11 @@ class RankHosts:
         return "starting"
 
     def log_tail(self, rank: int, lines: int = 20) -> str:
+        """The end of a rank's log, read without following a link: the rank may have replaced
+        its log (or the folder) with a link to a file of the runner's."""
         path = self.logs / f"rank{rank}.log"
         try:
-            text = path.read_text(errors="replace")
+            text = tail_written_by_code(path, MAX_LOG_TAIL_BYTES, within=self.within).decode(errors="replace")
         except OSError:
             return ""
         return redact("\n".join(text.splitlines()[-lines:]))

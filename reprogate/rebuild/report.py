@@ -92,6 +92,23 @@ def _cell(text: Any) -> str:
     return cell(_inline(text))
 
 
+def _whose_code(verdict: dict[str, Any]) -> list[str]:
+    """Who wrote the evidence (rebuild/code_origin.py): the base's reviewed tree, or the pull
+    request's own code, which only the approval of the rebuild vouches for."""
+    code = (verdict.get("environment") or {}).get("code")
+    if not isinstance(code, dict):
+        return []
+    if code.get("ran") == "pull-request":
+        return [
+            f"**Evidence from the pull request's own code:** {_inline(code.get('detail', ''))}. That code wrote the traces and digests compared; "
+            "the approval of this rebuild is what vouches for it.",
+            "",
+        ]
+    if code.get("ran") == "base":
+        return ["**Reviewed code:** only environment pins changed, so the base's project tree ran in this pull request's environment.", ""]
+    return []
+
+
 def markdown(verdict: dict[str, Any]) -> str:
     passed = verdict["verdict"] == "pass"
     record = verdict["record"]
@@ -105,6 +122,7 @@ def markdown(verdict: dict[str, Any]) -> str:
         lines += [f"**Diagnosis:** the rebuild stopped at the **{verdict['diagnosis']}** stage before anything was compared.", ""]
     elif not passed:
         lines += [diagnosis_line(verdict), ""]
+    lines += _whose_code(verdict)
     failing = [stage for stage in verdict["stages"] if stage["status"] == "fail"]
     if failing:
         lines += [*_stage_table(failing), ""]

@@ -1,36 +1,91 @@
-"""The sandbox local ranks of the venv and current realizers run in: bubblewrap.
+"""The sandbox the code under test runs in on this machine: bubblewrap.
 
 Training code from a pull request runs on the runner as the runner's user. Without a sandbox it
 could read an ancestor's `/proc/*/environ` (the step shell's variables), write the runner's file
 commands under `$RUNNER_TEMP` (`GITHUB_ENV`: code execution in the job's next step), read the
-runner user's home (registry and cloud credentials) and outlive the rebuild. Each rank is started
-by `bwrap`, itself started with the rank's allowlisted environment only (the namespace's pid 1
-shows the environment bwrap got), in:
+runner user's home and the runner's install folder (registry and cloud credentials, the runner's
+private key), talk to a container engine or the cloud's metadata address, and outlive the
+rebuild. What runs inside:
 
-- its own PID namespace (`--unshare-pid`, a fresh `/proc`): no runner process is visible, and
-  when bwrap ends every process of the rank ends with it (`--die-with-parent`);
-- a read-only view of the file system, with the runner user's home, `$RUNNER_TEMP`, the runner's
-  install folder and `/tmp` hidden behind empty tmpfs mounts; what the ranks need is shown again
-  on top (the interpreter and venv read-only, the checkout read-only, the work folder writable);
-- a new session (`--new-session`: no terminal to inject input into).
+- **nothing but what is listed** (`allowlisted`): the system folders (`/usr`, `/bin`, `/lib*`,
+  `/sbin`, `/sys`) and a few files of `/etc` (the loader's cache, certificates, users, name
+  resolution, the time zone) read-only, the interpreter and venv read-only, the work folder
+  writable, a fresh `/tmp` and `/dev/shm` of its own. Everything else — the runner's home and
+  install folder wherever `config.sh --work` put them, other workspaces, `/run` with its sockets,
+  `/var`, `/opt`, `/root` — is simply not there, whatever the folders are called. The reference's
+  expected outputs are masked even where a shown folder holds them;
+- its own PID namespace (`--unshare-pid`, a fresh `/proc`), IPC namespace, session
+  (`--new-session`), and for the ranks its own network namespace with loopback only
+  (`--unshare-net`): no Docker daemon on a TCP port, no abstract Unix socket, no metadata
+  address. All local ranks of a node share one sandbox (rebuild/node_supervisor.py starts them
+  inside), so they still meet over loopback. The venv realizer's build steps keep the host's
+  network: uv must reach its indexes;
+- an environment set inside (`--clearenv`, then `--setenv` per variable): bwrap itself starts
+  with LAUNCHER_ENVIRONMENT only, so no variable of a record (`LD_PRELOAD`, ...) reaches the
+  launcher, whose loader would honour it before any namespace exists. The options, the
+  environment among them, reach bwrap through a descriptor (`--args`), not its command line,
+  which every user of the machine can read.
 
-The network namespace is kept (ranks meet over loopback) and `/dev` is the host's (GPUs; NCCL's
-shared memory between ranks). A candidate rebuild, whose code is the pull request's, is refused
+`/dev` is the host's (GPUs), but for `/dev/shm`. When bwrap ends, every process inside ends with
+it (`--die-with-parent` and the PID namespace). A rebuild that runs code other than the base's (a
+candidate environment, a project tree or environment pins the pull request changed) is refused
 where bubblewrap cannot run, unless the workflow says `--allow-unsandboxed`; the claim says which.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import MappingProxyType
+from typing import IO, TYPE_CHECKING, Any, Literal
+
+from reprogate.core.fileio import create_for_code
+
+if TYPE_CHECKING:
+    from reprogate.rebuild.realizers.base import RankStart
 
 NAME = "bubblewrap"
 SANDBOXED_REALIZERS = ("venv", "current")  # the container realizer's ranks have the engine's namespaces
+# What bwrap itself is started with: nothing a record or the runner's environment chose.
+LAUNCHER_ENVIRONMENT: Mapping[str, str] = MappingProxyType({"PATH": "/usr/bin:/bin", "LC_ALL": "C"})
+SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys")
+# The files of /etc a program needs to start, load libraries, check certificates and name hosts;
+# never the whole folder (it holds service keys and configuration: munge, ssh, the runner's).
+ETC_SHOWN = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "ssl/certs",
+    "ssl/openssl.cnf",
+    "ca-certificates.conf",
+    "pki/tls/certs",
+    "pki/ca-trust",
+    "passwd",
+    "group",
+    "nsswitch.conf",
+    "host.conf",
+    "hosts",
+    "gai.conf",
+    "resolv.conf",
+    "protocols",
+    "services",
+    "localtime",
+    "timezone",
+    "alternatives",
+    "os-release",
+    "lsb-release",
+    "debian_version",
+    "mime.types",
+)
+Network = Literal["loopback", "host"]
+SUPERVISOR = (Path(__file__).with_name("node_supervisor.py")).read_text(encoding="utf-8")  # read now, before any rank can write anything
 
 
 def unavailable() -> str | None:
@@ -45,97 +100,208 @@ def unavailable() -> str | None:
 def _probe(bwrap: str | None) -> str | None:
     if bwrap is None:
         return "bwrap is not installed (Debian/Ubuntu: apt install bubblewrap)"
-    probe = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--ro-bind", "/", "/", "--proc", "/proc", "--dev-bind", "/dev", "/dev", "true"]
+    box = Sandbox((), (), network="loopback")
     try:
-        done = subprocess.run(probe, capture_output=True, timeout=20, check=False, env={"PATH": os.defpath})
+        done = box.run(["true"], Path("/"), {}, timeout=20)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap did not start: {exc}"
     if done.returncode != 0:
-        why = done.stderr.decode(errors="replace").strip()[:200]
+        why = done.stderr.strip()[:200]
         return f"bwrap cannot make namespaces here ({why}); a self-hosted runner needs unprivileged user namespaces (kernel.unprivileged_userns_clone=1)"
     return None
 
 
 @dataclass(frozen=True)
 class Sandbox:
-    """What one rank may see and write."""
+    """What the code under test may see and write, and which network it has."""
 
-    hidden: tuple[Path, ...]  # replaced by empty tmpfs mounts
-    readable: tuple[Path, ...]  # shown again, read-only
-    writable: tuple[Path, ...]  # shown again, writable
+    readable: tuple[Path, ...]  # shown read-only, beside the system folders
+    writable: tuple[Path, ...]  # shown writable
+    masked: tuple[Path, ...] = ()  # inside shown folders, yet not shown (the reference's expected outputs)
+    network: Network = "loopback"
 
     def showing(self, *paths: Path) -> Sandbox:
         """The same sandbox with more paths shown read-only (a realizer's interpreter and venv)."""
         return replace(self, readable=(*self.readable, *(Path(os.path.realpath(p)) for p in paths)))
 
-    def wrap(self, argv: list[str], cwd: Path) -> list[str]:
-        bwrap = shutil.which("bwrap") or "bwrap"
-        line = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc"]
-        for path in sorted(set(self.hidden), key=lambda p: len(p.parts)):
-            line += ["--tmpfs", str(path)]
-        for path in _sockets():  # a container engine or a user session would be a way out of the sandbox
-            line += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
+    def masking(self, *paths: Path) -> Sandbox:
+        """The same sandbox with these files or folders hidden even where a shown folder holds them."""
+        return replace(self, masked=(*self.masked, *(Path(os.path.realpath(p)) for p in paths)))
+
+    def arguments(self, cwd: Path, env: Mapping[str, str]) -> list[str]:
+        """bwrap's options for running a command in `cwd` with exactly `env` (the command follows them)."""
+        line = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc"]
+        if self.network == "loopback":
+            line.append("--unshare-net")
+        for folder in SYSTEM_FOLDERS:
+            if os.path.islink(folder):  # a merged /usr: /bin -> usr/bin
+                line += ["--symlink", os.readlink(folder), folder]
+            elif os.path.isdir(folder):
+                line += ["--ro-bind", folder, folder]
+        line += ["--proc", "/proc", "--dev-bind", "/dev", "/dev", "--tmpfs", "/dev/shm", "--tmpfs", "/tmp", "--dir", "/etc"]
+        for name in ETC_SHOWN:
+            line += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         binds = [(p, "--ro-bind") for p in self.readable] + [(p, "--bind") for p in self.writable]
         # parents before children, so a read-only folder inside the work folder stays read-only
         for path, how in sorted(dict(binds).items(), key=lambda item: len(item[0].parts)):
             if path.exists():
                 line += [how, str(path), str(path)]
-        return [*line, "--chdir", str(cwd), "--", *argv]
+        for path in sorted(set(self.masked), key=lambda p: len(p.parts)):
+            if _shown(path, [p for p, _ in binds]):
+                line += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
+        line.append("--clearenv")
+        for key, value in env.items():
+            line += ["--setenv", key, value]
+        return [*line, "--chdir", str(cwd)]
 
-
-SOCKETS = ("/run/docker.sock", "/var/run/docker.sock", "/run/podman", "/run/containerd", "/run/user", "/run/dbus", "/var/run/dbus", "/run/buildkit")
-
-
-def _sockets() -> list[Path]:
-    """Container-engine and session sockets on this machine, and the one DOCKER_HOST names."""
-    found = [Path(p) for p in SOCKETS]
-    host = os.environ.get("DOCKER_HOST", "")
-    if host.startswith("unix://"):
-        found.append(Path(host[len("unix://") :]))
-    seen: dict[str, Path] = {}
-    for path in found:
+    def popen(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], pass_fds: Sequence[int] = (), **kwargs: Any) -> subprocess.Popen[Any]:
+        """Start argv inside the sandbox with exactly `env`; bwrap itself gets LAUNCHER_ENVIRONMENT."""
+        bwrap = shutil.which("bwrap", path=os.environ.get("PATH", os.defpath)) or "bwrap"
+        args = _descriptor(self.arguments(cwd, env))  # the options (the environment among them) through a descriptor; the command after them
         try:
-            if path.exists() and not path.is_symlink():
-                seen.setdefault(os.path.realpath(path), path)
-        except OSError:
-            continue
-    return sorted(seen.values(), key=lambda p: len(p.parts))
+            return subprocess.Popen([bwrap, "--args", str(args), "--", *argv], env=dict(LAUNCHER_ENVIRONMENT), pass_fds=(args, *pass_fds), **kwargs)
+        finally:
+            os.close(args)
+
+    def run(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+        """Run argv inside the sandbox to its end, its output captured as text."""
+        with self.popen(argv, cwd, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, start_new_session=True) as proc:
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                raise
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+    def start_node(self, starts: Sequence[RankStart], cwd: Path) -> NodeRanks:
+        """Every rank of `starts` in this one sandbox (one network namespace: they meet over its
+        loopback), each with its own environment and log, started by rebuild/node_supervisor.py."""
+        logs: list[IO[bytes]] = []
+        spec_read, spec_write = os.pipe()
+        status_read, status_write = os.pipe()
+        try:
+            for start in starts:
+                start.log.parent.mkdir(parents=True, exist_ok=True)
+                logs.append(os.fdopen(create_for_code(start.log, start.log.parent), "wb"))  # a link a rank left there is replaced, not followed
+            ranks = [
+                {"rank": s.rank, "argv": list(s.argv), "env": dict(s.env), "cwd": str(cwd), "log_fd": log.fileno()} for s, log in zip(starts, logs, strict=True)
+            ]
+            supervisor = [sys.executable, "-I", "-S", "-c", SUPERVISOR, str(spec_read), str(status_write)]
+            proc = self.popen(
+                supervisor, cwd, {}, pass_fds=(spec_read, status_write, *(log.fileno() for log in logs)), stdin=subprocess.DEVNULL, start_new_session=True
+            )
+        finally:
+            for fd in (spec_read, status_write):
+                os.close(fd)
+            for log in logs:
+                log.close()
+        try:
+            with os.fdopen(spec_write, "wb") as spec:
+                spec.write(json.dumps({"ranks": ranks}).encode())
+        except BrokenPipeError:  # the sandbox did not start: its exit code says so
+            pass
+        os.set_blocking(status_read, False)
+        return NodeRanks(proc, status_read, tuple(s.rank for s in starts))
 
 
-def _runner_root() -> Path | None:
-    """The runner's install folder (it holds the runner's credentials), found from the work folder
-    it made: `<root>/_work/<repository>/<repository>`."""
-    workspace = os.environ.get("GITHUB_WORKSPACE")
-    if not workspace:
-        return None
-    for folder in Path(workspace).resolve().parents:
-        if folder.name == "_work":
-            return folder.parent
-    return None
+class NodeRanks:
+    """The ranks of one node's sandbox: their exit codes as the supervisor reports them."""
+
+    def __init__(self, proc: subprocess.Popen[Any], status: int, ranks: tuple[int, ...]) -> None:
+        self.proc, self.status, self.ranks = proc, status, ranks
+        self.codes: dict[int, int] = {}
+        self._pending = b""
+
+    def code(self, rank: int) -> int | None:
+        """How `rank` ended (None while it runs); a sandbox that ended without saying is the
+        sandbox's own code (bwrap's exit, or -9 when it was killed)."""
+        self._drain()
+        if rank not in self.codes and self.proc.poll() is not None:
+            self._drain()
+            for missing in self.ranks:
+                self.codes.setdefault(missing, self.proc.returncode or -9)
+        return self.codes.get(rank)
+
+    def _drain(self) -> None:
+        if self.status < 0:
+            return
+        while True:
+            try:
+                chunk = os.read(self.status, 4096)
+            except BlockingIOError:
+                return
+            if not chunk:
+                os.close(self.status)
+                self.status = -1
+                return
+            self._pending += chunk
+            *lines, self._pending = self._pending.split(b"\n")
+            for line in lines:
+                rank, _, code = line.decode("ascii", "replace").partition(" ")
+                if rank.isdigit() and int(rank) in self.ranks and code.lstrip("-").isdigit():
+                    self.codes.setdefault(int(rank), int(code))
+
+    def kill(self) -> None:
+        """End the sandbox, and with it every process in it."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, 9)
+            except ProcessLookupError:
+                pass
+        self.proc.wait()
+        self._drain()
 
 
-def for_ranks(workdir: Path, checkout: Path) -> Sandbox:
-    """The sandbox of a rebuild's ranks: everything the runner keeps hidden, the interpreter
-    reprogate runs in (its prefixes) and the checkout readable, the work folder writable."""
-    hidden = [Path("/tmp"), Path.home()]
-    for name in ("RUNNER_TEMP", "RUNNER_TOOL_CACHE"):
-        if os.environ.get(name):
-            hidden.append(Path(os.environ[name]))
-    root = _runner_root()
-    if root is not None:
-        hidden.append(root)
-    readable = [Path(sys.prefix), Path(sys.base_prefix), Path(os.path.realpath(sys.executable)).parent.parent, checkout]
-    return Sandbox(tuple(p.resolve() for p in hidden), tuple(Path(os.path.realpath(p)) for p in readable), (workdir.resolve(),))
+class NodeRank:
+    """One rank of a node's sandbox, as a launcher polls and ends it (ending one ends the node's)."""
+
+    def __init__(self, node: NodeRanks, rank: int) -> None:
+        self.node, self.rank = node, rank
+
+    def poll(self) -> int | None:
+        return self.node.code(self.rank)
+
+    def kill(self) -> None:
+        self.node.kill()
 
 
-def for_builds(workdir: Path, checkout: Path, building: Path, readable: list[Path], writable: list[Path]) -> Sandbox:
-    """The sandbox of a realizer's build steps (uv): what the ranks' sandbox hides stays hidden
-    (so a package's code that runs while installing — a build backend, a `.pth` file run by the
-    bytecode compile — sees no runner process, no runner home and no action venv to rewrite);
-    only the venv being built, uv's cache and the work folder are writable."""
-    ranks = for_ranks(workdir, checkout)
+def _descriptor(args: Sequence[str]) -> int:
+    """A memory file holding args NUL-separated, at offset 0, for bwrap's --args."""
+    fd = os.memfd_create("bwrap-args")
+    data = b"".join(os.fsencode(a) + b"\0" for a in args)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _shown(path: Path, shown: Sequence[Path]) -> bool:
+    return path.exists() and any(p == path or p in path.parents for p in shown)
+
+
+def interpreter_folders() -> tuple[Path, ...]:
+    """The interpreter reprogate runs in: its prefixes and the folder its executable lives in."""
+    return tuple(Path(os.path.realpath(p)) for p in (sys.prefix, sys.base_prefix, Path(os.path.realpath(sys.executable)).parent.parent))
+
+
+def for_ranks(workdir: Path, masked: Sequence[Path] = ()) -> Sandbox:
+    """The sandbox of a rebuild's ranks: the interpreter reprogate runs in (the node supervisor and
+    the current realizer need it) read-only, the work folder writable, loopback only; the
+    checkout is not shown (the ranks run the copy in the work folder), and `masked` (the
+    reference's expected outputs) is hidden even where a shown folder holds it."""
+    return Sandbox(interpreter_folders(), (workdir.resolve(),), tuple(Path(os.path.realpath(p)) for p in masked), "loopback")
+
+
+def for_builds(workdir: Path, building: Path, readable: Sequence[Path], writable: Sequence[Path], masked: Sequence[Path] = ()) -> Sandbox:
+    """The sandbox of a realizer's build steps (uv): the ranks' view, with the tools and inputs of
+    the build shown read-only, only the venv being built, uv's cache and the work folder
+    writable, and the host's network (uv reaches its indexes)."""
+    ranks = for_ranks(workdir, masked)
     shown = tuple(Path(os.path.realpath(p)) for p in readable)
-    return replace(ranks, readable=(*ranks.readable, *shown), writable=(*ranks.writable, building.resolve(), *(Path(os.path.realpath(p)) for p in writable)))
+    written = (building.resolve(), *(Path(os.path.realpath(p)) for p in writable))
+    return replace(ranks, readable=(*ranks.readable, *shown), writable=(*ranks.writable, *written), network="host")
 
 
 def applies(realizer: str, launcher: str) -> bool:
@@ -144,24 +310,47 @@ def applies(realizer: str, launcher: str) -> bool:
     return realizer in SANDBOXED_REALIZERS and launcher == "local"
 
 
-def refusal(realizer: str, launcher: str, environment: str, allow_unsandboxed: bool) -> str | None:
-    """Why a rebuild must not start unsandboxed (None: it may start): a candidate rebuild runs the
-    pull request's code — in its ranks, and in the venv realizer's build steps on this machine,
-    whatever the launcher — so it needs the sandbox unless the workflow says otherwise."""
+def refusal(realizer: str, launcher: str, foreign: str | None, allow_unsandboxed: bool) -> str | None:
+    """Why a rebuild must not start unsandboxed (None: it may start). `foreign` says what code
+    other than the base's the rebuild runs (a candidate environment, the pull request's project
+    tree or environment pins), None when it runs none: then it needs the sandbox — in its ranks,
+    and in the venv realizer's build steps on this machine, whatever the launcher — unless the
+    workflow says otherwise."""
     here = applies(realizer, launcher) or realizer == "venv"
-    if not here or environment != "candidate" or allow_unsandboxed:
+    if not here or foreign is None or allow_unsandboxed:
         return None
     why = unavailable()
-    return None if why is None else f"a candidate rebuild runs the pull request's code, and its ranks cannot be sandboxed here: {why}"
+    return None if why is None else f"{foreign}, and its ranks cannot be sandboxed here: {why}"
 
 
 def described(sandbox: Sandbox | None, realizer: str, launcher: str) -> str:
     """What the claim says about the ranks' sandbox."""
     if not applies(realizer, launcher):
-        return "container" if realizer == "container" else f"as the {launcher} launcher starts ranks"
+        if realizer == "container":
+            return "container"
+        return f"as the {launcher} launcher starts ranks (on the host's network: a multi-node launcher's ranks meet over it)"
     if sandbox is not None:
-        return f"{NAME}: own PID namespace, file system read-only but the work folder, runner home and temporary folders hidden"
+        return (
+            f"{NAME}: own PID, IPC and network namespace (loopback only), an allowlisted file system "
+            "(system folders, the interpreter and venv read-only, the work folder writable; no home, runner folder, checkout or socket)"
+        )
     return f"none ({unavailable() or 'not asked for'})"
 
 
-__all__ = ["NAME", "SANDBOXED_REALIZERS", "Sandbox", "applies", "described", "for_builds", "for_ranks", "refusal", "unavailable"]
+__all__ = [
+    "ETC_SHOWN",
+    "LAUNCHER_ENVIRONMENT",
+    "NAME",
+    "SANDBOXED_REALIZERS",
+    "SYSTEM_FOLDERS",
+    "NodeRank",
+    "NodeRanks",
+    "Sandbox",
+    "applies",
+    "described",
+    "for_builds",
+    "for_ranks",
+    "interpreter_folders",
+    "refusal",
+    "unavailable",
+]

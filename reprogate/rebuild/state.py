@@ -21,6 +21,7 @@ from typing import Any
 
 from reprogate.core.canonical import canonical_digest
 from reprogate.core.documents import Document
+from reprogate.rebuild.code_origin import CodeOrigin, own_code
 from reprogate.rebuild.judged_by import CONTRACT_SECTIONS
 from reprogate.rebuild.launchers.base import Launcher, Shape
 from reprogate.rebuild.options import RebuildOptions
@@ -50,6 +51,7 @@ class RebuildJob:
     launcher: Launcher  # chosen once, and asked to admit the shape before anything runs
     head_data: dict[str, Any] | None = None  # the record as checked out, when another revision's contract judges
     judged_note: str = ""  # where the judging contract came from, when not from the record as checked out
+    code: CodeOrigin = field(default_factory=own_code)  # whose project tree runs: the base's, the pull request's, or the record's own
 
     @property
     def data(self) -> dict[str, Any]:

@@ -37,11 +37,11 @@ def _record(repo: Path, image: Any) -> dict[str, Any]:
 
 
 def _reference(repo: Path, record: dict[str, Any], work: Path) -> Path:
-    """Two ranks in two containers of the pinned image, on the host network: the reference."""
+    """Two ranks in two containers of the pinned image, sharing one loopback-only network: the reference."""
     from reprogate.rebuild.inject import runtime_folder
     from reprogate.rebuild.launchers.local import free_port, torchrun_environment
     from reprogate.rebuild.ranks import rank_environment
-    from reprogate.rebuild.realizers.base import RealizeRequest
+    from reprogate.rebuild.realizers.base import RankStart, RealizeRequest
     from reprogate.rebuild.realizers.container import ContainerRealizer
 
     shutil.copytree(repo, work / "tree")
@@ -51,15 +51,16 @@ def _reference(repo: Path, record: dict[str, Any], work: Path) -> Path:
     trace = work / "trace"
     port = free_port()
     try:
-        ranks = [
-            realized.spawn(
-                ["python", "train.py", "--config", "../config.yaml"],
+        starts = [
+            RankStart(
+                r,
+                ("python", "train.py", "--config", "../config.yaml"),
                 {**env, **torchrun_environment(r, r, 2, 2, 0, "127.0.0.1", port), "REPROGATE_TRACE_DIR": str(trace)},
-                work / "tree" / "project",
                 work / f"rank{r}.log",
             )
             for r in range(2)
         ]
+        ranks = list(realized.spawn_ranks(starts, work / "tree" / "project").values())  # one loopback-only network for both
         deadline = time.monotonic() + 300
         while any(rank.poll() is None for rank in ranks) and time.monotonic() < deadline:
             time.sleep(0.2)

@@ -317,10 +317,11 @@ def test_uv_and_build_backends_get_no_runner_secret_and_no_runner_home(tmp_path:
         "LC_ALL": "C.UTF-8",
         "SSL_CERT_FILE": "/etc/ssl/cert.pem",
     }
-    env = build_environment(runner, tmp_path / "work", "/home/runner/.cache/uv")
+    env = build_environment(runner, tmp_path / "work", tmp_path / "work" / "uv-cache", credentials=True)
     assert "AWS_SECRET_ACCESS_KEY" not in env and "HF_TOKEN" not in env
-    assert env["HOME"] == str(tmp_path / "work" / "home") and env["UV_CACHE_DIR"] == "/home/runner/.cache/uv"
-    assert env["UV_INDEX_URL"] == "https://mirror/simple" and env["PIP_FIND_LINKS"] == "/wheels" and env["LC_ALL"] == "C.UTF-8"
+    assert env["HOME"] == str(tmp_path / "work" / "home") and env["UV_CACHE_DIR"] == str(tmp_path / "work" / "uv-cache")
+    # index locations reach uv as arguments (index_arguments), never as variables a build backend inherits
+    assert "UV_INDEX_URL" not in env and "PIP_FIND_LINKS" not in env and env["LC_ALL"] == "C.UTF-8"
     assert env["SSL_CERT_FILE"] == "/etc/ssl/cert.pem" and env["UV_LINK_MODE"] == "copy"
 
 

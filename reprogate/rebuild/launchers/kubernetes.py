@@ -32,10 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from reprogate.core.errors import InfrastructureError, UsageError
+from reprogate.core.fileio import atomic_write, read_written_by_code
 from reprogate.core.redact import redact
 from reprogate.rebuild.launchers.base import Shape, record_shape
 from reprogate.rebuild.ranks import rank_variables
 from reprogate.rebuild.realizers.base import Realized
+
+SMALL_FILE_BYTES = 64 * 1024  # a rank's exit code or place file: one line
 
 NAME = "kubernetes"
 RENDEZVOUS_PORT = 29500  # a pod has its own network namespace: torchrun's default port is free in it
@@ -245,10 +248,11 @@ class KubernetesGroup:
         return self.pods
 
     def _file(self, rank: int, suffix: str) -> str | None:
-        try:
-            return (self.logs / f"rank{rank}.{suffix}").read_text().strip()
+        try:  # written by the rank into the shared folder: never read through a link it left there
+            data = read_written_by_code(self.logs / f"rank{rank}.{suffix}", SMALL_FILE_BYTES, within=self.logs.parent)
         except OSError:
             return None
+        return None if data is None else data.decode("utf-8", "replace").strip()
 
     def placement(self) -> dict[int, str]:
         placed: dict[int, str] = {}
@@ -317,7 +321,7 @@ class KubernetesGroup:
         for index, pod in sorted(self.pods.items()):
             try:
                 text = self.core.read_namespaced_pod_log(pod["name"], self.namespace)
-                (self.logs / f"pod{index}.log").write_text(redact(str(text)))
+                atomic_write(self.logs / f"pod{index}.log", redact(str(text)))  # replaces a link a rank left there, never writes through it
             except Exception:  # noqa: BLE001 - a pod that never started has no log
                 pass
         for delete in (

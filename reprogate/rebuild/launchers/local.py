@@ -9,7 +9,7 @@ from pathlib import Path
 from reprogate.core.errors import UsageError
 from reprogate.core.ports import free_port
 from reprogate.rebuild.launchers.base import Shape
-from reprogate.rebuild.realizers.base import RankProcess, Realized
+from reprogate.rebuild.realizers.base import RankProcess, RankStart, Realized
 
 NAME = "local"
 
@@ -69,12 +69,19 @@ class LocalLauncher:
     def start(self, realized: Realized, argv: list[str], env: Mapping[str, str], shape: Shape, cwd: Path, logs: Path) -> LocalGroup:
         self.admit(shape)
         port = free_port()
+        starts = [
+            RankStart(
+                rank,
+                tuple(argv),
+                {**env, **torchrun_environment(rank, rank, shape.world_size, shape.world_size, 0, "127.0.0.1", port)},
+                logs / f"rank{rank}.log",
+            )
+            for rank in range(shape.world_size)
+        ]
         processes: dict[int, RankProcess] = {}
         group = LocalGroup(processes)
         try:
-            for rank in range(shape.world_size):
-                rank_env = {**env, **torchrun_environment(rank, rank, shape.world_size, shape.world_size, 0, "127.0.0.1", port)}
-                processes[rank] = realized.spawn(argv, rank_env, cwd, logs / f"rank{rank}.log")
+            processes.update(realized.spawn_ranks(starts, cwd))  # one node: in one sandbox where there is one, meeting over its loopback
         except BaseException:
             group.stop()
             raise

@@ -39,10 +39,12 @@ from pathlib import Path
 from typing import Any
 
 from reprogate.core.errors import InfrastructureError, UsageError
-from reprogate.core.fileio import atomic_write
+from reprogate.core.fileio import atomic_write, read_written_by_code
 from reprogate.core.redact import redact
 from reprogate.rebuild.launchers.base import Shape
 from reprogate.rebuild.realizers.base import Realized
+
+SMALL_FILE_BYTES = 64 * 1024  # a rank's exit code or place file: one line
 
 NAME = "slurm"
 STATE_INTERVAL = 1.0  # seconds between scontrol calls: the rebuild polls its ranks 20 times a second
@@ -267,10 +269,19 @@ class SlurmGroup:
 
     # RankGroup ---------------------------------------------------------------------------------
 
+    def _small_file(self, name: str) -> str | None:
+        """A file a rank's job step wrote into the shared logs folder (its exit code, its place),
+        read without following a link: the rank could have put one there to a file of the runner's."""
+        try:
+            data = read_written_by_code(self.logs / name, SMALL_FILE_BYTES, within=self.logs.parent)
+        except OSError:
+            return None
+        return None if data is None else data.decode("utf-8", "replace")
+
     def _exit_code(self, rank: int) -> int | None:
         try:
-            return int((self.logs / f"rank{rank}.exit").read_text().strip())
-        except (OSError, ValueError):
+            return int((self._small_file(f"rank{rank}.exit") or "").strip())
+        except ValueError:
             return None
 
     def _all_exit_files(self) -> bool:
@@ -280,8 +291,8 @@ class SlurmGroup:
         found = {}
         for rank in range(self.shape.world_size):
             try:
-                found[rank] = json.loads((self.logs / f"rank{rank}.place").read_text())
-            except (OSError, ValueError):
+                found[rank] = json.loads(self._small_file(f"rank{rank}.place") or "")
+            except ValueError:
                 continue
         return found
 

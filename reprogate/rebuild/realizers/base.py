@@ -43,6 +43,17 @@ class RealizeRequest:
     image: str | None = None  # --image: run this image instead of the record's
     sandbox: Sandbox | None = None  # local ranks (venv, current) start inside it; None: unsandboxed (the claim says so)
     source_builds: bool = False  # a candidate venv may build sdists (the workflow's --allow-source-builds); never the record's say
+    masked: tuple[Path, ...] = ()  # the reference's expected outputs: never shown to code under test, even where a shown folder holds them
+
+
+@dataclass(frozen=True)
+class RankStart:
+    """One rank to start: its command line and exact environment, and the log its output goes to."""
+
+    rank: int
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    log: Path
 
 
 class RankProcess(Protocol):
@@ -63,6 +74,11 @@ class Realized(Protocol):
 
     def spawn(self, argv: list[str], env: Mapping[str, str], cwd: Path, log: Path) -> RankProcess:
         """Start argv inside the environment with exactly `env`, output to `log`."""
+        ...
+
+    def spawn_ranks(self, starts: Sequence[RankStart], cwd: Path) -> dict[int, RankProcess]:
+        """Start every rank of one node (the local launcher's) inside the environment: in one
+        sandbox where the realizer has one, so the ranks share its loopback network."""
         ...
 
     def command(self, argv: list[str], env: Mapping[str, str], cwd: Path, inherit: Sequence[str] = ()) -> list[str]:

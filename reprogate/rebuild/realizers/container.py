@@ -28,7 +28,7 @@ from typing import Any
 from reprogate.core.errors import InfrastructureError, UsageError
 from reprogate.core.redact import redact
 from reprogate.images.engine import connect
-from reprogate.rebuild.realizers.base import RealizeFailed, RealizeRequest
+from reprogate.rebuild.realizers.base import RankProcess, RankStart, RealizeFailed, RealizeRequest
 
 NAME = "container"
 LABEL = "io.reprogate.rebuild"
@@ -117,7 +117,9 @@ class ContainerEnvironment:
         self.started: list[ContainerProcess] = []
         self.run_label = f"{os.getpid()}-{int(time.time())}"
 
-    def spawn(self, argv: list[str], env: Mapping[str, str], cwd: Path, log: Path) -> ContainerProcess:
+    def spawn(self, argv: list[str], env: Mapping[str, str], cwd: Path, log: Path, network: str = "none") -> ContainerProcess:
+        """One rank in a container of its own; `network` "none" (loopback only), or another
+        container's ("container:ID") for the ranks of one node to meet over the same loopback."""
         import docker
 
         inside = {k: v for k, v in env.items() if k not in ("PATH", "HOME", "VIRTUAL_ENV")}  # the image's own
@@ -129,7 +131,7 @@ class ContainerEnvironment:
                 environment=inside,
                 working_dir=str(cwd),
                 volumes={host: {"bind": host, "mode": mode} for host, mode in self.mounts.items()},
-                network_mode="host",
+                network_mode=network,
                 detach=True,
                 labels={LABEL: self.run_label},
                 device_requests=requests,
@@ -139,6 +141,19 @@ class ContainerEnvironment:
         process = ContainerProcess(container, log)
         self.started.append(process)
         return process
+
+    def spawn_ranks(self, starts: Sequence[RankStart], cwd: Path) -> dict[int, RankProcess]:
+        """The ranks of one node: the first in a network namespace of its own with loopback only,
+        the others in the first one's, so they meet there and reach nothing else (no engine on a
+        TCP port, no metadata address, no abstract socket of the host)."""
+        started: dict[int, RankProcess] = {}
+        first: ContainerProcess | None = None
+        for start in starts:
+            network = "none" if first is None else f"container:{first.container.id}"
+            process = self.spawn(list(start.argv), start.env, cwd, start.log, network)
+            first = first or process
+            started[start.rank] = process
+        return started
 
     def command(self, argv: list[str], env: Mapping[str, str], cwd: Path, inherit: Sequence[str] = ()) -> list[str]:
         """The same container as an engine command line, for a scheduler running it on a node:

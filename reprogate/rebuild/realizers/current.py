@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reprogate.rebuild.realizers.base import RealizeRequest
-from reprogate.rebuild.realizers.local import LocalProcess
+from reprogate.rebuild.realizers.base import RankProcess, RankStart, RealizeRequest
+from reprogate.rebuild.realizers.local import LocalProcess, start_local_ranks
 
 if TYPE_CHECKING:
     from reprogate.rebuild.sandbox import Sandbox
@@ -36,6 +36,9 @@ class CurrentEnvironment:
 
     def spawn(self, argv: list[str], env: Mapping[str, str], cwd: Path, log: Path) -> LocalProcess:
         return LocalProcess(argv, env, cwd, log, self.sandbox)
+
+    def spawn_ranks(self, starts: Sequence[RankStart], cwd: Path) -> dict[int, RankProcess]:
+        return start_local_ranks(starts, cwd, self.sandbox)
 
     def command(self, argv: list[str], env: Mapping[str, str], cwd: Path, inherit: Sequence[str] = ()) -> list[str]:
         return list(argv)

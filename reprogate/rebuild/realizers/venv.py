@@ -32,11 +32,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,8 +46,8 @@ from reprogate.core.errors import InfrastructureError, UsageError
 from reprogate.core.redact import redact
 from reprogate.rebuild import sandbox
 from reprogate.rebuild.history import find_version
-from reprogate.rebuild.realizers.base import RealizeRequest
-from reprogate.rebuild.realizers.local import LocalProcess
+from reprogate.rebuild.realizers.base import RankProcess, RankStart, RealizeRequest
+from reprogate.rebuild.realizers.local import LocalProcess, start_local_ranks
 
 if TYPE_CHECKING:
     from reprogate.rebuild.sandbox import Sandbox
@@ -90,19 +92,38 @@ def uv_binary() -> str:
 
 
 BUILD_PASSED_THROUGH = ("PATH", "LANG", "LANGUAGE", "TZ", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE")
+# uv's own settings a build may keep: how it talks to its indexes, never where they are (those
+# become arguments: index_arguments), never a publish token or pip's settings.
+UV_PASSED_THROUGH = (
+    "UV_HTTP_TIMEOUT",
+    "UV_REQUEST_TIMEOUT",
+    "UV_HTTP_RETRIES",
+    "UV_CONCURRENT_DOWNLOADS",
+    "UV_CONCURRENT_INSTALLS",
+    "UV_CONCURRENT_BUILDS",
+    "UV_NATIVE_TLS",
+    "UV_SYSTEM_CERTS",
+    "UV_INSECURE_HOST",
+    "UV_OFFLINE",
+    "UV_PYTHON_DOWNLOADS",
+    "UV_NO_PROGRESS",
+)
+INDEX_CREDENTIAL = re.compile(r"UV_INDEX_[A-Z0-9_]+_(USERNAME|PASSWORD)")  # a named index's login, as uv reads it
 
 
-def build_environment(runner: Mapping[str, str], workdir: Path, uv_cache: str | None) -> dict[str, str]:
-    """What uv (and any build backend it runs) gets: the locale, PATH and certificates, uv's and
-    pip's own settings, a home and temporary folder in the work folder, and uv's cache where the
-    runner keeps it. Never the runner's other variables (cloud keys, hub tokens) or its home."""
+def build_environment(runner: Mapping[str, str], workdir: Path, uv_cache: Path, credentials: bool) -> dict[str, str]:
+    """What uv gets: the locale, PATH and certificates, the few uv settings of UV_PASSED_THROUGH,
+    a home and temporary folder in the work folder and this rebuild's own uv cache. A named
+    index's login only with `credentials` — a step in which no package code can run (no build
+    backend: wheels only): whatever uv starts inherits uv's environment. Never the runner's
+    other variables (cloud keys, hub tokens, UV_PUBLISH_TOKEN, PIP_*) or its home."""
     (workdir / "home").mkdir(parents=True, exist_ok=True)
     (workdir / "tmp").mkdir(parents=True, exist_ok=True)
     env = {k: runner[k] for k in BUILD_PASSED_THROUGH if k in runner}
-    env.update({k: v for k, v in runner.items() if k.startswith(("LC_", "UV_", "PIP_"))})
-    env.update({"HOME": str(workdir / "home"), "TMPDIR": str(workdir / "tmp"), "UV_LINK_MODE": "copy"})
-    if uv_cache:
-        env["UV_CACHE_DIR"] = uv_cache
+    env.update({k: v for k, v in runner.items() if k.startswith("LC_") or k in UV_PASSED_THROUGH})
+    if credentials:
+        env.update({k: v for k, v in runner.items() if INDEX_CREDENTIAL.fullmatch(k)})
+    env.update({"HOME": str(workdir / "home"), "TMPDIR": str(workdir / "tmp"), "UV_LINK_MODE": "copy", "UV_CACHE_DIR": str(uv_cache)})
     return env
 
 
@@ -118,15 +139,15 @@ def local_index_paths(arguments: list[str]) -> list[Path]:
     return found
 
 
-def _build_sandbox(request: RealizeRequest, building: Path, readable: list[str | Path], writable: list[str]) -> Sandbox | None:
-    """The build steps' sandbox where bubblewrap runs here (none elsewhere: then a candidate
-    rebuild was refused before it began, unless the workflow allowed it unsandboxed)."""
+def _build_sandbox(request: RealizeRequest, building: Path, readable: list[str | Path], writable: list[Path]) -> Sandbox | None:
+    """The build steps' sandbox where bubblewrap runs here (none elsewhere: then a rebuild that
+    runs code other than the base's was refused before it began, unless the workflow allowed it)."""
 
     if sandbox.unavailable() is not None:
         return None
     shown = [Path(p) if os.path.isabs(str(p)) else Path(shutil.which(str(p)) or str(p)) for p in readable]
     shown = [p.parent if p.is_file() else p for p in shown] + [Path(os.path.realpath(p)).parent.parent for p in shown if p.is_file()]
-    return sandbox.for_builds(request.workdir, request.root, building, shown, [Path(w) for w in writable])
+    return sandbox.for_builds(request.workdir, building, shown, writable, request.masked)
 
 
 def _find_python(uv: str, python: str, runner: Mapping[str, str]) -> str:
@@ -139,16 +160,6 @@ def _find_python(uv: str, python: str, runner: Mapping[str, str]) -> str:
         return python
     found = done.stdout.strip().splitlines()
     return found[-1] if done.returncode == 0 and found and os.path.isabs(found[-1]) else python
-
-
-def _uv_cache(uv: str, runner: Mapping[str, str]) -> str | None:
-    if runner.get("UV_CACHE_DIR"):
-        return runner["UV_CACHE_DIR"]
-    try:
-        done = subprocess.run([uv, "cache", "dir"], capture_output=True, text=True, timeout=30, env=dict(runner), check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() or None if done.returncode == 0 else None
 
 
 def _lock_format(entry: dict[str, Any]) -> str:
@@ -303,6 +314,10 @@ class VenvEnvironment:
     def spawn(self, argv: list[str], env: Mapping[str, str], cwd: Path, log: Path) -> LocalProcess:
         return LocalProcess(self._argv(argv), {**env, **self._activation(env)}, cwd, log, self.sandbox)
 
+    def spawn_ranks(self, starts: Sequence[RankStart], cwd: Path) -> dict[int, RankProcess]:
+        activated = [RankStart(s.rank, tuple(self._argv(list(s.argv))), {**s.env, **self._activation(s.env)}, s.log) for s in starts]
+        return start_local_ranks(activated, cwd, self.sandbox)
+
     def command(self, argv: list[str], env: Mapping[str, str], cwd: Path, inherit: Sequence[str] = ()) -> list[str]:
         """The venv's interpreter by its path, activated as spawn does (VIRTUAL_ENV, PATH first)."""
         return ["env", *(f"{k}={v}" for k, v in self._activation(env).items()), *self._argv(argv)]
@@ -388,45 +403,51 @@ class VenvRealizer:
         runner = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "ACTIONS_"))}
         indexes = index_arguments(runner)  # pip's and uv's settings, read here with the runner's own environment
         interpreter = _find_python(uv, python, runner)
-        cache = _uv_cache(uv, runner)
-        env = build_environment(runner, request.workdir, cache)
+        # This rebuild's own uv cache, removed after the build: a package's code that ran while
+        # one rebuild built its venv leaves nothing another rebuild would install.
+        cache = request.workdir / "uv-cache"
+        cache.mkdir(parents=True, exist_ok=True)
         # A pull request's lock may name an sdist (a direct URL, a path) whose build backend runs
         # code: wheels only for a candidate, unless the (trusted) workflow allows source builds.
         no_build = [] if request.environment == "reference" or request.source_builds else ["--no-build"]
         log = request.workdir / "logs" / "realize-venv.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         building.mkdir()
-        box = _build_sandbox(request, building, [uv, interpreter, lock, *local_index_paths(indexes)], [cache] if cache else [])
-        self._uv(
-            [uv, "venv", "--quiet", "--seed", "--allow-existing", "--python", interpreter, *indexes, str(building)],
-            env,
-            log,
-            "uv could not create a Python " + python + " environment",
-            before_retry=lambda: (shutil.rmtree(building, ignore_errors=True), building.mkdir()),
-            sandbox=box,
-            not_the_lock=(
-                "the lock was not looked at yet: this runner lacks the Python the record names, or its indexes "
-                "(find-links) lack pip, setuptools and wheel, which `uv venv --seed` installs"
-            ),
-        )
-        if fmt == "pip-requirements":
-            hashed = "--hash=" in lock.read_text(encoding="utf-8", errors="replace")
-            cmd = [
-                uv,
-                "pip",
-                "sync",
-                "--compile-bytecode",
-                "--python",
-                str(building / "bin" / "python"),
-                *indexes,
-                *no_build,
-                *(["--require-hashes"] if hashed else []),
-                str(lock),
-            ]
-        else:
-            cmd = [uv, "sync", "--frozen", "--no-install-project", "--compile-bytecode", "--project", str(lock.parent), *indexes, *no_build]
-            env = {**env, "UV_PROJECT_ENVIRONMENT": str(building)}
-        self._uv(cmd, env, log, f"uv could not install {lock.name}", sandbox=box)
+        box = _build_sandbox(request, building, [uv, interpreter, lock, *local_index_paths(indexes)], [cache])
+        try:
+            self._uv(
+                [uv, "venv", "--quiet", "--seed", "--allow-existing", "--python", interpreter, *indexes, str(building)],
+                build_environment(runner, request.workdir, cache, credentials=True),  # creates a venv: no package code runs
+                log,
+                "uv could not create a Python " + python + " environment",
+                before_retry=lambda: (shutil.rmtree(building, ignore_errors=True), building.mkdir()),
+                sandbox=box,
+                not_the_lock=(
+                    "the lock was not looked at yet: this runner lacks the Python the record names, or its indexes "
+                    "(find-links) lack pip, setuptools and wheel, which `uv venv --seed` installs"
+                ),
+            )
+            env = build_environment(runner, request.workdir, cache, credentials=bool(no_build))
+            if fmt == "pip-requirements":
+                hashed = "--hash=" in lock.read_text(encoding="utf-8", errors="replace")
+                cmd = [
+                    uv,
+                    "pip",
+                    "sync",
+                    "--python",
+                    str(building / "bin" / "python"),
+                    *indexes,
+                    *no_build,
+                    *(["--require-hashes"] if hashed else []),
+                    str(lock),
+                ]
+            else:
+                cmd = [uv, "sync", "--frozen", "--no-install-project", "--project", str(lock.parent), *indexes, *no_build]
+                env = {**env, "UV_PROJECT_ENVIRONMENT": str(building)}
+            self._uv(cmd, env, log, f"uv could not install {lock.name}", sandbox=box)
+            self._compile(building, request, log, box)
+        finally:
+            _discard(cache)
         for path in building.rglob("*"):  # read-only: nothing a rank does changes the cached venv
             if path.is_file() and not path.is_symlink():
                 path.chmod(path.stat().st_mode & ~0o222)
@@ -435,6 +456,26 @@ class VenvRealizer:
             building.rename(target)
         except OSError:  # another rebuild finished the same venv first
             _discard(building)
+
+    @staticmethod
+    def _compile(building: Path, request: RealizeRequest, log: Path, box: Sandbox | None) -> None:
+        """Bytecode for the whole venv, so a read-only venv imports as fast as a writable one:
+        compiled by the venv's interpreter with `-I -S` (no site: no `.pth` file of a package
+        runs; no PYTHON* variable), with no uv setting, credential or network in reach (uv's own
+        --compile-bytecode starts the venv's Python with its site, inside uv's environment).
+        A file that does not compile (a package's Python 2 test data) is left as it is."""
+        python = str(building / "bin" / "python")
+        cmd = [python, "-I", "-S", "-m", "compileall", "-q", "-j", "0", str(building)]
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(request.workdir / "home"), "TMPDIR": str(request.workdir / "tmp")}
+        try:
+            if box is not None:
+                done = replace(box, network="loopback").run(cmd, log.parent, env, timeout=UV_TIMEOUT)
+            else:
+                done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=UV_TIMEOUT, check=False)
+        except subprocess.TimeoutExpired:
+            raise InfrastructureError(f"compiling the venv's bytecode did not finish within {UV_TIMEOUT:g} s") from None
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(redact(f"$ {' '.join(cmd)}\n{done.stdout[-4000:]}{done.stderr[-4000:]}\n"))
 
     @staticmethod
     def _uv(
@@ -449,10 +490,12 @@ class VenvRealizer:
         """Run one uv step (inside `sandbox` when given). A failure is the lock's (exit 2) unless an
         index did not answer, or the step never reads the lock (`not_the_lock` says why): then it
         is the runner's (exit 3)."""
-        line = sandbox.wrap(cmd, log.parent) if sandbox is not None else cmd
         for attempt in (1, 2):
             try:
-                done = subprocess.run(line, capture_output=True, text=True, env=dict(env), timeout=UV_TIMEOUT)
+                if sandbox is not None:
+                    done = sandbox.run(cmd, log.parent, env, timeout=UV_TIMEOUT)
+                else:
+                    done = subprocess.run(cmd, capture_output=True, text=True, env=dict(env), timeout=UV_TIMEOUT)
             except subprocess.TimeoutExpired:
                 raise InfrastructureError(f"{what}: uv did not finish within {UV_TIMEOUT:g} s") from None
             with open(log, "a", encoding="utf-8") as fh:

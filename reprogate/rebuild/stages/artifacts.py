@@ -8,7 +8,9 @@ import shutil
 from pathlib import Path
 
 from reprogate.core.canonical import file_digest
+from reprogate.core.errors import ReprogateError
 from reprogate.core.gittree import changed_paths, folder_files, recorded_files, tree_id
+from reprogate.detect.git import materialize, toplevel
 from reprogate.rebuild.inject import runtime_folder
 from reprogate.rebuild.stages.base import StageResult, failed, passed
 from reprogate.rebuild.state import Fetched, RebuildJob, RebuildState
@@ -42,7 +44,18 @@ def artifacts(state: RebuildState) -> StageResult:
     tree = job.section("source", "tree")
     try:
         source_path = job.section("source", "path")
-        if isinstance(source_path, str):
+        if isinstance(source_path, str) and job.code.ran == "base" and job.code.base_tree:
+            # only environment pins changed: the base's reviewed tree runs, written from git objects
+            # (the head's versions of the pins it names are copied over it below)
+            base_tree = job.code.base_tree
+            found = tree_id(job.root / source_path)
+            if found != base_tree:
+                problem = _source_changes(job, source_path, base_tree, found, deferred)
+                if problem is not None:
+                    return problem
+            materialize(toplevel(job.root), base_tree, job.workdir / source_path)
+            fetched.append(source_path)
+        elif isinstance(source_path, str):
             if isinstance(tree, str):
                 found = tree_id(job.root / source_path)
                 if found != tree:
@@ -86,6 +99,8 @@ def artifacts(state: RebuildState) -> StageResult:
             fetched.append(checkpoint["path"])
     except OSError as exc:
         return failed(f"cannot fetch an addressed artifact: {exc}")
+    except ReprogateError as exc:  # git could not write the base's tree
+        return failed(f"cannot write the base's project tree: {exc.message}", exit_code=int(exc.exit_code))
     except TraceError as exc:  # the record's reference trace is not a trace: unusable input, nothing compared
         return failed(f"cannot read the reference trace {job.section('reference', 'trace', 'path')}: {exc}", exit_code=2)
     except ValueError as exc:
@@ -95,6 +110,8 @@ def artifacts(state: RebuildState) -> StageResult:
         tree_note = "; the source tree differs only in files checked elsewhere: " + ", ".join(f"{path} ({owner})" for path, owner in sorted(deferred.items()))
     else:
         tree_note = f"; source tree {tree[:12]} matches" if isinstance(tree, str) else ""
+    if job.code.ran == "base":
+        tree_note += f"; the base's project tree {str(job.code.base_tree)[:12]} runs (written from git objects), not the checkout's"
     return passed(f"fetched {len(fetched)} addressed artifact(s) into an empty work folder{tree_note}", fetched=fetched)
 
 

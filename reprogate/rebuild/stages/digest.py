@@ -15,7 +15,18 @@ from reprogate.core.errors import ReprogateError
 from reprogate.rebuild import sandbox
 from reprogate.rebuild.realizers import REALIZERS, RealizeFailed, RealizeRequest
 from reprogate.rebuild.stages.base import StageResult, failed, passed, skipped
-from reprogate.rebuild.state import Environment, RebuildState
+from reprogate.rebuild.state import Environment, RebuildJob, RebuildState
+
+
+def expected_outputs(job: RebuildJob) -> tuple[Path, ...]:
+    """What the ranks must not read: the reference trace (the base's and the checkout's) and the
+    record files that hold the reference's digests and metric values."""
+    found = [job.record_path]
+    for data in (job.data, job.checked_out):
+        trace = data.get("reference", {}).get("trace") if isinstance(data.get("reference"), dict) else None
+        if isinstance(trace, dict) and isinstance(trace.get("path"), str):
+            found.append(job.root / trace["path"])
+    return tuple(dict.fromkeys(found))
 
 
 def digest(state: RebuildState) -> StageResult:
@@ -24,8 +35,11 @@ def digest(state: RebuildState) -> StageResult:
     choice, launcher, options = job.realizer, job.launcher.name, job.options
     try:
         cache = options.cache or Path.home() / ".cache" / "reprogate"
-        box = sandbox.for_ranks(job.workdir, job.root) if sandbox.applies(choice.name, launcher) and sandbox.unavailable() is None else None
-        request = RealizeRequest(job.data, job.root, job.workdir, options.environment, cache, fetched.runtime, options.image, box, options.allow_source_builds)
+        masked = expected_outputs(job)
+        box = sandbox.for_ranks(job.workdir, masked) if sandbox.applies(choice.name, launcher) and sandbox.unavailable() is None else None
+        request = RealizeRequest(
+            job.data, job.root, job.workdir, options.environment, cache, fetched.runtime, options.image, box, options.allow_source_builds, masked
+        )
         realized = REALIZERS[choice.name].realize(request)
     except RealizeFailed as exc:
         return failed(exc.message + (f" ({exc.hint})" if exc.hint else ""), log_tail=exc.log_tail)

@@ -54,6 +54,7 @@ def preflight(state: RebuildState) -> StageResult:
             shape,
             env=env,
             folder=job.workdir / "runs" / "preflight",
+            within=job.workdir,
             cwd=job.ranks_cwd,
             preflight=True,
             backend=backend,

@@ -47,6 +47,7 @@ def _run_seeds(state: RebuildState, done_runs: list[SeedRun]) -> StageResult:
                 ranks.shape,
                 env=hosts.env,
                 folder=folder,
+                within=job.workdir,
                 cwd=cwd,
                 preflight=False,
                 backend=ranks.backend,
@@ -75,7 +76,7 @@ def _run_seeds(state: RebuildState, done_runs: list[SeedRun]) -> StageResult:
             return failed(f"seed {seed}: {exc.message}", exit_code=int(exc.exit_code), seed=seed)
         traces = sorted(trace_dir.glob("trace-rank*.jsonl"))
         try:
-            events = trace_events(_written(path) for path in traces)  # written by the code under test: no link, no FIFO
+            events = trace_events(_written(path, job.workdir) for path in traces)  # written by the code under test: no link, no FIFO
         except (OSError, ValueError) as exc:
             return failed(f"seed {seed}: the trace cannot be read: {exc}", seed=seed)
         done_runs.append(SeedRun(seed, tuple(events), done.ok, done.seconds, done.log_tail, tuple(traces)))
@@ -124,9 +125,10 @@ def _configuration_differs(config: object, events: list[dict]) -> str:
 MAX_RANK_TRACE = 1024 * 1024 * 1024  # as `compare` reads traces
 
 
-def _written(path: Path) -> str:
-    """A rank's trace as text: a regular file, not followed through a link, within its bound."""
-    data = read_written_by_code(path, MAX_RANK_TRACE)
+def _written(path: Path, workdir: Path) -> str:
+    """A rank's trace as text: a regular file, not followed through a link (nor a folder of the
+    work folder swapped for one), within its bound."""
+    data = read_written_by_code(path, MAX_RANK_TRACE, within=workdir)
     if data is None:
         raise ValueError(f"{path.name} is larger than {MAX_RANK_TRACE:,} bytes")
     return data.decode("utf-8")
