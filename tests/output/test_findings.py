@@ -54,7 +54,8 @@ def test_the_text_summary_counts_documents_findings_unreadable_and_skipped() -> 
     result = render_text(mixed())
     assert result.code == ExitCode.USAGE, "an unreadable file is a usage error, worse than an invalid record"
     assert result.stdout[-1] == "2 document(s) checked, 1 valid, 1 invalid, 1 unreadable, 1 skipped (2 error(s), 1 warning(s))"
-    assert result.stdout[:3] == [format_line(error(hint="use bitwise")), format_line(warning()), format_line(mixed().files[3].diagnostics[0])]
+    # errors first (every file's), then warnings
+    assert result.stdout[:3] == [format_line(error(hint="use bitwise")), format_line(mixed().files[3].diagnostics[0]), format_line(warning())]
     assert f".github/workflows/ci.yml: skipped, {SKIPPED}" in result.stdout
     assert not any(line.endswith("ok (RunRecord)") for line in result.stdout)
 
