@@ -35,8 +35,7 @@ MARK = "[redacted]"
 SECRET_NAME = re.compile(r"(?:^|_)(?:TOKEN|SECRET|PASSWORD|PASSWD|PASS|KEY|CREDENTIALS?|AUTH|APIKEY|PRIVATE|COOKIE|SESSION)(?:_|$)", re.IGNORECASE)
 
 # Value shapes of well-known credentials (`sk-` only at a word's start: `task-…` holds no key).
-SECRET# a value: in quotes (escaped ones inside a JSON string too), or up to a blank, a quote or an `=` (base64's padding kept)
-_VALUE = re.compile(
+SECRET_VALUE = re.compile(
     r"ghp_[A-Za-z0-9]{20,}"
     r"|gh[osur]_[A-Za-z0-9]{20,}"
     r"|github_pat_[A-Za-z0-9_]{20,}"
@@ -74,6 +73,7 @@ _LINE_ASSIGNMENT = re.compile(rf"(?P<lead>^[ \t]*(?:export[ \t]+|-[ \t]+)?{_NAME
 _ASSIGNMENT = re.compile(rf"(?:^|(?<=[\s{{,(\[;])){_NAME}", re.MULTILINE)  # the name only: `env: A_SECRET=x` holds two
 _SECRET_WORDS = ("token", "secret", "credential", "cookie", "key", "pass", "auth", "private", "session")  # what is_secret_name's words hold
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+# a value: in quotes (escaped ones inside a JSON string too), or up to a blank, a quote or an `=` (base64's padding kept)
 # a value: in quotes (escaped ones inside a JSON string too), or up to a blank, a quote or an `=` (base64's padding kept)
 _VALUE = re.compile(
     r"\\\"(?:[^\"\\\n]|\\[^\"\n]){1,4096}\\\"|\"(?:[^\"\\\n]|\\.){1,4096}\"|'[^'\n]{1,4096}'|[^\s\"',;}\])=]{1,4096}={0,2}"
