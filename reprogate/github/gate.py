@@ -61,7 +61,7 @@ from reprogate.github.trust import (
     with_base,
 )
 from reprogate.output import workflow
-from reprogate.output.markdown import code_span, plain
+from reprogate.output.markdown import code_span, inline, plain
 
 MARKER = "<!-- reprogate:gate -->"
 RELEASE_BRANCHES = ("release/*", "releases/*")
@@ -320,13 +320,13 @@ class Gate:
             note = f"fork pull request: waiting for a maintainer to apply {config.rebuild_label} to this commit"
             if current is None:
                 plan.reproduction = ("pending", note)
-            plan.comment.append(note + ".")
+            plan.comment.append(plain(note) + ".")
             self.outcome.messages.append(note)
             return
         plan.records = records
         plan.reproduction_on_dispatch = current not in TERMINAL_STATES
         if current in TERMINAL_STATES:
-            plan.comment.append(f"A rebuild was asked for again; `{config.status_context}` keeps its {current} until the rebuild posts its verdict.")
+            plan.comment.append(f"A rebuild was asked for again; {code_span(config.status_context)} keeps its {current} until the rebuild posts its verdict.")
             self.outcome.messages.append(
                 f"kept {config.status_context} = {current}: a terminal status is never replaced by pending; the rebuild posts the new one"
             )
@@ -520,7 +520,7 @@ def comment(found: Assessment, plan: Plan, url: str | None) -> str:
         lines += ["", *markdown_table(path, changes)]
     if found.drift_findings:
         lines += ["", "Environment drift (the pull request changes what the reference ran in; the rebuild uses the pull request's environment):"]
-        lines += [f"- {code_span(d.path)} {code_span(d.field)}: {d.message.replace(chr(10), ' ')}" for d in found.drift_findings[:50]]
+        lines += [f"- {code_span(d.path)} {code_span(d.field)}: {inline(d.message)}" for d in found.drift_findings[:50]]
     lines += ["", markdown(found.detection)]
     return "\n".join(lines)
 
