@@ -96,7 +96,10 @@ class GitHubClient:
             )
         if reply.status in (403, 429) and reply.headers.get("x-ratelimit-remaining") == "0":
             raise GitHubUnreachable(f"{method} {path}: rate limit exhausted until {reply.headers.get('x-ratelimit-reset', 'its reset')} (epoch seconds)")
-        raise GitHubError(f"{method} {path}: HTTP {reply.status}: {_message(reply)}", reply.status)
+        message = _message(reply)
+        if message is None:  # GitHub words every refusal as a JSON object with a message: this answer is not GitHub's
+            raise GitHubUnreachable(f"{method} {path}: HTTP {reply.status} with a body that is not GitHub's error object")
+        raise GitHubError(f"{method} {path}: HTTP {reply.status}: {message}", reply.status)
 
     def paginate(self, path: str, params: dict[str, Any] | None = None, key: str | None = None, max_pages: int = 100) -> Iterator[Any]:
         """Items of a paginated list (inside the object's `key` for answers that wrap it), following
@@ -113,7 +116,9 @@ class GitHubClient:
                 data = data.get(key)
             if not isinstance(data, list):
                 raise GitHubUnreachable(f"GET {path}: the answer is {type(data).__name__}, not a list")
-            yield from (item for item in data if isinstance(item, dict))
+            if not all(isinstance(item, dict) for item in data):
+                raise GitHubUnreachable(f"GET {path}: the answer lists something other than objects (GitHub's lists hold objects)")
+            yield from data
             url = _next_link(reply.headers.get("Link", ""))
 
     # operations ------------------------------------------------------------------------------------
@@ -209,12 +214,19 @@ def _object(reply: Reply) -> dict[str, Any]:
     return data
 
 
-def _message(reply: Reply) -> str:
+def _message(reply: Reply) -> str | None:
+    """GitHub's `message` of a refusal; None when the body is no JSON object (not JSON, nested too
+    deep, another type), which no refusal of GitHub's is. An empty body says nothing, which is fine."""
+    if not reply.body:
+        return ""
     try:
         data = reply.json()
     except InfrastructureError:
-        return reply.text[:300]
-    return str(data.get("message", "") if isinstance(data, dict) else "")[:300]
+        return None
+    if not isinstance(data, dict):
+        return None
+    message = data.get("message", "")
+    return (message if isinstance(message, str) else "")[:300]
 
 
 def _next_link(header: str) -> str | None:

@@ -302,13 +302,13 @@ def serve(fake: FakeGitHub) -> tuple[http.server.ThreadingHTTPServer, str]:
             assert self.headers.get("Authorization", "").startswith("Bearer "), "requests must carry the token"
             try:
                 status, headers, answer = fake.answer(self.command, self.path, body)
-                if answer is not None and status < 300:
+                if answer is not None and status < 300 and not isinstance(answer, bytes):  # bytes: a hostile answer, sent as it is
                     fake.api.check_response(self.command, self.path, status, answer)
             except AssertionError as exc:
                 status, headers, answer = 599, {}, {"message": f"contract violation: {exc}"}
             except Exception as exc:  # noqa: BLE001 - surface schema errors to the test
                 status, headers, answer = 598, {}, {"message": f"contract violation: {exc}"[:2000]}
-            payload = b"" if answer is None else json.dumps(answer).encode()
+            payload = b"" if answer is None else answer if isinstance(answer, bytes) else json.dumps(answer).encode()
             self.send_response(status)
             for key, value in headers.items():
                 self.send_header(key, value)
