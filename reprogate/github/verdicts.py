@@ -48,6 +48,9 @@ def contradicts_itself(verdict: dict[str, Any]) -> str | None:
         return "one of its stages failed"
     if not any(s.get("status") == "pass" for s in stages):
         return "no stage of it passed"
+    failed_tests = [t for t in verdict.get("tests") or [] if isinstance(t, dict) and t.get("passed") is not True]
+    if failed_tests:
+        return f"its test {str(failed_tests[0].get('test'))[:40]!r} did not pass"
     return None
 
 
