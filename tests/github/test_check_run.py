@@ -115,8 +115,8 @@ def test_a_report_over_the_limit_is_cut_and_says_so(github: FakeGitHub) -> None:
     report = "## report\n" + "x" * 70_000
     checks.queue(client(github), github.repo, "b" * 40, "reprogate/reproduction", checks.CheckOutput("success", "reproduced", report))
     summary = github.check_runs[0]["output"]["summary"]
-    assert len(summary) == checks.SUMMARY_LIMIT and summary.startswith("## report")
-    assert "the report is 70010 characters; cut here to GitHub's 65,535-character limit" in summary
+    assert len(summary.encode()) == checks.SUMMARY_LIMIT and summary.startswith("## report")
+    assert "the report is 70,010 bytes; cut here to GitHub's 65,535-byte limit" in summary
 
 
 def test_check_run_only_keeps_the_terminal_state_rule(run_gate: Run, github: FakeGitHub, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -147,6 +147,6 @@ def test_titles_name_the_state_in_words() -> None:
     back = checks.as_statuses(
         [{"id": 7, "name": "n", "status": "completed", "conclusion": "action_required", "output": {"title": "inconclusive: x; base abc"}, **ours}]
     )
-    assert back[0]["state"] == "error" and back[0]["description"] == "x; base abc"
-    assert checks.as_statuses([{"id": 8, "name": "n", "status": "completed", "conclusion": "neutral", "output": {}, **ours}])[0]["state"] == "error"
-    assert checks.as_statuses([{"id": 9, "name": "n", "status": "queued", "output": {}, **ours}])[0]["state"] == "pending"
+    assert back[0].state == "error" and back[0].description == "x; base abc" and back[0].creator == "github-actions[bot]"
+    assert checks.as_statuses([{"id": 8, "name": "n", "status": "completed", "conclusion": "neutral", "output": {}, **ours}])[0].state == "error"
+    assert checks.as_statuses([{"id": 9, "name": "n", "status": "queued", "output": {}, **ours}])[0].state == "pending"
