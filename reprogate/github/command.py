@@ -30,7 +30,7 @@ from reprogate.rebuild.verdicts import read_verdict
 
 # Settings the composite action passes from its inputs. They come from the workflow file, which
 # on the privileged side (workflow_run, the rebuild) is always the default branch's.
-OVERRIDES = ("REPROGATE_REBUILD_WORKFLOW", "REPROGATE_STATUS_CONTEXT", "REPROGATE_REBUILD_LABEL", "REPROGATE_BASELINE_LABEL")
+OVERRIDES = ("REPROGATE_REBUILD_WORKFLOW", "REPROGATE_STATUS_CONTEXT", "REPROGATE_STATUS_CREATOR", "REPROGATE_REBUILD_LABEL", "REPROGATE_BASELINE_LABEL")
 
 
 def client_from_env() -> GitHubClient:
