@@ -184,6 +184,19 @@ class FakeGitHub:
         item["actor"] = dict(item["actor"], login=actor)
         self.issue_events.setdefault(number, []).append(item)
 
+    @staticmethod
+    def _summary_too_large(operation: str, body: Any) -> tuple[int, dict[str, str], Any] | None:
+        """GitHub's own refusal of a check run whose summary or text is over 65,535 bytes of UTF-8
+        (the OpenAPI description says characters; the API counts bytes: github/docs#35252)."""
+        if operation not in ("checks/create", "checks/update") or not isinstance(body, dict):
+            return None
+        for field in ("summary", "text"):
+            value = (body.get("output") or {}).get(field)
+            if isinstance(value, str) and len(value.encode("utf-8")) > 65_535:
+                error = {"resource": "CheckRun", "code": "custom", "field": field, "message": f"{field} exceeds a maximum bytesize of 65535"}
+                return 422, {}, {"message": "Validation Failed", "errors": [error], "documentation_url": "https://docs.github.com/rest/checks/runs", "status": "422"}
+        return None
+
     def answer(self, method: str, path: str, body: Any) -> tuple[int, dict[str, str], Any]:
         operation = self.api.check_request(method, path, body)
         self.requests.append((method, path, body, operation))
@@ -191,6 +204,9 @@ class FakeGitHub:
         if queued:
             return queued.pop(0)
         route = path.split("?")[0]
+        too_large = self._summary_too_large(operation, body)
+        if too_large is not None:
+            return too_large
         if operation == "repos/create-commit-status":
             return 201, {}, self.post_status(route.rsplit("/", 1)[-1], body["state"], body["context"], body.get("description") or "", body.get("target_url"))
         if operation == "repos/list-commit-statuses-for-ref":
