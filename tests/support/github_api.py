@@ -190,11 +190,12 @@ class FakeGitHub:
         (the OpenAPI description says characters; the API counts bytes: github/docs#35252)."""
         if operation not in ("checks/create", "checks/update") or not isinstance(body, dict):
             return None
-        for field in ("summary", "text"):
-            value = (body.get("output") or {}).get(field)
+        for name in ("summary", "text"):
+            value = (body.get("output") or {}).get(name)
             if isinstance(value, str) and len(value.encode("utf-8")) > 65_535:
-                error = {"resource": "CheckRun", "code": "custom", "field": field, "message": f"{field} exceeds a maximum bytesize of 65535"}
-                return 422, {}, {"message": "Validation Failed", "errors": [error], "documentation_url": "https://docs.github.com/rest/checks/runs", "status": "422"}
+                error = {"resource": "CheckRun", "code": "custom", "field": name, "message": f"{name} exceeds a maximum bytesize of 65535"}
+                docs = "https://docs.github.com/rest/checks/runs"
+                return 422, {}, {"message": "Validation Failed", "errors": [error], "documentation_url": docs, "status": "422"}
         return None
 
     def answer(self, method: str, path: str, body: Any) -> tuple[int, dict[str, str], Any]:
