@@ -55,6 +55,18 @@ def cut(text: str, limit: int, marker: str = "…") -> str:
     return text if len(text) <= limit else text[: limit - len(marker)] + marker
 
 
+def cut_words(text: str, limit: int, marker: str = "…") -> str:
+    """`text` within `limit` characters, cut at the end of a word (after a blank, a comma or a
+    semicolon) so no path or name is left half-written; a word longer than the room is cut."""
+    if len(text) <= limit:
+        return text
+    room = text[: max(0, limit - len(marker))]
+    end = max(room.rfind(" "), room.rfind(","), room.rfind(";"))
+    if end > 0:
+        room = room[:end]
+    return room.rstrip(" ,;:(") + marker
+
+
 @dataclass
 class GitHubClient:
     token: str

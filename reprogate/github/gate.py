@@ -317,7 +317,7 @@ class Gate:
 
     def _plan_reproduction(self, plan: Plan, found: Assessment, subject: Subject, config: Config, asked: bool, current: str | None) -> None:
         if found.invalid:
-            plan.reproduction = ("failure", f"{len(found.invalid)} invalid record(s): run reprogate validate")
+            plan.reproduction = ("failure", f"{invalid_count(found)}: run reprogate validate")
             self.outcome.code = ExitCode.FAILED
             return
         if not found.reasons and not asked:
@@ -380,7 +380,7 @@ class Gate:
             if plan.reproduction_on_dispatch:
                 plan.reproduction = (
                     "pending",
-                    f"rebuild of {len(plan.records)} record(s) dispatched ({', '.join(found.reasons) or 'asked for by label'})"[:140],
+                    f"rebuild of {len(plan.records)} record(s) dispatched ({', '.join(found.reasons) or 'asked for by label'})",
                 )
         if plan.reproduction is not None:
             state, text = plan.reproduction
@@ -521,12 +521,19 @@ def _subject_from_api(pr: dict[str, Any], event: WorkflowRunEvent, number: int) 
     return Subject(event.repository, event.default_branch, head["sha"], base["sha"], number, labels, head_repo != event.repository)
 
 
+def invalid_count(found: Assessment) -> str:
+    """ "1 invalid record (2 errors)": records counted once, however many errors each has."""
+    records, errors = len(found.invalid_records) or 1, len(found.invalid)
+    said = f"{records} invalid record{'s' if records != 1 else ''}"
+    return said + (f" ({errors} errors)" if errors > records else "")
+
+
 def comment(found: Assessment, plan: Plan, url: str | None) -> str:
     """The one sticky comment: what was dispatched or is awaited, and why."""
 
     lines = ["## reprogate", ""]
     if found.invalid:
-        lines.append(f"**{len(found.invalid)} invalid record(s)**: `reprogate/reproduction` fails until they are fixed (no rebuild is asked for).")
+        lines.append(f"**{invalid_count(found)}**: `reprogate/reproduction` fails until they are fixed (no rebuild is asked for).")
         lines += [f"- {plain(line)}" for line in found.invalid[:30]]
         lines.append("")
     if url and plan.records:

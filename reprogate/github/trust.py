@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from reprogate.core.errors import UsageError
-from reprogate.github.client import DESCRIPTION_LIMIT, GitHubClient
+from reprogate.github.client import DESCRIPTION_LIMIT, GitHubClient, cut_words
 from reprogate.github.events import PullRequestEvent
 from reprogate.github.statuses import Status
 
@@ -52,10 +52,14 @@ def check_sha(value: str | None, option: str) -> str:
     return value
 
 
-def with_base(text: str, base: str) -> str:
-    """A status description that names the base it judged the head against, within 140 characters."""
+def with_base(text: str, base: str | None) -> str:
+    """A status description that names the base it judged the head against, within 140
+    characters: the text is cut on a word (github.client.cut_words), the base is always kept
+    (a status that lost it would count for no base)."""
+    if not base:
+        return cut_words(text, DESCRIPTION_LIMIT)
     suffix = f"; base {base[:DIGEST_LENGTH]}"
-    return text[: DESCRIPTION_LIMIT - len(suffix)] + suffix
+    return cut_words(text, DESCRIPTION_LIMIT - len(suffix)) + suffix
 
 
 def base_of(status: Status) -> str | None:
@@ -249,12 +253,9 @@ def across_bases(statuses: Sequence[Status], context: str, base: str | None, sta
         return Posting(state, description)
     held = holding[-1]
     named = base_of(held) or "an unnamed base"
-    on = f"; base {mine}" if mine else ""
     if held.state == "pending":
-        text = f"passed here; waiting for the rebuild of this commit against base {named} (one commit, one status){on}"
-        return Posting("pending", text[:DESCRIPTION_LIMIT], held)
-    text = f"this commit is {held.state} against base {named}: one commit has one status, so it cannot pass here{on}"
-    return Posting("error", text[:DESCRIPTION_LIMIT], held)
+        return Posting("pending", with_base(f"passed here; waiting for the rebuild of this commit against base {named} (one commit, one status)", base), held)
+    return Posting("error", with_base(f"this commit is {held.state} against base {named}: one commit has one status, so it cannot pass here", base), held)
 
 
 def newer_rebuild(statuses: Sequence[Status], context: str, base: str | None, run_id: int | None, server_url: str, repository: str) -> Status | None:
