@@ -16,7 +16,7 @@ from reprogate.core.redact import redact
 from reprogate.github import checks
 from reprogate.github.binding import Expectation, head_digests, job_problem, refusal
 from reprogate.github.client import GitHubClient
-from reprogate.github.dry_run import DryRunClient
+from reprogate.github.dry_run import DryRunClient, event_from_git
 from reprogate.github.events import load_event, parse_event, read_payload
 from reprogate.github.gate import MARKER, Settings, run_gate
 from reprogate.github.statuses import Status, ours
@@ -69,7 +69,16 @@ def gate_command(
     if dry_run is not None:
         if mode != "full":
             raise UsageError("--dry-run shows what the one-workflow gate (--mode full) would post")
-        event = parse_event(dry_run.event_name, read_payload(dry_run.event), os.environ.get("GITHUB_REPOSITORY", ""), str(dry_run.event))
+        if dry_run.event is not None and dry_run.from_git is not None:
+            raise UsageError("give --dry-run EVENT_FILE or --from-git BASE..HEAD, not both")
+        if dry_run.event is not None:
+            payload, source = read_payload(dry_run.event), str(dry_run.event)
+        elif dry_run.from_git is not None:
+            payload = event_from_git(repo, dry_run.from_git, os.environ.get("GITHUB_REPOSITORY", ""), dry_run.fork)
+            source = f"--from-git {dry_run.from_git}"
+        else:
+            raise UsageError("--dry-run judges an event: give its payload file (--dry-run EVENT_FILE) or a range (--dry-run --from-git BASE..HEAD)")
+        event = parse_event(dry_run.event_name, payload, os.environ.get("GITHUB_REPOSITORY", ""), source)
         client = recorder = DryRunClient(writer=dry_run.writer)
     else:
         event = load_event(os.environ.get("GITHUB_EVENT_NAME", ""), os.environ.get("GITHUB_EVENT_PATH"), os.environ.get("GITHUB_REPOSITORY", ""))
@@ -95,11 +104,19 @@ def gate_command(
 
 @dataclass(frozen=True)
 class DryRun:
-    """`gate --dry-run`: the event to judge, and whether the label's sender may write."""
+    """`gate --dry-run`: the event to judge (a payload file, or a pull request of a revision range
+    built from git), and whether the label's sender may write."""
 
-    event: Path
+    event: Path | None
     event_name: str = "pull_request"
     writer: bool = True
+    from_git: str | None = None  # BASE..HEAD
+    fork: bool = False  # --from-git: the head comes from a fork
+
+
+def example_event_command(repo: Path, revisions: str, fork: bool) -> CommandResult:
+    """`gate --example-event`: the pull_request payload `--from-git` would judge, to edit and pass to --dry-run."""
+    return CommandResult(ExitCode.OK, [json.dumps(event_from_git(repo, revisions, os.environ.get("GITHUB_REPOSITORY", ""), fork), indent=2)])
 
 
 @dataclass(frozen=True)
