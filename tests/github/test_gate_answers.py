@@ -71,3 +71,40 @@ def test_a_long_description_is_cut_on_a_word_and_keeps_its_base(run_gate: Run, g
     full = f"rebuild of 1 record(s) dispatched ({', '.join(reasons)})"
     assert full.startswith(kept) and re.match(r"[ ,;)]", full[len(kept)]), (kept, full)
     assert whole == description
+
+
+def test_adding_semantics_to_an_old_record_says_it_needs_a_baseline_promotion(run_gate: Run, github: FakeGitHub, repo: Path) -> None:
+    """Issue 41.12: an old project (its record states no realizer and no semantics, so `validate`
+    warns realizer-implicit) follows the hint in an ordinary pull request; the base's record still
+    decides how the rebuild realizes the environment, so that pull request was rebuilt the old way
+    and failed, with nothing saying why. The hint and the gate's comment now say what it takes."""
+
+    def old_project(root: Path) -> None:
+        text = "numpy==1.26.4\n"
+        (root / "tiny" / "requirements.lock").write_text(text)
+
+        def written_by_an_old_release(record: dict) -> None:
+            record["job"].pop("environment")
+            checksum = "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+            record["source"]["lock_files"] = [{"path": "tiny/requirements.lock", "checksum": checksum, "format": "pip-requirements"}]
+
+        edit_record(root / TINY, written_by_an_old_release)
+
+    commit(repo, old_project)
+    hinted = run_gate_validate(repo)
+    assert "realizer-implicit" in hinted and "baseline promotion" in hinted and "reprogate/baseline" in hinted, hinted
+    base, head = commit(repo, lambda root: edit_record(root / TINY, lambda r: r.update(semantics="0.1")))
+    result = run_gate(pr_event("opened", base, head))
+    assert result.exit_code == 0, result.output
+    body = github.comments[-1]["body"]
+    assert "take effect only through a baseline promotion" in body and "`semantics`" in body, body
+    assert "contract of tiny/records/tiny.yaml" in result.output and "semantics" in result.output
+
+
+def run_gate_validate(repo: Path) -> str:
+    from click.testing import CliRunner
+
+    from reprogate.cli import main
+
+    done = CliRunner().invoke(main, ["validate", str(repo / TINY), "--format", "json"], catch_exceptions=False)
+    return done.output
