@@ -72,13 +72,13 @@ def gate_command(
         if dry_run.event is not None and dry_run.from_git is not None:
             raise UsageError("give --dry-run EVENT_FILE or --from-git BASE..HEAD, not both")
         if dry_run.event is not None:
-            payload, source = read_payload(dry_run.event), str(dry_run.event)
+            webhook, source = read_payload(dry_run.event), str(dry_run.event)
         elif dry_run.from_git is not None:
-            payload = event_from_git(repo, dry_run.from_git, os.environ.get("GITHUB_REPOSITORY", ""), dry_run.fork)
+            webhook = event_from_git(repo, dry_run.from_git, os.environ.get("GITHUB_REPOSITORY", ""), dry_run.fork)
             source = f"--from-git {dry_run.from_git}"
         else:
             raise UsageError("--dry-run judges an event: give its payload file (--dry-run EVENT_FILE) or a range (--dry-run --from-git BASE..HEAD)")
-        event = parse_event(dry_run.event_name, payload, os.environ.get("GITHUB_REPOSITORY", ""), source)
+        event = parse_event(dry_run.event_name, webhook, os.environ.get("GITHUB_REPOSITORY", ""), source)
         client = recorder = DryRunClient(writer=dry_run.writer)
     else:
         event = load_event(os.environ.get("GITHUB_EVENT_NAME", ""), os.environ.get("GITHUB_EVENT_PATH"), os.environ.get("GITHUB_REPOSITORY", ""))
