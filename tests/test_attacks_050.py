@@ -89,7 +89,7 @@ def test_a_check_run_reprogate_did_not_create_is_no_baseline_proof(
 
 def test_as_statuses_reads_only_reprogates_own_check_runs() -> None:
     run = {"id": 1, "name": "reprogate/reproduction", "status": "completed", "conclusion": "success", "output": {"title": "passed: x; base abcdefabcdef"}}
-    assert checks.as_statuses([dict(run, app={"slug": "github-actions"}, external_id="reprogate")])[0]["state"] == "success"
+    assert checks.as_statuses([dict(run, app={"slug": "github-actions"}, external_id="reprogate")])[0].state == "success"
     assert checks.as_statuses([dict(run, app={"slug": "github-actions"})]) == []  # a workflow job named like the check
     assert checks.as_statuses([dict(run, app={"slug": "other"}, external_id="reprogate")]) == []
     assert checks.as_statuses([dict(run, app=None, external_id="reprogate")]) == []

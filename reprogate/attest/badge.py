@@ -21,13 +21,20 @@ MESSAGES = {"reproduced": "reproduced", "not-reproduced": "not reproduced", "inc
 MAX_LABEL = 64
 
 
-def badge(verdicts: Sequence[Mapping[str, Any]], missing: Sequence[str] = (), label: str = "reproduction", job_problem: str | None = None) -> dict[str, Any]:
+def badge(
+    verdicts: Sequence[Mapping[str, Any]],
+    missing: Sequence[str] = (),
+    label: str = "reproduction",
+    job_problem: str | None = None,
+    refused: Sequence[str] = (),
+) -> dict[str, Any]:
     """The endpoint JSON for these verdicts (one rebuild's records together). A verdict that never
-    arrived (`missing`) or a rebuild job that did not end as its verdicts say (`job_problem`,
-    github.binding.job_problem) makes it inconclusive, as it makes the status `error`."""
+    arrived (`missing`), one that is not about the files it names (`refused`:
+    attest.statement.files_problem) or a rebuild job that did not end as its verdicts say
+    (`job_problem`, github.binding.job_problem) makes it inconclusive, as it makes the status `error`."""
     if not label or len(label) > MAX_LABEL or any(ord(c) < 0x20 or ord(c) == 0x7F for c in label):
         raise UsageError(f"--label: 1 to {MAX_LABEL} printable characters")
-    said = OUTCOMES[terminal([dict(v) for v in verdicts], [], list(missing), job_problem=job_problem).state]
+    said = OUTCOMES[terminal([dict(v) for v in verdicts], [], list(missing), list(refused), job_problem=job_problem).state]
     return {"schemaVersion": 1, "label": label, "message": MESSAGES[said], "color": COLORS[said]}
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reprogate.attest.badge import badge
-from reprogate.attest.statement import Expected, check_binding, make_statement
+from reprogate.attest.statement import Expected, check_binding, files_problem, make_statement
 from reprogate.core.diagnostics import ExitCode
 from reprogate.core.errors import CheckFailed
 from reprogate.core.fileio import atomic_write
@@ -54,20 +54,26 @@ def attest_command(verdict: Path, options: AttestOptions) -> CommandResult:
 
 
 def badge_command(verdicts: list[Path], out: Path | None, label: str, expected: Expected, rebuild_result: str | None) -> CommandResult:
-    """A verdict file that is not there is missing (an inconclusive badge); one that is there must be a verdict."""
-    read, missing = [], []
+    """A verdict file that is not there is missing (an inconclusive badge); one that is there must
+    be a verdict; a passing one counts only when the record it names (in the checkout) has its
+    record digest and its rebuild record beside it its checksum (inconclusive otherwise)."""
+    read, missing, refused = [], [], []
     for path in verdicts:
         if not path.exists():
             missing.append(str(path))
             continue
         data = read_verdict(path)
         check_binding(data, path, expected)
+        why = files_problem(data, path) if data.get("verdict") == "pass" else None
+        if why is not None:
+            refused.append(f"{path}: not counted: {why}")
+            continue
         read.append(data)
     problem = None
     if rebuild_result is not None:
         problem = job_problem(Expectation(expected.nonce, expected.run_id, rebuild_result, "", {}), all(v.get("verdict") == "pass" for v in read))
-    text = json.dumps(badge(read, missing, label, problem)) + "\n"
-    notes = [f"{path}: no verdict there (counted as missing: inconclusive)" for path in missing]
+    text = json.dumps(badge(read, missing, label, problem, refused)) + "\n"
+    notes = [f"{path}: no verdict there (counted as missing: inconclusive)" for path in missing] + refused
     if out is None:
         return CommandResult(ExitCode.OK, [text.rstrip("\n")], notes)
     atomic_write(out, text)

@@ -138,6 +138,19 @@ def _rebuild_record(verdict: Mapping[str, Any], verdict_path: Path) -> Subject:
     return Subject(name, digest)
 
 
+def files_problem(verdict: Mapping[str, Any], verdict_path: Path) -> str | None:
+    """Why the verdict is not about the files it names, or None: the record at its path (from
+    the working directory: the checkout of the rebuilt commit) must have its record digest, and
+    the rebuild record beside it its checksum. The badge believes a pass only then, as the
+    statement does."""
+    try:
+        _record(verdict, None)
+        _rebuild_record(verdict, verdict_path)
+    except (CheckFailed, UsageError) as exc:
+        return exc.message
+    return None
+
+
 def check_binding(verdict: Mapping[str, Any], path: Path, expected: Expected) -> None:
     run = verdict.get("run") if isinstance(verdict.get("run"), dict) else {}
     if expected.nonce is not None and run.get("nonce") != expected.nonce:

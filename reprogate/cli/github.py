@@ -50,22 +50,53 @@ publish_option = click.option(
 @click.option(
     "--dry-run",
     "event",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    is_flag=False,
+    flag_value="",
     default=None,
-    metavar="EVENT_FILE",
-    help="Judge this webhook payload here and print what the gate would post (statuses, dispatch, comment): no token, no network.",
+    metavar="[EVENT_FILE]",
+    help="Judge this webhook payload (or, with --from-git, a pull request of a revision range) here and print what the gate would post "
+    "(statuses, dispatch, comment): no token, no network.",
+)
+@click.option(
+    "--from-git",
+    "from_git",
+    default=None,
+    metavar="BASE..HEAD",
+    help="With --dry-run: the pull_request event of HEAD into BASE, built from this repository (a branch of it; --fork: from a fork).",
+)
+@click.option("--fork", is_flag=True, help="--from-git, --example-event: the head comes from a fork (no rebuild without a writer's label).")
+@click.option(
+    "--example-event",
+    "example_event",
+    is_flag=True,
+    help="Print the pull_request payload --from-git builds (default range HEAD~1..HEAD), to edit and give to --dry-run; judge nothing.",
 )
 @click.option("--event-name", default="pull_request", show_default=True, help="--dry-run: the event the payload is (pull_request, merge_group, push).")
 @click.option("--reader", is_flag=True, help="--dry-run: the label's sender has no write permission (default: a writer).")
 @publish_option
 @format_option("github")
 def gate(
-    repo: Path, config_path: Path | None, mode: str, result_file: Path | None, event: Path | None, event_name: str, reader: bool, publish: str, fmt: str
+    repo: Path,
+    config_path: Path | None,
+    mode: str,
+    result_file: Path | None,
+    event: str | None,
+    from_git: str | None,
+    fork: bool,
+    example_event: bool,
+    event_name: str,
+    reader: bool,
+    publish: str,
+    fmt: str,
 ) -> None:
     """Pull-request flow: validate, detect, dispatch, pending status."""
-    from reprogate.github.command import DryRun, gate_command
+    from reprogate.github.command import DryRun, example_event_command, gate_command
 
-    dry_run = DryRun(event, event_name, not reader) if event is not None else None
+    if example_event:
+        finish(lambda: example_event_command(repo, from_git or "HEAD~1..HEAD", fork), "text", "gate")
+    dry_run = None
+    if event is not None or from_git is not None:
+        dry_run = DryRun(Path(event) if event else None, event_name, not reader, from_git, fork)
     finish(lambda: gate_command(repo, config_path, fmt, mode, result_file, dry_run, publish), fmt, "gate")
 
 

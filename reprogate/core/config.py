@@ -19,6 +19,7 @@ CONFIG_NAME = ".reprogate.yaml"
 
 
 DEFAULT_STATUS_CONTEXT = "reprogate/reproduction"
+DEFAULT_STATUS_CREATOR = "github-actions[bot]"  # who the gate and the status job post as with a workflow's GITHUB_TOKEN
 
 
 @dataclass
@@ -35,6 +36,7 @@ class Config:
     baseline_label: str = "reprogate/baseline"
     status_context: str = DEFAULT_STATUS_CONTEXT
     baseline_context: str = "reprogate/baseline"
+    status_creator: str = DEFAULT_STATUS_CREATOR  # the only creator whose statuses (and whose app's check runs) the gate reads
     rebuild_workflow: str = "reprogate-rebuild.yml"
     rebuild_ref: str | None = None
 
@@ -89,6 +91,7 @@ def from_data(data: dict[str, Any], path: Path) -> Config:
         baseline_label=labels.get("baseline", defaults.baseline_label),
         status_context=status.get("context", defaults.status_context),
         baseline_context=status.get("baseline_context", defaults.baseline_context),
+        status_creator=status.get("creator", defaults.status_creator),
         rebuild_workflow=rebuild.get("workflow", defaults.rebuild_workflow),
         rebuild_ref=rebuild.get("ref"),
     )
@@ -100,6 +103,7 @@ def with_overrides(config: Config, env: dict[str, str]) -> Config:
     mapping = {
         "REPROGATE_REBUILD_WORKFLOW": "rebuild_workflow",
         "REPROGATE_STATUS_CONTEXT": "status_context",
+        "REPROGATE_STATUS_CREATOR": "status_creator",
         "REPROGATE_REBUILD_LABEL": "rebuild_label",
         "REPROGATE_BASELINE_LABEL": "baseline_label",
     }

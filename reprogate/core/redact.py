@@ -8,11 +8,24 @@ passes `redact` first. It recognises
 - values registered at run time (`register`): the runner's own secrets, taken from environment
   variables named like credentials, so a training log that prints one is still cleaned;
 - URL userinfo (`https://user:pass@host`, and `user:pass@host` without a scheme);
-- query parameters that carry credentials (`?token=`, `access_token`, `sig`, `X-Amz-Signature` ...).
+- query parameters that carry credentials (`?token=`, `access_token`, `sig`, `X-Amz-Signature` ...);
+- whole private-key blocks (PEM: OpenSSH, RSA, EC, DSA, PKCS#8, encrypted, PGP), body included,
+  also when a log tail begins inside one (its body lines up to the END line) or ends inside one,
+  and when the block is written with `\\n` escapes inside a JSON string;
+- assignments whose name says credential: `aws_secret_access_key = …` (an AWS credentials
+  file), `password: …`, `HF_TOKEN=…`, `"client_secret": "…"` (the value goes, the name stays);
+- RSA key parameters written as JSON (`"d"`, `"p"`, `"q"`, `"dp"`, `"dq"`, `"inverseQ"`,
+  `"modulus"`, `"exponent"`: the runner's `.credentials_rsaparams`; `"qi"` of a JWK).
+
+What it leaves alone is as much a part of it as what it takes: digests and checksums
+(`sha256:…`, git shas, `canonical-v1:…`), ordinary words after a name like `sort_key:` or
+`key_file:` (a weak name — KEY, PASS, AUTH, SESSION, PRIVATE — takes only a value that looks like
+a token), and names such as `TOKENIZERS_PARALLELISM`.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 
@@ -21,7 +34,7 @@ MARK = "[redacted]"
 # Variable names that hold credentials by convention (matched as words inside the name).
 SECRET_NAME = re.compile(r"(?:^|_)(?:TOKEN|SECRET|PASSWORD|PASSWD|PASS|KEY|CREDENTIALS?|AUTH|APIKEY|PRIVATE|COOKIE|SESSION)(?:_|$)", re.IGNORECASE)
 
-# Value shapes of well-known credentials.
+# Value shapes of well-known credentials (`sk-` only at a word's start: `task-…` holds no key).
 SECRET_VALUE = re.compile(
     r"ghp_[A-Za-z0-9]{20,}"
     r"|gh[osur]_[A-Za-z0-9]{20,}"
@@ -30,9 +43,52 @@ SECRET_VALUE = re.compile(
     r"|hf_[A-Za-z0-9]{20,}"
     r"|xox[abposr]-[A-Za-z0-9-]{10,}"
     r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
-    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"
-    r"|sk-[A-Za-z0-9_-]{20,}"
+    r"|-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+    r"|s(?<![A-Za-z0-9_-]s)k-[A-Za-z0-9_-]{20,}"
 )
+
+# A private-key block, BEGIN to END: its body is base64 with optional headers (Proc-Type,
+# DEK-Info) and line ends, real or written as `\n` inside a JSON string, bounded so that a BEGIN
+# without its END costs linear time. A BEGIN without an END (a text that ends inside the block)
+# takes everything after it that can be a body; a text that starts inside one (a log tail) loses
+# the lines of base64 before the END line.
+_PEM_LABEL = r"[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?"
+_PEM_BODY = r"(?:[A-Za-z0-9+/=:,\- \t\r\n]|\\[nr])"
+_PEM_BLOCK = re.compile(rf"-----BEGIN {_PEM_LABEL}-----{_PEM_BODY}{{0,65536}}?-----END {_PEM_LABEL}-----")
+_PEM_OPEN = re.compile(rf"-----BEGIN {_PEM_LABEL}-----{_PEM_BODY}{{0,65536}}")
+_PEM_TAIL = re.compile(rf"(?:^|(?<=\\n))(?:[A-Za-z0-9+/=]+[ \t\r]*(?:\n|\\n))*[A-Za-z0-9+/=]*-----END {_PEM_LABEL}-----", re.MULTILINE)
+
+# `name = value`, `name: value`, `NAME=value`, `"name": "value"` whose name says credential
+# (is_secret_name). A strong name takes any value; a weak one (a bare KEY, PASS, AUTH, SESSION,
+# PRIVATE) only a value that looks like a token, so `sort_key: step`, `key_file: ./a` and
+# `cache_key: sha256:…` stay as they are. At the start of a line the value is the rest of it
+# (`password = correct horse battery staple`); elsewhere it ends at a blank or a quote.
+_STRONG_NAME = re.compile(
+    r"(?:^|[_.-])(?:SECRETS?|PASSWORD|PASSWD|PASSPHRASE|TOKEN|CREDENTIALS?|APIKEY|COOKIE)(?:[_.-]|$)"
+    r"|(?:^|[_.-])(?:API|ACCESS|SECRET|PRIVATE|SIGNING|ENCRYPTION|CLIENT)[_.-]?KEY(?:[_.-]|$)",
+    re.IGNORECASE,
+)
+_NAME = r"(?P<q>(?:\\?[\"'])?)(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,80})(?P=q)[ \t]*(?:=|:)[ \t]*"
+_LINE_ASSIGNMENT = re.compile(rf"(?P<lead>^[ \t]*(?:export[ \t]+|-[ \t]+)?{_NAME})(?P<value>[^\s\"'][^\n]{{0,4095}}?)(?=[ \t\r]*$)", re.MULTILINE)
+_ASSIGNMENT = re.compile(rf"(?:^|(?<=[\s{{,(\[;])){_NAME}", re.MULTILINE)  # the name only: `env: A_SECRET=x` holds two
+_SECRET_WORDS = ("token", "secret", "credential", "cookie", "key", "pass", "auth", "private", "session")  # what is_secret_name's words hold
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+# a value: in quotes (escaped ones inside a JSON string too), or up to a blank, a quote or an `=` (base64's padding kept)
+# a value: in quotes (escaped ones inside a JSON string too), or up to a blank, a quote or an `=` (base64's padding kept)
+_VALUE = re.compile(
+    r"\\\"(?:[^\"\\\n]|\\[^\"\n]){1,4096}\\\"|\"(?:[^\"\\\n]|\\.){1,4096}\"|'[^'\n]{1,4096}'|[^\s\"',;}\])=]{1,4096}={0,2}"
+)  # unquoted: up to a blank, a quote or an `=` (base64's padding kept)
+_NOT_A_VALUE = frozenset({"true", "false", "null", "none", "yes", "no", "on", "off", "redacted", "required", "optional", "***", "-", "{", "["})
+_TOKEN_LIKE = re.compile(r"^(?=[^\s]*[0-9])(?=[^\s]*[A-Za-z])[A-Za-z0-9+/=_.~-]{16,}$")
+_DIGEST_LIKE = re.compile(r"^(?:[A-Za-z0-9-]+:)*(?:sha|md5|blake|crc|xxh)[A-Za-z0-9-]*[:=-][A-Za-z0-9+/=]+$|^[0-9a-f]{32,128}$", re.IGNORECASE)
+
+# RSA key parameters as JSON (the runner's `.credentials_rsaparams`; a JWK's private members).
+_RSA_PARAMS = re.compile(
+    r"(?P<lead>(?P<q>\\?[\"'])(?:d|p|q|dp|dq|qi|inverseQ|modulus|exponent|privateExponent|prime[12]|coefficient)(?P=q)\s*:\s*(?P=q))"
+    r"[A-Za-z0-9+/=_-]{4,}(?=(?P=q))"
+)
+
+_RSA_TELLTALES = ("modulus", "inverseQ", "qi", "privateExponent", "coefficient")  # one of them is in every dump of a private key's numbers
 
 # A URL's start; its userinfo is judged by _userinfo_end, not by one pattern.
 # Anchored at the start of a run of scheme characters, so a long word is scanned once, not once per letter.
@@ -107,6 +163,96 @@ def register_environment(env: Mapping[str, str]) -> None:
     register(value for name, value in env.items() if is_secret_name(name))
 
 
+def _assigned(match: re.Match[str]) -> str:
+    """A line's assignment with its value replaced when its name says credential (_LINE_ASSIGNMENT)."""
+    return match.group("lead") + _value_shown(match.group("name"), match.group("value"))
+
+
+def _assignments(text: str) -> str:
+    """Every `name=value` / `name: value` / `"name": "value"` inside a line, value replaced when
+    its name says credential. The words a credential's name holds are found first (one scan, so
+    a long log of `loss=…` costs little), then the name around each, its operator and its value;
+    a name inside another assignment's value (`env: A_SECRET=x`) is judged too."""
+    out, done, name_end = [], 0, -1
+    for at in _secret_words(text):
+        if at < name_end or at < done:
+            continue  # inside a name already judged (`secret_token`), or a value already replaced
+        start, name_end = at, at
+        while start > 0 and text[start - 1] in _NAME_CHARS:
+            start -= 1
+        while name_end < len(text) and text[name_end] in _NAME_CHARS:
+            name_end += 1
+        after = name_end + (text[name_end : name_end + 1] in ('"', "'", "\\"))
+        while after < len(text) and text[after] in ' \t"':
+            after += 1
+        if after >= len(text) or text[after] not in ":=" or name_end - start > 81 or _name_kind(text[start:name_end]) is None:
+            continue  # no assignment follows, or the name is not a credential's
+        quoted = 2 if text[max(0, start - 2) : start] in ('\\"', "\\'") else 1 if text[start - 1 : start] in ('"', "'") else 0
+        lead = _ASSIGNMENT.match(text, start - quoted)
+        if lead is None:
+            continue
+        value = _VALUE.match(text, lead.end())
+        if value is None:
+            continue
+        shown = _value_shown(lead.group("name"), value.group(0))
+        if shown != value.group(0):
+            out += [text[done : lead.end()], shown]
+            done = value.end()
+    return "".join([*out, text[done:]]) if out else text
+
+
+def _secret_words(text: str) -> list[int]:
+    """Where a word of a credential's name occurs in `text`, in order (str.find over the lower-cased
+    text: one C scan per word, where a case-insensitive regex costs a hundred times more)."""
+    lower = text.lower()
+    if len(lower) != len(text):  # a character whose lower case is longer: positions would not match
+        lower = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+    found: list[int] = []
+    for word in _SECRET_WORDS:
+        at = lower.find(word)
+        while at != -1:
+            found.append(at)
+            at = lower.find(word, at + 1)
+    return sorted(found)
+
+
+@functools.lru_cache(maxsize=4096)
+def _name_kind(name: str) -> str | None:
+    """ "strong" for a name that always holds a credential, "weak" for one that may, else None
+    (a log repeats its names: each is judged once)."""
+    if not is_secret_name(name):
+        return None
+    return "strong" if _STRONG_NAME.search(name) else "weak"
+
+
+def _value_shown(name: str, value: str) -> str:
+    """`value` as it may be shown after `name`: the marker (in the value's quotes) when the name
+    says credential and the value can be one; else the value itself."""
+    kind = _name_kind(name)
+    strong = kind == "strong"
+    if kind is None or (not strong and len(value) < 16):
+        return value  # a weak name takes only a token's length
+    if len(value) >= 4 and value.startswith('\\"') and value.endswith('\\"'):
+        quote = '\\"'  # inside a JSON string
+    else:
+        quote = value[0] if len(value) >= 2 and value[0] in "\"'" and value[-1] == value[0] else ""
+    bare = value[len(quote) : len(value) - len(quote)]
+    if not bare.strip() or bare.lower() in _NOT_A_VALUE or MARK in bare or bare.startswith("$"):
+        return value  # not a credential's name, or a value that is no credential (a reference to one, a marker)
+    if not strong and (not _TOKEN_LIKE.match(bare) or _DIGEST_LIKE.match(bare)):
+        return value
+    return f"{quote}{MARK}{quote}"
+
+
+def _private_keys(text: str) -> str:
+    """Every private-key block and block part (see _PEM_BLOCK, _PEM_OPEN, _PEM_TAIL) as the marker."""
+    if "PRIVATE KEY" not in text:
+        return text
+    text = _PEM_BLOCK.sub(MARK, text)
+    text = _PEM_OPEN.sub(MARK, text)
+    return _PEM_TAIL.sub(MARK, text)
+
+
 def redact(text: str) -> str:
     """`text` with every credential-shaped substring replaced by a marker."""
     if not text:
@@ -114,7 +260,13 @@ def redact(text: str) -> str:
     for secret in sorted(_registered, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, MARK)
+    text = _private_keys(text)
     text = SECRET_VALUE.sub(MARK, text)
+    if "=" in text or ":" in text:  # an assignment or a JSON member
+        if any(name in text for name in _RSA_TELLTALES):
+            text = _RSA_PARAMS.sub(lambda m: f"{m.group('lead')}{MARK}", text)
+        text = _LINE_ASSIGNMENT.sub(_assigned, text)
+        text = _assignments(text)
     if "@" in text:  # userinfo ends at an `@`; most lines have none and skip both scans
         for start, end in reversed(_userinfo_spans(text)):
             text = text[:start] + MARK + text[end:]

@@ -17,11 +17,18 @@ For `--publish check-run` (no status at all) `as_statuses` reads the check runs 
 status records the gate's trust rules (github/trust.py) already read: state, description (the
 title, which carries the base and the record digests as the description does), link and time.
 Only reprogate's own check runs count, there and when the status job looks for the gate's queued
-run: created by the GitHub Actions app (`app.slug` `github-actions`, the GITHUB_TOKEN the gate and
-the status job post with; any other app installed with `checks: write` could create a run of the
-same name) with `external_id` `reprogate` (a job of a workflow the pull request adds, named
-`reprogate/reproduction`, is a github-actions check run of that name too, but sets no external id:
-the status job must never complete it, nor the gate read it as a judgement).
+run: created by the app of the configured creator (github/statuses.py: `github-actions[bot]` by
+default, `app.slug` `github-actions`, the GITHUB_TOKEN the gate and the status job post with; any
+other app installed with `checks: write` could create a run of the same name) with `external_id`
+`reprogate` (a job of a workflow the pull request adds, named `reprogate/reproduction`, is a
+github-actions check run of that name too, but sets no external id: the status job must never
+complete it, nor the gate read it as a judgement).
+
+Limits: GitHub counts a summary's 65,535 in bytes (`cut_summary` cuts the UTF-8 on a character
+boundary). A refusal of the Checks API (any 4xx: a body GitHub will not take) never leaves the
+run in progress: the run is completed at once with the same state's conclusion and a short
+summary saying why the report is not there (`_completed_anyway`), and the status (posted apart)
+still says the verdict.
 """
 
 from __future__ import annotations
@@ -30,17 +37,19 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from reprogate.core.errors import InfrastructureError
+from reprogate.core.redact import redact
 from reprogate.core.timestamps import utc_now
-from reprogate.github.client import GitHubClient, cut
+from reprogate.github.client import GitHubClient, GitHubError, cut
+from reprogate.github.statuses import DEFAULT_CREATOR, Status, app_slug
 
 PUBLISH = ("both", "check-run", "status")
 DEFAULT_PUBLISH = "both"
-SUMMARY_LIMIT = 65_535  # output.summary and output.text (GitHub's OpenAPI description: maxLength)
+SUMMARY_LIMIT = 65_535  # output.summary and output.text: bytes of UTF-8 (GitHub's 422 says "must be less than 65535 bytes")
 TITLE_LIMIT = 255
 ANNOTATIONS_PER_REQUEST = 50
 ANNOTATION_LEVELS = ("notice", "warning", "failure")
 CONCLUSIONS = {"success": "success", "failure": "failure", "error": "action_required"}
-ACTIONS_APP = "github-actions"  # the app behind every workflow's GITHUB_TOKEN
 EXTERNAL_ID = "reprogate"  # set on every check run reprogate creates; a workflow job's run has none
 STATES = {"success": "success", "failure": "failure"}  # a completed run read back; anything else completed is error
 TITLE_PREFIX = {"success": "passed", "failure": "failed", "error": "inconclusive", "pending": "pending"}
@@ -105,12 +114,15 @@ def title_of(state: str, description: str) -> str:
 
 
 def cut_summary(text: str) -> str:
-    """The report within GitHub's 65,535 characters, saying where and how much it was cut."""
-    if len(text) <= SUMMARY_LIMIT:
+    """The report within GitHub's 65,535 bytes, cut on a character boundary, saying where and how
+    much it was cut."""
+    size = len(text.encode("utf-8"))
+    if size <= SUMMARY_LIMIT:
         return text
-    note = "\n\n…(the report is {} characters; cut here to GitHub's 65,535-character limit: the full report is in the rebuild run's artifacts)"
-    note = note.format(len(text))
-    return text[: SUMMARY_LIMIT - len(note)] + note
+    note = f"\n\n…(the report is {size:,} bytes; cut here to GitHub's 65,535-byte limit: the full report is in the rebuild run's artifacts)"
+    room = SUMMARY_LIMIT - len(note.encode("utf-8"))
+    head = text.encode("utf-8")[:room].decode("utf-8", errors="ignore")  # a character the cut splits is left out whole
+    return head + note
 
 
 def batches(annotations: Sequence[Annotation]) -> Iterator[list[dict[str, Any]]]:
@@ -119,7 +131,9 @@ def batches(annotations: Sequence[Annotation]) -> Iterator[list[dict[str, Any]]]
 
 
 def _output(out: CheckOutput, annotations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {"title": title_of(out.state, out.title), "summary": cut_summary(out.summary or out.title)}
+    """The run's output, redacted before it is cut (the client redacts again on the way out, which
+    then changes nothing), so the cut is what GitHub receives."""
+    body: dict[str, Any] = {"title": title_of(out.state, redact(out.title)), "summary": cut_summary(redact(out.summary or out.title))}
     if annotations:
         body["annotations"] = annotations
     return body
@@ -135,63 +149,119 @@ def queue(client: GitHubClient, repo: str, sha: str, name: str, out: CheckOutput
         body["status"] = "queued"
     else:
         body.update(status="completed", conclusion=conclusion(out.state), completed_at=utc_now())
-    return client.create_check_run(repo, body)
+    try:
+        return client.create_check_run(repo, body)
+    except GitHubError as exc:
+        if not _refused(exc):
+            raise
+        body["output"] = _short_output(out, exc)
+        return _or_unreachable(lambda: client.create_check_run(repo, body), exc)
 
 
-def complete(client: GitHubClient, repo: str, sha: str, name: str, out: CheckOutput) -> list[dict[str, Any]]:
+def complete(client: GitHubClient, repo: str, sha: str, name: str, out: CheckOutput, creator: str = DEFAULT_CREATOR) -> list[dict[str, Any]]:
     """The status job's part: take the open check run of this name on the commit (the gate's
-    queued one) or create one, move it to in_progress, then to completed with its conclusion and
-    the first 50 annotations; each further 50 is one more update (GitHub appends them). The
-    conclusion is `out.state`, which the caller judged from the verdicts alone."""
-    open_runs = [r for r in client.check_runs(repo, sha, name) if r.get("status") != "completed" and isinstance(r.get("id"), int) and ours(r)]
+    queued one: the one whose link is this rebuild's run when there is one) or create one, move it
+    to in_progress, then to completed with its conclusion and the first 50 annotations; each
+    further 50 is one more update (GitHub appends them). The conclusion is `out.state`, which the
+    caller judged from the verdicts alone. A refusal of any of these (4xx) completes the run with a
+    short summary instead (`_completed_anyway`): never left in progress."""
+    open_runs = [r for r in client.check_runs(repo, sha, name) if r.get("status") != "completed" and isinstance(r.get("id"), int) and ours(r, creator)]
+    this_run = [r for r in open_runs if out.details_url and r.get("details_url") == out.details_url]
     started = utc_now()
     progress: dict[str, Any] = {"status": "in_progress", "started_at": started, "output": _output(CheckOutput("pending", "judging the rebuild's verdicts", ""))}
     if out.details_url:
         progress["details_url"] = out.details_url
-    if open_runs:
-        run_id = int(max(open_runs, key=lambda r: int(r["id"]))["id"])
+    if this_run or open_runs:
+        run_id = int(max(this_run or open_runs, key=lambda r: int(r["id"]))["id"])
         answers = [client.update_check_run(repo, run_id, progress)]
     else:
         answers = [client.create_check_run(repo, {"name": name, "head_sha": sha, "external_id": EXTERNAL_ID, **progress})]
         run_id = int(answers[0]["id"])
     parts = list(batches(out.annotations)) or [[]]
     final: dict[str, Any] = {"status": "completed", "conclusion": conclusion(out.state), "completed_at": utc_now(), "output": _output(out, parts[0])}
-    answers.append(client.update_check_run(repo, run_id, final))
-    for part in parts[1:]:
-        answers.append(client.update_check_run(repo, run_id, {"output": _output(out, part)}))
+    try:
+        answers.append(client.update_check_run(repo, run_id, final))
+        for part in parts[1:]:
+            answers.append(client.update_check_run(repo, run_id, {"output": _output(out, part)}))
+    except GitHubError as exc:
+        if not _refused(exc):
+            raise
+        answers.append(_completed_anyway(client, repo, run_id, out, exc))
     return answers
 
 
-def ours(run: dict[str, Any]) -> bool:
-    """Whether reprogate created this check run: through GitHub Actions (a workflow's
-    GITHUB_TOKEN), with reprogate's external id (which no workflow job's check run carries)."""
+def supersede(client: GitHubClient, repo: str, sha: str, name: str, out: CheckOutput, creator: str = DEFAULT_CREATOR) -> list[dict[str, Any]]:
+    """A stale rebuild's part (a newer one already posted): complete only this rebuild's own open
+    run (the one linking to `out.details_url`) with the newer verdict's state, so no check run of
+    the name says otherwise than the status; another rebuild's run is never touched."""
+    if not out.details_url:
+        return []
+    runs = [r for r in client.check_runs(repo, sha, name) if r.get("status") != "completed" and isinstance(r.get("id"), int) and ours(r, creator)]
+    done = []
+    for run in runs:
+        if run.get("details_url") == out.details_url:
+            body = {"status": "completed", "conclusion": conclusion(out.state), "completed_at": utc_now(), "output": _output(out)}
+            done.append(client.update_check_run(repo, int(run["id"]), body))
+    return done
+
+
+def _refused(exc: GitHubError) -> bool:
+    """A 4xx: GitHub will not take this body (too large, an annotation it rejects, ...)."""
+    return 400 <= exc.status < 500
+
+
+def _short_output(out: CheckOutput, exc: GitHubError) -> dict[str, Any]:
+    why = f"GitHub refused the full report (HTTP {exc.status}): {exc.message[:300]}"
+    where = f": {out.details_url}" if out.details_url else "."
+    summary = f"{redact(out.title)}\n\n{why}. The verdicts and the report are in the rebuild run's artifacts{where}"
+    return {"title": title_of(out.state, out.title), "summary": cut_summary(summary)}
+
+
+def _completed_anyway(client: GitHubClient, repo: str, run_id: int, out: CheckOutput, exc: GitHubError) -> dict[str, Any]:
+    """The run completed with the state's conclusion and a short summary, after GitHub refused
+    the full one: a check left in progress would block the merge with no answer at all."""
+    body = {"status": "completed", "conclusion": conclusion(out.state), "completed_at": utc_now(), "output": _short_output(out, exc)}
+    return _or_unreachable(lambda: client.update_check_run(repo, run_id, body), exc)
+
+
+def _or_unreachable(call: Any, first: GitHubError) -> dict[str, Any]:
+    """The short retry; refused too, it is GitHub's problem to report (exit 3), not a usage error."""
+    try:
+        return call()  # type: ignore[no-any-return]
+    except GitHubError as again:
+        raise InfrastructureError(f"GitHub refused the check run twice (HTTP {first.status}, then {again.status}): {again.message[:300]}") from None
+
+
+def ours(run: dict[str, Any], creator: str = DEFAULT_CREATOR) -> bool:
+    """Whether reprogate created this check run: through the creator's app (a workflow's
+    GITHUB_TOKEN: GitHub Actions), with reprogate's external id (which no workflow job's check
+    run carries)."""
     app = run.get("app")
-    return isinstance(app, dict) and app.get("slug") == ACTIONS_APP and run.get("external_id") == EXTERNAL_ID
+    return isinstance(app, dict) and app.get("slug") == app_slug(creator) and run.get("external_id") == EXTERNAL_ID
 
 
-def as_statuses(check_runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Check runs as the status records github/trust.py reads (state, context, description,
-    target_url, created_at, id). A run reprogate did not create (`ours`) is no record of the gate's."""
+def as_statuses(check_runs: list[dict[str, Any]], creator: str = DEFAULT_CREATOR) -> list[Status]:
+    """Check runs as the statuses github/trust.py reads (state, context, description, link, time,
+    creator). A run reprogate did not create (`ours`) is no record of the gate's."""
     out = []
     for run in check_runs:
-        if not isinstance(run, dict) or not ours(run):
+        if not isinstance(run, dict) or not ours(run, creator):
             continue
         output = run.get("output") if isinstance(run.get("output"), dict) else {}
-        if run.get("status") == "completed":
-            state = STATES.get(str(run.get("conclusion")), "error")
-        else:
-            state = "pending"
-        title = str(output.get("title") or "")
+        state = STATES.get(str(run.get("conclusion")), "error") if run.get("status") == "completed" else "pending"
+        title = str(output.get("title") or "")  # type: ignore[union-attr]
         prefix = TITLE_PREFIX.get(state, state) + ": "  # what title_of added, if it did
+        url, started, identifier = run.get("details_url"), run.get("started_at"), run.get("id")
         out.append(
-            {
-                "id": run.get("id"),
-                "state": state,
-                "context": run.get("name"),
-                "description": title.removeprefix(prefix),
-                "target_url": run.get("details_url"),
-                "created_at": run.get("started_at"),
-            }
+            Status(
+                id=identifier if isinstance(identifier, int) and not isinstance(identifier, bool) else 0,
+                state=state,  # type: ignore[arg-type]
+                context=str(run.get("name") or ""),
+                description=title.removeprefix(prefix),
+                target_url=url if isinstance(url, str) else None,
+                created_at=started if isinstance(started, str) else "",
+                creator=f"{app_slug(creator)}[bot]",
+            )
         )
     return out
 
@@ -212,5 +282,6 @@ __all__ = [
     "publishes_check",
     "publishes_status",
     "queue",
+    "supersede",
     "title_of",
 ]

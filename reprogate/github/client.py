@@ -11,7 +11,9 @@
   stdout; the runner masks github.token and secrets itself), and errors quote GitHub's message,
   never request headers.
 - Size limits: a status description is cut to 140 characters, a comment body to 65,536, a check
-  run's output summary and text to 65,535 (github/checks.py cuts them, saying so).
+  run's output summary and text to 65,535 bytes (github/checks.py cuts them, saying so).
+- Everything it sends that people read (a status description, a comment, a check run's title,
+  summary and annotations) passes the one redactor (core/redact.py) on the way out.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from urllib.parse import quote
 from reprogate.core.diagnostics import ExitCode
 from reprogate.core.errors import InfrastructureError, ReprogateError
 from reprogate.core.http import HttpClient, HttpPolicy, Reply, same_origin
+from reprogate.core.redact import redact
+from reprogate.github.statuses import Status, from_api
 
 API_VERSION = "2022-11-28"
 DESCRIPTION_LIMIT = 140
@@ -49,6 +53,18 @@ class GitHubUnreachable(InfrastructureError):
 
 def cut(text: str, limit: int, marker: str = "…") -> str:
     return text if len(text) <= limit else text[: limit - len(marker)] + marker
+
+
+def cut_words(text: str, limit: int, marker: str = "…") -> str:
+    """`text` within `limit` characters, cut at the end of a word (after a blank, a comma or a
+    semicolon) so no path or name is left half-written; a word longer than the room is cut."""
+    if len(text) <= limit:
+        return text
+    room = text[: max(0, limit - len(marker))]
+    end = max(room.rfind(" "), room.rfind(","), room.rfind(";"))
+    if end > 0:
+        room = room[:end]
+    return room.rstrip(" ,;:(") + marker
 
 
 @dataclass
@@ -96,7 +112,10 @@ class GitHubClient:
             )
         if reply.status in (403, 429) and reply.headers.get("x-ratelimit-remaining") == "0":
             raise GitHubUnreachable(f"{method} {path}: rate limit exhausted until {reply.headers.get('x-ratelimit-reset', 'its reset')} (epoch seconds)")
-        raise GitHubError(f"{method} {path}: HTTP {reply.status}: {_message(reply)}", reply.status)
+        message = _message(reply)
+        if message is None:  # GitHub words every refusal as a JSON object with a message: this answer is not GitHub's
+            raise GitHubUnreachable(f"{method} {path}: HTTP {reply.status} with a body that is not GitHub's error object")
+        raise GitHubError(f"{method} {path}: HTTP {reply.status}: {message}", reply.status)
 
     def paginate(self, path: str, params: dict[str, Any] | None = None, key: str | None = None, max_pages: int = 100) -> Iterator[Any]:
         """Items of a paginated list (inside the object's `key` for answers that wrap it), following
@@ -113,24 +132,26 @@ class GitHubClient:
                 data = data.get(key)
             if not isinstance(data, list):
                 raise GitHubUnreachable(f"GET {path}: the answer is {type(data).__name__}, not a list")
-            yield from (item for item in data if isinstance(item, dict))
+            if not all(isinstance(item, dict) for item in data):
+                raise GitHubUnreachable(f"GET {path}: the answer lists something other than objects (GitHub's lists hold objects)")
+            yield from data
             url = _next_link(reply.headers.get("Link", ""))
 
     # operations ------------------------------------------------------------------------------------
 
     def create_status(self, repo: str, sha: str, state: str, context: str, description: str, target_url: str | None = None) -> dict[str, Any]:
-        body: dict[str, Any] = {"state": state, "context": context, "description": cut(description, DESCRIPTION_LIMIT)}
+        body: dict[str, Any] = {"state": state, "context": context, "description": cut(redact(description), DESCRIPTION_LIMIT)}
         if target_url:
             body["target_url"] = target_url
         return _object(self.request("POST", f"/repos/{repo}/statuses/{sha}", json=body, expect=(201,)))
 
     def create_check_run(self, repo: str, body: dict[str, Any]) -> dict[str, Any]:
         """POST /repos/{owner}/{repo}/check-runs (github/checks.py builds the body)."""
-        return _object(self.request("POST", f"/repos/{repo}/check-runs", json=body, expect=(201,)))
+        return _object(self.request("POST", f"/repos/{repo}/check-runs", json=_redacted_output(body), expect=(201,)))
 
     def update_check_run(self, repo: str, check_run_id: int, body: dict[str, Any]) -> dict[str, Any]:
         """PATCH a check run: its status, conclusion, output; annotations given are appended."""
-        return _object(self.request("PATCH", f"/repos/{repo}/check-runs/{int(check_run_id)}", json=body, expect=(200,)))
+        return _object(self.request("PATCH", f"/repos/{repo}/check-runs/{int(check_run_id)}", json=_redacted_output(body), expect=(200,)))
 
     def check_runs(self, repo: str, ref: str, name: str) -> list[dict[str, Any]]:
         """The check runs named `name` on a commit (every one, not only the latest)."""
@@ -171,9 +192,10 @@ class GitHubClient:
         permission = data.get("permission")  # admin, write, read or none (maintain -> write, triage -> read)
         return permission if isinstance(permission, str) else "none"
 
-    def statuses(self, repo: str, ref: str) -> list[dict[str, Any]]:
-        """Every status posted on a commit, newest first (the combined status keeps only the latest per context)."""
-        return list(self.paginate(f"/repos/{repo}/commits/{ref}/statuses"))
+    def statuses(self, repo: str, ref: str) -> list[Status]:
+        """Every status posted on a commit, newest first (the combined status keeps only the latest
+        per context), each typed with its creator (github/statuses.py)."""
+        return [from_api(item) for item in self.paginate(f"/repos/{repo}/commits/{ref}/statuses")]
 
     def pull_request(self, repo: str, number: int) -> dict[str, Any]:
         return _object(self.request("GET", f"/repos/{repo}/pulls/{number}"))
@@ -194,11 +216,27 @@ class GitHubClient:
 
     def upsert_comment(self, repo: str, number: int, marker: str, body: str, author: str = "github-actions[bot]") -> dict[str, Any]:
         """Edit the one comment carrying `marker` by `author`, or create it."""
-        text = cut(f"{marker}\n{body}", COMMENT_LIMIT, "\n\n…(cut to GitHub's 65,536-character limit)")
+        text = cut(f"{marker}\n{redact(body)}", COMMENT_LIMIT, "\n\n…(cut to GitHub's 65,536-character limit)")
         for comment in self.paginate(f"/repos/{repo}/issues/{number}/comments"):
             if marker in str(comment.get("body", "")) and (comment.get("user") or {}).get("login") == author and isinstance(comment.get("id"), int):
                 return _object(self.request("PATCH", f"/repos/{repo}/issues/comments/{comment['id']}", json={"body": text}))
         return _object(self.request("POST", f"/repos/{repo}/issues/{number}/comments", json={"body": text}, expect=(201,)))
+
+
+def _redacted_output(body: dict[str, Any]) -> dict[str, Any]:
+    """A check run's body with the text people read (title, summary, text, annotations) redacted."""
+    output = body.get("output")
+    if not isinstance(output, dict):
+        return body
+    shown = {key: redact(value) if key in ("title", "summary", "text") and isinstance(value, str) else value for key, value in output.items()}
+    if isinstance(output.get("annotations"), list):
+        shown["annotations"] = [
+            {key: redact(value) if key in ("message", "title", "raw_details") and isinstance(value, str) else value for key, value in note.items()}
+            if isinstance(note, dict)
+            else note
+            for note in output["annotations"]
+        ]
+    return {**body, "output": shown}
 
 
 def _object(reply: Reply) -> dict[str, Any]:
@@ -209,12 +247,19 @@ def _object(reply: Reply) -> dict[str, Any]:
     return data
 
 
-def _message(reply: Reply) -> str:
+def _message(reply: Reply) -> str | None:
+    """GitHub's `message` of a refusal; None when the body is no JSON object (not JSON, nested too
+    deep, another type), which no refusal of GitHub's is. An empty body says nothing, which is fine."""
+    if not reply.body:
+        return ""
     try:
         data = reply.json()
     except InfrastructureError:
-        return reply.text[:300]
-    return str(data.get("message", "") if isinstance(data, dict) else "")[:300]
+        return None
+    if not isinstance(data, dict):
+        return None
+    message = data.get("message", "")
+    return (message if isinstance(message, str) else "")[:300]
 
 
 def _next_link(header: str) -> str | None:

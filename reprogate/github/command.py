@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reprogate.core.config import DEFAULT_STATUS_CONTEXT
+from reprogate.core.config import DEFAULT_STATUS_CONTEXT, DEFAULT_STATUS_CREATOR
 from reprogate.core.diagnostics import ExitCode
 from reprogate.core.documents import read_text
 from reprogate.core.errors import ReprogateError, UsageError
@@ -16,10 +16,11 @@ from reprogate.core.redact import redact
 from reprogate.github import checks
 from reprogate.github.binding import Expectation, head_digests, job_problem, refusal
 from reprogate.github.client import GitHubClient
-from reprogate.github.dry_run import DryRunClient
+from reprogate.github.dry_run import DryRunClient, event_from_git
 from reprogate.github.events import load_event, parse_event, read_payload
 from reprogate.github.gate import MARKER, Settings, run_gate
-from reprogate.github.trust import check_sha
+from reprogate.github.statuses import Status, ours
+from reprogate.github.trust import across_bases, check_sha, newer_rebuild
 from reprogate.github.verdicts import terminal
 from reprogate.output.markdown import code_span, plain
 from reprogate.output.result import CommandResult
@@ -29,7 +30,7 @@ from reprogate.rebuild.verdicts import read_verdict
 
 # Settings the composite action passes from its inputs. They come from the workflow file, which
 # on the privileged side (workflow_run, the rebuild) is always the default branch's.
-OVERRIDES = ("REPROGATE_REBUILD_WORKFLOW", "REPROGATE_STATUS_CONTEXT", "REPROGATE_REBUILD_LABEL", "REPROGATE_BASELINE_LABEL")
+OVERRIDES = ("REPROGATE_REBUILD_WORKFLOW", "REPROGATE_STATUS_CONTEXT", "REPROGATE_STATUS_CREATOR", "REPROGATE_REBUILD_LABEL", "REPROGATE_BASELINE_LABEL")
 
 
 def client_from_env() -> GitHubClient:
@@ -68,7 +69,16 @@ def gate_command(
     if dry_run is not None:
         if mode != "full":
             raise UsageError("--dry-run shows what the one-workflow gate (--mode full) would post")
-        event = parse_event(dry_run.event_name, read_payload(dry_run.event), os.environ.get("GITHUB_REPOSITORY", ""), str(dry_run.event))
+        if dry_run.event is not None and dry_run.from_git is not None:
+            raise UsageError("give --dry-run EVENT_FILE or --from-git BASE..HEAD, not both")
+        if dry_run.event is not None:
+            webhook, source = read_payload(dry_run.event), str(dry_run.event)
+        elif dry_run.from_git is not None:
+            webhook = event_from_git(repo, dry_run.from_git, os.environ.get("GITHUB_REPOSITORY", ""), dry_run.fork)
+            source = f"--from-git {dry_run.from_git}"
+        else:
+            raise UsageError("--dry-run judges an event: give its payload file (--dry-run EVENT_FILE) or a range (--dry-run --from-git BASE..HEAD)")
+        event = parse_event(dry_run.event_name, webhook, os.environ.get("GITHUB_REPOSITORY", ""), source)
         client = recorder = DryRunClient(writer=dry_run.writer)
     else:
         event = load_event(os.environ.get("GITHUB_EVENT_NAME", ""), os.environ.get("GITHUB_EVENT_PATH"), os.environ.get("GITHUB_REPOSITORY", ""))
@@ -94,11 +104,19 @@ def gate_command(
 
 @dataclass(frozen=True)
 class DryRun:
-    """`gate --dry-run`: the event to judge, and whether the label's sender may write."""
+    """`gate --dry-run`: the event to judge (a payload file, or a pull request of a revision range
+    built from git), and whether the label's sender may write."""
 
-    event: Path
+    event: Path | None
     event_name: str = "pull_request"
     writer: bool = True
+    from_git: str | None = None  # BASE..HEAD
+    fork: bool = False  # --from-git: the head comes from a fork
+
+
+def example_event_command(repo: Path, revisions: str, fork: bool) -> CommandResult:
+    """`gate --example-event`: the pull_request payload `--from-git` would judge, to edit and pass to --dry-run."""
+    return CommandResult(ExitCode.OK, [json.dumps(event_from_git(repo, revisions, os.environ.get("GITHUB_REPOSITORY", ""), fork), indent=2)])
 
 
 @dataclass(frozen=True)
@@ -146,6 +164,18 @@ def status_command(request: StatusRequest) -> CommandResult:
     else:
         assert request.state is not None
         posted, text = request.state, request.description or request.state
+    creator = os.environ.get("REPROGATE_STATUS_CREATOR") or DEFAULT_STATUS_CREATOR
+    if base is None and posted == "success":
+        lines.append("no --base: this success cannot be held to the commit's answers for other bases (the example workflow passes inputs.base)")
+    elif posted != "pending" and (request.verdicts or posted == "success"):
+        seen = _seen(client, repo, commit, ctx, request.publish, creator)
+        newer = newer_rebuild(seen, ctx, base, _run_id(), server_url_from_env(), repo) if request.verdicts else None
+        if newer is not None:
+            return _superseded(client, repo, commit, ctx, request, newer, url, posted, creator)
+        posting = across_bases(seen, ctx, base, posted, text)
+        if posting.held_by is not None:
+            lines.append(f"{posted} for this base not posted: the commit is {posting.held_by.state} against another base ({posting.held_by.description[:100]})")
+        posted, text = posting.state, posting.description
     # the report and annotations come from the verdicts this job accepted, the state from their judgement
     check = checks.CheckOutput(posted, text, _report_body(posted_verdicts, lines, text), tuple(verdict_annotations(posted_verdicts)), url)
     for name in (ctx, *([request.also_context] if request.also_context else [])):
@@ -155,7 +185,7 @@ def status_command(request: StatusRequest) -> CommandResult:
             if posted == "pending":
                 checks.queue(client, repo, commit, name, check)
             else:
-                checks.complete(client, repo, commit, name, check)
+                checks.complete(client, repo, commit, name, check, creator)
     lines.insert(0, f"{ctx} = {posted} on {commit[:12]}: {text}" + (" (check run)" if request.publish == "check-run" else ""))
     if request.also_context:
         lines.append(f"{request.also_context} = {posted}")
@@ -163,6 +193,36 @@ def status_command(request: StatusRequest) -> CommandResult:
         client.upsert_comment(repo, request.pr, MARKER, _report_body(posted_verdicts, lines[1:], text))
         lines.append(f"report posted on #{request.pr}")
     return CommandResult(ExitCode.OK, lines)
+
+
+def _run_id() -> int | None:
+    run = os.environ.get("GITHUB_RUN_ID", "")
+    return int(run) if run.isdigit() and len(run) < 20 else None
+
+
+def _seen(client: GitHubClient, repo: str, commit: str, context: str, publish: str, creator: str) -> list[Status]:
+    """The gate's own statuses of `context` on the commit (or its own check runs, read as statuses)."""
+    if checks.publishes_status(publish):
+        return ours(client.statuses(repo, commit), creator)
+    return checks.as_statuses(client.check_runs(repo, commit, context), creator)
+
+
+def _superseded(
+    client: GitHubClient, repo: str, commit: str, ctx: str, request: StatusRequest, newer: Status, url: str | None, judged: str, creator: str
+) -> CommandResult:
+    """A newer rebuild of this pair already posted its verdict: this one's stays unposted (the
+    newer dispatch was asked for later), and this rebuild's own check run says what stands."""
+    said = [
+        f"{ctx}: this rebuild's {judged} is not posted on {commit[:12]}: a newer rebuild ({newer.target_url}) already posted "
+        f"{newer.state} ({newer.description[:100]}), and the newer dispatch's verdict stands"
+    ]
+    if checks.publishes_check(request.publish):
+        stale = checks.CheckOutput(
+            newer.state, newer.description, f"Superseded: a newer rebuild of this commit posted its verdict: {newer.target_url}", (), url
+        )
+        for name in (ctx, *([request.also_context] if request.also_context else [])):
+            checks.supersede(client, repo, commit, name, stale, creator)
+    return CommandResult(ExitCode.OK, said)
 
 
 @dataclass(frozen=True)

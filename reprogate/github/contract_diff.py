@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reprogate.output.markdown import code_span
+from reprogate.rebuild.judged_by import JUDGING, JUDGING_IN_JOB
 
 LEVELS = ("startup", "statistical", "behavioral", "bitwise")  # weakest first
 LOOSER_WHEN_LARGER = (
@@ -44,12 +45,15 @@ class ContractChange:
 
 
 def contract_changes(base: dict[str, Any] | None, head: dict[str, Any] | None) -> list[ContractChange]:
-    """The leaves of what judges a rebuild (`contract`, `seeds`, `reference`: rebuild/judged_by.py)
-    that differ between two versions of a record."""
+    """The leaves of what judges a rebuild (`contract`, `seeds`, `reference`, the `semantics` the
+    record means and how its environment is made, `job.environment`, `job.config`:
+    rebuild/judged_by.py) that differ between two versions of a record. A pull request that adds
+    `semantics` to an old record (as `validate`'s realizer-implicit hint asks) is shown here too:
+    like the contract it takes effect only through a baseline promotion."""
     if not isinstance(base, dict) or not isinstance(head, dict):
         return []
-    before = dict(_leaves({k: base.get(k) for k in ("contract", "seeds", "reference")}, ""))
-    after = dict(_leaves({k: head.get(k) for k in ("contract", "seeds", "reference")}, ""))
+    before = dict(_leaves(_judging(base), ""))
+    after = dict(_leaves(_judging(head), ""))
     changes = []
     for field in sorted(before.keys() | after.keys()):
         old, new = before.get(field), after.get(field)
@@ -57,6 +61,13 @@ def contract_changes(base: dict[str, Any] | None, head: dict[str, Any] | None) -
             continue
         changes.append(ContractChange(field, old, new, _effect(field, old, new)))
     return changes
+
+
+def _judging(record: dict[str, Any]) -> dict[str, Any]:
+    job = record.get("job") if isinstance(record.get("job"), dict) else {}
+    judged = {k: record.get(k) for k in JUDGING}
+    judged["job"] = {k: job.get(k) for k in JUDGING_IN_JOB}  # type: ignore[union-attr]
+    return judged
 
 
 def _leaves(node: Any, prefix: str) -> list[tuple[str, Any]]:

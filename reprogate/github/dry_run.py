@@ -10,13 +10,53 @@ write permission (`--reader` shows what the same label from a reader does).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from reprogate.core.errors import UsageError
 from reprogate.core.http import Reply
+from reprogate.detect.git import resolve, toplevel
 from reprogate.github.client import GitHubClient
 from reprogate.github.gate import MARKER
+from reprogate.github.statuses import Status
+
+_SHA_LIKE = re.compile(r"^[0-9a-f]{7,64}$")
+LOCAL_REPOSITORY = "local/repository"  # the owner/name an event from git carries when GITHUB_REPOSITORY names none
+
+
+def event_from_git(repo: Path, revisions: str, repository: str = "", fork: bool = False, label: str | None = None, sender: str = "you") -> dict[str, Any]:
+    """The `pull_request` payload for a pull request of HEAD into BASE (`BASE..HEAD`), with the
+    fields the gate reads as GitHub sends them (schema webhook-pull-request-opened, or -labeled
+    with `label`): the head from this repository unless `fork`, no labels but the one applied."""
+    base_ref, dots, head_ref = revisions.partition("..")
+    if not dots or not base_ref or not head_ref or head_ref.startswith("."):
+        raise UsageError(f"--from-git {revisions[:80]!r}: give BASE..HEAD (two revisions, two dots), e.g. origin/main..HEAD")
+    top = toplevel(repo)
+    base, head = resolve(top, base_ref), resolve(top, head_ref)
+    name = repository or LOCAL_REPOSITORY
+    owner = name.split("/", 1)[0]
+    head_repo = {"full_name": f"{sender}/{name.split('/', 1)[-1]}" if fork else name, "fork": fork}
+    branch = base_ref.removeprefix("refs/remotes/").removeprefix("origin/").removeprefix("refs/heads/")
+    short = branch if branch and not any(c in branch for c in "~^@:") and not _SHA_LIKE.match(branch) else "main"  # the base branch, as the event names it
+    pull_request: dict[str, Any] = {
+        "number": 1,
+        "state": "open",
+        "head": {"sha": head, "ref": head_ref, "repo": head_repo},
+        "base": {"sha": base, "ref": short, "repo": {"full_name": name}},
+        "labels": [{"name": label}] if label else [],
+    }
+    event: dict[str, Any] = {
+        "action": "labeled" if label else "opened",
+        "number": 1,
+        "pull_request": pull_request,
+        "repository": {"full_name": name, "default_branch": short, "owner": {"login": owner}},
+        "sender": {"login": sender},
+    }
+    if label:
+        event["label"] = {"name": label}
+    return event
 
 
 @dataclass
@@ -31,7 +71,7 @@ class DryRunClient(GitHubClient):
     def request(self, method: str, path: str, json: Any = None, params: dict[str, Any] | None = None, expect: tuple[int, ...] = (200, 201, 204)) -> Reply:
         raise UsageError(f"gate --dry-run answers without GitHub and cannot answer {method} {path}", hint="run the gate in its workflow")
 
-    def statuses(self, repo: str, ref: str) -> list[dict[str, Any]]:
+    def statuses(self, repo: str, ref: str) -> list[Status]:
         return []
 
     def permission(self, repo: str, user: str) -> str:

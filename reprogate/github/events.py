@@ -183,6 +183,11 @@ def parse_event(name: str, payload: dict[str, Any], repository: str, source: str
 def _pull_request(r: _Reader, payload: dict[str, Any], repository: str, default_branch: str) -> PullRequestEvent:
     pr = r.obj(payload, "pull_request", "")
     head, base = r.obj(pr, "head", "pull_request"), r.obj(pr, "base", "pull_request")
+    if "repo" not in head:  # GitHub always sends it (null when the fork was deleted): without it a branch would be judged a fork
+        raise UsageError(
+            f"{r.source}: pull_request.head.repo: missing; the gate needs it to tell a branch of this repository from a fork",
+            hint="give the payload GitHub sent (or `reprogate gate --example-event` / `--dry-run --from-git BASE..HEAD`)",
+        )
     head_repo = r.obj(head, "repo", "pull_request.head", optional=True)  # null when the fork was deleted
     labels_raw = pr.get("labels", [])
     if not isinstance(labels_raw, list):
@@ -202,10 +207,19 @@ def _pull_request(r: _Reader, payload: dict[str, Any], repository: str, default_
         base_ref=r.text(base, "ref", "pull_request.base", optional=True),
         head_repository=r.text(head_repo, "full_name", "pull_request.head.repo", optional=True, default="(deleted fork)"),
         labels=labels,
-        label=r.text(label_obj, "name", "label") if label_obj else None,
+        label=_applied_label(r, payload, label_obj),
         sender=r.text(r.obj(payload, "sender", "", optional=True), "login", "sender", optional=True),
         base_changed="base" in r.obj(payload, "changes", "", optional=True),
     )
+
+
+def _applied_label(r: _Reader, payload: dict[str, Any], label_obj: dict[str, Any]) -> str | None:
+    """The label a `labeled`/`unlabeled` event is about; such an event without one cannot be judged."""
+    if label_obj:
+        return r.text(label_obj, "name", "label")
+    if payload.get("action") in ("labeled", "unlabeled"):
+        raise r.fail("label", "an object (the label this event applied or removed)", None)
+    return None
 
 
 def _bad_label(r: _Reader, index: int, value: Any) -> str:

@@ -12,8 +12,11 @@ Three modes, one judgement:
 
 Trust (docs/security.md): settings, label names, workflow, ref and the reference records come
 from the base revision; a pull request that edits `.reprogate.yaml` is a watched change. Labels
-count only when a writer applied them to this head. A terminal status is never replaced by
-`pending` for the same head, and events that change nothing that is built post nothing.
+count only when a writer applied them to this head. Only the statuses (and check runs) of the
+configured creator are read back (github/statuses.py). A terminal status is never replaced by
+`pending` for the same head, a `success` never stands over another base's answer that is not
+success on the shared context (github/trust.across_bases), and events that change nothing that
+is built post nothing.
 """
 
 from __future__ import annotations
@@ -48,12 +51,14 @@ from reprogate.github.events import (
 )
 from reprogate.github.judge import Assessment, assess
 from reprogate.github.revision import config_at, config_location, has_commit, materialize
+from reprogate.github.statuses import Status, ours
 from reprogate.github.trust import (
     TERMINAL_STATES,
     ApiApprovals,
     Approvals,
     EventApprovals,
     RebuildSource,
+    across_bases,
     first_seen,
     latest,
     reproduction_verdict,
@@ -61,7 +66,7 @@ from reprogate.github.trust import (
     with_base,
 )
 from reprogate.output import workflow
-from reprogate.output.markdown import code_span, plain
+from reprogate.output.markdown import code_span, inline, plain
 
 MARKER = "<!-- reprogate:gate -->"
 RELEASE_BRANCHES = ("release/*", "releases/*")
@@ -245,7 +250,7 @@ class Gate:
             self._drop_stale_labels(subject, config, {config.rebuild_label: asked_rebuild, config.baseline_label: asked_baseline})
         if current is not None and not (asked_rebuild or asked_baseline):
             self.outcome.messages.append(
-                f"{config.status_context} is already {current.get('state')} on {subject.head[:12]} against base {subject.base[:12]}; "
+                f"{config.status_context} is already {current.state} on {subject.head[:12]} against base {subject.base[:12]}; "
                 "this event changes nothing that is built, so nothing is posted"
             )
             return
@@ -253,13 +258,13 @@ class Gate:
             found = assess(self.settings.repo, self.settings.config_path, config, subject.base, subject.head, tree)  # None: the working tree, from its top
             _report_assessment(found, self.outcome)
             plan = Plan()
-            current_state = str(current.get("state")) if current else None
+            current_state = current.state if current else None
             if current is None or asked_rebuild:
                 self._plan_reproduction(plan, found, subject, config, asked_rebuild, current_state)
             if asked_baseline and not found.invalid:
                 self._plan_baseline(plan, found, subject, config, statuses)
             baseline_now = latest(statuses, config.baseline_context, subject.base)
-            self._act(plan, found, subject, config, current_state, str(baseline_now.get("state")) if baseline_now else None)
+            self._act(plan, found, subject, config, statuses, current_state, baseline_now.state if baseline_now else None)
         except (ReprogateError, OSError):
             raise  # refusals: their own exit codes (cli/common.finish)
         except Exception:
@@ -276,14 +281,24 @@ class Gate:
             return
         self.outcome.messages.append(f"{config.status_context} = error: {text}")
 
-    def _statuses(self, repo: str, sha: str, config: Config) -> list[dict[str, Any]]:
+    def _statuses(self, repo: str, sha: str, config: Config) -> list[Status]:
         """What the gate reads back to keep its rules (terminal states, first seen, the baseline's
-        proof): the commit statuses, or with `--publish check-run` the check runs of the two
-        names read as statuses (github/checks.py)."""
+        proof, one answer across bases): the commit statuses its own creator posted, or with
+        `--publish check-run` the check runs of the two names its creator's app made, read as
+        statuses (github/checks.py). Anyone else's status of the same context is no judgement."""
         if checks.publishes_status(self.settings.publish):
-            return self.client.statuses(repo, sha)
+            every = self.client.statuses(repo, sha)
+            mine = ours(every, config.status_creator)
+            foreign = [s for s in every if s not in mine and s.context.lower() in (config.status_context.lower(), config.baseline_context.lower())]
+            if foreign:
+                who = ", ".join(sorted({s.creator or "unknown" for s in foreign}))[:120]
+                self.outcome.messages.append(
+                    f"ignored {len(foreign)} status(es) of {config.status_context} or {config.baseline_context} on {sha[:12]} not posted by "
+                    f"{config.status_creator} (by {who}): only the gate's own statuses count"
+                )
+            return mine
         runs = [run for name in (config.status_context, config.baseline_context) for run in self.client.check_runs(repo, sha, name)]
-        return checks.as_statuses(runs)
+        return checks.as_statuses(runs, config.status_creator)
 
     def _post(self, subject: Subject, state: str, context: str, text: str, url: str | None, summary: str) -> None:
         """One judgement, shown as `--publish` says: a commit status, a check run, or both, with
@@ -302,7 +317,7 @@ class Gate:
 
     def _plan_reproduction(self, plan: Plan, found: Assessment, subject: Subject, config: Config, asked: bool, current: str | None) -> None:
         if found.invalid:
-            plan.reproduction = ("failure", f"{len(found.invalid)} invalid record(s): run reprogate validate")
+            plan.reproduction = ("failure", f"{invalid_count(found)}: run reprogate validate")
             self.outcome.code = ExitCode.FAILED
             return
         if not found.reasons and not asked:
@@ -320,18 +335,18 @@ class Gate:
             note = f"fork pull request: waiting for a maintainer to apply {config.rebuild_label} to this commit"
             if current is None:
                 plan.reproduction = ("pending", note)
-            plan.comment.append(note + ".")
+            plan.comment.append(plain(note) + ".")
             self.outcome.messages.append(note)
             return
         plan.records = records
         plan.reproduction_on_dispatch = current not in TERMINAL_STATES
         if current in TERMINAL_STATES:
-            plan.comment.append(f"A rebuild was asked for again; `{config.status_context}` keeps its {current} until the rebuild posts its verdict.")
+            plan.comment.append(f"A rebuild was asked for again; {code_span(config.status_context)} keeps its {current} until the rebuild posts its verdict.")
             self.outcome.messages.append(
                 f"kept {config.status_context} = {current}: a terminal status is never replaced by pending; the rebuild posts the new one"
             )
 
-    def _plan_baseline(self, plan: Plan, found: Assessment, subject: Subject, config: Config, statuses: list[dict[str, Any]]) -> None:
+    def _plan_baseline(self, plan: Plan, found: Assessment, subject: Subject, config: Config, statuses: list[Status]) -> None:
         if not found.promoted:
             plan.baseline = ("failure", f"the {config.baseline_label} label is on, but the pull request promotes no record")
             self.outcome.code = ExitCode.FAILED
@@ -353,23 +368,26 @@ class Gate:
         plan.baseline_dispatch = True
         plan.baseline = ("pending", f"waiting for the rebuild of {len(found.promoted)} promoted record(s)")
 
-    def _act(self, plan: Plan, found: Assessment, subject: Subject, config: Config, current: str | None, baseline_now: str | None) -> None:
-        """Post what the plan says. Every description names the base (trust.with_base), and no
-        terminal status of this (base, head) pair is replaced by `pending`, on either context."""
+    def _act(
+        self, plan: Plan, found: Assessment, subject: Subject, config: Config, statuses: list[Status], current: str | None, baseline_now: str | None
+    ) -> None:
+        """Post what the plan says. Every description names the base (trust.with_base), no
+        terminal status of this (base, head) pair is replaced by `pending`, on either context, and
+        no `success` stands over another base's answer on this commit (trust.across_bases)."""
         url = None
         if plan.records:
             url = self._dispatch(plan, subject, config, found)
             if plan.reproduction_on_dispatch:
                 plan.reproduction = (
                     "pending",
-                    f"rebuild of {len(plan.records)} record(s) dispatched ({', '.join(found.reasons) or 'asked for by label'})"[:140],
+                    f"rebuild of {len(plan.records)} record(s) dispatched ({', '.join(found.reasons) or 'asked for by label'})",
                 )
         if plan.reproduction is not None:
             state, text = plan.reproduction
             if state == "pending" and current in TERMINAL_STATES:
                 self.outcome.messages.append(f"kept {config.status_context} = {current}: a terminal status is never replaced by pending")
             else:
-                text = with_base(text, subject.base)
+                state, text = self._one_answer(statuses, config.status_context, subject, state, with_base(text, subject.base))
                 self._post(subject, state, config.status_context, text, url if state == "pending" else None, comment(found, plan, url))
                 self.outcome.messages.append(f"{config.status_context} = {state}: {text}")
         if plan.baseline is not None:
@@ -379,11 +397,23 @@ class Gate:
                     f"kept {config.baseline_context} = {baseline_now}: a terminal status is never replaced by pending; the rebuild posts the new one"
                 )
             else:
-                text = with_base(text, subject.base)
+                state, text = self._one_answer(statuses, config.baseline_context, subject, state, with_base(text, subject.base))
                 self._post(subject, state, config.baseline_context, text, url, comment(found, plan, url))
                 self.outcome.messages.append(f"{config.baseline_context} = {state}: {text}")
         if subject.number is not None and (plan.records or plan.comment or found.config_changed or found.contract_changes or found.invalid):
             self.client.upsert_comment(subject.repository, subject.number, MARKER, comment(found, plan, url))
+
+    def _one_answer(self, statuses: list[Status], context: str, subject: Subject, state: str, text: str) -> tuple[str, str]:
+        """The state this pair's judgement may take on the commit's shared context (trust.across_bases)."""
+        posting = across_bases(statuses, context, subject.base, state, text)
+        if posting.held_by is not None:
+            self.outcome.messages.append(
+                f"{context}: {state} for base {subject.base[:12]} not posted: {subject.head[:12]} is {posting.held_by.state} against another base "
+                f"({posting.held_by.description[:80]}); posting {posting.state}"
+            )
+            if posting.state == "error":
+                self.outcome.code = ExitCode.FAILED
+        return posting.state, posting.description
 
     def _dispatch(self, plan: Plan, subject: Subject, config: Config, found: Assessment) -> str:
         """One dispatch for every record to rebuild: the rebuild workflow runs them as a matrix and
@@ -451,13 +481,12 @@ class Gate:
             self.outcome.messages.append(f"push to {branch}: not a release branch; nothing to require")
             return
         mine = latest(self._statuses(event.repository, event.after, config), config.status_context)
-        if mine and mine.get("state") == "success":
+        if mine and mine.state == "success":
             self.outcome.messages.append(f"{branch} @ {event.after[:12]}: reproduction is green")
             return
         self.outcome.code = ExitCode.FAILED
         self.outcome.messages.append(
-            f"{branch} @ {event.after[:12]}: no green {config.status_context} status ({mine.get('state') if mine else 'none'}); "
-            "a release needs a passing reproduction"
+            f"{branch} @ {event.after[:12]}: no green {config.status_context} status ({mine.state if mine else 'none'}); a release needs a passing reproduction"
         )
 
 
@@ -492,12 +521,19 @@ def _subject_from_api(pr: dict[str, Any], event: WorkflowRunEvent, number: int) 
     return Subject(event.repository, event.default_branch, head["sha"], base["sha"], number, labels, head_repo != event.repository)
 
 
+def invalid_count(found: Assessment) -> str:
+    """ "1 invalid record (2 errors)": records counted once, however many errors each has."""
+    records, errors = len(found.invalid_records) or 1, len(found.invalid)
+    said = f"{records} invalid record{'s' if records != 1 else ''}"
+    return said + (f" ({errors} errors)" if errors > records else "")
+
+
 def comment(found: Assessment, plan: Plan, url: str | None) -> str:
     """The one sticky comment: what was dispatched or is awaited, and why."""
 
     lines = ["## reprogate", ""]
     if found.invalid:
-        lines.append(f"**{len(found.invalid)} invalid record(s)**: `reprogate/reproduction` fails until they are fixed (no rebuild is asked for).")
+        lines.append(f"**{invalid_count(found)}**: `reprogate/reproduction` fails until they are fixed (no rebuild is asked for).")
         lines += [f"- {plain(line)}" for line in found.invalid[:30]]
         lines.append("")
     if url and plan.records:
@@ -520,7 +556,7 @@ def comment(found: Assessment, plan: Plan, url: str | None) -> str:
         lines += ["", *markdown_table(path, changes)]
     if found.drift_findings:
         lines += ["", "Environment drift (the pull request changes what the reference ran in; the rebuild uses the pull request's environment):"]
-        lines += [f"- {code_span(d.path)} {code_span(d.field)}: {d.message.replace(chr(10), ' ')}" for d in found.drift_findings[:50]]
+        lines += [f"- {code_span(d.path)} {code_span(d.field)}: {inline(d.message)}" for d in found.drift_findings[:50]]
     lines += ["", markdown(found.detection)]
     return "\n".join(lines)
 

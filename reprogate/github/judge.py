@@ -33,7 +33,8 @@ class Assessment:
     config_rel: str
     config_changed: bool
     detection: DetectResult
-    invalid: list[str] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)  # every error, one line each
+    invalid_records: list[str] = field(default_factory=list)  # the records (paths) those errors are in, each once
     drift_findings: list[Diagnostic] = field(default_factory=list)
     touched: list[str] = field(default_factory=list)  # records to rebuild when a rebuild is required
     reference: str | None = None  # the configured reference record (repository-top path)
@@ -73,6 +74,7 @@ def assess(repo: Path, config_path: Path | None, config: Config, base: str, head
                 f"{base_record.path}: a run record the base holds is gone at the head (moved or deleted), so its pinned inputs would go "
                 "unwatched (retire or move a reference record in a pull request of its own, which a maintainer merges knowingly)"
             )
+            _invalid_record(found, base_record.path)
         if base_record.path in head_records:
             changes = contract_changes(base_record.data, head_records[base_record.path].data)
             if changes:
@@ -112,7 +114,16 @@ def _validate_head(found: Assessment, config: Config, folder: Path, tree: Path, 
                 found.drift_findings.append(Diagnostic(_top_path(d.path, tree) or d.path, d.message, d.code, d.severity, d.location, d.field, d.hint))
             elif d.severity is Severity.ERROR:
                 found.invalid.append(f"{_top_path(d.path, tree) or d.path}:{d.location.line} {d.field} {d.message}" + (f" ({d.hint})" if d.hint else ""))
-    found.invalid += [d.message for d in report.problems if d.severity is Severity.ERROR and d.code != "no-match"]
+                _invalid_record(found, _top_path(d.path, tree) or d.path)
+    for d in report.problems:
+        if d.severity is Severity.ERROR and d.code != "no-match":
+            found.invalid.append(d.message)
+            _invalid_record(found, _top_path(d.path, tree) or d.path)
+
+
+def _invalid_record(found: Assessment, path: str) -> None:
+    if path not in found.invalid_records:
+        found.invalid_records.append(path)
 
 
 def _top_path(display: str, tree: Path) -> str | None:

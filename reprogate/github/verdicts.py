@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reprogate.github.client import DESCRIPTION_LIMIT
-from reprogate.github.trust import DIGEST_LENGTH, short_digest
+from reprogate.github.trust import DIGEST_LENGTH, short_digest, with_base
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,9 @@ def contradicts_itself(verdict: dict[str, Any]) -> str | None:
         return "one of its stages failed"
     if not any(s.get("status") == "pass" for s in stages):
         return "no stage of it passed"
+    failed_tests = [t for t in verdict.get("tests") or [] if isinstance(t, dict) and t.get("passed") is not True]
+    if failed_tests:
+        return f"its test {str(failed_tests[0].get('test'))[:40]!r} did not pass"
     return None
 
 
@@ -63,28 +66,28 @@ def terminal(
     the rebuild job itself succeeded; failure when one did not reproduce; error when one could not
     run, could not be read, was refused (github/binding.py) or never arrived. The description
     names the base the pair was judged for, so a status is never taken for another base's."""
-    on = f"; base {base[:DIGEST_LENGTH]}" if base else ""
     if refused:
-        return Terminal("error", f"{len(refused)} rebuild verdict(s) not made by this dispatch's rebuild: refused{on}"[:DESCRIPTION_LIMIT])
+        return Terminal("error", with_base(f"{len(refused)} rebuild verdict(s) not made by this dispatch's rebuild: refused", base))
     if unreadable or missing:
         what = f"{len(unreadable)} unreadable" if unreadable else ""
         what += (", " if what else "") + (f"{len(missing)} missing" if missing else "")
-        return Terminal("error", f"rebuild verdict(s) {what} (cancelled, timed out or crashed): inconclusive{on}"[:DESCRIPTION_LIMIT])
+        return Terminal("error", with_base(f"rebuild verdict(s) {what} (cancelled, timed out or crashed): inconclusive", base))
     if not verdicts:
-        return Terminal("error", f"the rebuild produced no verdict: inconclusive{on}")
+        return Terminal("error", with_base("the rebuild produced no verdict: inconclusive", base))
     contradicted = [v for v in verdicts if v.get("verdict") == "pass" and contradicts_itself(v)]
     if contradicted:
-        return Terminal("error", f"a verdict says pass but {contradicts_itself(contradicted[0])}: inconclusive{on}"[:DESCRIPTION_LIMIT])
+        return Terminal("error", with_base(f"a verdict says pass but {contradicts_itself(contradicted[0])}: inconclusive", base))
     failed = [v for v in verdicts if v.get("verdict") != "pass" and not v.get("infrastructure")]
     broken = [v for v in verdicts if v.get("verdict") != "pass" and v.get("infrastructure")]
     if failed:
         first = failed[0]
         name = (first.get("record") or {}).get("name") or (first.get("record") or {}).get("path") or "record"
-        return Terminal("failure", f"not reproduced: {str(name)[:60]} first differs at {first.get('diagnosis')}{on}"[:DESCRIPTION_LIMIT])
+        return Terminal("failure", with_base(f"not reproduced: {str(name)[:60]} first differs at {first.get('diagnosis')}", base))
     if broken:
-        return Terminal("error", f"rebuild could not run ({broken[0].get('diagnosis')}): inconclusive{on}"[:DESCRIPTION_LIMIT])
+        return Terminal("error", with_base(f"rebuild could not run ({broken[0].get('diagnosis')}): inconclusive", base))
     if job_problem:
-        return Terminal("error", f"{job_problem}: inconclusive{on}"[:DESCRIPTION_LIMIT])
+        return Terminal("error", with_base(f"{job_problem}: inconclusive", base))
+    on = f"; base {base[:DIGEST_LENGTH]}" if base else ""
     digests = [short_digest(str((v.get("record") or {}).get("digest", ""))) for v in verdicts]
     if len(verdicts) == 1:
         level = str((verdicts[0].get("record") or {}).get("level", ""))

@@ -19,6 +19,7 @@ from reprogate.core.documents import Document, load_document
 from reprogate.core.errors import ReprogateError, UsageError
 from reprogate.core.fileio import atomic_write
 from reprogate.core.json_input import parse_json_bytes, read_bounded
+from reprogate.core.redact import redact
 from reprogate.core.seedstats import percent
 from reprogate.output import workflow
 from reprogate.output.result import CommandResult
@@ -89,7 +90,7 @@ def rebuild_command(record: Path, options: RebuildOptions, output_dir: Path | No
             output_dir.rmdir()  # refused before anything was written: the folder it made goes again
         raise
     verdict = rebuilt.verdict.to_json()
-    report = markdown(verdict)
+    report = redact(markdown(verdict))  # the verdict's text is redacted already; what the report adds to it (names, values) is too
     atomic_write(output_dir / "verdict.json", json.dumps(verdict, indent=2) + "\n")
     atomic_write(output_dir / "report.md", report)
     result = CommandResult(

@@ -15,10 +15,9 @@ promoted through the baseline label — never a bypass. Every stage, in runbook 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
-from reprogate.output.markdown import cell, code_block, one_line
+from reprogate.output.markdown import cell, code_block, code_span, inline, one_line, plain
 from reprogate.rebuild import loss_chart
 from reprogate.rebuild.comparisons import EXACT, TOLERANCE
 
@@ -74,22 +73,14 @@ BY_CAUSE: dict[str, str] = {
 }
 
 
-MENTION = re.compile(r"(?<![\w.])@(?=\w)")  # @user notifies; repo@sha256:... (after a letter) does not
-
-
 def _inline(text: Any) -> str:
     """Text a pull request may have shaped (config keys, paths, package names, reasons) made inert
-    as Markdown outside its code spans: no HTML, no links or images, no @mentions that notify people.
-    Code spans (backticks, which stage details use on purpose) are literal already and kept."""
-    parts = str(text).split("`")
-    for i in range(0, len(parts), 2):  # even parts lie outside code spans
-        parts[i] = parts[i].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("](", "]\\(")
-        parts[i] = MENTION.sub("@\u2060", parts[i])
-    return "`".join(parts)
+    as Markdown outside the code spans its producer wrote on purpose (output.markdown.inline)."""
+    return inline(str(text))
 
 
 def _cell(text: Any) -> str:
-    return cell(_inline(text))
+    return cell(str(text))
 
 
 def _whose_code(verdict: dict[str, Any]) -> list[str]:
@@ -116,10 +107,10 @@ def markdown(verdict: dict[str, Any]) -> str:
     outcome = "passed" if passed else ("could not run" if stopped else "failed")
     icon = ICONS["pass"] if passed else ("⚠️" if stopped else ICONS["fail"])
     name = record.get("name") or record.get("path")  # the verdict schema requires the path, not the name
-    head = f"## {icon} Reproduction {outcome}: `{name}` ({record['level']} contract)"
+    head = f"## {icon} Reproduction {outcome}: {code_span(str(name))} ({plain(str(record['level']))} contract)"
     lines = [head, ""]
     if stopped:
-        lines += [f"**Diagnosis:** the rebuild stopped at the **{verdict['diagnosis']}** stage before anything was compared.", ""]
+        lines += [f"**Diagnosis:** the rebuild stopped at the **{plain(str(verdict['diagnosis']))}** stage before anything was compared.", ""]
     elif not passed:
         lines += [diagnosis_line(verdict), ""]
     lines += _whose_code(verdict)
@@ -128,7 +119,7 @@ def markdown(verdict: dict[str, Any]) -> str:
         lines += [*_stage_table(failing), ""]
     lines += loss_chart.section(verdict)
     claim = verdict["claim"]
-    lines += ["### Claim", "", one_line(_inline(claim["text"])), ""]
+    lines += ["### Claim", "", _inline(claim["text"]), ""]
     if claim["not_covered"]:
         lines += ["This claim does not cover:", *[f"- {_cell(item)}" for item in claim["not_covered"]], ""]
     compared = (verdict.get("environment") or {}).get("compared") or []
@@ -139,7 +130,7 @@ def markdown(verdict: dict[str, Any]) -> str:
     if verdict["tests"]:
         lines += ["### Tests", "", "| test | result | details |", "|---|---|---|"]
         for test in verdict["tests"]:
-            lines.append(f"| {test['test']} | {'pass' if test['passed'] else 'fail'} | {_cell(_test_details(test))} |")
+            lines.append(f"| {_cell(test['test'])} | {'pass' if test['passed'] is True else 'fail'} | {_cell(_test_details(test))} |")
         lines.append("")
         for test in verdict["tests"]:
             stated = test.get("power") or {}
@@ -156,7 +147,10 @@ def markdown(verdict: dict[str, Any]) -> str:
     if not passed:
         lines += ["### Way forward", "", way_forward(verdict), ""]
     lines += ["<details>", f"<summary>{_stages_summary(verdict['stages'])}</summary>", "", *_stage_table(verdict["stages"]), "", "</details>", ""]
-    lines.append(f"<sub>{verdict['tool']} · record digest `{record['digest'][20:36]}…` · {verdict['seconds']:.1f} s · {verdict['started_at']}</sub>")
+    lines.append(
+        f"<sub>{plain(str(verdict['tool']))} · record digest {code_span(str(record['digest'])[20:36] + '…')} · "
+        f"{verdict['seconds']:.1f} s · {plain(str(verdict['started_at']))}</sub>"
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -186,7 +180,9 @@ def _test_details(test: dict[str, Any]) -> str:
 def _stage_table(stages: list[dict[str, Any]]) -> list[str]:
     rows = ["| stage | result | time | detail |", "|---|---|---|---|"]
     for stage in stages:
-        rows.append(f"| {stage['name']} | {ICONS.get(stage['status'], '')} {stage['status']} | {stage['seconds']:.1f} s | {_cell(stage['detail'])} |")
+        rows.append(
+            f"| {_cell(stage['name'])} | {ICONS.get(stage['status'], '')} {_cell(stage['status'])} | {stage['seconds']:.1f} s | {_cell(stage['detail'])} |"
+        )
     return rows
 
 
@@ -213,7 +209,7 @@ def diagnosis_line(verdict: dict[str, Any]) -> str:
     """The cause first, the stage where it shows second: the first scalar of the trace that
     differs (an input such as `lr` before the loss and the weights it goes on to change), then the
     first stage that failed. Without a traced difference, the stage alone."""
-    stage = f"**{verdict['diagnosis']}**"
+    stage = f"**{plain(str(verdict['diagnosis']))}**"
     cause = verdict.get("first_difference")
     if isinstance(cause, dict) and cause.get("text"):
         role = "an input to the step" if cause.get("role") == "input" else "computed by the step"

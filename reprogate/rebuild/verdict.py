@@ -143,6 +143,12 @@ class Verdict:
         }
         if self.rebuild_record is not None:
             found["rebuild_record"] = self.rebuild_record.to_json()
-        found["first_difference"] = dict(self.first_difference) if self.first_difference is not None else None
+        found["first_difference"] = _redacted(dict(self.first_difference)) if self.first_difference is not None else None
         found["loss"] = dict(self.loss) if self.loss is not None else None
         return found
+
+
+def _redacted(cause: dict[str, Any]) -> dict[str, Any]:
+    """The first difference with its text and string values redacted: a traced value is whatever
+    the code under test wrote (a metric could hold a token it read)."""
+    return {key: redact(value) if isinstance(value, str) and key != "role" else value for key, value in cause.items()}

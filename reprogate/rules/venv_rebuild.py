@@ -74,7 +74,10 @@ def realizer_is_declared(ctx: RuleContext) -> Iterator[Diagnostic]:
             "from its first lock file (0.1.0 rebuilt such a record in reprogate's own interpreter)",
             change.code,
             f"say which: semantics: {CURRENT_TEXT!r} or job.environment.realizer: venv (what a rebuild does now); "
-            "semantics: '0.1' or job.environment.realizer: current (what a 0.1.0 rebuild did)",
+            "semantics: '0.1' or job.environment.realizer: current (what a 0.1.0 rebuild did). Either changes how the record "
+            "is rebuilt, which the base's record decides for an ordinary pull request: add it with a baseline promotion "
+            "(in the same pull request baseline: {promoted: true, by: YOU}, and a writer applies the reprogate/baseline "
+            "label), so the rebuild that proves it uses what you state (docs/records.md, Semantics)",
             Severity.WARNING,
         )
 

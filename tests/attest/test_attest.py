@@ -317,7 +317,24 @@ def test_no_verdict_that_failed_anywhere_shows_a_green_badge(tmp_path: Path, dia
         result = invoke(tmp_path, "badge", *map(str, given))
         assert result.exit_code == 0, result.output
         shown = json.loads(result.stdout)
-        assert shown["color"] not in GREEN and shown["message"] == ("inconclusive" if infrastructure else "not reproduced")
+        assert shown["color"] not in GREEN
+        if given == [paths[1]]:  # beside it the made-up pass names no record here: that alone is inconclusive
+            assert shown["message"] == ("inconclusive" if infrastructure else "not reproduced")
+
+
+@pytest.mark.parametrize("spoil", ["record", "rebuild record"])
+def test_a_badge_is_green_only_for_the_record_and_rebuild_record_its_pass_names(rebuilds: dict[str, Rebuilt], copy_of: Any, spoil: str) -> None:
+    """Issue 38: a passing verdict beside a record changed since (a loosened contract, a new
+    reference) or another rebuild record is not this record's reproduction; the badge was green."""
+    rebuilt = copy_of(rebuilds["pass"])
+    if spoil == "record":
+        edit_record(rebuilt.project / RECORD, lambda r: r["contract"].update(level="startup"))
+    else:
+        (rebuilt.out / "rebuild-record.yaml").write_text((rebuilt.out / "rebuild-record.yaml").read_text() + "# another rebuild\n")
+    result = invoke(rebuilt.project, "badge", str(rebuilt.verdict_path))
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["message"] == "inconclusive", spoil
+    assert "not counted" in result.stderr and ("digest" in result.stderr or "SHA-256" in result.stderr)
 
 
 def test_help_names_every_option() -> None:
@@ -352,6 +369,6 @@ def test_the_example_rebuild_signs_in_a_job_that_runs_no_pull_request_code(workf
     assert {"subject-checksums", "predicate-path"} <= set(signed["with"])
     assert job["if"] == "needs.rebuild.result == 'success'"  # a statement is made of a passing rebuild only
     badge = jobs["badge"]
-    assert badge["if"] == "always() && inputs.sha == github.sha" and badge["permissions"] == {}  # the default branch's head only; no token
+    assert badge["if"] == "always() && inputs.sha == github.sha" and badge["permissions"] == {"contents": "read"}  # the default branch's head only; read-only
     made = next(s for s in badge["steps"] if s.get("with", {}).get("command") == "badge")
     assert made["with"]["rebuild-result"] == "${{ needs.rebuild.result }}" and made["with"]["nonce"] == "${{ inputs.nonce }}"

@@ -20,6 +20,7 @@ CONFIG_DEFAULTS = {
     ("labels", "baseline"): "baseline_label",
     ("status", "context"): "status_context",
     ("status", "baseline_context"): "baseline_context",
+    ("status", "creator"): "status_creator",
     ("rebuild", "workflow"): "rebuild_workflow",
 }
 

@@ -115,8 +115,8 @@ def test_a_report_over_the_limit_is_cut_and_says_so(github: FakeGitHub) -> None:
     report = "## report\n" + "x" * 70_000
     checks.queue(client(github), github.repo, "b" * 40, "reprogate/reproduction", checks.CheckOutput("success", "reproduced", report))
     summary = github.check_runs[0]["output"]["summary"]
-    assert len(summary) == checks.SUMMARY_LIMIT and summary.startswith("## report")
-    assert "the report is 70010 characters; cut here to GitHub's 65,535-character limit" in summary
+    assert len(summary.encode()) == checks.SUMMARY_LIMIT and summary.startswith("## report")
+    assert "the report is 70,010 bytes; cut here to GitHub's 65,535-byte limit" in summary
 
 
 def test_check_run_only_keeps_the_terminal_state_rule(run_gate: Run, github: FakeGitHub, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -147,6 +147,40 @@ def test_titles_name_the_state_in_words() -> None:
     back = checks.as_statuses(
         [{"id": 7, "name": "n", "status": "completed", "conclusion": "action_required", "output": {"title": "inconclusive: x; base abc"}, **ours}]
     )
-    assert back[0]["state"] == "error" and back[0]["description"] == "x; base abc"
-    assert checks.as_statuses([{"id": 8, "name": "n", "status": "completed", "conclusion": "neutral", "output": {}, **ours}])[0]["state"] == "error"
-    assert checks.as_statuses([{"id": 9, "name": "n", "status": "queued", "output": {}, **ours}])[0]["state"] == "pending"
+    assert back[0].state == "error" and back[0].description == "x; base abc" and back[0].creator == "github-actions[bot]"
+    assert checks.as_statuses([{"id": 8, "name": "n", "status": "completed", "conclusion": "neutral", "output": {}, **ours}])[0].state == "error"
+    assert checks.as_statuses([{"id": 9, "name": "n", "status": "queued", "output": {}, **ours}])[0].state == "pending"
+
+
+def test_a_report_over_65535_bytes_but_not_characters_still_completes_the_run(post_status: Run, github: FakeGitHub, repo: Path, tmp_path: Path) -> None:
+    """Issue 41.7: GitHub counts the summary in bytes. A failing run's log tail in another script
+    (40,000 characters, 80,000 bytes) passed 0.5.0's character cut; GitHub answered 422, the check
+    stayed in progress and `github status` exited 2."""
+    head = git(repo, "rev-parse", "HEAD")
+    made = bound_verdict(repo, head, TINY, "fail", "run")
+    made["stages"][6]["log_tail"] = "Ошибка: " + "é" * 40_000
+    done = post_status(repo, head, "--from-verdict", write(tmp_path, made), "--expect-records", json.dumps([TINY]), "--publish", "check-run")
+    assert done.exit_code == 0, done.output
+    [run] = github.check_runs
+    assert run["status"] == "completed" and run["conclusion"] == "failure"
+    summary = run["output"]["summary"]
+    assert len(summary.encode()) <= checks.SUMMARY_LIMIT and "cut here to GitHub's 65,535-byte limit" in summary
+    assert summary.encode().decode("utf-8") == summary  # cut on a character boundary
+
+
+def test_any_refusal_of_the_check_run_completes_it_with_a_short_summary(post_status: Run, github: FakeGitHub, repo: Path, tmp_path: Path) -> None:
+    """A 4xx from the Checks API (here GitHub refuses the completing update once) never leaves the
+    run in progress, and is not a usage error of `github status`."""
+    head = git(repo, "rev-parse", "HEAD")
+    refusal = {"message": "Validation Failed", "errors": [{"resource": "CheckRun", "code": "custom", "field": "annotations"}], "status": "422"}
+    made = bound_verdict(repo, head, TINY, "fail", "steps")
+    path = write(tmp_path, made)
+    post_status(repo, head, "--from-verdict", path, "--expect-records", json.dumps([TINY]), "--publish", "check-run")  # creates the run
+    github.check_runs[0]["status"] = "in_progress"  # as a run the gate queued: open
+    github.check_runs[0]["conclusion"] = None
+    github.faults["checks/update"] = [(200, {}, {k: v for k, v in github.check_runs[0].items() if k != "annotations"}), (422, {}, refusal)]
+    done = post_status(repo, head, "--from-verdict", path, "--expect-records", json.dumps([TINY]), "--publish", "check-run")
+    assert done.exit_code == 0, done.output
+    [run] = github.check_runs
+    assert run["status"] == "completed" and run["conclusion"] == "failure"
+    assert "GitHub refused the full report (HTTP 422)" in run["output"]["summary"]

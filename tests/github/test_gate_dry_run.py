@@ -6,6 +6,7 @@ docs-only change, as the gate's tests use."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -75,3 +76,38 @@ def test_dry_run_is_the_one_workflow_gate_only(dry_run: Callable[..., Result], r
     base, head = docs_only(repo)
     result = dry_run(pr_event("opened", base, head), "--mode", "compute")
     assert result.exit_code == 2 and "--dry-run shows what the one-workflow gate (--mode full) would post" in result.output
+
+
+def test_a_payload_without_head_repo_is_refused_not_judged_as_a_fork(dry_run: Callable[..., Result], repo: Path) -> None:
+    """Issue 41.10: a payload written by hand without `pull_request.head.repo` was judged as a
+    fork's pull request (waiting for a label), so a lock bump showed no dispatch."""
+    base, head = bump_lock(repo)
+    event = pr_event("opened", base, head)
+    del event["pull_request"]["head"]["repo"]
+    result = dry_run(event)
+    assert result.exit_code == 2 and "pull_request.head.repo: missing" in result.output, result.output
+    labeled = pr_event("labeled", base, head, labels=("reprogate/rebuild",), label="reprogate/rebuild")
+    del labeled["label"]
+    result = dry_run(labeled)
+    assert result.exit_code == 2 and "label: expected an object" in result.output, result.output
+
+
+def test_from_git_builds_the_pull_request_event_of_a_revision_range(cli: Cli, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in NO_GITHUB:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GITHUB_API_URL", "http://127.0.0.1:9")
+    base, head = bump_lock(repo)
+    result = cli("gate", "--repo", str(repo), "--dry-run", "--from-git", f"{base}..{head}", "--format", "text")
+    assert result.exit_code == 0, result.output
+    assert any(line.startswith("  dispatch reference-rebuild.yml on main:") and f"sha={head}" in line for line in result.output.splitlines()), result.output
+    as_fork = cli("gate", "--repo", str(repo), "--dry-run", "--from-git", f"{base}..{head}", "--fork", "--format", "text")
+    assert "waiting for a maintainer" in as_fork.output and "  dispatch " not in as_fork.output
+    template = cli("gate", "--repo", str(repo), "--example-event", "--from-git", f"{base}..{head}")
+    assert template.exit_code == 0, template.output
+    event = json.loads(template.output)
+    assert event["pull_request"]["head"]["sha"] == head and event["pull_request"]["base"]["sha"] == base
+    (tmp_path / "event.json").write_text(template.output)
+    again = cli("gate", "--repo", str(repo), "--dry-run", str(tmp_path / "event.json"), "--format", "text")
+    strip = lambda text: re.sub(r"reprogate-[0-9a-f]{12}-[0-9a-f]{6}", "<correlation>", text)
+    assert strip(again.output) == strip(result.output), "the printed template judges as --from-git does"
+    assert cli("gate", "--repo", str(repo), "--dry-run", "--from-git", "HEAD").exit_code == 2

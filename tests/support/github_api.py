@@ -184,6 +184,20 @@ class FakeGitHub:
         item["actor"] = dict(item["actor"], login=actor)
         self.issue_events.setdefault(number, []).append(item)
 
+    @staticmethod
+    def _summary_too_large(operation: str, body: Any) -> tuple[int, dict[str, str], Any] | None:
+        """GitHub's own refusal of a check run whose summary or text is over 65,535 bytes of UTF-8
+        (the OpenAPI description says characters; the API counts bytes: github/docs#35252)."""
+        if operation not in ("checks/create", "checks/update") or not isinstance(body, dict):
+            return None
+        for name in ("summary", "text"):
+            value = (body.get("output") or {}).get(name)
+            if isinstance(value, str) and len(value.encode("utf-8")) > 65_535:
+                error = {"resource": "CheckRun", "code": "custom", "field": name, "message": f"{name} exceeds a maximum bytesize of 65535"}
+                docs = "https://docs.github.com/rest/checks/runs"
+                return 422, {}, {"message": "Validation Failed", "errors": [error], "documentation_url": docs, "status": "422"}
+        return None
+
     def answer(self, method: str, path: str, body: Any) -> tuple[int, dict[str, str], Any]:
         operation = self.api.check_request(method, path, body)
         self.requests.append((method, path, body, operation))
@@ -191,6 +205,9 @@ class FakeGitHub:
         if queued:
             return queued.pop(0)
         route = path.split("?")[0]
+        too_large = self._summary_too_large(operation, body)
+        if too_large is not None:
+            return too_large
         if operation == "repos/create-commit-status":
             return 201, {}, self.post_status(route.rsplit("/", 1)[-1], body["state"], body["context"], body.get("description") or "", body.get("target_url"))
         if operation == "repos/list-commit-statuses-for-ref":
@@ -302,13 +319,13 @@ def serve(fake: FakeGitHub) -> tuple[http.server.ThreadingHTTPServer, str]:
             assert self.headers.get("Authorization", "").startswith("Bearer "), "requests must carry the token"
             try:
                 status, headers, answer = fake.answer(self.command, self.path, body)
-                if answer is not None and status < 300:
+                if answer is not None and status < 300 and not isinstance(answer, bytes):  # bytes: a hostile answer, sent as it is
                     fake.api.check_response(self.command, self.path, status, answer)
             except AssertionError as exc:
                 status, headers, answer = 599, {}, {"message": f"contract violation: {exc}"}
             except Exception as exc:  # noqa: BLE001 - surface schema errors to the test
                 status, headers, answer = 598, {}, {"message": f"contract violation: {exc}"[:2000]}
-            payload = b"" if answer is None else json.dumps(answer).encode()
+            payload = b"" if answer is None else answer if isinstance(answer, bytes) else json.dumps(answer).encode()
             self.send_response(status)
             for key, value in headers.items():
                 self.send_header(key, value)
