@@ -21,7 +21,7 @@ from google.protobuf import json_format
 from in_toto_attestation.v1 import statement_pb2
 from in_toto_attestation.v1.statement import Statement
 from jsonschema import Draft202012Validator, FormatChecker
-from support import EXAMPLES, REPO, edit_record
+from support import EXAMPLES, REPO, break_torch, edit_record
 from support.verdicts import make_verdict
 
 from reprogate.cli import main
@@ -79,11 +79,8 @@ def _change_lr(project: Path) -> None:
 
 
 def _break_torch(project: Path) -> None:
-    """A torch that fails to import on the ranks' PYTHONPATH: the preflight cannot start (exit 3)."""
-    shadow = project / "shadow" / "torch"
-    shadow.mkdir(parents=True)
-    (shadow / "__init__.py").write_text("raise ImportError('this torch is broken on purpose')\n")
-    edit_record(project / RECORD, lambda r: r["execution"].setdefault("env", {}).update(PYTHONPATH=str(shadow.parent)))
+    """A torch that fails to import on the ranks: the preflight cannot start (exit 3)."""
+    break_torch(project, RECORD)
 
 
 @pytest.fixture(scope="module")

@@ -28,6 +28,25 @@ def edit_record(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
     path.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
+def break_torch(project: Path, record: Path) -> None:
+    """A torch that fails to import on the ranks: a `torch` package that raises, put inside the
+    example's pinned project folder (re-pinned by its new tree id, so the rebuild copies it into
+    the work folder, the only part of the checkout the ranks' sandbox shows) and put first on the
+    ranks' import path by a relative PYTHONPATH (the ranks start in that folder)."""
+    from reprogate.core.gittree import tree_id
+
+    folder = project / "tiny" / "project"
+    shadow = folder / "shadow" / "torch"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('this torch is broken on purpose')\n")
+
+    def change(data: dict[str, Any]) -> None:
+        data["source"]["tree"] = tree_id(folder)
+        data["execution"].setdefault("env", {}).update(PYTHONPATH="shadow")
+
+    edit_record(project / record, change)
+
+
 def record_copies(project: Path, count: int, invalid: set[int] | frozenset[int] = frozenset()) -> Path:
     """`project/many/` holding `count` copies of the example's drill record, each named
     run-NNN; those in `invalid` break the schema (an unknown contract level)."""
