@@ -44,13 +44,16 @@ class RunCost:
     seconds: float | None  # None: the record does not say (reference.run.seconds)
     gpus: int
     nodes: int
-    price: float | None  # per GPU-hour (--gpu-hour-cost), in the user's currency
+    price: float | None  # per GPU-hour (--gpu-hour-cost; per node-hour for a run on CPUs only), in the user's currency
+
+    @property
+    def unit(self) -> str:
+        """What the plan counts: GPU-hours, or node-hours for a run on CPUs only."""
+        return "GPU-h" if self.gpus else "node-h"
 
     def gpu_hours(self, runs: int) -> float | None:
-        return None if self.seconds is None else runs * self.seconds / 3600 * self.gpus
-
-    def node_hours(self, runs: int) -> float | None:
-        return None if self.seconds is None else runs * self.seconds / 3600 * self.nodes
+        """`runs` runs' GPU-hours (node-hours for a run on CPUs only, which holds no GPU)."""
+        return None if self.seconds is None else runs * self.seconds / 3600 * (self.gpus or self.nodes)
 
     def money(self, runs: int) -> float | None:
         hours = self.gpu_hours(runs)
@@ -113,7 +116,7 @@ class Plan:
     def _hours(self, hours: float | None, cost: float | None) -> str:
         if hours is None:
             return "-"
-        return f"{hours:.4g} GPU-h" + (f" ({cost:.4g})" if cost is not None else "")
+        return f"{hours:.4g} {self.cost.unit}" + (f" ({cost:.4g})" if cost is not None else "")
 
     def lines(self) -> list[str]:
         out = [
@@ -124,10 +127,10 @@ class Plan:
         if self.cost.seconds is None:
             out.append("price: the record states no reference.run.seconds (init records it): runs are counted, GPU-hours are not")
         else:
-            priced = f", {self.cost.money(1):.4g} at {self.cost.price:g} a GPU-hour" if self.cost.price is not None else ""
+            priced = f", {self.cost.money(1):.4g} at {self.cost.price:g} an hour" if self.cost.price is not None else ""
             out.append(
                 f"price: one run takes {self.cost.seconds:.4g} s on {self.cost.gpus} GPU(s), {self.cost.nodes} node(s): "
-                f"{self.cost.gpu_hours(1):.4g} GPU-hours a run{priced}"
+                f"{self.cost.gpu_hours(1):.4g} {self.cost.unit} a run{priced}"
             )
         if self.equivalence:
             out += ["note: the record asks for test: equivalence (Welch TOST at m >= 2); this plans the two-sample t, the default test"]
@@ -176,7 +179,7 @@ class Plan:
             "resolution": self.resolution,
             "test": self.test or "difference",
             "declared_shift": self.declared,
-            "run": {"seconds": self.cost.seconds, "gpus": self.cost.gpus, "nodes": self.cost.nodes, "gpu_hour_cost": self.cost.price},
+            "run": {"seconds": self.cost.seconds, "gpus": self.cost.gpus, "nodes": self.cost.nodes, "gpu_hour_cost": self.cost.price, "hours": self.cost.unit},
             "minimum_detectable_shift": {str(m): (None if math.isinf(v) else v) for m, v in self.detectable.items()},
             "needs": [{"label": need.label, "shift": need.shift, "m": need.m, "m_by_n": {str(k): v for k, v in need.n_for_m.items()}} for need in self.needs],
             "cells": [cell.to_json() for cell in self.cells],
