@@ -28,6 +28,7 @@ records, a share of at least the stated power reaches the power stated.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -80,15 +81,21 @@ class Choice:
 
 def choose(test: str | None, m: int, sd: float, resolution: float) -> Choice:
     """The rule `contract.metric.test` names. `difference` (or none): the t with the half-step
-    widening at every m. `seeds`: the rank-sum test at m >= 3 when the reference is on a grid no
-    coarser than its spread (r <= s); the t otherwise, its resolution as a variance at m = 1."""
+    widening at every m. `seeds`: the rank-sum test at m >= 3 when the reference has a spread and
+    sits on a grid no coarser than it (0 < s, r <= s); the t otherwise, its resolution as a
+    variance at m = 1."""
     if test in (None, "difference", "equivalence"):
         return Choice("prediction" if m == 1 else "t", "half-step", "contract.metric.test: difference (the t widened by half the resolution)")
-    if m >= 3 and resolution <= sd:
+    if m >= 3 and 0 < sd and resolution <= sd:
         return Choice("rank-sum", "none", f"test: seeds, m = {m} >= 3 and the resolution ({resolution:g}) is not coarser than the reference sd ({sd:.4g})")
     if m == 1:
         return Choice("prediction", "variance", "test: seeds, one rebuild seed: the prediction interval, its variance widened by r²/24")
-    why = "fewer than 3 rebuild seeds" if m < 3 else f"the resolution ({resolution:g}) is coarser than the reference sd ({sd:.4g}): ranks would tie"
+    if m < 3:
+        why = "fewer than 3 rebuild seeds"
+    elif sd <= 0:
+        why = "the reference seeds show no spread"
+    else:
+        why = f"the resolution ({resolution:g}) is coarser than the reference sd ({sd:.4g}): ranks would tie"
     return Choice("t", "none", f"test: seeds, {why}: the two-sample t")
 
 
@@ -158,20 +165,28 @@ def power(
 def _expected_over_sd(df: int, chance: Callable[[float], float]) -> float:
     """E[chance(u)] for u = s/σ of a sample variance with df degrees of freedom (u·sqrt(df) is
     chi-distributed): Simpson's rule over the few units around sqrt(df) where chi lives."""
+    total = sum(weight * chance(u) for u, weight in _chi_nodes(df))
+    return min(1.0, max(0.0, total))
+
+
+@functools.lru_cache(maxsize=512)
+def _chi_nodes(df: int) -> tuple[tuple[float, float], ...]:
+    """Simpson's nodes u and weights (the chi density included) for `_expected_over_sd`, once per df."""
     centre = math.sqrt(df)
     low, high = max(0.0, centre - 9.0), centre + 9.0
     steps = 600
     width = (high - low) / steps
     log_norm = (1 - df / 2) * math.log(2) - math.lgamma(df / 2)
-    total = 0.0
+    nodes = []
     for i in range(steps + 1):
         chi = low + i * width
         if chi <= 0 and df != 1:
             continue  # the chi density is 0 at 0 for df > 1 (and finite, sqrt(2/π), for df = 1)
         density = math.exp(log_norm - chi * chi / 2) if df == 1 else math.exp(log_norm + (df - 1) * math.log(chi) - chi * chi / 2)
         weight = 1 if i in (0, steps) else (4 if i % 2 else 2)
-        total += weight * density * chance(chi / centre)
-    return min(1.0, max(0.0, total * width / 3))
+        if density * weight > 1e-300:
+            nodes.append((chi / centre, weight * density * width / 3))
+    return tuple(nodes)
 
 
 def assured_sigma(n: int, sd: float, confidence: float) -> float:
@@ -196,7 +211,7 @@ def assured_power(n: int, m: int, shift: float, sd: float, alpha: float, resolut
         return 0.0
     if gap(high) >= 0:
         return high
-    for _ in range(30):  # gap falls as the confidence rises
+    while high - low > 1e-6:  # gap falls as the confidence rises
         middle = (low + high) / 2
         if gap(middle) > 0:
             low = middle
@@ -220,7 +235,7 @@ def minimum_detectable_shift(
         high *= 2
         if high > 1e12 * (sigma + resolution):  # power never reaches the target (a degenerate input): no finite shift does
             return math.inf
-    for _ in range(40):
+    while high - low > 1e-7 * high:
         middle = (low + high) / 2
         if power(n, m, middle, sigma, alpha, resolution, test, reference_sd) < target:
             low = middle

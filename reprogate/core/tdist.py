@@ -6,6 +6,7 @@ the mean, its continued fraction above), each inverted by bisection."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 
@@ -42,6 +43,7 @@ def t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t >= 0 else tail
 
 
+@functools.lru_cache(maxsize=4096)  # a pure function the planner asks for the same (p, df) thousands of times
 def t_quantile(p: float, df: float) -> float:
     """The t value below which a share `p` of Student's t with `df` degrees of freedom lies."""
     if not 0.0 < p < 1.0 or df <= 0:
@@ -100,6 +102,7 @@ def chi2_cdf(x: float, df: float) -> float:
     return _lower_gamma_regularized(df / 2.0, x / 2.0)
 
 
+@functools.lru_cache(maxsize=4096)
 def chi2_quantile(p: float, df: float) -> float:
     """The value below which a share `p` of the chi-square distribution with `df` degrees of freedom lies."""
     if not 0.0 < p < 1.0 or df <= 0:

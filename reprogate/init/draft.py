@@ -85,8 +85,8 @@ def _metric(plan: Plan, name: str, values: list[float], notes: list[str]) -> dic
     test = metric.get("test")
     if len(set(values)) == 1 and plan.resolution is None:
         notes.append(
-            f"{name}: the {n} reference seeds gave the same value, so the contract judges it exactly (resolution 0: any rebuild value "
-            "beyond rounding fails); --resolution R declares the metric's evaluation grid instead"
+            f"{name}: the {n} reference seeds gave the same value and no grid shows, so contract.metric.resolution is 0: one rebuild seed "
+            "must equal it to rounding, several are judged by their own spread; --resolution R declares the metric's evaluation grid instead"
         )
     if plan.detect is not None:
         metric["detect"] = dict(plan.detect)
