@@ -50,7 +50,11 @@ TESTS: tuple[TestName, ...] = ("difference", "seeds", "equivalence")
 
 
 def mean_sd(values: Sequence[float]) -> tuple[float, float]:
+    """The mean and sample sd, exactly the value and 0 for seeds that are all alike (a sum and a
+    division would leave them a few ULPs apart)."""
     n = len(values)
+    if n and all(v == values[0] for v in values):
+        return float(values[0]), 0.0
     mean = math.fsum(values) / n
     sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
     return mean, sd
