@@ -110,6 +110,7 @@ class Plan:
     cost: RunCost
     cells: list[Cell]
     recommended: Cell | None  # the cheapest (n, m) that catches the declared shift
+    as_is: Cell | None  # the cheapest that catches it with the record's own reference seeds
     declared: float | None
     equivalence: bool = False  # the record asks for Welch TOST at m >= 2
 
@@ -166,7 +167,14 @@ class Plan:
             paid = f", {self._hours(cell.per_rebuild_gpu_hours, cell.per_rebuild_cost)} per rebuild" if cell.per_rebuild_gpu_hours is not None else ""
             once = f" after {cell.extra_reference_runs} more reference seeds (once)" if cell.extra_reference_runs else ""
             out.append(f"cheapest that catches the declared shift {self.declared:.4g}: n={cell.n}, m={cell.m}{once}{paid}")
-            out.append(f"  to have every rebuild (the gate's included) run it: contract.metric.rebuild_seeds: {cell.m}")
+            if self.as_is is not None and self.as_is is not cell:
+                kept = self._hours(self.as_is.per_rebuild_gpu_hours, self.as_is.per_rebuild_cost)
+                out.append(f"  with the record's {self.n} reference seeds as they are: m={self.as_is.m}" + (f", {kept} per rebuild" if kept != "-" else ""))
+            settle = self.as_is or cell
+            out.append(
+                f"  to have every rebuild (the gate's included) run it: contract.metric.rebuild_seeds: {settle.m}"
+                + ("" if settle is cell else f" (or {cell.m} once the reference has n={cell.n})")
+            )
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -184,6 +192,7 @@ class Plan:
             "needs": [{"label": need.label, "shift": need.shift, "m": need.m, "m_by_n": {str(k): v for k, v in need.n_for_m.items()}} for need in self.needs],
             "cells": [cell.to_json() for cell in self.cells],
             "recommended": None if self.recommended is None else self.recommended.to_json(),
+            "recommended_with_the_reference_as_is": None if self.as_is is None else self.as_is.to_json(),
         }
 
 
@@ -251,6 +260,8 @@ def plan(data: dict[str, Any], alpha_override: float | None = None, gpu_hour_cos
             )
     catching = [cell for cell in cells if cell.catches_declared]
     recommended = min(catching, key=lambda cell: (cell.m, cell.n)) if catching else None
+    kept = [cell for cell in catching if cell.n == n]
+    as_is = min(kept, key=lambda cell: cell.m) if kept else None
     return Plan(
         n,
         mean,
@@ -264,6 +275,7 @@ def plan(data: dict[str, Any], alpha_override: float | None = None, gpu_hour_cos
         cost,
         cells,
         recommended,
+        as_is,
         declared,
         metric.get("test") == "equivalence",
     )
