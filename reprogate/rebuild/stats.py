@@ -143,6 +143,8 @@ def difference_test(reference: Sequence[float], rebuilt: Sequence[float], alpha:
     difference = mean_y - mean_x
     sd = pooled_sd(reference, rebuilt)
     choice = choose(test, m, sd_x, resolution)
+    if not all(math.isfinite(v) for v in rebuilt):  # a diverged seed is no metric: never a rank among the others
+        return Difference(False, difference, None, sd, n + m - 2, 0.0, alpha, resolution, n, m, choice.kind, "a rebuild seed's metric is not a finite number")
     if choice.kind == "rank-sum":
         p_value = rank_sum_p(reference, rebuilt)
         return Difference(p_value > alpha, difference, None, sd, n + m - 2, p_value, alpha, resolution, n, m, "rank-sum", choice.reason)

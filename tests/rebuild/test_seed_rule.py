@@ -87,6 +87,14 @@ def test_how_far_a_seed_that_did_not_converge_went_does_not_move_the_rank_sum() 
     assert not difference_test(reference, [2.60, 2.61, 2.62], 0.05, 0.0, "seeds").passed  # every seed moved: caught
 
 
+@pytest.mark.parametrize("test", [None, "seeds"])
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_a_rebuild_seed_with_no_finite_metric_fails_whatever_the_test(test: str | None, bad: float) -> None:
+    """An attack on the rank-sum: NaN sorts nowhere and inf is merely "the highest seed"; neither may pass."""
+    said = difference_test([0.9, 0.95, 1.0, 1.05, 1.1], [bad, 1.0, 1.0], 0.05, 0.0, test)
+    assert not said.passed and "not a finite number" in said.reason
+
+
 def test_the_variance_widening_is_what_the_stored_interval_and_validate_use() -> None:
     values = [40.0, 45.0, 45.0, 40.0, 45.0]
     half = prediction_interval(values, 0.05, 5.0, "seeds")
