@@ -146,13 +146,23 @@ def rebuild(
 @click.command()
 @click.argument("record", type=click.Path(dir_okay=False, exists=True, path_type=Path))
 @click.option("--alpha", type=float, default=None, help="Override contract.metric.alpha (a number in (0, 0.5]).")
-@click.option("--plan", "show_plan", is_flag=True, help="Print how many rebuild (and reference) seeds a shift needs; the record is left unchanged.")
-def interval(record: Path, alpha: float | None, show_plan: bool) -> None:
+@click.option(
+    "--plan",
+    "show_plan",
+    is_flag=True,
+    help=(
+        "Print, for each number of reference and rebuild seeds, the shift caught and its GPU-hours, and the cheapest that catches "
+        "the declared shift; the record is left unchanged."
+    ),
+)
+@click.option("--gpu-hour-cost", type=float, default=None, help="With --plan: the price of one GPU-hour (any currency); the plan prices each rebuild with it.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="With --plan: text for people, json for tools.")
+def interval(record: Path, alpha: float | None, show_plan: bool, gpu_hour_cost: float | None, fmt: str) -> None:
     """Compute and store the seed-aware interval in a record, or plan the seeds a shift needs."""
     from reprogate.rebuild.command import interval_command, plan_command
 
     if show_plan:
-        finish(lambda: plan_command(record, alpha), "text", "interval")
+        finish(lambda: plan_command(record, alpha, gpu_hour_cost, fmt), fmt, "interval")
     else:
         finish(lambda: interval_command(record, alpha), "text", "interval")
 

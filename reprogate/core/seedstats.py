@@ -1,34 +1,62 @@
 """Seed statistics the verdict, `validate` and the planner share, in plain Python (the core runs
 without the scientific stack).
 
-One test for every number of rebuild seeds m: a two-sided two-sample t on the means, pooled
-(under "the build reproduces" both samples come from one distribution, so one variance), widened
-by half the metric's resolution:
+Two tests, chosen by `contract.metric.test` before any rebuild runs:
 
-    |mean(rebuilt) - mean(reference)| <= t(1 - α/2, n + m - 2) · s_p · sqrt(1/n + 1/m) + r/2
+- `difference` (what a record that names no test gets, as it did before 0.6): a two-sided
+  two-sample t on the means, pooled (under "the build reproduces" both samples come from one
+  distribution, so one variance), widened by half the metric's resolution:
 
-At m = 1 the pooled s is the reference's own s and this is the t prediction interval
-mean ± t(1 - α/2, n - 1) · s · sqrt(1 + 1/n) + r/2. Under normal seed noise its false-fail rate
-is α for every n and m; its power at a shift δ is exact too, integrated here over the
-distribution of s_p (with r = 0 it is the noncentral t's).
+      |mean(rebuilt) - mean(reference)| <= t(1 - α/2, n + m - 2) · s_p · sqrt(1/n + 1/m) + r/2
+
+  At m = 1 the pooled s is the reference's own s and this is the t prediction interval.
+- `seeds` (what `init` writes since 0.6): the rule `choose` states. The same pooled t, but the
+  resolution enters as a variance: at m = 1 the prediction interval's s² is widened by r²/24,
+  half of Sheppard's r²/12 grouping variance (the one rebuild value is itself a grid point); at
+  m >= 2 the mean of several grid values carries its grouping variance already, so s_p is used
+  as measured. Where the reference lies on a grid no coarser than its spread, m >= 3 seeds are
+  judged by the Wilcoxon rank-sum test instead (exact, given ties), which a seed that did not
+  converge cannot turn into a failure by itself. The half-step widening of `difference` makes a
+  quantised metric's false-fail rate fall to 1-2 % and costs power (benchmarks/calibration.py).
+
+Every comparison has a floor: a difference of a few units in the last place of the means'
+magnitude is rounding, never a shift (ten equal values average to a number a few ULPs from
+each of them). Power is stated as an assurance: the power at the seed spread σ that the n
+reference seeds' s does not exceed with the same confidence (`assured_sigma`), so that over
+records, a share of at least the stated power reaches the power stated.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
-from reprogate.core.tdist import t_quantile
+from reprogate.core.tdist import chi2_quantile, t_quantile
 
 POWER = 0.8  # the power a shift is called detectable at
 MAX_PLANNED_SEEDS = 200
+FLOOR_ULPS = 16  # a difference this many units in the last place of the means, or less, is rounding
+RANK_EFFICIENCY = 0.7  # the rank-sum test is planned as the t at sqrt(0.7) of the shift: below its 3/π, as its few splits at m = 3 demand
+EXACT_RANK_WORK = 4_000_000  # beyond this many steps of counting, the rank-sum p value is the normal approximation
+SHEPPARD_SHARE = 0.5  # at m = 1 (test: seeds) the prediction interval's variance gains this share of r²/12
+
+TestName = Literal["difference", "seeds", "equivalence"]
+Kind = Literal["prediction", "t", "rank-sum"]
+Widening = Literal["half-step", "variance", "none"]  # how the resolution r enters the t's bound
+TESTS: tuple[TestName, ...] = ("difference", "seeds", "equivalence")
 
 
 def mean_sd(values: Sequence[float]) -> tuple[float, float]:
+    """The mean and sample sd, exactly the value and 0 for seeds that are all alike (a sum and a
+    division would leave them a few ULPs apart)."""
     n = len(values)
-    mean = sum(values) / n
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
+    if n and all(v == values[0] for v in values):
+        return float(values[0]), 0.0
+    mean = math.fsum(values) / n
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
     return mean, sd
 
 
@@ -39,30 +67,100 @@ def pooled_sd(reference: Sequence[float], rebuilt: Sequence[float]) -> float:
     return math.sqrt(((n - 1) * sx * sx + (m - 1) * sy * sy) / (n + m - 2))
 
 
-def bound(n: int, m: int, sd: float, alpha: float, resolution: float = 0.0) -> float:
-    """The largest |difference of means| the test accepts (at m = 1: the prediction interval's
-    half width)."""
-    return t_quantile(1 - alpha / 2, n + m - 2) * sd * math.sqrt(1 / n + 1 / m) + resolution / 2
+def floor(*means: float) -> float:
+    """The rounding floor of a comparison of means: FLOOR_ULPS units in the last place of the
+    largest magnitude (equal seeds average to a value a few ULPs away from each of them)."""
+    return FLOOR_ULPS * math.ulp(max((abs(v) for v in means if math.isfinite(v)), default=0.0))
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Which test judges m rebuild seeds, and why: decided from the record and m alone, before
+    any rebuild value is seen."""
+
+    kind: Kind
+    widening: Widening
+    reason: str
+
+
+def choose(test: str | None, m: int, sd: float, resolution: float) -> Choice:
+    """The rule `contract.metric.test` names. `difference` (or none): the t with the half-step
+    widening at every m. `seeds`: the rank-sum test at m >= 3 when the reference has a spread and
+    sits on a grid no coarser than it (0 < s, r <= s); the t otherwise, its resolution as a
+    variance at m = 1."""
+    if test in (None, "difference", "equivalence"):
+        return Choice("prediction" if m == 1 else "t", "half-step", "contract.metric.test: difference (the t widened by half the resolution)")
+    if m >= 3 and 0 < sd and resolution <= sd:
+        return Choice("rank-sum", "none", f"test: seeds, m = {m} >= 3 and the resolution ({resolution:g}) is not coarser than the reference sd ({sd:.4g})")
+    if m == 1:
+        return Choice("prediction", "variance", "test: seeds, one rebuild seed: the prediction interval, its variance widened by r²/24")
+    if m < 3:
+        why = "fewer than 3 rebuild seeds"
+    elif sd <= 0:
+        why = "the reference seeds show no spread"
+    else:
+        why = f"the resolution ({resolution:g}) is coarser than the reference sd ({sd:.4g}): ranks would tie"
+    return Choice("t", "none", f"test: seeds, {why}: the two-sample t")
+
+
+def effective_sd(sd: float, m: int, resolution: float, widening: Widening) -> float:
+    """The spread the t's bound is computed from: s itself, or at m = 1 with `variance`
+    widening sqrt(s² + SHEPPARD_SHARE · r²/12)."""
+    if widening == "variance" and m == 1:
+        return math.sqrt(sd * sd + SHEPPARD_SHARE * resolution * resolution / 12)
+    return sd
+
+
+def bound(n: int, m: int, sd: float, alpha: float, resolution: float = 0.0, widening: Widening = "half-step") -> float:
+    """The largest |difference of means| the t accepts (at m = 1: the prediction interval's
+    half width), before the rounding floor."""
+    spread = effective_sd(sd, m, resolution, widening)
+    return t_quantile(1 - alpha / 2, n + m - 2) * spread * math.sqrt(1 / n + 1 / m) + (resolution / 2 if widening == "half-step" else 0.0)
+
+
+def interval_half_width(values: Sequence[float], alpha: float, resolution: float = 0.0, test: str | None = None) -> float:
+    """The half width of the prediction interval `reprogate interval` stores (the test at m = 1),
+    the rounding floor included: what the rebuild applies and what `validate` recomputes."""
+    mean, sd = mean_sd(values)
+    return bound(len(values), 1, sd, alpha, resolution, choose(test, 1, sd, resolution).widening) + floor(mean)
+
+
+def metric_test(metric: object) -> str | None:
+    """`contract.metric.test` as the rule reads it: None (the record names none: `difference`)."""
+    value = metric.get("test") if isinstance(metric, dict) else None
+    return value if isinstance(value, str) and value in TESTS else None
 
 
 def _normal_cdf(x: float) -> float:
     return 0.5 * math.erfc(-x / math.sqrt(2))
 
 
-def power(n: int, m: int, shift: float, sigma: float, alpha: float, resolution: float = 0.0) -> float:
-    """The chance the test fails a build whose mean moved by `shift`, seed noise sigma.
+def power(
+    n: int, m: int, shift: float, sigma: float, alpha: float, resolution: float = 0.0, test: str | None = None, reference_sd: float | None = None
+) -> float:
+    """The chance the test `choose` picks fails a build whose mean moved by `shift`, seed noise
+    sigma (`reference_sd`, the reference's s, decides the rule; sigma when not given).
 
-    The difference D ~ N(shift, σ²k²), k = sqrt(1/n + 1/m), is rejected beyond
-    c = t·σ·u·k + r/2 where u = s_p/σ ~ chi(df)/sqrt(df): Simpson's rule over u."""
+    For the t: the difference D ~ N(shift, σ²k²), k = sqrt(1/n + 1/m), is rejected beyond the
+    bound c(u) computed from s_p = σ·u, u ~ chi(df)/sqrt(df): Simpson's rule over u. For the
+    rank-sum test: the t's power at sqrt(RANK_EFFICIENCY) of the shift (its asymptotic
+    efficiency under normal noise is 3/π ≈ 0.95; with m = 3 seeds and its few splits it is
+    nearer 0.7, benchmarks/calibration.py measures it)."""
+    choice = choose(test, m, sigma if reference_sd is None else reference_sd, resolution)
+    widening = choice.widening
+    if choice.kind == "rank-sum":
+        shift *= math.sqrt(RANK_EFFICIENCY)
     df = n + m - 2
     k = math.sqrt(1 / n + 1 / m)
     if sigma <= 0:
-        return 1.0 if abs(shift) > resolution / 2 else 0.0
+        return 1.0 if abs(shift) > power_reach(n, m, alpha, resolution, widening) else 0.0
     t = t_quantile(1 - alpha / 2, df)
     spread = sigma * k
+    half = resolution / 2 if widening == "half-step" else 0.0
+    extra = SHEPPARD_SHARE * resolution * resolution / 12 if widening == "variance" and m == 1 else 0.0
 
     def rejected(u: float) -> float:
-        c = t * sigma * u * k + resolution / 2
+        c = t * math.sqrt((sigma * u) ** 2 + extra) * k + half
         return 1 - _normal_cdf((c - shift) / spread) + _normal_cdf((-c - shift) / spread)
 
     return _expected_over_sd(df, rejected)
@@ -71,55 +169,171 @@ def power(n: int, m: int, shift: float, sigma: float, alpha: float, resolution: 
 def _expected_over_sd(df: int, chance: Callable[[float], float]) -> float:
     """E[chance(u)] for u = s/σ of a sample variance with df degrees of freedom (u·sqrt(df) is
     chi-distributed): Simpson's rule over the few units around sqrt(df) where chi lives."""
+    total = sum(weight * chance(u) for u, weight in _chi_nodes(df))
+    return min(1.0, max(0.0, total))
+
+
+@functools.lru_cache(maxsize=512)
+def _chi_nodes(df: int) -> tuple[tuple[float, float], ...]:
+    """Simpson's nodes u and weights (the chi density included) for `_expected_over_sd`, once per df."""
     centre = math.sqrt(df)
     low, high = max(0.0, centre - 9.0), centre + 9.0
     steps = 600
     width = (high - low) / steps
     log_norm = (1 - df / 2) * math.log(2) - math.lgamma(df / 2)
-    total = 0.0
+    nodes = []
     for i in range(steps + 1):
         chi = low + i * width
         if chi <= 0 and df != 1:
             continue  # the chi density is 0 at 0 for df > 1 (and finite, sqrt(2/π), for df = 1)
         density = math.exp(log_norm - chi * chi / 2) if df == 1 else math.exp(log_norm + (df - 1) * math.log(chi) - chi * chi / 2)
         weight = 1 if i in (0, steps) else (4 if i % 2 else 2)
-        total += weight * density * chance(chi / centre)
-    return min(1.0, max(0.0, total * width / 3))
+        if density * weight > 1e-300:
+            nodes.append((chi / centre, weight * density * width / 3))
+    return tuple(nodes)
 
 
-def minimum_detectable_shift(n: int, m: int, sigma: float, alpha: float, target: float = POWER, resolution: float = 0.0) -> float:
-    """The smallest shift the test catches with probability `target` (bisection on `power`)."""
+def assured_sigma(n: int, sd: float, confidence: float) -> float:
+    """The seed spread σ that the reference's s (from n seeds) does not exceed with probability
+    `confidence`: s·sqrt((n-1)/χ²(1-confidence, n-1)). A power computed at it is reached with at
+    least that probability, whatever σ the record happened to draw its s from."""
+    if sd <= 0 or n < 2:
+        return sd
+    return sd * math.sqrt((n - 1) / chi2_quantile(1 - confidence, n - 1))
+
+
+def assured_power(n: int, m: int, shift: float, sd: float, alpha: float, resolution: float = 0.0, test: str | None = None) -> float:
+    """The power p that the test reaches at `shift` with probability at least p, given only the
+    reference's s: the fixed point of p = power(σ = assured_sigma(n, s, p)). Over records it is
+    honest by construction: a share p of them has σ at or below that bound, hence power ≥ p."""
+
+    def gap(confidence: float) -> float:
+        return power(n, m, shift, assured_sigma(n, sd, confidence), alpha, resolution, test, sd) - confidence
+
+    low, high = 1e-4, 1 - 1e-4
+    if gap(low) <= 0:
+        return 0.0
+    if gap(high) >= 0:
+        return high
+    while high - low > 1e-6:  # gap falls as the confidence rises
+        middle = (low + high) / 2
+        if gap(middle) > 0:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def minimum_detectable_shift(
+    n: int, m: int, sigma: float, alpha: float, target: float = POWER, resolution: float = 0.0, test: str | None = None, reference_sd: float | None = None
+) -> float:
+    """The smallest shift the test catches with probability `target` at seed noise sigma
+    (bisection on `power`); pass `assured_sigma(n, s, target)` for the shift caught at `target`
+    with that much assurance."""
     if sigma <= 0:
-        return resolution / 2
+        return power_reach(n, m, alpha, resolution, choose(test, m, 0.0, resolution).widening)
     if not (math.isfinite(sigma) and math.isfinite(resolution)):
         return math.inf
     low, high = 0.0, sigma
-    while power(n, m, high, sigma, alpha, resolution) < target:
+    while power(n, m, high, sigma, alpha, resolution, test, reference_sd) < target:
         high *= 2
         if high > 1e12 * (sigma + resolution):  # power never reaches the target (a degenerate input): no finite shift does
             return math.inf
-    for _ in range(40):
+    while high - low > 1e-7 * high:
         middle = (low + high) / 2
-        if power(n, m, middle, sigma, alpha, resolution) < target:
+        if power(n, m, middle, sigma, alpha, resolution, test, reference_sd) < target:
             low = middle
         else:
             high = middle
     return high
 
 
-def seeds_needed(n: int, sigma: float, shift: float, alpha: float, target: float = POWER, resolution: float = 0.0, most: int = MAX_PLANNED_SEEDS) -> int | None:
-    """The fewest rebuild seeds m that catch `shift` with probability `target`; None when no m up
-    to `most` does (the reference's own n then limits what any rebuild can see)."""
-    if power(n, most, shift, sigma, alpha, resolution) < target:
+def power_reach(n: int, m: int, alpha: float, resolution: float, widening: Widening) -> float:
+    """What a reference without spread catches: any shift beyond the bound its resolution gives."""
+    return resolution / 2 if widening == "half-step" else bound(n, m, 0.0, alpha, resolution, widening)
+
+
+def seeds_needed(
+    n: int,
+    sigma: float,
+    shift: float,
+    alpha: float,
+    target: float = POWER,
+    resolution: float = 0.0,
+    most: int = MAX_PLANNED_SEEDS,
+    test: str | None = None,
+    reference_sd: float | None = None,
+) -> int | None:
+    """The fewest rebuild seeds m that catch `shift` with probability `target` at seed noise
+    sigma; None when no m up to `most` does (the reference's own n then limits what any rebuild
+    can see). Power grows with m, also where the rule changes test at m = 3."""
+    if power(n, most, shift, sigma, alpha, resolution, test, reference_sd) < target:
         return None
     low, high = 1, most
     while low < high:  # power grows with m
         middle = (low + high) // 2
-        if power(n, middle, shift, sigma, alpha, resolution) >= target:
+        if power(n, middle, shift, sigma, alpha, resolution, test, reference_sd) >= target:
             high = middle
         else:
             low = middle + 1
     return low
+
+
+def rank_sum_p(reference: Sequence[float], rebuilt: Sequence[float]) -> float:
+    """The two-sided mid-p value of the Wilcoxon rank-sum test, exact and conditional on ties (the
+    permutation distribution of the rebuild seeds' mid-rank sum): the share of the C(n+m, m)
+    ways to pick m of the pooled seeds whose rank sum lies farther from its mean than the
+    rebuild's, plus half the share at the same distance. The mid-p keeps the false-fail rate
+    near α where few splits exist (n = 5, m = 3 has 56) instead of far below it; values within
+    the rounding floor of each other are one tie. Counted by dynamic
+    programming over doubled mid-ranks (integers); past EXACT_RANK_WORK steps (n + m beyond
+    about 60) the tie-corrected normal approximation, which is close to exact there."""
+    n, m = len(reference), len(rebuilt)
+    pooled = sorted([*reference, *rebuilt])
+    tolerance = floor(*pooled)
+    doubled: dict[int, int] = {}  # index in `pooled` -> 2·mid-rank
+    start = 0
+    while start < len(pooled):
+        end = start
+        while end + 1 < len(pooled) and pooled[end + 1] - pooled[start] <= tolerance:
+            end += 1
+        for i in range(start, end + 1):
+            doubled[i] = start + end + 2
+        start = end + 1
+
+    def score(value: float) -> int:
+        low, high = 0, len(pooled) - 1
+        while low < high:  # the first pooled value not below value - tolerance
+            middle = (low + high) // 2
+            if pooled[middle] < value - tolerance:
+                low = middle + 1
+            else:
+                high = middle
+        return doubled[low]
+
+    scores = [doubled[i] for i in range(len(pooled))]
+    observed = sum(score(v) for v in rebuilt)
+    centre = m * (n + m + 1)  # 2 · E[rank sum]
+    most = sum(sorted(scores)[-m:])
+    distance = abs(observed - centre)
+    if (n + m) * m * most > EXACT_RANK_WORK:  # the normal approximation, tie-corrected, with a continuity correction
+        mean_square = sum(v * v for v in scores) / (n + m) - (n + m + 1) ** 2
+        variance = m * n / (n + m - 1) * mean_square
+        if variance <= 0:
+            return 1.0
+        return min(1.0, 2 * (1 - _normal_cdf(distance / math.sqrt(variance))))
+    counts = [[0] * (most + 1) for _ in range(m + 1)]  # counts[j][s]: ways to pick j scores summing to s
+    counts[0][0] = 1
+    for seen, value in enumerate(scores, start=1):
+        for j in range(min(seen, m), 0, -1):
+            row, below = counts[j], counts[j - 1]
+            for total in range(most, value - 1, -1):
+                if below[total - value]:
+                    row[total] += below[total - value]
+    ways = counts[m]
+    beyond = sum(count for total, count in enumerate(ways) if count and abs(total - centre) > distance)
+    at = sum(count for total, count in enumerate(ways) if count and abs(total - centre) == distance)
+    return (beyond + at / 2) / math.comb(n + m, m)
 
 
 def tost_pass_chance(n: int, m: int, sigma: float, margin: float, alpha: float) -> float:
@@ -226,17 +440,30 @@ def percent(share: float) -> str:
 
 
 __all__ = [
+    "FLOOR_ULPS",
     "MAX_PLANNED_SEEDS",
     "POWER",
+    "TESTS",
+    "Choice",
+    "Kind",
     "Shape",
+    "TestName",
+    "Widening",
+    "assured_power",
+    "assured_sigma",
     "bound",
+    "choose",
     "declared_shift",
+    "floor",
     "grid_step",
+    "interval_half_width",
     "mean_sd",
+    "metric_test",
     "minimum_detectable_shift",
     "percent",
     "pooled_sd",
     "power",
+    "rank_sum_p",
     "seeds_needed",
     "shape",
     "target_power",

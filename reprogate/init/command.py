@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import os
+import statistics
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,7 @@ from reprogate.init.discover import Found, discover
 from reprogate.init.draft import LEVELS, Plan, before_reference, complete, trace_text
 from reprogate.init.reference import run_reference
 from reprogate.output.result import CommandResult
+from reprogate.rebuild.planner import run_cost
 from reprogate.rules.addressed import CONFIGURATION_HINT
 from reprogate.runtime.portable_cpu import FIXED_THREADS_ENV, portable_cpu_env
 from reprogate.validate.runner import Options, validate_document
@@ -399,6 +401,8 @@ def run_init(options: InitOptions) -> CommandResult:
             run_layer(devices_layer, capture),
         )
         record["contract"]["envelope"]["storage"] = {**measured_storage(record, root), "scratch_bytes": runs.scratch_bytes}
+        if runs.seconds:  # what one run costs, for `interval --plan` to price rebuild seeds
+            record["reference"]["run"] = {"seconds": round(statistics.median(runs.seconds), 3), "gpus": run_cost(record, None).gpus}
         written.write(trace_path, text)
         wrote_config = _write_config(root, record_path, written, notes)
         _write_record(record, record_path, root, written)

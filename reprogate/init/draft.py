@@ -9,13 +9,14 @@ and the software the training process really had (its trace's meta and the envir
 from __future__ import annotations
 
 import json
+import math
 import platform
 from dataclasses import dataclass, field
 from typing import Any
 
 from reprogate import __version__
 from reprogate.core.errors import CheckFailed, UsageError
-from reprogate.core.seedstats import grid_step, mean_sd, minimum_detectable_shift
+from reprogate.core.seedstats import POWER, assured_power, assured_sigma, grid_step, mean_sd, minimum_detectable_shift, seeds_needed
 from reprogate.core.semantics import CURRENT_TEXT
 from reprogate.core.timestamps import utc_now
 from reprogate.rebuild.compare import metrics
@@ -55,27 +56,64 @@ class Plan:
 
 
 SUGGESTED_SEEDS = 3
+MOST_WRITTEN_SEEDS = 20  # init writes no rebuild_seeds above this: the reference is what to grow then
+
+
+def _round_up(value: float) -> float:
+    """`value` to three significant digits, rounded up: a shift written shorter must still be caught."""
+    if value <= 0 or not math.isfinite(value):
+        return value
+    scale = 10 ** (math.floor(math.log10(value)) - 2)
+    return math.ceil(value / scale - 1e-9) * scale
 
 
 def _metric(plan: Plan, name: str, values: list[float], notes: list[str]) -> dict[str, Any]:
     """The metric's contract: its resolution from the evaluation grid the values sit on (unless
-    given), and the shift to catch, suggested from the seeds' spread (unless given)."""
+    given), the test (`seeds`), and a shift to catch that the rebuild seeds the gate will run
+    catch at 80 % power, assured: either the shift given with the rebuild seeds it needs, or the
+    shift SUGGESTED_SEEDS rebuild seeds catch; `rebuild_seeds` says how many either way."""
 
     resolution = plan.resolution if plan.resolution is not None else grid_step(values)
     if plan.resolution is None and resolution:
         notes.append(f"{name}: the reference values sit on a grid of {resolution:g}; contract.metric.resolution says so (--resolution to change it)")
     metric: dict[str, Any] = {"name": name, "direction": plan.direction, "alpha": 0.05, "resolution": resolution}
-    if plan.detect is not None:
-        metric["detect"] = dict(plan.detect)
-    elif len(values) >= 2 and mean_sd(values)[1] > 0:
-        shift = minimum_detectable_shift(len(values), SUGGESTED_SEEDS, mean_sd(values)[1], 0.05, resolution=resolution)
-        metric["detect"] = {"absolute": float(f"{shift:.3g}")}
-        notes.append(
-            f"{name}: contract.metric.detect is {shift:.3g}, the smallest shift {SUGGESTED_SEEDS} rebuild seeds catch at 80 % power with "
-            f"{len(values)} reference seeds; set the shift that must be caught with --detect (`reprogate interval RECORD --plan` prices it)"
-        )
     if plan.margin is not None:
         metric["margin"], metric["test"] = plan.margin, "equivalence"
+    else:
+        metric["test"] = "seeds"
+    n, sd = len(values), mean_sd(values)[1]
+    test = metric.get("test")
+    if len(set(values)) == 1 and plan.resolution is None:
+        notes.append(
+            f"{name}: the {n} reference seeds gave the same value and no grid shows, so contract.metric.resolution is 0: one rebuild seed "
+            "must equal it to rounding, several are judged by their own spread; --resolution R declares the metric's evaluation grid instead"
+        )
+    if plan.detect is not None:
+        metric["detect"] = dict(plan.detect)
+        shift = plan.detect.get("absolute") or abs(mean_sd(values)[0]) * plan.detect.get("relative", 0.0)
+        target = plan.detect.get("power", POWER)
+        needed = seeds_needed(n, assured_sigma(n, sd, target), shift, 0.05, target, resolution, test=test, reference_sd=sd) if n >= 2 else None
+        if needed is not None and needed <= MOST_WRITTEN_SEEDS:
+            metric["rebuild_seeds"] = needed
+            notes.append(
+                f"{name}: contract.metric.rebuild_seeds is {needed}, the rebuild seeds that catch the declared shift {shift:.4g} "
+                f"at {target:.0%} power with {n} reference seeds (`reprogate interval RECORD --plan` prices it)"
+            )
+        else:
+            caught = assured_power(n, SUGGESTED_SEEDS, shift, sd, 0.05, resolution, test) if n >= 2 else 0.0
+            notes.append(
+                f"{name}: no number of rebuild seeds up to {MOST_WRITTEN_SEEDS} catches the declared shift {shift:.4g} at {target:.0%} power "
+                f"with {n} reference seeds ({SUGGESTED_SEEDS} catch it {caught:.0%} of the time): record more reference seeds (--seeds)"
+            )
+    elif n >= 2 and sd > 0:
+        shift = _round_up(minimum_detectable_shift(n, SUGGESTED_SEEDS, assured_sigma(n, sd, POWER), 0.05, POWER, resolution, test, sd))
+        metric["detect"] = {"absolute": shift}
+        metric["rebuild_seeds"] = SUGGESTED_SEEDS
+        notes.append(
+            f"{name}: contract.metric.detect is {shift:.3g}, the smallest shift {SUGGESTED_SEEDS} rebuild seeds catch at 80 % power with "
+            f"{n} reference seeds, and contract.metric.rebuild_seeds is {SUGGESTED_SEEDS}, so every rebuild (the gate's included) runs them; "
+            "set the shift that must be caught with --detect (`reprogate interval RECORD --plan` prices it)"
+        )
     return metric
 
 

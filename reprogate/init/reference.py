@@ -44,6 +44,7 @@ class ReferenceRuns:
     backend: str = "gloo"
     stages: list[str] = field(default_factory=list)  # one line per stage, for the output
     scratch_bytes: int = 0  # what the work folder held once every seed had run: the local scratch a rebuild needs
+    seconds: list[float] = field(default_factory=list)  # each seed's wall-clock run time
 
 
 def folder_bytes(folder: Path) -> int:
@@ -83,6 +84,7 @@ def run_reference(draft: dict[str, Any], root: Path, seeds: list[int], timeout: 
                 error = {ExitCode.USAGE: UsageError, ExitCode.INFRA: InfrastructureError}.get(ExitCode(result.exit_code), CheckFailed)
                 raise error(message, hint=hint)
         runs.events = {run.seed: list(run.events) for run in (state.runs.seeds if state.runs else ())}
+        runs.seconds = [run.seconds for run in (state.runs.seeds if state.runs else ()) if run.seconds > 0]
         runs.probe = dict(state.probe.facts) if state.probe is not None else {}
         runs.realized = dict(state.environment.realized.facts) if state.environment is not None else {}
         runs.backend = state.ranks.backend if state.ranks is not None else "gloo"

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from reprogate.core.documents import DocumentError, load_document
 from reprogate.core.seedstats import percent
-from reprogate.rebuild.comparisons import DIFFERENCE, EQUIVALENCE, EXACT, PREDICTION, TOLERANCE, Comparison, MetricTest, StepTest
+from reprogate.rebuild.comparisons import DIFFERENCE, EQUIVALENCE, EXACT, PREDICTION, RANK_SUM, TOLERANCE, Comparison, MetricTest, StepTest
 from reprogate.rebuild.state import RebuildJob, RebuildState
 from reprogate.rebuild.topology import Topology, topology
 from reprogate.rebuild.verdict import Claim, StageRecord
@@ -43,6 +43,10 @@ def _compared(job: RebuildJob, stages: Sequence[StageRecord], tests: Sequence[Co
             compared.append(
                 f"{test.metric} by a two-sided two-sample t on the means, |difference| within {test.limit:.4g} "
                 f"(pooled, α={test.alpha:g} false-fail rate, n={test.n}, m={test.m}{_power(test)})"
+            )
+        elif test.kind == RANK_SUM:
+            compared.append(
+                f"{test.metric} by a two-sided Wilcoxon rank-sum test (exact mid-p, α={test.alpha:g} false-fail rate, n={test.n}, m={test.m}{_power(test)})"
             )
         elif test.kind == EQUIVALENCE and test.margin is not None:
             compared.append(f"{test.metric} by Welch TOST within ±{test.margin:g} (α={test.alpha:g}, n={test.n}, m={test.m})")

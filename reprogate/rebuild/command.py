@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -151,11 +152,16 @@ def interval_command(record: Path, alpha: float | None) -> CommandResult:
     return CommandResult(ExitCode.OK, [line], stderr=notices)
 
 
-def plan_command(record: Path, alpha: float | None = None) -> CommandResult:
+def plan_command(record: Path, alpha: float | None = None, gpu_hour_cost: float | None = None, fmt: str = "text") -> CommandResult:
     doc = load_document(record)
     if not isinstance(doc.data, dict) or doc.data.get("kind") != "RunRecord":
         raise UsageError(f"{record} is not a run record (kind: RunRecord)")
-    return CommandResult(ExitCode.OK, [f"{record}:", *plan(doc.data, alpha).lines()])
+    if gpu_hour_cost is not None and not (math.isfinite(gpu_hour_cost) and gpu_hour_cost >= 0):
+        raise UsageError(f"--gpu-hour-cost must be a finite number of at least 0, not {gpu_hour_cost!r}")
+    found = plan(doc.data, alpha, gpu_hour_cost)
+    if fmt == "json":
+        return CommandResult(ExitCode.OK, [json.dumps({"record": str(record), **found.to_json()}, indent=2)])
+    return CommandResult(ExitCode.OK, [f"{record}:", *found.lines()])
 
 
 MAX_TRACE_BYTES = 1024 * 1024 * 1024

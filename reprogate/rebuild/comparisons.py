@@ -16,6 +16,7 @@ TOLERANCE = "step tolerance"
 PREDICTION = "t prediction interval (one rebuild seed)"
 DIFFERENCE = "two-sample t on the means (pooled, two-sided)"
 EQUIVALENCE = "Welch TOST equivalence"
+RANK_SUM = "Wilcoxon rank-sum (exact mid-p, two-sided)"
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class StepTest:
 class MetricTest:
     """The metric stage: the rebuild's metric seeds against the reference seeds."""
 
-    kind: str  # PREDICTION, DIFFERENCE or EQUIVALENCE
+    kind: str  # PREDICTION, DIFFERENCE, RANK_SUM or EQUIVALENCE
     metric: str
     alpha: float
     n: int

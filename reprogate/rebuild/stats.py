@@ -3,12 +3,12 @@
 - Step comparison: |a - b| <= abs + rel * |b| (`within`) at each compared (step, rank) point;
   rebuild/step_figures.py finds the first point outside and the largest deviation.
 - Bitwise: digests equal or not; one unequal tensor fails however close the numbers are.
-- Metric, any number m of rebuild seeds: the two-sided two-sample t on the means of
-  core/seedstats.py, whose α is the false-fail rate of a build that reproduces. At m = 1 it is
-  the t prediction interval predeclared from the n reference seeds,
-  mean ± t(1-α/2, n-1) · s · sqrt(1 + 1/n); at every m it is widened by half the metric's
-  declared resolution on each side (a value measured on a finite eval set, or every K steps, is
-  quantised; without this the test is stricter than the measurement and users ask for bypasses).
+- Metric, any number m of rebuild seeds: the test core/seedstats.choose picks from the record's
+  `test` and m, whose α is the false-fail rate of a build that reproduces. The two-sided
+  two-sample t on the means (at m = 1 the t prediction interval predeclared from the n
+  reference seeds, mean ± t(1-α/2, n-1) · s · sqrt(1 + 1/n)), the metric's resolution entering
+  as `test` says; or, for `test: seeds` at m >= 3 on a fine grid, the Wilcoxon rank-sum test.
+  Every comparison has the rounding floor (core/seedstats.floor): equal seeds always pass.
 - Metric, opt-in `test: equivalence`: Welch's two one-sided tests for equivalence within ±margin
   at level α, equivalently the (1-2α) Welch interval of the difference inside (-margin, margin).
   Its α bounds the false *pass* at the margin; a good build needs enough seeds to pass it, and
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from reprogate.core.seedstats import bound, mean_sd, pooled_sd
+from reprogate.core.seedstats import Kind, bound, choose, floor, interval_half_width, mean_sd, pooled_sd, rank_sum_p
 from reprogate.core.tdist import t_cdf, t_quantile
 
 
@@ -58,23 +58,24 @@ class Interval:
         return out
 
 
-def prediction_interval(values: Sequence[float], alpha: float = 0.05, resolution: float = 0.0) -> Interval:
+def prediction_interval(values: Sequence[float], alpha: float = 0.05, resolution: float = 0.0, test: str | None = None) -> Interval:
     """Where one new run should land with probability 1-α, given n reference runs."""
     n = len(values)
     if n < 2:
         raise ValueError("a prediction interval needs at least 2 reference seeds")
     mean, sd = mean_sd(values)
-    half = bound(n, 1, sd, alpha, resolution)
+    half = interval_half_width(values, alpha, resolution, test)
     return Interval("prediction", mean - half, mean + half, alpha, n, mean, sd, resolution)
 
 
 @dataclass
 class Difference:
-    """The two-sample t on the means: passed when |difference| <= limit."""
+    """A test of m rebuild seeds against the n reference seeds: passed when |difference| <= limit
+    (the t; the limit is the rounding floor included), or when the rank-sum p value exceeds α."""
 
     passed: bool
     difference: float
-    limit: float
+    limit: float | None  # None for the rank-sum test, which has no limit on the difference
     sd_pooled: float
     df: int
     p_value: float
@@ -82,25 +83,38 @@ class Difference:
     resolution: float
     n: int
     m: int
+    kind: Kind = "t"
+    reason: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def difference_test(reference: Sequence[float], rebuilt: Sequence[float], alpha: float, resolution: float = 0.0) -> Difference:
-    """Do m rebuild seeds come from the reference's distribution (two-sided, pooled, level α)?
-    The p value is of the difference beyond half the resolution (1 when within it)."""
+def difference_test(reference: Sequence[float], rebuilt: Sequence[float], alpha: float, resolution: float = 0.0, test: str | None = None) -> Difference:
+    """Do m rebuild seeds come from the reference's distribution (two-sided, level α)? The test is
+    the one `choose` names for the record's `test` and m. For the t, the p value is of the
+    difference beyond the widening and the floor (1 within them)."""
 
     n, m = len(reference), len(rebuilt)
     if n < 2 or m < 1:
         raise ValueError("the two-sample t needs at least 2 reference seeds and 1 rebuild seed")
-    difference = mean_sd(rebuilt)[0] - mean_sd(reference)[0]
+    mean_x, sd_x = mean_sd(reference)
+    mean_y = mean_sd(rebuilt)[0]
+    difference = mean_y - mean_x
     sd = pooled_sd(reference, rebuilt)
-    limit = bound(n, m, sd, alpha, resolution)
-    excess = max(0.0, abs(difference) - resolution / 2)
+    choice = choose(test, m, sd_x, resolution)
+    if not all(math.isfinite(v) for v in rebuilt):  # a diverged seed is no metric: never a rank among the others
+        return Difference(False, difference, None, sd, n + m - 2, 0.0, alpha, resolution, n, m, choice.kind, "a rebuild seed's metric is not a finite number")
+    if choice.kind == "rank-sum":
+        p_value = rank_sum_p(reference, rebuilt)
+        return Difference(p_value > alpha, difference, None, sd, n + m - 2, p_value, alpha, resolution, n, m, "rank-sum", choice.reason)
+    rounding = floor(mean_x, mean_y)
+    limit = bound(n, m, sd, alpha, resolution, choice.widening) + rounding
+    half = resolution / 2 if choice.widening == "half-step" else 0.0
+    excess = max(0.0, abs(difference) - half - rounding)
     se = sd * math.sqrt(1 / n + 1 / m)
     p_value = 1.0 if excess == 0 else (0.0 if se == 0 else 2 * (1 - t_cdf(excess / se, n + m - 2)))
-    return Difference(abs(difference) <= limit, difference, limit, sd, n + m - 2, p_value, alpha, resolution, n, m)
+    return Difference(abs(difference) <= limit, difference, limit, sd, n + m - 2, p_value, alpha, resolution, n, m, choice.kind, choice.reason)
 
 
 @dataclass

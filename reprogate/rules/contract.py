@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterator
 
 from reprogate.core.diagnostics import Diagnostic, Severity
-from reprogate.core.seedstats import bound, declared_shift, mean_sd, power, shape, target_power
+from reprogate.core.seedstats import assured_power, declared_shift, interval_half_width, mean_sd, metric_test, percent, shape, target_power
 from reprogate.rules.base import RuleContext, get, items
 
 
@@ -79,10 +79,10 @@ def stored_interval_recomputes(ctx: RuleContext) -> Iterator[Diagnostic]:
 
     resolution = get(ctx.data, "contract", "metric", "resolution")
     values = [float(x) for x in numbers]
-    n = len(values)
-    mean, sd = mean_sd(values)
-    # as rebuild/stats.prediction_interval computes it: the two-sample t at m = 1
-    half = bound(n, 1, sd, alpha, float(resolution) if isinstance(resolution, (int, float)) else 0.0)
+    mean, _ = mean_sd(values)
+    # as rebuild/stats.prediction_interval computes it: the record's test at m = 1
+    widen = float(resolution) if isinstance(resolution, (int, float)) else 0.0
+    half = interval_half_width(values, alpha, widen, metric_test(get(ctx.data, "contract", "metric")))
     computed_low, computed_high = mean - half, mean + half
     # Wider than its inputs give is what loosens a contract; narrower only makes it stricter, and
     # bounds rounded by hand (an older record) move them by far less than 1 % of the width.
@@ -123,7 +123,17 @@ def seeds_say_what_they_can(ctx: RuleContext) -> Iterator[Diagnostic]:
             "equivalence-without-margin",
             "declare the margin (in the metric's units), or drop `test: equivalence` for the two-sample t",
         )
-    if metric.get("margin") is not None and metric.get("test") is None:
+    if metric.get("test") is None:
+        yield ctx.finding(
+            ("contract", "metric"),
+            "the record names no test, so it keeps the one it was written for: `difference`, the t widened by half the resolution at every m; "
+            "since 0.6 `init` writes `test: seeds` (the resolution as a variance, the rank-sum test at m >= 3 on a fine grid, "
+            "held to α on real seed sets: docs/rebuild.md)",
+            "metric-test-implicit",
+            "name the test: `test: seeds`, or `test: difference` to keep today's",
+            Severity.NOTICE,
+        )
+    if metric.get("margin") is not None and metric.get("test") != "equivalence":
         yield ctx.finding(
             ("contract", "metric", "margin"),
             "since reprogate 0.3 several rebuild seeds are judged by the two-sample t (α is its false-fail rate); the margin is used only by "
@@ -136,7 +146,16 @@ def seeds_say_what_they_can(ctx: RuleContext) -> Iterator[Diagnostic]:
         return
 
     where = ("reference", "metric", "values")
-    if len(set(numbers)) == 1:
+    if len(set(numbers)) == 1 and "resolution" not in metric:
+        yield ctx.finding(
+            where,
+            f"the {len(numbers)} reference seeds showed no spread ({numbers[0]:g} each) and the contract declares no resolution: "
+            "no test can say how far a rebuild may move",
+            "seeds-without-spread-or-resolution",
+            "declare contract.metric.resolution: the metric's evaluation grid (1/N for accuracy on N examples, K for a step count "
+            "measured every K steps), or 0 for a metric the seed does not move (any difference beyond rounding then fails)",
+        )
+    elif len(set(numbers)) == 1:
         yield ctx.finding(
             where,
             f"the {len(numbers)} reference seeds showed no spread ({numbers[0]:g} each): the interval is the resolution band",
@@ -159,13 +178,31 @@ def seeds_say_what_they_can(ctx: RuleContext) -> Iterator[Diagnostic]:
     mean, sigma = mean_sd(numbers)
     shift, target = declared_shift(metric, mean), target_power(metric)
     resolution = metric.get("resolution") if isinstance(metric.get("resolution"), (int, float)) else 0.0
-    if shift is not None and sigma > 0 and power(len(numbers), 20, shift, sigma, a, float(resolution)) < target:
+    test, n = metric_test(metric), len(numbers)
+    if shift is None or sigma <= 0:
+        return
+    if assured_power(n, 20, shift, sigma, a, float(resolution), test) < target - 1e-6:
         yield ctx.finding(
             ("contract", "metric", "detect"),
             f"the declared shift ({shift:.4g}, {shift / sigma:.2f} sd of the reference seeds) is caught with power below "
-            f"{target:.0%} by any number of rebuild seeds up to 20, with n={len(numbers)} reference seeds",
+            f"{target:.0%} by any number of rebuild seeds up to 20, with n={n} reference seeds",
             "shift-not-detectable",
             "run more reference seeds; `reprogate interval RECORD --plan` says how many",
+            Severity.WARNING,
+        )
+        return
+    declared_m = metric.get("rebuild_seeds")
+    m = declared_m if isinstance(declared_m, int) and not isinstance(declared_m, bool) and declared_m >= 1 else 1
+    caught = assured_power(n, m, shift, sigma, a, float(resolution), test)
+    if caught < target - 1e-6:  # the assurance's bisection stops a hair below a shift caught at exactly the target
+        runs = f"contract.metric.rebuild_seeds: {m}" if m == declared_m else "one seed: the record declares no contract.metric.rebuild_seeds"
+        yield ctx.finding(
+            ("contract", "metric", "rebuild_seeds" if m == declared_m else "detect"),
+            f"the declared shift ({shift:.4g}) is caught with {percent(round(caught, 3))} power, below the declared {percent(target)}, "
+            f"by the rebuilds the gate runs ({runs})",
+            "shift-below-power",
+            "`reprogate interval RECORD --plan` says the rebuild seeds that catch it (set contract.metric.rebuild_seeds), "
+            "or declare the shift those seeds catch",
             Severity.WARNING,
         )
 

@@ -9,7 +9,9 @@ init itself, so nothing depends on the machine that wrote a fixture.
 from __future__ import annotations
 
 import json
+import math
 import shutil
+import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -200,11 +202,66 @@ def test_the_metric_contract_takes_its_resolution_from_the_grid_and_suggests_a_s
     notes: list[str] = []
     quantised = _metric(plan, "epochs", [40.0, 45.0, 45.0, 55.0, 40.0], notes)
     assert quantised["resolution"] == 5 and quantised["detect"]["absolute"] > 0 and "grid of 5" in notes[0]
+    assert quantised["test"] == "seeds" and quantised["rebuild_seeds"] == 3
     import dataclasses
 
     given = _metric(dataclasses.replace(plan, resolution=0.001, detect={"relative": 0.02}, margin=0.05), "acc", [0.91, 0.912, 0.915], [])
     expected = {"name": "acc", "direction": "lower", "alpha": 0.05, "resolution": 0.001, "detect": {"relative": 0.02}, "margin": 0.05}
-    assert given == {**expected, "test": "equivalence"}
+    assert given == {**expected, "test": "equivalence", "rebuild_seeds": given["rebuild_seeds"]}
+
+
+@pytest.mark.parametrize("values", [[0.97, 0.96, 0.975, 0.955, 0.968], [40.0, 45.0, 45.0, 55.0, 40.0], [2.4, 2.41]])
+def test_init_declares_only_a_shift_the_gate_s_rebuild_seeds_catch(values: list[float]) -> None:
+    """The shift init writes is caught at 80 % (assured) by the rebuild seeds it writes, which the
+    gate runs: validate says nothing of it, and one seed fewer would not catch it."""
+    from reprogate.core.seedstats import assured_power, mean_sd
+    from reprogate.init.draft import Plan, _metric
+
+    plan = Plan(name="n", project="p", tree="t", entrypoint=["python"], config="c", config_hash="h", realizer="current", world_size=1, seeds=[1])
+    notes: list[str] = []
+    metric = _metric(plan, "val_loss", values, notes)
+    sd = mean_sd(values)[1]
+    shift, m = metric["detect"]["absolute"], metric["rebuild_seeds"]
+    assert assured_power(len(values), m, shift, sd, 0.05, metric["resolution"], "seeds") >= 0.8 - 1e-6
+    assert assured_power(len(values), m, shift * 0.9, sd, 0.05, metric["resolution"], "seeds") < 0.8  # and no larger than it must be
+    assert "rebuild_seeds is 3" in notes[-1]
+
+
+def test_a_shift_given_to_init_gets_the_rebuild_seeds_that_catch_it() -> None:
+    import dataclasses
+
+    from reprogate.core.seedstats import assured_power
+    from reprogate.init.draft import Plan, _metric
+
+    plan = Plan(name="n", project="p", tree="t", entrypoint=["python"], config="c", config_hash="h", realizer="current", world_size=1, seeds=[1])
+    values = [1.0 + 0.01 * math.sin(i) for i in range(10)]
+    metric = _metric(dataclasses.replace(plan, detect={"absolute": 0.02}), "val_loss", values, [])
+    sd = statistics.stdev(values)
+    m = metric["rebuild_seeds"]
+    assert assured_power(10, m, 0.02, sd, 0.05, 0.0, "seeds") >= 0.8
+    notes: list[str] = []
+    hopeless = _metric(dataclasses.replace(plan, detect={"absolute": 0.0001}), "val_loss", values, notes)
+    assert "rebuild_seeds" not in hopeless and "record more reference seeds" in notes[-1]
+
+
+def test_init_on_a_metric_every_seed_gives_alike_and_a_three_seed_rebuild_pass(cli: Cli, tiny: Path) -> None:
+    """Issue 40's false red: a metric of 1.9 for every seed made `rebuild --seeds 3` fail by
+    -2.22e-16 beyond ±1.68e-16."""
+    train = tiny / "project" / "train.py"
+    train.write_text(train.read_text().replace('val_loss += float(os.environ.get("EXAMPLE_METRIC_SHIFT", 0.0))', "val_loss = 1.9"))
+    git(tiny, "commit", "-qam", "a metric the seed does not move")
+    made = cli("init", "project", "--world-size", "2", "--seeds", "1,2,3", "--portable-cpu", cwd=tiny)
+    assert made.exit_code == 0, made.output
+    metric = load(tiny / "records" / "project.yaml")["contract"]["metric"]
+    assert metric["resolution"] == 0 and "detect" not in metric and "must equal it to rounding" in made.output
+    check = cli("validate", cwd=tiny)
+    assert check.exit_code == 0 and "showed no spread (1.9 each)" in check.output, check.output
+    git(tiny, "add", "-A")
+    git(tiny, "commit", "-qm", "the reference record")
+    rebuilt = cli("rebuild", "records/project.yaml", "--seeds", "3", "--out", str(tiny.parent / "out"), cwd=tiny)
+    assert rebuilt.exit_code == 0, rebuilt.output
+    verdict = json.loads((tiny.parent / "out" / "verdict.json").read_text())
+    assert verdict["tests"][-1]["passed"] and verdict["tests"][-1]["m"] >= 2  # the replayed seed aside, the fresh ones
 
 
 @pytest.mark.parametrize("shift", ["abc", "-1", "0", "nan"])

@@ -43,9 +43,37 @@ def test_the_tiny_example_says_nothing(project: Path) -> None:
 
 def test_identical_reference_seeds_make_a_valid_record_with_a_warning(cli: Any, project: Path) -> None:
     record = project / RECORD
-    assert with_values(cli, record, [0.9] * 5) == [("seeds-without-spread", "warning")]
+    assert with_values(cli, record, [0.9] * 5) == [("seeds-without-spread", "warning")]  # resolution: 0.0 is declared
     assert "no spread" in stored_notice(record)  # interval.notice says so in the record too
     assert with_values(cli, record, [0.9] * 5, resolution=0.01) == [("seeds-without-spread", "warning")]
+
+
+def test_identical_reference_seeds_without_a_resolution_are_an_error_that_says_what_to_declare(cli: Any, project: Path) -> None:
+    record = project / RECORD
+    edit_record(record, lambda r: r["contract"]["metric"].pop("resolution"))
+    assert with_values(cli, record, [0.9] * 5) == [("seeds-without-spread-or-resolution", "error")]
+    said = cli("validate", str(record))
+    assert said.exit_code == 1 and "declare contract.metric.resolution" in said.output and "1/N for accuracy on N examples" in said.output
+    assert with_values(cli, record, [0.9] * 5, resolution=0) == [("seeds-without-spread", "warning")]
+
+
+def test_a_declared_shift_the_gate_s_seeds_catch_below_the_declared_power_is_warned(cli: Any, project: Path) -> None:
+    record = project / RECORD
+    edit_record(record, lambda r: r["contract"]["metric"].update(detect={"relative": 0.02}))  # 1.7 sd: one seed catches it 37 % of the time
+    assert found(record) == [("shift-below-power", "warning")]
+    said = cli("validate", str(record)).output
+    assert "one seed: the record declares no contract.metric.rebuild_seeds" in said and "below the declared 80 %" in said
+    edit_record(record, lambda r: r["contract"]["metric"].update(rebuild_seeds=3))
+    assert found(record) == [("shift-below-power", "warning")]  # three catch it less than 80 % of the time too
+    edit_record(record, lambda r: r["contract"]["metric"].update(rebuild_seeds=9))
+    assert found(record) == []
+
+
+def test_a_record_that_names_no_test_keeps_the_old_one_and_is_told(cli: Any, project: Path) -> None:
+    record = project / RECORD
+    edit_record(record, lambda r: r["contract"]["metric"].pop("test"))
+    assert found(record) == [("metric-test-implicit", "notice")]
+    assert "`test: seeds`, or `test: difference` to keep today's" in cli("validate", str(record)).output
 
 
 def test_two_reference_seeds_are_warned(cli: Any, project: Path) -> None:
@@ -63,12 +91,13 @@ def test_a_shift_no_number_of_seeds_can_catch_is_warned(cli: Any, project: Path)
     record = project / RECORD
     edit_record(record, lambda r: r["contract"]["metric"].update(detect={"absolute": 0.002}))  # 0.46 sd with n=5
     assert found(record) == [("shift-not-detectable", "warning")]
-    edit_record(record, lambda r: r["contract"]["metric"].update(detect={"relative": 0.02}))
+    edit_record(record, lambda r: r["contract"]["metric"].update(detect={"relative": 0.045}))
     assert found(record) == []
 
 
 def test_an_interval_at_another_alpha_than_the_contract_is_an_error(cli: Any, project: Path) -> None:
     record = project / RECORD
+    edit_record(record, lambda r: r["contract"]["metric"].update(detect={"relative": 0.08}))  # caught at α = 1 % too
     assert cli("interval", str(record), "--alpha", "0.01").exit_code == 0  # sets the contract's α with the interval's
     assert found(record) == []
     edit_record(record, lambda r: r["contract"]["metric"].update(alpha=0.05))
@@ -89,16 +118,22 @@ def test_an_old_margin_without_a_test_gets_a_notice_and_equivalence_keeps_it_qui
     assert found(record) == []
 
 
-def test_the_planner_prints_the_issues_examples(cli: Any, project: Path) -> None:
+def test_the_planner_prints_what_each_reference_can_see(cli: Any, project: Path) -> None:
     import random
+
+    from reprogate.core.seedstats import assured_sigma, mean_sd, seeds_needed
 
     record = project / RECORD
     rng = random.Random(3)
+    with_values(cli, record, [rng.gauss(1.0, 0.01) for _ in range(5)])
     five = cli("interval", str(record), "--plan")
-    assert five.exit_code == 0 and "1 sd (" in five.output and "no m up to 200 with n=5" in five.output and "n=20: m=15" in five.output
-    with_values(cli, record, [rng.gauss(1.0, 0.01) for _ in range(20)])
+    assert five.exit_code == 0 and "1 sd (" in five.output and "no m up to 200 with n=5" in five.output  # five seeds are the limit
+    values = [rng.gauss(1.0, 0.01) for _ in range(20)]
+    with_values(cli, record, values)
     twenty = cli("interval", str(record), "--plan")
-    assert "1 sd (" in twenty.output and "m=15 with n=20" in twenty.output
+    s = mean_sd(values)[1]
+    m = seeds_needed(20, assured_sigma(20, s, 0.8), 2 * s, 0.05, 0.8, 0.0, test="seeds", reference_sd=s)
+    assert m is not None and f"2 sd ({2 * s:.4g}): m={m} with n=20" in twenty.output, twenty.output
 
 
 def test_equivalence_without_a_margin_is_an_error(project: Path) -> None:

@@ -1,21 +1,35 @@
 """metric: the evaluation metric of the rebuild's metric seeds against the reference seeds.
 
-One test for every m (core/seedstats.py): at m = 1 the predeclared t prediction interval, at
-m >= 2 the two-sided two-sample t on the means; both are the same test, whose α is the chance of
-failing a build that reproduces. `test: equivalence` opts into Welch TOST instead, which bounds
-the chance of *passing* a build beyond the margin, and the verdict then says how likely a good
-build was to pass it. Every verdict states α, n, m, the seeds and where they came from, and its
-power: at the shift the record declares (contract.metric.detect) and the smallest shift it
-catches at 80 %.
+The test is the one core/seedstats.choose names for the record's `contract.metric.test` and the
+number m of rebuild seeds, decided before any value is read: at m = 1 the predeclared t
+prediction interval, at m >= 2 the two-sided two-sample t on the means, or (`test: seeds`, m >= 3
+on a fine grid) the Wilcoxon rank-sum test; each has α as its chance of failing a build that
+reproduces, and the verdict says which ran and why. `test: equivalence` opts into Welch TOST
+instead, which bounds the chance of *passing* a build beyond the margin, and the verdict then
+says how likely a good build was to pass it. Every verdict states α, n, m, the seeds and where
+they came from, and its power, assured (core/seedstats.assured_power): at the shift the record
+declares (contract.metric.detect) and the smallest shift it catches at the declared power.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from reprogate.core.seedstats import POWER, declared_shift, mean_sd, minimum_detectable_shift, percent, power, target_power, tost_pass_chance
+from reprogate.core.seedstats import (
+    POWER,
+    assured_power,
+    assured_sigma,
+    choose,
+    declared_shift,
+    mean_sd,
+    metric_test,
+    minimum_detectable_shift,
+    percent,
+    target_power,
+    tost_pass_chance,
+)
 from reprogate.rebuild import compare
-from reprogate.rebuild.comparisons import DIFFERENCE, EQUIVALENCE, PREDICTION, MetricTest
+from reprogate.rebuild.comparisons import DIFFERENCE, EQUIVALENCE, PREDICTION, RANK_SUM, MetricTest
 from reprogate.rebuild.interval import seed_notices
 from reprogate.rebuild.stages.base import StageResult, failed, passed, skipped
 from reprogate.rebuild.state import RebuildState
@@ -45,6 +59,7 @@ def metric(state: RebuildState) -> StageResult:
     resolution = float(declared.get("resolution") or 0.0)
     if declared.get("test") == "equivalence" and len(values) >= 2:
         return _equivalence(state, declared, reference, values, alpha)
+    test_name = metric_test(declared)
     if len(values) == 1:
         stored = declared.get("interval")
         if not isinstance(stored, dict):
@@ -53,8 +68,9 @@ def metric(state: RebuildState) -> StageResult:
         alpha, n, resolution = float(stored.get("alpha", alpha)), int(stored["n"]), float(stored.get("resolution", resolution))
         sigma = float(stored.get("sd", mean_sd(reference)[1] if len(reference) > 1 else 0.0))
         inside = low <= values[0] <= high
+        choice = choose(test_name, 1, sigma, resolution)
         stated = _power(declared, n, 1, sigma, alpha, resolution, float(stored.get("mean", 0.0)))
-        figures = {"interval": [low, high], "resolution": resolution, "value": values[0], "values": values, "reference": reference}
+        figures = {"interval": [low, high], "resolution": resolution, "value": values[0], "values": values, "reference": reference, "rule": choice.reason}
         test = MetricTest(PREDICTION, name, alpha, n, 1, inside, plan, stated, figures, _notice(reference))
         detail = (
             f"{name} {values[0]:.6g} {'inside' if inside else 'outside'} the predeclared {percent(1 - alpha)} "
@@ -63,23 +79,32 @@ def metric(state: RebuildState) -> StageResult:
         return StageResult("pass" if inside else "fail", detail, {"value": values[0]}, comparison=test)
     if len(reference) < 2:
         return failed(f"{len(values)} rebuild seeds are compared with the reference seeds; reference.metric.values lists {len(reference)}", exit_code=2)
-    result = difference_test(reference, values, alpha, resolution)
-    stated = _power(declared, result.n, result.m, mean_sd(reference)[1], alpha, resolution, mean_sd(reference)[0])
-    figures = {
+    result = difference_test(reference, values, alpha, resolution, test_name)
+    mean, sd = mean_sd(reference)
+    stated = _power(declared, result.n, result.m, sd, alpha, resolution, mean)
+    figures: dict[str, Any] = {
         "difference": result.difference,
-        "limit": result.limit,
         "sd_pooled": result.sd_pooled,
         "df": result.df,
         "p_value": result.p_value,
         "resolution": resolution,
         "values": values,
         "reference": reference,
+        "rule": result.reason,
     }
-    test = MetricTest(DIFFERENCE, name, alpha, result.n, len(values), result.passed, plan, stated, figures, _notice(reference))
-    detail = (
-        f"{name}: mean difference {result.difference:+.4g} {'within' if result.passed else 'beyond'} ±{result.limit:.4g} "
-        f"(two-sample t, α={alpha:g}, n={result.n}, m={result.m}, p={result.p_value:.3g}); {_said(stated)}"
-    )
+    if result.kind == "rank-sum":
+        test = MetricTest(RANK_SUM, name, alpha, result.n, len(values), result.passed, plan, stated, figures, _notice(reference))
+        detail = (
+            f"{name}: mean difference {result.difference:+.4g}, rank-sum mid-p {result.p_value:.3g} {'above' if result.passed else 'at or below'} "
+            f"α={alpha:g} (Wilcoxon rank-sum, n={result.n}, m={result.m}; {result.reason}); {_said(stated)}"
+        )
+    else:
+        figures["limit"] = result.limit
+        test = MetricTest(DIFFERENCE, name, alpha, result.n, len(values), result.passed, plan, stated, figures, _notice(reference))
+        detail = (
+            f"{name}: mean difference {result.difference:+.4g} {'within' if result.passed else 'beyond'} ±{result.limit:.4g} "
+            f"(two-sample t, α={alpha:g}, n={result.n}, m={result.m}, p={result.p_value:.3g}); {_said(stated)}"
+        )
     return passed(detail, test, values=values) if result.passed else failed(detail, comparison=test, values=values)
 
 
@@ -106,16 +131,20 @@ def _equivalence(state: RebuildState, declared: dict[str, Any], reference: list[
 
 
 def _power(declared: dict[str, Any], n: int, m: int, sigma: float, alpha: float, resolution: float, mean: float) -> dict[str, Any]:
+    """The power the verdict states: assured, so that over records a share of at least the stated
+    power reaches it (core/seedstats.assured_power), not the plug-in at the reference's own s."""
     target = target_power(declared)
+    test_name = metric_test(declared)
     shift = declared_shift(declared, mean)
     stated: dict[str, Any] = {
         "sigma": sigma,
-        "minimum_detectable_shift": minimum_detectable_shift(n, m, sigma, alpha, target, resolution),
+        "minimum_detectable_shift": minimum_detectable_shift(n, m, assured_sigma(n, sigma, target), alpha, target, resolution, test_name, sigma),
         "at_power": target,
+        "assured": "the power reached with at least the stated probability, given the n reference seeds' spread",
     }
     if shift is not None:
         stated["shift"] = shift
-        stated["power"] = round(power(n, m, shift, sigma, alpha, resolution), 4)
+        stated["power"] = round(assured_power(n, m, shift, sigma, alpha, resolution, test_name), 4)
     return stated
 
 
