@@ -174,7 +174,7 @@ def init(
         no_dataset=no_dataset,
         level=level,
         seeds=_seeds(seeds_text) if seeds_text else [1, 2, 3],
-        world_size=world_size or 1,
+        world_size=world_size,
         metric=metric,
         direction=direction,
         tensors=[t for t in tensors.split(",") if t],
@@ -214,6 +214,16 @@ def at_terminal() -> bool:
     return sys.stdin.isatty()
 
 
+def _starts_its_ranks(entrypoint: list[str]) -> bool:
+    """A torchrun entrypoint says its world size itself (--nproc-per-node)."""
+    from reprogate.runtime.entry_command import EntryCommandError, read_entry
+
+    try:
+        return read_entry(entrypoint).launcher == "torchrun"
+    except EntryCommandError:
+        return False
+
+
 def _ask(options: InitOptions, given: dict[str, object]) -> None:
     """Prompt for what was not given, offering what the project folder holds as the default."""
     from reprogate.init.command import discover, layout
@@ -228,14 +238,15 @@ def _ask(options: InitOptions, given: dict[str, object]) -> None:
         default = found.entrypoint(project)
         options.entrypoint = shlex.split(click.prompt("Entrypoint (run in the project folder by every rank)", default=shlex.join(default) if default else None))
     if given["config"] is None:
-        options.config = Path(click.prompt("Configuration file", default=shown(found.config) or None))
+        answer = click.prompt("Configuration file (empty: the entrypoint's arguments are the configuration)", default=shown(found.config), show_default=True)
+        options.config = Path(answer) if answer.strip() else None
     if given["data"] is None:
         answer = click.prompt("Data folder (empty: the run reads no dataset file)", default=shown(found.data), show_default=True)
         if answer.strip():
             options.data = Path(answer)
         else:
             options.no_dataset = "the run reads no dataset file (said at reprogate init)"
-    if given["world_size"] is None:
+    if given["world_size"] is None and not _starts_its_ranks(options.entrypoint or found.entrypoint(project) or []):
         options.world_size = click.prompt("Ranks (world size) of the reference run", default=1, type=click.IntRange(min=1))
     if given["seeds"] is None:
         options.seeds = _seeds(click.prompt("Reference seeds (the first is the one a rebuild runs)", default="1,2,3"))
