@@ -149,7 +149,7 @@ class ReprogateCallback(TrainerCallback):  # type: ignore[misc]  # transformers 
         if self._pending is not None and self._pending["step"] == state.global_step and isinstance(grad_norm, (int, float)) and math.isfinite(grad_norm):
             self._pending["metrics"]["grad_norm"] = float(grad_norm)
 
-    def on_evaluate(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, metrics: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+    def on_evaluate(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, metrics: Mapping[str, Any] | None = None, **kw: Any) -> None:
         self._write_pending()
         value = (metrics or {}).get(self.metric)
         if self.tracer is not None and state.is_world_process_zero and isinstance(value, (int, float)):

@@ -55,7 +55,7 @@ def _arguments(job: RebuildJob) -> StageResult:
     except EntryCommandError as exc:
         return failed(f"the entrypoint cannot be read: {exc}", exit_code=2)
     if command.launcher == "other" or command.no_python:
-        return failed("the configuration is the entrypoint's script arguments (hash_of: argv), and the entrypoint runs no script to tell them from", exit_code=2)
+        return failed("the configuration is the script's arguments (hash_of: argv), and the entrypoint runs no script to tell them from", exit_code=2)
     changes = flag_changes(pinned, command.arguments)
     if changes:
         return failed(f"configuration (the entrypoint's arguments) changed: {'; '.join(changes)}", found=arguments_digest(command.arguments))
