@@ -35,7 +35,8 @@ RULES: dict[str, RuleSpec] = {
     "environment-pins-match": RuleSpec(environment.environment_pins_match, (RECORD,), reads_files=True),
     "configuration-hash-matches": RuleSpec(addressed.configuration_hash_matches, (RECORD,), reads_files=True),
     "entrypoint-is-readable": RuleSpec(entrypoint.entrypoint_is_readable, (RECORD,)),
-    "arguments-match-configuration": RuleSpec(entrypoint.arguments_match_configuration, (RECORD,)),
+    # like a configuration file's hash, judged by the rebuild at its `config` stage, not refused before it
+    "arguments-match-configuration": RuleSpec(entrypoint.arguments_match_configuration, (RECORD,), reads_files=True),
     "torchrun-matches-world-size": RuleSpec(entrypoint.torchrun_matches_world_size, (RECORD,)),
     "dataset-manifest-matches": RuleSpec(addressed.dataset_manifest_matches, (RECORD,), reads_files=True),
     "dataset-shards-match": RuleSpec(shards.dataset_shards_match, (RECORD,), reads_files=True),
