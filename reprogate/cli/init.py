@@ -132,6 +132,18 @@ def _env(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.option("--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True, help="Seconds each seed's run may take.")
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where realized venvs are cached (default ~/.cache/reprogate).")
 @click.option("--force", is_flag=True, help="Replace an existing record (its reference is made again).")
+@click.option(
+    "--from-mlflow",
+    "mlflow_runs",
+    multiple=True,
+    metavar="RUN_ID",
+    help="Make the record from these MLflow runs (one per seed; repeatable) instead of running the seeds (pip install 'reprogate[mlflow]').",
+)
+@click.option("--mlflow-experiment", default=None, metavar="NAME", help="With --from-mlflow and no run ids: the runs of this experiment ...")
+@click.option("--mlflow-filter", default="", metavar="FILTER", help="... that match this MLflow search filter, e.g. \"params.lr = '0.01'\".")
+@click.option("--tracking-uri", default=None, metavar="URI", help="The MLflow tracking store (default $MLFLOW_TRACKING_URI).")
+@click.option("--mlflow-seed-param", default="seed", show_default=True, help="The run parameter that holds the seed.")
+@click.option("--mlflow-trace-path", default="reprogate", show_default=True, help="The artifact folder the runs logged their trace-rank*.jsonl in.")
 @click.option("-y", "--yes", "no_prompt", is_flag=True, help="Never prompt, even at a terminal (use what was found).")
 def init(
     project: Path,
@@ -158,6 +170,12 @@ def init(
     timeout: float,
     cache: Path | None,
     force: bool,
+    mlflow_runs: tuple[str, ...],
+    mlflow_experiment: str | None,
+    mlflow_filter: str,
+    tracking_uri: str | None,
+    mlflow_seed_param: str,
+    mlflow_trace_path: str,
     no_prompt: bool,
 ) -> None:
     """Write a complete record: capture, manifest, config hash, reference seeds, interval."""
@@ -189,7 +207,7 @@ def init(
         cache=cache,
         force=force,
     )
-    interactive = at_terminal() and not no_prompt
+    interactive = at_terminal() and not no_prompt and not (mlflow_runs or mlflow_experiment)
 
     def work() -> CommandResult:
         if interactive:
@@ -204,9 +222,33 @@ def init(
                     "level": level,
                 },
             )
+        if mlflow_runs or mlflow_experiment:
+            _import_mlflow(options, mlflow_runs, mlflow_experiment, mlflow_filter, tracking_uri, mlflow_seed_param, mlflow_trace_path, seeds_text)
         return run_init(options)
 
     finish(work, "text", "init")
+
+
+def _import_mlflow(
+    options: InitOptions,
+    runs: tuple[str, ...],
+    experiment: str | None,
+    filter_text: str,
+    tracking_uri: str | None,
+    seed_param: str,
+    trace_path: str,
+    seeds_text: str | None,
+) -> None:
+    """--from-mlflow: the seeds, metric and reference come from the tracking store."""
+    from reprogate.core.errors import UsageError
+    from reprogate.integrations.mlflow import MlflowQuery, import_into
+
+    if seeds_text:
+        raise UsageError("--seeds and --from-mlflow: the seeds are the runs' (their seed parameter); give one or the other")
+    uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
+    if not uri:
+        raise UsageError("--from-mlflow needs the tracking store: --tracking-uri URI (e.g. sqlite:///mlflow.db) or MLFLOW_TRACKING_URI")
+    import_into(options, MlflowQuery(uri, tuple(runs), experiment, filter_text, seed_param, options.metric, trace_path))
 
 
 def at_terminal() -> bool:

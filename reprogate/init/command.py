@@ -42,6 +42,7 @@ from reprogate.datasets.verify import VerifyOptions, verify
 from reprogate.init.arguments import ArgumentsPin, arguments_pin, mentions, torchrun_world_size
 from reprogate.init.discover import Found, discover
 from reprogate.init.draft import LEVELS, Plan, before_reference, complete, trace_text
+from reprogate.init.imported import ImportedReference
 from reprogate.init.reference import run_reference
 from reprogate.output.result import CommandResult
 from reprogate.rules.addressed import CONFIGURATION_HINT
@@ -77,6 +78,7 @@ class InitOptions:
     timeout: float = 900.0
     cache: Path | None = None
     force: bool = False
+    imported: ImportedReference | None = None  # a reference that ran elsewhere (--from-mlflow): its runs are not made again
 
 
 class Written:
@@ -396,11 +398,13 @@ def run_init(options: InitOptions) -> CommandResult:
             margin=options.margin,
         )
         record = before_reference(plan)
-        runs = run_reference(record, root, list(plan.seeds), options.timeout, options.cache)
+        imported = options.imported
+        runs = imported.runs if imported is not None else run_reference(record, root, list(plan.seeds), options.timeout, options.cache)
         primary = runs.events.get(plan.seeds[0]) or []
         text = trace_text(primary)
         checksum = "sha256:" + hashlib.sha256(text.encode()).hexdigest()
         capture = CaptureContext(root=project, framework=False)
+        machine = (imported.host, imported.cpu, imported.devices) if imported is not None else None
         notes += complete(
             record,
             plan,
@@ -409,10 +413,13 @@ def run_init(options: InitOptions) -> CommandResult:
             checksum,
             runs.probe,
             runs.backend,
-            run_layer(host_layer, capture),
-            run_layer(cpu_layer, capture),
-            run_layer(devices_layer, capture),
+            *(machine or (run_layer(host_layer, capture), run_layer(cpu_layer, capture), run_layer(devices_layer, capture))),
         )
+        if imported is not None:
+            notes += list(imported.notes)
+            record["execution"].pop("collective", None)  # the store does not say which backend the ranks used
+            if imported.commit:
+                record["source"]["commit"] = imported.commit
         record["contract"]["envelope"]["storage"] = {**measured_storage(record, root), "scratch_bytes": runs.scratch_bytes}
         written.write(trace_path, text)
         wrote_config = _write_config(root, record_path, written, notes)
@@ -432,7 +439,10 @@ def run_init(options: InitOptions) -> CommandResult:
     if wrote_config:
         lines.append(f"wrote .reprogate.yaml: records/*.yaml, reference {_rel(record_path, root)}")
     stderr = [f"note: {n}" for n in notes]
-    stderr += ["the reference ran as a rebuild will run it:", *runs.stages]
+    stderr += [
+        f"the reference was imported from {options.imported.origin}:" if options.imported else "the reference ran as a rebuild will run it:",
+        *runs.stages,
+    ]
     stderr += [
         f"next: git add {' '.join(sorted({_rel(p, root).split('/')[0] for p, _ in written.done}))} && reprogate validate "
         f"&& reprogate rebuild {_rel(record_path, root)}"
