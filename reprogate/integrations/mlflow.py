@@ -17,6 +17,7 @@ database store also needs SQLAlchemy and Alembic, which the extra brings).
 from __future__ import annotations
 
 import math
+import os
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -72,6 +73,7 @@ class LoggedRun:
 
 
 def _client(uri: str) -> Any:
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # downloads would draw bars on stdout
     try:
         from mlflow import MlflowClient
     except ImportError:
@@ -327,9 +329,12 @@ def _cpu(metas: list[Mapping[str, Any]], origin: str) -> dict[str, Any]:
     if not cpu:
         return not_recorded(origin)
     found: dict[str, Any] = {"present": True}
-    for key in ("architecture", "capability", "mkl_cbwr"):
-        if isinstance(cpu.get(key), str):
-            found[key] = cpu[key]
+    if isinstance(cpu.get("architecture"), str):
+        found["architecture"] = cpu["architecture"]
+    if isinstance(cpu.get("capability"), str):
+        found["capability"] = {"effective": cpu["capability"].lower(), "source": "torch"}  # the trace's meta reads it from torch
+    if isinstance(cpu.get("mkl_cbwr"), str):
+        found["mkl_cbwr"] = cpu["mkl_cbwr"]
     return found
 
 
