@@ -240,15 +240,9 @@ def _import_mlflow(
     seeds_text: str | None,
 ) -> None:
     """--from-mlflow: the seeds, metric and reference come from the tracking store."""
-    from reprogate.core.errors import UsageError
     from reprogate.integrations.mlflow import MlflowQuery, import_into
 
-    if seeds_text:
-        raise UsageError("--seeds and --from-mlflow: the seeds are the runs' (their seed parameter); give one or the other")
-    uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
-    if not uri:
-        raise UsageError("--from-mlflow needs the tracking store: --tracking-uri URI (e.g. sqlite:///mlflow.db) or MLFLOW_TRACKING_URI")
-    import_into(options, MlflowQuery(uri, tuple(runs), experiment, filter_text, seed_param, options.metric, trace_path))
+    import_into(options, MlflowQuery(tracking_uri, tuple(runs), experiment, filter_text, seed_param, options.metric, trace_path), seeds_given=bool(seeds_text))
 
 
 def at_terminal() -> bool:

@@ -25,7 +25,8 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from lightning.pytorch import Callback, LightningModule, Trainer
+from lightning import __version__ as lightning_version
+from lightning.pytorch import Callback, LightningModule, Trainer, seed_everything
 
 from reprogate.runtime.seeding import SEED_ENV, seeded_by
 from reprogate.runtime.tracer import Tracer
@@ -36,8 +37,6 @@ MAX_STEPS_ENV = "REPROGATE_MAX_STEPS"
 def seeded(default: int) -> int:
     """Lightning's seed_everything with the rebuild's seed (REPROGATE_SEED), else `default`;
     returns the seed applied."""
-    from lightning.pytorch import seed_everything
-
     seed = int(seed_everything(int(os.environ.get(SEED_ENV, default)), workers=True))
     seeded_by(seed, "lightning")
     return seed
@@ -81,7 +80,6 @@ class ReprogateCallback(Callback):  # type: ignore[misc]  # lightning's Callback
         self._max_steps = int(os.environ[MAX_STEPS_ENV]) if os.environ.get(MAX_STEPS_ENV) else None
 
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
-        import lightning
         import torch
 
         if self.deterministic:
@@ -96,7 +94,7 @@ class ReprogateCallback(Callback):  # type: ignore[misc]  # lightning's Callback
             every=self.every,
             tensors=self.tensors,
             model=pl_module,
-            meta={"framework": "lightning", "lightning": lightning.__version__, "accumulate_grad_batches": int(trainer.accumulate_grad_batches)},
+            meta={"framework": "lightning", "lightning": lightning_version, "accumulate_grad_batches": int(trainer.accumulate_grad_batches)},
             config=self.config,
             dataset_manifest=self.dataset_manifest,
             digest=self.digest,

@@ -16,13 +16,14 @@ database store also needs SQLAlchemy and Alembic, which the extra brings).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from reprogate.core.canonical import CanonicalError, canonical_digest
 from reprogate.core.documents import DocumentError, load_document
@@ -30,13 +31,11 @@ from reprogate.core.errors import InfrastructureError, UsageError
 from reprogate.core.git import GitError, run_git
 from reprogate.core.gittree import tree_id
 from reprogate.datasets import manifest_digest
+from reprogate.init.command import InitOptions, discover, given_path, layout
 from reprogate.init.imported import ImportedReference, not_recorded
 from reprogate.init.reference import ReferenceRuns
 from reprogate.runtime.entry_command import EntryCommandError, flags, read_entry
 from reprogate.runtime.trace import trace_events
-
-if TYPE_CHECKING:
-    from reprogate.init.command import InitOptions
 
 COMMIT_TAG = "mlflow.source.git.commit"
 MAX_ARTIFACT_BYTES = 1024 * 1024 * 1024  # as a rebuild reads a rank's trace
@@ -51,7 +50,7 @@ class MlflowReferenceError(UsageError):
 class MlflowQuery:
     """Which runs: named by id, or an experiment's runs matching a filter (MLflow's search syntax)."""
 
-    tracking_uri: str
+    tracking_uri: str | None  # None: $MLFLOW_TRACKING_URI
     run_ids: tuple[str, ...] = ()
     experiment: str | None = None
     filter: str = ""
@@ -338,10 +337,14 @@ def _cpu(metas: list[Mapping[str, Any]], origin: str) -> dict[str, Any]:
     return found
 
 
-def import_into(options: InitOptions, query: MlflowQuery) -> None:
+def import_into(options: InitOptions, query: MlflowQuery, seeds_given: bool = False) -> None:
     """Fill `options` (seeds, metric, the imported reference) from the store, for run_init."""
-    from reprogate.init.command import discover, given_path, layout
-
+    if seeds_given:
+        raise UsageError("--seeds and --from-mlflow: the seeds are the runs' (their seed parameter); give one or the other")
+    uri = query.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
+    if not uri:
+        raise UsageError("--from-mlflow needs the tracking store: --tracking-uri URI (e.g. sqlite:///mlflow.db) or MLFLOW_TRACKING_URI")
+    query = dataclasses.replace(query, tracking_uri=uri)
     root, project, _, _ = layout(options)
     found = discover(project, root)
     entrypoint = options.entrypoint or found.entrypoint(project)

@@ -27,7 +27,8 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
+from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments, enable_full_determinism, set_seed
+from transformers import __version__ as transformers_version
 
 from reprogate.runtime.seeding import SEED_ENV, seeded_by
 from reprogate.runtime.tracer import Tracer
@@ -39,8 +40,6 @@ def seeded(args: TrainingArguments, deterministic: bool = True) -> TrainingArgum
     """`args` with the rebuild's seed as `seed` and `data_seed`, and `full_determinism` when
     `deterministic`; seeds Python, NumPy and torch now, as the Trainer does (call it before
     building the model, so its first weights follow the seed too)."""
-    from transformers import enable_full_determinism, set_seed
-
     seed = int(os.environ.get(SEED_ENV, args.seed))
     args.seed = seed
     args.data_seed = seed
@@ -102,15 +101,13 @@ class ReprogateCallback(TrainerCallback):  # type: ignore[misc]  # transformers 
     # the trace -----------------------------------------------------------------------------
 
     def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model: Any = None, **kwargs: Any) -> None:
-        import transformers
-
         self._model = model
         self.tracer = Tracer(
             directory=self.directory,
             every=self.every,
             tensors=self.tensors,
             model=model,
-            meta={"framework": "transformers", "transformers": transformers.__version__, "gradient_accumulation_steps": args.gradient_accumulation_steps},
+            meta={"framework": "transformers", "transformers": transformers_version, "gradient_accumulation_steps": args.gradient_accumulation_steps},
             config=self.config,
             dataset_manifest=self.dataset_manifest,
             digest=self.digest,
