@@ -147,6 +147,14 @@ def test_what_the_store_cannot_fill_is_refused_naming_the_run(cli: Cli, store: d
     untraced = _fake_run(store, {**params, "seed": "9"}, {"val_loss": 1.0})
     said = _refused(cli, store, "--from-mlflow", untraced)
     assert f"run {untraced} (seed 9, the one a rebuild replays) logged no trace" in said
+    relabelled = _fake_run(store, {**params, "seed": "5"}, {"val_loss": 1.0})  # seed 1's trace, logged as seed 5's
+    trace = store["tmp"] / "seed-1-trace"
+    trace.mkdir()
+    store["client"].download_artifacts(first, "reprogate", str(trace))
+    for path in sorted((trace / "reprogate").glob("trace-rank*.jsonl")):
+        store["client"].log_artifact(relabelled, str(path), "reprogate")
+    said = _refused(cli, store, "--from-mlflow", relabelled)
+    assert f"run {relabelled} logged seed=5, and its trace's meta (rank 0) says seed 1" in said
     said = _refused(cli, store, "--from-mlflow", first, "--entrypoint", "python train.py --lr 0.05 --steps 8")
     assert "the entrypoint says --lr 0.05" in said and "lr=0.01" in said
     said = _refused(cli, store, "--from-mlflow", "0" * 32)
