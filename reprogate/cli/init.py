@@ -242,7 +242,9 @@ def _import_mlflow(
     """--from-mlflow: the seeds, metric and reference come from the tracking store."""
     from reprogate.integrations.mlflow import MlflowQuery, import_into
 
-    import_into(options, MlflowQuery(tracking_uri, tuple(runs), experiment, filter_text, seed_param, options.metric, trace_path), seeds_given=bool(seeds_text))
+    import_into(
+        options, MlflowQuery(tracking_uri or "", tuple(runs), experiment, filter_text, seed_param, options.metric, trace_path), seeds_given=bool(seeds_text)
+    )
 
 
 def at_terminal() -> bool:

@@ -42,7 +42,7 @@ def seeded(default: int) -> int:
     return seed
 
 
-class ReprogateCallback(Callback):  # type: ignore[misc]  # lightning's Callback is untyped here
+class ReprogateCallback(Callback):
     """Writes this rank's reprogate trace from the Trainer's hooks (see the module docstring).
 
     `every`: the steps at which `tensors` (names in the module's state dict) and the model state

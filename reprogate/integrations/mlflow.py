@@ -20,7 +20,7 @@ import dataclasses
 import math
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,8 @@ from reprogate.core.errors import InfrastructureError, UsageError
 from reprogate.core.git import GitError, run_git
 from reprogate.core.gittree import tree_id
 from reprogate.datasets import manifest_digest
-from reprogate.init.command import InitOptions, discover, given_path, layout
+from reprogate.init.command import InitOptions, given_path, layout
+from reprogate.init.discover import discover
 from reprogate.init.imported import ImportedReference, not_recorded
 from reprogate.init.reference import ReferenceRuns
 from reprogate.runtime.entry_command import EntryCommandError, flags, read_entry
@@ -50,7 +51,7 @@ class MlflowReferenceError(UsageError):
 class MlflowQuery:
     """Which runs: named by id, or an experiment's runs matching a filter (MLflow's search syntax)."""
 
-    tracking_uri: str | None  # None: $MLFLOW_TRACKING_URI
+    tracking_uri: str  # empty: $MLFLOW_TRACKING_URI
     run_ids: tuple[str, ...] = ()
     experiment: str | None = None
     filter: str = ""
@@ -321,7 +322,7 @@ def _metric_name(events: Iterable[Mapping[str, Any]], runs: list[LoggedRun]) -> 
     )
 
 
-def _cpu(metas: list[Mapping[str, Any]], origin: str) -> dict[str, Any]:
+def _cpu(metas: Sequence[Mapping[str, Any]], origin: str) -> dict[str, Any]:
     """The CPU the trace's meta states (architecture, torch's kernels, MKL's mode); the rest of
     the machine is not in the store."""
     cpu = next((m["cpu"] for m in sorted(metas, key=lambda m: m.get("rank", 0)) if isinstance(m.get("cpu"), dict)), None)

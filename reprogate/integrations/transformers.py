@@ -52,7 +52,7 @@ def seeded(args: TrainingArguments, deterministic: bool = True) -> TrainingArgum
     return args
 
 
-class ReprogateCallback(TrainerCallback):  # type: ignore[misc]  # transformers ships no type information for its callback
+class ReprogateCallback(TrainerCallback):
     """Writes this rank's reprogate trace from the Trainer's events (see the module docstring).
 
     `every`: the steps at which `tensors` (names in the model's state dict) and the model state
