@@ -157,5 +157,12 @@ def test_what_the_store_cannot_fill_is_refused_naming_the_run(cli: Cli, store: d
     assert f"run {relabelled} logged seed=5, and its trace's meta (rank 0) says seed 1" in said
     said = _refused(cli, store, "--from-mlflow", first, "--entrypoint", "python train.py --lr 0.05 --steps 8")
     assert "the entrypoint says --lr 0.05" in said and "lr=0.01" in said
+    extra = store["repo"] / "train" / "notes.txt"  # the project folder is no longer what the runs were made from
+    extra.write_text("changed after the reference runs\n")
+    try:
+        said = _refused(cli, store, "--from-mlflow", first)
+    finally:
+        extra.unlink()
+    assert "the runs were made at commit" in said and "the folder here is tree" in said
     said = _refused(cli, store, "--from-mlflow", "0" * 32)
     assert "0" * 32 in said
