@@ -43,11 +43,14 @@ RANK = {
     "audit": 4,
     "capacity": 4,
     "attest": 4,
+    "integrations": 4,  # adapters onto trace (runtime) and init; only the command line imports them
     "cli": 5,
     "__main__": 5,
 }
 # runtime code is copied into realized environments where reprogate is not installed
 RUNTIME_MAY_IMPORT = ("reprogate.runtime", "reprogate.core.canonical")
+# the framework callbacks training code imports travel with the runtime (rebuild/inject.py)
+TRAINING_INTEGRATIONS = ("reprogate.integrations", "reprogate.integrations.transformers", "reprogate.integrations.lightning")
 
 
 @dataclass(frozen=True)
@@ -246,6 +249,7 @@ def test_no_module_imports_itself_back_at_module_level() -> None:
 DEFERRED = {
     "torch", "numpy", "scipy", "docker", "kubernetes", "pynvml", "blake3", "requests", "urllib3",
     "jsonschema", "referencing", "dockerfile_parse", "pip_requirements_parser", "packaging", "fcntl",
+    "mlflow",  # the optional extra `reprogate[mlflow]`, imported by the one function that opens a tracking store
 }  # fmt: skip
 EDGES = ("reprogate/cli/", "reprogate/runtime/", "reprogate/trace.py")
 
@@ -293,4 +297,29 @@ def test_the_command_line_defers_one_import_per_command() -> None:
                 own = [n for n in ast.walk(function) if isinstance(n, (ast.Import, ast.ImportFrom))]
                 if len(own) > 1:
                     problems.append(f"{path.relative_to(REPO)}:{function.lineno}: {function.name} has {len(own)} deferred imports")
+    assert not problems, "\n".join(problems)
+
+
+def test_training_integrations_import_only_the_runtime_and_are_injected() -> None:
+    """A callback a training script imports runs where reprogate is not installed: it may import
+    only what is injected beside it, and it must be injected itself."""
+    from reprogate.rebuild.inject import MODULES
+
+    problems = [
+        f"{_where(module, found)}: {module} is training-side and imports {found.target}, which a rebuild does not inject"
+        for module, found in _all_imports()
+        if module in TRAINING_INTEGRATIONS and not found.target.startswith(RUNTIME_MAY_IMPORT)
+    ]
+    injected = {"reprogate." + m.removesuffix(".py").replace("/", ".").removesuffix(".__init__") for m in MODULES}
+    problems += [f"{module} is not injected (rebuild/inject.py TRAINING_INTEGRATIONS)" for module in TRAINING_INTEGRATIONS if module not in injected]
+    assert not problems, "\n".join(problems)
+
+
+def test_only_the_command_line_imports_the_integrations() -> None:
+    """The core never imports an integration: each is an optional extra."""
+    problems = [
+        f"{_where(module, found)}: {module} imports {found.target}"
+        for module, found in _all_imports()
+        if _family(found.target) == "integrations" and _family(module) not in ("integrations", "cli")
+    ]
     assert not problems, "\n".join(problems)

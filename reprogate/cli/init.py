@@ -132,6 +132,18 @@ def _env(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.option("--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True, help="Seconds each seed's run may take.")
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where realized venvs are cached (default ~/.cache/reprogate).")
 @click.option("--force", is_flag=True, help="Replace an existing record (its reference is made again).")
+@click.option(
+    "--from-mlflow",
+    "mlflow_runs",
+    multiple=True,
+    metavar="RUN_ID",
+    help="Make the record from these MLflow runs (one per seed; repeatable) instead of running the seeds (pip install 'reprogate[mlflow]').",
+)
+@click.option("--mlflow-experiment", default=None, metavar="NAME", help="With --from-mlflow and no run ids: the runs of this experiment ...")
+@click.option("--mlflow-filter", default="", metavar="FILTER", help="... that match this MLflow search filter, e.g. \"params.lr = '0.01'\".")
+@click.option("--tracking-uri", default=None, metavar="URI", help="The MLflow tracking store (default $MLFLOW_TRACKING_URI).")
+@click.option("--mlflow-seed-param", default="seed", show_default=True, help="The run parameter that holds the seed.")
+@click.option("--mlflow-trace-path", default="reprogate", show_default=True, help="The artifact folder the runs logged their trace-rank*.jsonl in.")
 @click.option("-y", "--yes", "no_prompt", is_flag=True, help="Never prompt, even at a terminal (use what was found).")
 def init(
     project: Path,
@@ -158,6 +170,12 @@ def init(
     timeout: float,
     cache: Path | None,
     force: bool,
+    mlflow_runs: tuple[str, ...],
+    mlflow_experiment: str | None,
+    mlflow_filter: str,
+    tracking_uri: str | None,
+    mlflow_seed_param: str,
+    mlflow_trace_path: str,
     no_prompt: bool,
 ) -> None:
     """Write a complete record: capture, manifest, config hash, reference seeds, interval."""
@@ -174,7 +192,7 @@ def init(
         no_dataset=no_dataset,
         level=level,
         seeds=_seeds(seeds_text) if seeds_text else [1, 2, 3],
-        world_size=world_size or 1,
+        world_size=world_size,
         metric=metric,
         direction=direction,
         tensors=[t for t in tensors.split(",") if t],
@@ -189,7 +207,7 @@ def init(
         cache=cache,
         force=force,
     )
-    interactive = at_terminal() and not no_prompt
+    interactive = at_terminal() and not no_prompt and not (mlflow_runs or mlflow_experiment)
 
     def work() -> CommandResult:
         if interactive:
@@ -204,14 +222,44 @@ def init(
                     "level": level,
                 },
             )
+        if mlflow_runs or mlflow_experiment:
+            _import_mlflow(options, mlflow_runs, mlflow_experiment, mlflow_filter, tracking_uri, mlflow_seed_param, mlflow_trace_path, seeds_text)
         return run_init(options)
 
     finish(work, "text", "init")
 
 
+def _import_mlflow(
+    options: InitOptions,
+    runs: tuple[str, ...],
+    experiment: str | None,
+    filter_text: str,
+    tracking_uri: str | None,
+    seed_param: str,
+    trace_path: str,
+    seeds_text: str | None,
+) -> None:
+    """--from-mlflow: the seeds, metric and reference come from the tracking store."""
+    from reprogate.integrations.mlflow import MlflowQuery, import_into
+
+    import_into(
+        options, MlflowQuery(tracking_uri or "", tuple(runs), experiment, filter_text, seed_param, options.metric, trace_path), seeds_given=bool(seeds_text)
+    )
+
+
 def at_terminal() -> bool:
     """Prompts only for a person at a terminal: a job, a pipe or CI gets none, and never waits."""
     return sys.stdin.isatty()
+
+
+def _starts_its_ranks(entrypoint: list[str]) -> bool:
+    """A torchrun entrypoint says its world size itself (--nproc-per-node)."""
+    from reprogate.runtime.entry_command import EntryCommandError, read_entry
+
+    try:
+        return read_entry(entrypoint).launcher == "torchrun"
+    except EntryCommandError:
+        return False
 
 
 def _ask(options: InitOptions, given: dict[str, object]) -> None:
@@ -228,14 +276,15 @@ def _ask(options: InitOptions, given: dict[str, object]) -> None:
         default = found.entrypoint(project)
         options.entrypoint = shlex.split(click.prompt("Entrypoint (run in the project folder by every rank)", default=shlex.join(default) if default else None))
     if given["config"] is None:
-        options.config = Path(click.prompt("Configuration file", default=shown(found.config) or None))
+        answer = click.prompt("Configuration file (empty: the entrypoint's arguments are the configuration)", default=shown(found.config), show_default=True)
+        options.config = Path(answer) if answer.strip() else None
     if given["data"] is None:
         answer = click.prompt("Data folder (empty: the run reads no dataset file)", default=shown(found.data), show_default=True)
         if answer.strip():
             options.data = Path(answer)
         else:
             options.no_dataset = "the run reads no dataset file (said at reprogate init)"
-    if given["world_size"] is None:
+    if given["world_size"] is None and not _starts_its_ranks(options.entrypoint or found.entrypoint(project) or []):
         options.world_size = click.prompt("Ranks (world size) of the reference run", default=1, type=click.IntRange(min=1))
     if given["seeds"] is None:
         options.seeds = _seeds(click.prompt("Reference seeds (the first is the one a rebuild runs)", default="1,2,3"))

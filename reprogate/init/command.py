@@ -40,8 +40,10 @@ from reprogate.core.yamlout import dump_yaml
 from reprogate.datasets import manifest_digest
 from reprogate.datasets.build import BuildError, BuildOptions, build_manifest, manifest_fields
 from reprogate.datasets.verify import VerifyOptions, verify
+from reprogate.init.arguments import ArgumentsPin, arguments_pin, mentions, torchrun_world_size
 from reprogate.init.discover import Found, discover
 from reprogate.init.draft import LEVELS, Plan, before_reference, complete, trace_text
+from reprogate.init.imported import ImportedReference
 from reprogate.init.reference import run_reference
 from reprogate.output.result import CommandResult
 from reprogate.rebuild.planner import run_cost
@@ -64,7 +66,7 @@ class InitOptions:
     no_dataset: str | None = None
     level: str | None = None
     seeds: list[int] = field(default_factory=lambda: [1, 2, 3])
-    world_size: int = 1
+    world_size: int | None = None  # None: what a torchrun entrypoint starts, else 1
     metric: str | None = None
     direction: str = "lower"
     tensors: list[str] = field(default_factory=lambda: ["model_state"])
@@ -78,6 +80,7 @@ class InitOptions:
     timeout: float = 900.0
     cache: Path | None = None
     force: bool = False
+    imported: ImportedReference | None = None  # a reference that ran elsewhere (--from-mlflow): its runs are not made again
 
 
 class Written:
@@ -210,6 +213,18 @@ def _config(options: InitOptions, found: Found, root: Path, project: Path) -> Co
         raise UsageError(f"{_rel(path, root)} has no canonical form: {exc}") from None
 
 
+def _configuration(options: InitOptions, found: Found, root: Path, project: Path, entrypoint: list[str]) -> ConfigPin | ArgumentsPin:
+    """A configuration file (given, or found and not contradicted by the entrypoint), else the
+    entrypoint's own arguments: a script configured on its command line (`python train.py --lr
+    3e-4`), or one given with arguments that do not name the file found, is pinned by its argv."""
+    if options.config is not None:
+        return _config(options, found, root, project)
+    arguments = entrypoint[2:] if len(entrypoint) > 2 else []
+    if found.config is not None and (options.entrypoint is None or not arguments or mentions(entrypoint, found.config, project)):
+        return _config(options, found, root, project)
+    return arguments_pin(entrypoint)
+
+
 def _dataset(options: InitOptions, found: Found, root: Path, project: Path, written: Written, notes: list[str]) -> tuple[dict[str, Any] | None, str | None]:
     """(record's dataset.manifest, or None and why): an existing manifest, or one built from the data folder."""
     if options.no_dataset:
@@ -338,7 +353,8 @@ def run_init(options: InitOptions) -> CommandResult:
             f"no entrypoint found in {_rel(project, root)} (looked for train.py, main.py, run.py)",
             hint="--entrypoint 'python train.py --config ../config.yaml' (run from the project folder)",
         )
-    config = _config(options, found, root, project)
+    world_size = torchrun_world_size(entrypoint, options.world_size) or options.world_size or 1
+    config = _configuration(options, found, root, project, entrypoint)
     trace_path = root / "reference" / name / "trace.jsonl"
     if _inside(trace_path, project):
         raise UsageError(f"the reference trace would go inside {_rel(project, root)}; choose another --name")
@@ -362,11 +378,12 @@ def run_init(options: InitOptions) -> CommandResult:
             project=_rel(project, root),
             tree=tree_id(project),
             entrypoint=list(entrypoint),
-            config=config.path,
+            config=config.path if isinstance(config, ConfigPin) else None,
             config_hash=config.hash,
-            config_code_checksum=config.code_checksum,
+            config_code_checksum=config.code_checksum if isinstance(config, ConfigPin) else None,
+            config_arguments=config.argv if isinstance(config, ArgumentsPin) else None,
             realizer=realizer,
-            world_size=options.world_size,
+            world_size=world_size,
             seeds=list(options.seeds),
             env=env,
             manifest=manifest,
@@ -383,11 +400,13 @@ def run_init(options: InitOptions) -> CommandResult:
             margin=options.margin,
         )
         record = before_reference(plan)
-        runs = run_reference(record, root, list(plan.seeds), options.timeout, options.cache)
+        imported = options.imported
+        runs = imported.runs if imported is not None else run_reference(record, root, list(plan.seeds), options.timeout, options.cache)
         primary = runs.events.get(plan.seeds[0]) or []
         text = trace_text(primary)
         checksum = "sha256:" + hashlib.sha256(text.encode()).hexdigest()
         capture = CaptureContext(root=project, framework=False)
+        machine = (imported.host, imported.cpu, imported.devices) if imported is not None else None
         notes += complete(
             record,
             plan,
@@ -396,10 +415,13 @@ def run_init(options: InitOptions) -> CommandResult:
             checksum,
             runs.probe,
             runs.backend,
-            run_layer(host_layer, capture),
-            run_layer(cpu_layer, capture),
-            run_layer(devices_layer, capture),
+            *(machine or (run_layer(host_layer, capture), run_layer(cpu_layer, capture), run_layer(devices_layer, capture))),
         )
+        if imported is not None:
+            notes += list(imported.notes)
+            record["execution"].pop("collective", None)  # the store does not say which backend the ranks used
+            if imported.commit:
+                record["source"]["commit"] = imported.commit
         record["contract"]["envelope"]["storage"] = {**measured_storage(record, root), "scratch_bytes": runs.scratch_bytes}
         if runs.seconds:  # what one run costs, for `interval --plan` to price rebuild seeds
             record["reference"]["run"] = {"seconds": round(statistics.median(runs.seconds), 3), "gpus": run_cost(record, None).gpus}
@@ -421,7 +443,10 @@ def run_init(options: InitOptions) -> CommandResult:
     if wrote_config:
         lines.append(f"wrote .reprogate.yaml: records/*.yaml, reference {_rel(record_path, root)}")
     stderr = [f"note: {n}" for n in notes]
-    stderr += ["the reference ran as a rebuild will run it:", *runs.stages]
+    stderr += [
+        f"the reference was imported from {options.imported.origin}:" if options.imported else "the reference ran as a rebuild will run it:",
+        *runs.stages,
+    ]
     stderr += [
         f"next: git add {' '.join(sorted({_rel(p, root).split('/')[0] for p, _ in written.done}))} && reprogate validate "
         f"&& reprogate rebuild {_rel(record_path, root)}"

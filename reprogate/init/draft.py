@@ -33,7 +33,7 @@ class Plan:
     project: str  # source.path
     tree: str
     entrypoint: list[str]
-    config: str
+    config: str | None  # None: the entrypoint's arguments are the configuration (config_arguments)
     config_hash: str | None  # None: code, pinned from the reference trace's meta once it has run
     realizer: str
     world_size: int
@@ -53,6 +53,7 @@ class Plan:
     detect: dict[str, float] | None = None  # None: what SUGGESTED_SEEDS rebuild seeds catch
     margin: float | None = None  # given: several seeds are judged by Welch TOST within it
     config_code_checksum: str | None = None  # the configuration is code: its bytes
+    config_arguments: tuple[str, ...] | None = None  # the configuration is the script's arguments (hash_of: argv)
 
 
 SUGGESTED_SEEDS = 3
@@ -151,6 +152,8 @@ def before_reference(plan: Plan) -> dict[str, Any]:
 
 
 def _config_pin(plan: Plan) -> dict[str, Any]:
+    if plan.config_arguments is not None:
+        return {"hash_of": "argv", "argv": list(plan.config_arguments), "hash": plan.config_hash}
     if plan.config_code_checksum is None:
         return {"path": plan.config, "hash": plan.config_hash}
     return {"path": plan.config, "hash_of": "trace", "checksum": plan.config_code_checksum}  # the hash: complete(), from the trace

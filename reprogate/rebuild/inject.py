@@ -1,10 +1,11 @@
 """The part of reprogate that training code may import, copied read-only beside a realized
 environment, so the user installs nothing of reprogate there.
 
-Training code imports `reprogate.trace`; the rebuild's rank host, preflight checks and probe run
+Training code imports `reprogate.trace` (or a framework's callback from
+`reprogate.integrations`); the rebuild's rank host, preflight checks and probe run
 from the same folder. Only these modules are copied (they import the standard library, and torch
-inside functions): the public `reprogate.trace`, the canonical hashing it uses, and every module
-of `reprogate/runtime/`, listed from the folder itself so a new runtime module cannot be left
+inside functions): the public `reprogate.trace`, the canonical hashing it uses, the training-side
+integrations (TRAINING_INTEGRATIONS), and every module of `reprogate/runtime/`, listed from the folder itself so a new runtime module cannot be left
 behind (a rank would fail to import it). The folder is put on PYTHONPATH and mounted read-only
 into containers. Every file is made read-only so a training script cannot change what the next
 rank or seed runs.
@@ -18,12 +19,16 @@ from pathlib import Path
 import reprogate
 
 PACKAGE = Path(reprogate.__file__).resolve().parent
+# The framework callbacks training code imports (`from reprogate.integrations.transformers import
+# ReprogateCallback`): they import only the runtime and their framework, so they travel with it.
+TRAINING_INTEGRATIONS = ("__init__.py", "transformers.py", "lightning.py")
 MODULES = (
     "__init__.py",
     "trace.py",
     "core/__init__.py",
     "core/canonical.py",
     *sorted(f"runtime/{path.name}" for path in (PACKAGE / "runtime").glob("*.py")),
+    *(f"integrations/{name}" for name in TRAINING_INTEGRATIONS),
 )
 
 

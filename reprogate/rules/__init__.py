@@ -13,6 +13,7 @@ from reprogate.rules import (
     contract,
     credentials,
     driver_compat,
+    entrypoint,
     envelope,
     environment,
     manifest,
@@ -34,6 +35,10 @@ RULES: dict[str, RuleSpec] = {
     "source-tree-matches": RuleSpec(source_tree.source_tree_matches, (RECORD,), reads_files=True),
     "environment-pins-match": RuleSpec(environment.environment_pins_match, (RECORD,), reads_files=True),
     "configuration-hash-matches": RuleSpec(addressed.configuration_hash_matches, (RECORD,), reads_files=True),
+    "entrypoint-is-readable": RuleSpec(entrypoint.entrypoint_is_readable, (RECORD,)),
+    # like a configuration file's hash, judged by the rebuild at its `config` stage, not refused before it
+    "arguments-match-configuration": RuleSpec(entrypoint.arguments_match_configuration, (RECORD,), reads_files=True),
+    "torchrun-matches-world-size": RuleSpec(entrypoint.torchrun_matches_world_size, (RECORD,)),
     "dataset-manifest-matches": RuleSpec(addressed.dataset_manifest_matches, (RECORD,), reads_files=True),
     "dataset-shards-match": RuleSpec(shards.dataset_shards_match, (RECORD,), reads_files=True),
     "driver-runs-framework-cuda": RuleSpec(driver_compat.driver_runs_framework_cuda, (RECORD,)),

@@ -103,6 +103,8 @@ def configuration_hash_matches(ctx: RuleContext) -> Iterator[Diagnostic]:
     config = get(ctx.data, "job", "config")
     if not isinstance(config, dict):
         return
+    if config.get("hash_of") == "argv":
+        return  # the entrypoint's arguments: rules/entrypoint.py
     if config.get("hash_of") == "trace":
         if isinstance(config.get("path"), str):
             try:

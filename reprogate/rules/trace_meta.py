@@ -47,7 +47,9 @@ def reference_disagreements(data: Any, events: Iterable[Mapping[str, Any]], trac
     plain = [
         (("seeds", "global"), _primary_seed(data), "seed", "trace-meta-seed", "seed"),
         (("execution", "world_size"), get(data, "execution", "world_size"), "world_size", "trace-meta-world-size", "world size"),
-        (("job", "config", "hash"), get(data, "job", "config", "hash"), "config_digest", "trace-meta-config", "configuration digest"),
+        # a configuration pinned as the entrypoint's arguments (hash_of: argv) is not what the script handed Tracer(config=...)
+        (("job", "config", "hash"), None if get(data, "job", "config", "hash_of") == "argv" else get(data, "job", "config", "hash"), "config_digest")
+        + ("trace-meta-config", "configuration digest"),
         (("dataset", "manifest", "digest"), get(data, "dataset", "manifest", "digest"), "dataset_digest", "trace-meta-dataset", "dataset manifest digest"),
     ]
     for path, pinned, key, code, what in plain:

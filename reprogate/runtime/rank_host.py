@@ -70,7 +70,9 @@ def _python_names() -> set[str]:
 
 
 def run_entrypoint(argv: list[str]) -> None:
-    """Run argv the way a shell would, in this process when it is a Python entrypoint."""
+    """Run argv the way a shell would, in this process when it is a Python entrypoint; a torchrun
+    command as the worker torchrun would start on this rank (see runtime/entry_command.py)."""
+    argv = as_torchrun_worker(argv)
     if argv and os.path.basename(argv[0]) in _python_names() and len(argv) >= 2:
         if argv[1] == "-m" and len(argv) >= 3:
             sys.argv = [argv[2], *argv[3:]]
@@ -86,6 +88,30 @@ def run_entrypoint(argv: list[str]) -> None:
     if argv and os.path.basename(argv[0]) in _python_names():  # `python -c ...`, `python -u x.py`: this environment's interpreter, PATH or not
         argv = [sys.executable, *argv[1:]]
     os.execvpe(argv[0], argv, dict(os.environ))
+
+
+def as_torchrun_worker(argv: list[str]) -> list[str]:
+    """`torchrun [options] train.py ARGS` as what torchrun runs on each of its workers: `python
+    train.py ARGS` (`python -m MODULE ARGS`, or the program itself with --no-python), with
+    OMP_NUM_THREADS=1 when torchrun would set it (more than one process per node, none set).
+    This rank already is one of those workers: the launcher started nproc-per-node x nnodes
+    ranks with torchrun's variables. A torchrun command that asks for another number of ranks
+    than this rebuild runs is left as it is (it then starts its own workers, as before)."""
+    from reprogate.runtime.entry_command import EntryCommandError, read_entry
+
+    try:
+        command = read_entry(argv, tuple(_python_names()))
+    except EntryCommandError:
+        return argv
+    if command.launcher != "torchrun" or command.world_size != int(os.environ.get("WORLD_SIZE", "1")):
+        return argv
+    if (command.nproc_per_node or 1) > 1 and "OMP_NUM_THREADS" not in os.environ:
+        os.environ["OMP_NUM_THREADS"] = "1"
+    if command.no_python:
+        return [str(command.script or command.module), *command.arguments]
+    if command.module is not None:
+        return ["python", "-m", command.module, *command.arguments]
+    return ["python", str(command.script), *command.arguments]
 
 
 def main() -> int:

@@ -25,6 +25,12 @@ def applied() -> dict[str, Any]:
     return dict(_RUN)
 
 
+def seeded_by(seed: int, framework: str) -> None:
+    """Say that a framework's own seeding applied `seed` in this process (transformers'
+    set_seed, Lightning's seed_everything), so the trace's meta states it as seed_everything's."""
+    _RUN.update(seed=seed, seeded_by=framework)
+
+
 def seed_from_env(default: int) -> int:
     """The seed a rebuild asks for (REPROGATE_SEED), else the script's own default."""
     return int(os.environ.get(SEED_ENV, default))

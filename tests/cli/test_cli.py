@@ -52,7 +52,8 @@ def test_no_command_is_a_placeholder(cli: Cli) -> None:
 def test_examples_validate(cli: Cli) -> None:
     result = cli("validate", str(EXAMPLES))
     assert result.exit_code == 0, result.output
-    assert "10 document(s) checked, 10 valid" in result.output
+    # the 10 of examples/ and tiny/, and each integration example's record, manifest and .reprogate.yaml (4 x 3)
+    assert "22 document(s) checked, 22 valid" in result.output
 
 
 def test_text_findings_are_file_line_col_field_message_with_hints(cli: Cli, project: Path) -> None:
@@ -87,7 +88,7 @@ def test_missing_path_and_empty_glob_are_usage_errors(cli: Cli, project: Path) -
 def test_globs_with_double_star(cli: Cli, project: Path) -> None:
     result = cli("validate", "**/*.yaml", cwd=project)
     assert result.exit_code == 0
-    assert "9 document(s) checked" in result.output  # 7 records + 2 manifests; the config is hidden
+    assert "17 document(s) checked" in result.output  # 11 records + 6 manifests (4 of them the integration examples'); the configs are hidden
 
 
 def test_no_paths_uses_the_records_globs_of_reprogate_yaml(cli: Cli, project: Path) -> None:
@@ -115,7 +116,8 @@ def test_folder_with_symlink_loop_terminates_with_a_warning(cli: Cli, project: P
     result = cli("validate", "records", cwd=project)
     assert result.exit_code == 0, result.output
     assert "symlink loop" in result.output
-    assert "10 document(s) checked" in result.output  # `up` legitimately reaches the config, tiny/ (two records) and the manifest
+    # `up` legitimately reaches the config, tiny/ (two records), the manifest, and the 4 integration examples (3 each)
+    assert "22 document(s) checked" in result.output
 
 
 def test_json_record_validates_and_reports_positions(cli: Cli, project: Path) -> None:

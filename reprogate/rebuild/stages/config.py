@@ -1,6 +1,11 @@
 """config: the configuration the run reads is the one the record pins (canonical hash, so a
 reformatted file still matches; the byte checksum too when the record pins one).
 
+A script configured on its command line (job.config.hash_of: argv) has its arguments pinned: here
+the entrypoint's arguments are compared with them, flag by flag (with `--contract-from`, the
+configuration is the base's and the entrypoint the head's, so a pull request that changes a flag
+fails here, naming it).
+
 A configuration written as code (job.config.hash_of: trace) has no values to hash before it runs:
 here its bytes are checked against the checksum; the values it computed are checked after the
 run, where `run` compares every rank's Tracer(config=...) digest with the pinned hash."""
@@ -12,6 +17,7 @@ from reprogate.core.documents import DocumentError, load_document, load_text
 from reprogate.rebuild.history import find_version, key_changes
 from reprogate.rebuild.stages.base import StageResult, failed, passed
 from reprogate.rebuild.state import RebuildJob, RebuildState
+from reprogate.runtime.entry_command import EntryCommandError, arguments_digest, flag_changes, read_entry
 
 
 def config(state: RebuildState) -> StageResult:
@@ -21,6 +27,8 @@ def config(state: RebuildState) -> StageResult:
     name = job.section("job", "config", "id") or path
     if job.section("job", "config", "hash_of") == "trace":
         return _code(job, str(path), str(name))
+    if job.section("job", "config", "hash_of") == "argv":
+        return _arguments(job)
     try:
         found = canonical_digest(load_document(job.workdir / path).data)
     except (DocumentError, CanonicalError, OSError) as exc:
@@ -33,6 +41,26 @@ def config(state: RebuildState) -> StageResult:
     if checksum and file_digest(job.workdir / path) != checksum:
         return failed(f"configuration {path} was reformatted (same content, other bytes) and the record pins its bytes")
     return passed(f"configuration {name}: canonical hash matches")
+
+
+def _arguments(job: RebuildJob) -> StageResult:
+    """The entrypoint's script arguments against the pinned ones (job.config.argv)."""
+    pinned = job.section("job", "config", "argv")
+    if not isinstance(pinned, list) or not all(isinstance(a, str) for a in pinned):
+        return failed("job.config says hash_of: argv and pins no argument list (job.config.argv)", exit_code=2)
+    if job.section("job", "config", "hash") != arguments_digest(pinned):
+        return failed(f"job.config.hash is not the digest of job.config.argv ({arguments_digest(pinned)}): the pin contradicts itself", exit_code=2)
+    try:
+        command = read_entry([str(a) for a in job.section("job", "entrypoint") or []])
+    except EntryCommandError as exc:
+        return failed(f"the entrypoint cannot be read: {exc}", exit_code=2)
+    if command.launcher == "other" or command.no_python:
+        return failed("the configuration is the script's arguments (hash_of: argv), and the entrypoint runs no script to tell them from", exit_code=2)
+    changes = flag_changes(pinned, command.arguments)
+    if changes:
+        return failed(f"configuration (the entrypoint's arguments) changed: {'; '.join(changes)}", found=arguments_digest(command.arguments))
+    shown = " ".join(pinned) or "no arguments"
+    return passed(f"configuration: the entrypoint's arguments are the pinned ones ({shown})")
 
 
 def _code(job: RebuildJob, path: str, name: str) -> StageResult:
