@@ -108,6 +108,7 @@ BatchResult = tuple[bytes, list[int], dict[int, tuple[str, str]]]
 
 _OPEN = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)  # NONBLOCK: a FIFO never hangs us
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+OPEN_FLAGS = _OPEN | _NOFOLLOW  # how a shard is opened first: a final symlink is then ELOOP, checked before it is followed
 
 
 class FileReader:
@@ -131,7 +132,7 @@ class FileReader:
         """(size, raw digest or None when not read, problem or "", detail)."""
         try:
             try:
-                fd = os.open(path, _OPEN | _NOFOLLOW)
+                fd = os.open(path, OPEN_FLAGS)
             except OSError as exc:
                 if exc.errno != errno.ELOOP:
                     raise

@@ -639,3 +639,49 @@ def test_verify_of_a_loaded_manifest_gives_the_heap_back_as_it_found_it(tmp_path
     report = run_verify(manifest, VerifyOptions(root=str(root), quiet=True, jobs=1))
     assert report.exit_code == 0 and report.checked == 20
     assert gc.get_freeze_count() == before
+
+
+def test_the_inline_path_of_verify_reports_every_kind_of_file_as_the_general_path_does(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """verify_lines reads a plain small shard inline (open relative to its folder, the end offset
+    for its size, one read); anything else goes through FileReader.check. Whatever stands where a
+    shard was (another size, other bytes, nothing, a FIFO, a folder, an empty file, links inside
+    and outside the root), both say the same, and the inline path never hangs on a FIFO."""
+    from reprogate.datasets import verify_lines
+
+    root = tmp_path / "data"
+    names = ["corrupt.bin", "empty.bin", "fifo.bin", "folder.bin", "grown.bin", "in/link.bin", "in/ok.bin", "missing.bin", "out/x.bin", "outside.bin", "short.bin"]
+    for name in names:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(name.encode() * 3)
+    (root / "empty.bin").write_bytes(b"")
+    manifest = tmp_path / "m.jsonl"
+    assert cli("dataset", "manifest", str(root), "-o", str(manifest), "-q").exit_code == 0
+    (root / "corrupt.bin").write_bytes(b"x" * len(b"corrupt.bin" * 3))
+    (root / "fifo.bin").unlink()
+    os.mkfifo(root / "fifo.bin")
+    (root / "folder.bin").unlink()
+    (root / "folder.bin").mkdir()
+    (root / "grown.bin").write_bytes(b"grown.bin" * 4)
+    (root / "in" / "link.bin").unlink()
+    os.symlink(root / "in" / "ok.bin", root / "in" / "link.bin")  # inside the root: followed, and shorter
+    (root / "missing.bin").unlink()
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "x.bin").write_bytes(b"out/x.bin" * 3)
+    (outside / "y.bin").write_bytes(b"outside.bin" * 3)
+    (root / "out" / "x.bin").unlink()
+    (root / "out").rmdir()
+    os.symlink(outside, root / "out")  # a folder that leads out of the root
+    (root / "outside.bin").unlink()
+    os.symlink(outside / "y.bin", root / "outside.bin")  # same bytes, outside the root: refused
+    (root / "short.bin").write_bytes(b"short")
+    inline = verify(cli, manifest, root, "--keep-going")
+    monkeypatch.setattr(verify_lines, "SMALL_FILE", 0)  # every shard through FileReader.check
+    general = verify(cli, manifest, root, "--keep-going")
+    assert inline[0].exit_code == general[0].exit_code == 1
+    assert inline[1] == general[1]
+    report = inline[1]
+    assert sorted(report["corrupt"]) == ["corrupt.bin", "grown.bin"] and sorted(report["truncated"]) == ["in/link.bin", "short.bin"]
+    assert sorted(report["missing"]) == ["fifo.bin", "folder.bin", "missing.bin"]
+    assert sorted(report["unsafe"]) == ["out", "out/x.bin", "outside.bin"] and report["extra"] == []  # the walk names the link "out" too
+    assert report["checked"] == len(names)
