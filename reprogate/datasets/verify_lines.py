@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from os import SEEK_END
 from dataclasses import dataclass, field
 from itertools import chain, islice
+from os import SEEK_END
 from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic, Location
@@ -128,7 +128,9 @@ def _check_lines(result: LinesResult, piece: bytes, first_line: int, display: st
                 break
         name, expected, checksum = shard.get("name"), shard.get("bytes"), shard.get("checksum")
         # ShardChecker.valid's own test of the shape every plain shard has, inline
-        common = len(shard) == 3 and type(name) is str and name and type(expected) is int and expected >= 0 and type(checksum) is str and checksum_form(checksum)
+        common = (
+            len(shard) == 3 and type(name) is str and name and type(expected) is int and expected >= 0 and type(checksum) is str and checksum_form(checksum)
+        )
         if not common and not valid(shard):
             result.invalid.extend(checker.explain(display, line - 2, line, text, shard))
             continue

@@ -649,7 +649,8 @@ def test_the_inline_path_of_verify_reports_every_kind_of_file_as_the_general_pat
     from reprogate.datasets import verify_lines
 
     root = tmp_path / "data"
-    names = ["corrupt.bin", "empty.bin", "fifo.bin", "folder.bin", "grown.bin", "in/link.bin", "in/ok.bin", "missing.bin", "out/x.bin", "outside.bin", "short.bin"]
+    names = ["corrupt.bin", "empty.bin", "fifo.bin", "folder.bin", "grown.bin", "in/link.bin", "in/ok.bin", "missing.bin", "out/x.bin", "outside.bin"]
+    names.append("short.bin")
     for name in names:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_bytes(name.encode() * 3)
