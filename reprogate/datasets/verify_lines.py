@@ -19,6 +19,7 @@ from typing import Any
 from reprogate.core.diagnostics import Diagnostic, Location
 from reprogate.core.pool import ordered_map, use_processes, worker_count
 from reprogate.datasets.hashing import (
+    FOLDER_FLAGS,
     MISSING,
     OPEN_FLAGS,
     PROCESS_MIN_FILES,
@@ -157,7 +158,7 @@ def _check_lines(result: LinesResult, piece: bytes, first_line: int, display: st
                 folder_fd = -1
             checked_folder = folder
             try:
-                folder_fd = os_open(root_prefix + folder if folder else root_prefix, _FOLDER_FLAGS)
+                folder_fd = os_open(root_prefix + folder if folder else root_prefix, FOLDER_FLAGS)
             except OSError:
                 folder_fd = -1  # no such folder: each of its files says so through the general path
         digest = None
@@ -209,9 +210,6 @@ def _check_lines(result: LinesResult, piece: bytes, first_line: int, display: st
             result.sizes.append((index, name, MISSING, f"no file at {path}" + (f" ({detail})" if "regular" in detail else "")))
     result.passed, result.bytes = passed, hashed
     return folder_fd
-
-
-_FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def chunks(lines: ShardLines, learned: list[int]) -> Iterator[tuple[int, bytes]]:
