@@ -19,6 +19,8 @@ only up to --anchor-max records; larger rows compare with its per-record time at
 size it ran (marked "rate").
 
     .venv/bin/python benchmarks/validate.py [--records 1000,10000] [--repeat 5] [--anchor-max 1000]
+
+issue 44's figures (3 ms CPU a record at 100 and at 1,000): --records 100,1000 --anchor-max 100 --repeat 3
 """
 
 from __future__ import annotations
@@ -83,14 +85,14 @@ def main() -> None:
 
     reprogate = [str(BIN / "reprogate"), "validate"]
     checker = [str(BIN / "check-jsonschema"), "--schemafile", str(REPO / "schemas" / "run-record.schema.json")]
-    rows: list[tuple[str, float, float, int, str, str, float]] = []
+    rows: list[tuple[str, float, float, int, str, str, float, str]] = []
     medians: list[tuple[int, float, float]] = []  # (records, wall s a record, CPU s a record)
-    anchor_rate = None
+    anchor_rate = anchor_cpu_rate = None
     with tempfile.TemporaryDirectory() as tmp:
         records = make_project(Path(tmp), max(counts))
         ours, cpu = best_time(reprogate + [str(records[0])], args.repeat)
-        theirs, _ = best_time(checker + [str(records[0])], args.repeat)
-        rows.append(("1 record, cold start", ours, cpu, 1, f"{theirs * 1000:.0f} ms", f"{ours / theirs:.2f}", ours))
+        theirs, their_cpu = best_time(checker + [str(records[0])], args.repeat)
+        rows.append(("1 record, cold start", ours, cpu, 1, f"{theirs * 1000:.0f} ms", f"{ours / theirs:.2f}", ours, f"{cpu / their_cpu:.2f}"))
         folders = {}
         for count in counts:
             folders[count] = records[0].parent.parent / f"set-{count}"  # inside the project: same root, same addressed files
@@ -106,22 +108,24 @@ def main() -> None:
             best = min(wall for wall, _ in runs[count])
             medians.append((count, ours / count, cpu / count))
             if count <= args.anchor_max:
-                theirs, _ = best_time(checker + [str(p) for p in records[:count]], 1)
-                anchor_rate = theirs / count
-                rows.append((f"{count:,} records", ours, cpu, count, f"{theirs:.1f} s", f"{ours / theirs:.3f}", best))
+                theirs, their_cpu = best_time(checker + [str(p) for p in records[:count]], 1)
+                anchor_rate, anchor_cpu_rate = theirs / count, their_cpu / count
+                rows.append((f"{count:,} records", ours, cpu, count, f"{theirs:.1f} s", f"{ours / theirs:.3f}", best, f"{cpu / their_cpu:.3f}"))
             elif anchor_rate is not None:
-                rows.append((f"{count:,} records", ours, cpu, count, f"rate {anchor_rate * 1000:.0f} ms/record", f"{ours / (anchor_rate * count):.3f}", best))
+                assert anchor_cpu_rate is not None
+                wall_ratio, cpu_ratio = f"{ours / (anchor_rate * count):.3f}", f"{cpu / (anchor_cpu_rate * count):.3f}"
+                rows.append((f"{count:,} records", ours, cpu, count, f"rate {anchor_rate * 1000:.0f} ms/record", wall_ratio, best, cpu_ratio))
             else:
-                rows.append((f"{count:,} records", ours, cpu, count, "-", "-", best))
+                rows.append((f"{count:,} records", ours, cpu, count, "-", "-", best, "-"))
         wide = Path(tmp) / "project" / "records" / "unknown-keys.yaml"  # issue 13: findings located in linear time
         wide.write_text((REPO / "examples" / "records" / "drill.yaml").read_text() + "".join(f"unknown_{i:05d}: {i}\n" for i in range(20_000)))
         ours, cpu = best_time([*reprogate, str(wide)], 1, expect=1)
-        theirs, _ = best_time([*checker, str(wide)], 1, expect=1)
-        rows.append(("20,000 unknown keys", ours, cpu, 1, f"{theirs * 1000:.0f} ms", f"{ours / theirs:.2f}", ours))
+        theirs, their_cpu = best_time([*checker, str(wide)], 1, expect=1)
+        rows.append(("20,000 unknown keys", ours, cpu, 1, f"{theirs * 1000:.0f} ms", f"{ours / theirs:.2f}", ours, f"{cpu / their_cpu:.2f}"))
 
-    print(f"{'case':<22} {'reprogate':>10} {'best':>8} {'ms/record':>10} {'CPU ms/rec':>10}  {'check-jsonschema':>22} {'ratio':>7}")
-    for name, ours, cpu, count, theirs, ratio, best in rows:
-        print(f"{name:<22} {ours:>9.2f}s {best:>7.2f}s {ours / count * 1000:>10.2f} {cpu / count * 1000:>10.2f}  {theirs:>22} {ratio:>7}")
+    print(f"{'case':<22} {'reprogate':>10} {'best':>8} {'ms/record':>10} {'CPU ms/rec':>10}  {'check-jsonschema':>22} {'ratio':>7} {'CPU ratio':>9}")
+    for name, ours, cpu, count, theirs, ratio, best, cpu_ratio in rows:
+        print(f"{name:<22} {ours:>9.2f}s {best:>7.2f}s {ours / count * 1000:>10.2f} {cpu / count * 1000:>10.2f}  {theirs:>22} {ratio:>7} {cpu_ratio:>9}")
     print("(N-record rows: medians of runs in turns; best: the fastest run; single rows: best of --repeat)")
     if len(medians) > 1:
         (low, wall_low, cpu_low), (high, wall_high, cpu_high) = medians[0], medians[-1]

@@ -8,15 +8,27 @@ the form: `.jsonl` (JSON Lines, for large datasets), `.json`, or YAML.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 from reprogate.core.errors import CheckFailed
+from reprogate.core.pool import ordered_map, use_processes, worker_count
 from reprogate.core.progress import Progress
 from reprogate.core.yamlout import FlowMap
-from reprogate.datasets.hashing import hash_batches, hash_files
-from reprogate.datasets.manifest_writer import ManifestWriter
+from reprogate.datasets.hashing import (
+    BATCH_BYTES,
+    BATCH_FILES,
+    PER_FILE_WEIGHT,
+    PROCESS_MIN_FILES,
+    UNKNOWN_SIZE,
+    digest_named,
+    hash_files,
+    hasher_factory,
+)
+from reprogate.datasets.manifest_writer import ManifestWriter, render_files
 from reprogate.datasets.names import UnsafeName, local_path
 from reprogate.datasets.select import Walk
 
@@ -100,28 +112,83 @@ def build_manifest(options: BuildOptions, written_by: str = "reprogate dataset m
     files = _side_files(options)
     side_names = {name for _, name in options.side_files}
     walk = Walk(root, options.include, options.exclude, skip={options.output}, sizes=False, temporaries_of=options.output)  # workers learn sizes as they read
-    items = ((path, size, name) for name, size, path in walk if name not in side_names)
+    runs = walk.name_runs() if not side_names else ([n for n in run if n not in side_names] for run in walk.name_runs())
     fields = manifest_fields(options)
     progress = Progress("hashing", None, None, options.quiet)
     try:
         with ManifestWriter(options.output, fields, files, _comment(fields["id"], written_by)) as writer:
-            for batch in hash_batches(items, options.algorithm, options.jobs, progress.advance):
-                names = [item[2] for item in batch.items]
-                if batch.problems:
-                    first = min(batch.problems)
-                    kind, detail = batch.problems[first]
+            for names, (count, total, problems, canonical, text) in _hashed(str(walk.root), runs, options.algorithm, options.jobs, writer.form):
+                progress.advance(total, count)
+                if problems:
+                    first = min(problems)
+                    kind, detail = problems[first]
+                    if kind == NOT_UNICODE:
+                        raise BuildError(f"{names[first]!r}: the file name is not valid UTF-8, so no manifest can name it; rename it or --exclude it")
                     raise BuildError(f"cannot read {root / names[first]}: {detail or kind}")
-                try:
-                    writer.add_files(names, batch.sizes, batch.checksums)
-                except UnicodeEncodeError:
-                    bad = next(n for n in names if not _encodes(n))
-                    raise BuildError(f"{bad!r}: the file name is not valid UTF-8, so no manifest can name it; rename it or --exclude it") from None
+                writer.add_rendered(canonical, text, count, total)
             if walk.outside:
                 shown = ", ".join(walk.outside[:5]) + (" ..." if len(walk.outside) > 5 else "")
                 raise BuildError(f"{len(walk.outside)} symlink(s) lead outside the dataset root: {shown}; exclude them or copy the data in")
     finally:
         progress.close()
     return BuildSummary(options.output, writer.count, writer.bytes, writer.value, writer.form)
+
+
+NOT_UNICODE = "not-unicode"  # a batch's problem: a file name with undecodable bytes
+# (count, bytes, {index: (problem, detail)}, canonical text, text in the manifest's form)
+Rendered = tuple[int, int, dict[int, tuple[str, str]], bytes, bytes]
+
+
+def hash_and_render(root: str, names: list[str], algorithm: str, form: str) -> Rendered:
+    """A batch of a build in a worker: hash the files and render their shards in the manifest's
+    form, so the writing process only appends bytes (a per-shard step there would leave the
+    workers waiting). Nothing is rendered when a file could not be read, or a name is not valid
+    Unicode (NOT_UNICODE: undecodable bytes in the file system, which no manifest can name)."""
+    blob, sizes, problems = digest_named(root, names, algorithm)
+    if problems:
+        return len(names), 0, problems, b"", b""
+    text = blob.hex()
+    width = len(text) // len(names) if names else 0
+    prefix = algorithm + ":"
+    checksums = [prefix + text[i : i + width] for i in range(0, len(text), width)]
+    try:
+        canonical, rendered = render_files(form, names, sizes, checksums)
+    except UnicodeEncodeError:
+        bad = next(i for i, name in enumerate(names) if not _encodes(name))
+        return len(names), 0, {bad: (NOT_UNICODE, "")}, b"", b""
+    return len(names), sum(sizes), {}, canonical, rendered
+
+
+def _hashed(root: str, runs: Iterator[list[str]], algorithm: str, jobs: int | None, form: str) -> Iterator[tuple[list[str], Rendered]]:
+    """(names, Rendered) of each batch of the walk's names, in order, by `jobs` workers (processes
+    past PROCESS_MIN_FILES names, else threads or here). A batch holds about BATCH_BYTES by the
+    mean size of the files hashed so far (a file's own size is learned only as it is read), at
+    most BATCH_FILES, never more than one folder's run."""
+    hasher_factory(algorithm)  # fails before any worker starts if the algorithm is unavailable
+    jobs = worker_count(jobs)
+    prefix = root.rstrip("/") + "/"
+    learned = [0, 0]  # bytes, files
+    head: list[list[str]] = []
+    for run in runs:
+        head.append(run)
+        if sum(map(len, head)) >= PROCESS_MIN_FILES:
+            break
+    processes = use_processes(jobs, sum(map(len, head)), PROCESS_MIN_FILES)
+
+    def batches() -> Iterator[tuple[tuple[Any, ...], list[str]]]:
+        for run in chain(head, runs):
+            at = 0
+            while at < len(run):
+                mean = learned[0] // learned[1] if learned[1] else UNKNOWN_SIZE
+                size = max(1, min(BATCH_FILES, BATCH_BYTES // (mean + PER_FILE_WEIGHT)))
+                names = run[at : at + size]
+                at += size
+                yield (prefix, names, algorithm, form), names
+
+    for names, rendered in ordered_map(hash_and_render, batches(), jobs, processes):
+        learned[0] += rendered[1]
+        learned[1] += rendered[0]
+        yield names, rendered
 
 
 def _encodes(name: str) -> bool:

@@ -21,6 +21,26 @@ from reprogate.datasets.manifest_lines import is_stream
 _PLACEHOLDER = CANONICAL_PREFIX + "0" * 64
 
 
+def render_files(form: str, names: list[str], sizes: list[int], checksums: list[str]) -> tuple[bytes, bytes]:
+    """(canonical-v1 text of the shards joined by commas, their text in `form`: jsonl, json or
+    yaml) of plain file shards, as ManifestWriter writes them; UnicodeEncodeError for a name that
+    is not valid Unicode. A function of its own so that the process that hashed a batch renders it."""
+    quoted = [f'"{n}"' if n.isascii() and n.isprintable() and '"' not in n and "\\" not in n else json.dumps(n, ensure_ascii=False) for n in names]
+    canonical = ",".join([f'{{"bytes":{s},"checksum":"{c}","name":{q}}}' for q, s, c in zip(quoted, sizes, checksums, strict=True)])
+    if form == "jsonl":
+        text = "".join([f'{{"name": {q}, "bytes": {s}, "checksum": "{c}"}}\n' for q, s, c in zip(quoted, sizes, checksums, strict=True)])
+    elif form == "json":
+        text = ",\n".join([f'    {{"name": {q}, "bytes": {s}, "checksum": "{c}"}}' for q, s, c in zip(quoted, sizes, checksums, strict=True)])
+    else:
+        text = "".join([flow_item({"name": n, "bytes": s, "checksum": c}) for n, s, c in zip(names, sizes, checksums, strict=True)])
+    return canonical.encode("utf-8"), text.encode("utf-8")
+
+
+def form_of(output: Path) -> str:
+    """The form a manifest file's name asks for: jsonl, json or yaml."""
+    return "jsonl" if is_stream(output) else ("json" if output.suffix.lower() == ".json" else "yaml")
+
+
 @final
 class ManifestWriter:
     """Write a manifest shard by shard, in the form its file name asks for, atomically.
@@ -33,7 +53,7 @@ class ManifestWriter:
 
     def __init__(self, output: Path, fields: dict[str, Any], files: list[dict[str, Any]] | None = None, comment: str = "") -> None:
         self.output, self.fields, self.files, self.comment = output, dict(fields), files or [], comment
-        self.form = "jsonl" if is_stream(output) else ("json" if output.suffix.lower() == ".json" else "yaml")
+        self.form = form_of(output)
         all_fields = dict(self.fields)
         if self.files:
             all_fields["files"] = self.files
@@ -78,21 +98,22 @@ class ManifestWriter:
     def add_files(self, names: list[str], sizes: list[int], checksums: list[str]) -> None:
         """Add plain file shards (the fast path of a build: a batch at a time, no dict per shard).
         Raises UnicodeEncodeError for a name that is not valid Unicode (undecodable bytes)."""
-        if not names:
+        if names:
+            self.add_rendered(*render_files(self.form, names, sizes, checksums), len(names), sum(sizes))
+
+    def add_rendered(self, canonical: bytes, text: bytes, count: int, total: int) -> None:
+        """Add `count` plain file shards of `total` bytes rendered by render_files in this form
+        (by a build's hashing workers, which hold the names already)."""
+        if not count:
             return
-        quoted = [f'"{n}"' if n.isascii() and n.isprintable() and '"' not in n and "\\" not in n else json.dumps(n, ensure_ascii=False) for n in names]
-        canonical = ",".join([f'{{"bytes":{s},"checksum":"{c}","name":{q}}}' for q, s, c in zip(quoted, sizes, checksums, strict=True)])
-        self.digest.add_canonical(canonical.encode("utf-8"))
-        if self.form == "jsonl":
-            self._write("".join([f'{{"name": {q}, "bytes": {s}, "checksum": "{c}"}}\n' for q, s, c in zip(quoted, sizes, checksums, strict=True)]))
-        elif self.form == "json":
-            lines = ",\n".join([f'    {{"name": {q}, "bytes": {s}, "checksum": "{c}"}}' for q, s, c in zip(quoted, sizes, checksums, strict=True)])
-            self._write(("\n" if self.count == 0 else ",\n") + lines)
-        else:
-            items = "".join([flow_item({"name": n, "bytes": s, "checksum": c}) for n, s, c in zip(names, sizes, checksums, strict=True)])
-            self._write(("\n" if self.count == 0 else "") + items)
-        self.count += len(names)
-        self.bytes += sum(sizes)
+        self.digest.add_canonical(canonical)
+        if self.form == "json":
+            self._fh.write(b"\n" if self.count == 0 else b",\n")
+        elif self.form == "yaml" and self.count == 0:
+            self._fh.write(b"\n")
+        self._fh.write(text)
+        self.count += count
+        self.bytes += total
 
     def add(self, shard: dict[str, Any]) -> None:
         """Add a shard of any shape (DVC directories carry `kind` and `files`)."""

@@ -26,6 +26,8 @@ def is_url(name: str) -> bool:
 # Names of this shape pass every check below (no `:`, `\\` or NUL, not absolute, no `..`): the
 # common case costs one regular-expression match.
 _PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./+=@,-]*")
+# Whether a name has that shape (a match object or None); with no `..` in it, it is safe as it is.
+plain_shape = _PLAIN.fullmatch
 
 
 def check_name(name: str) -> None:
@@ -70,6 +72,11 @@ class RootGuard:
     def path(self, name: str) -> str:
         """The local path of `name`; raises UnsafeName if it would reach outside the root."""
         return self.stat(name)[0]
+
+    @property
+    def prefix(self) -> str:
+        """The root with a trailing `/`: a checked name's path is this plus the name."""
+        return self._prefix
 
     def folder_checked(self, name: str) -> str:
         """The local path of `name` once the name and its folder are checked: the file itself may

@@ -41,11 +41,11 @@ class ShardChecker:
         schema = load_schema("DatasetManifest")
         self._ref = {"$ref": schema["$id"] + SHARD_SCHEMA}
         self._compiled = compile_schema(self._ref, schema)
-        self._checksum = re.compile(schema["$defs"]["checksum"]["pattern"]).search
+        self.checksum_form = re.compile(schema["$defs"]["checksum"]["pattern"]).search  # the schema's pattern of a checksum
 
     def valid(self, shard: dict[str, Any]) -> bool:
         name, size, checksum = shard.get("name"), shard.get("bytes"), shard.get("checksum")
-        if len(shard) == 3 and type(name) is str and name and type(size) is int and size >= 0 and type(checksum) is str and self._checksum(checksum):
+        if len(shard) == 3 and type(name) is str and name and type(size) is int and size >= 0 and type(checksum) is str and self.checksum_form(checksum):
             return True
         return bool(self._compiled(shard))
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -37,7 +38,9 @@ class Change:
         return f"{subject + ': ' if subject else ''}{self.detail or self.kind}"
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v not in (None, "") and not (k == "line" and v == 0)}
+        """The fields that say something, in field order (every field is a string, an int or None:
+        no deep copy is needed, which dataclasses.asdict would make of each); line 0 says nothing."""
+        return {k: v for k, v in vars(self).items() if v not in (None, "") and not (k == "line" and v == 0)}
 
 
 @dataclass
@@ -53,4 +56,4 @@ class Detector(Protocol):
 
     def matches(self, v: Versions) -> bool: ...
 
-    def diff(self, v: Versions, ctx: DetectContext) -> list[Change]: ...
+    def diff(self, v: Versions, ctx: DetectContext) -> Iterable[Change]: ...

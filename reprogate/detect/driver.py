@@ -44,8 +44,6 @@ def matches(v: Versions) -> bool:
 
 def _wheel_cudas(pins: dict[tuple[str, str], Any]) -> dict[str, set[str]]:
     """Group -> the CUDA versions the wheels or indexes of that group name."""
-    from packaging.requirements import InvalidRequirement, Requirement
-
     found: dict[str, set[str]] = {}
     for (group, name), pin in pins.items():
         if "cu" not in pin.identity.lower() and not _CUDA_RUNTIME.match(name):
@@ -59,6 +57,8 @@ def _wheel_cudas(pins: dict[tuple[str, str], Any]) -> dict[str, set[str]]:
             elif value[:1].isdigit():
                 hit = cuda.of_wheel_version(value)
             else:
+                from packaging.requirements import InvalidRequirement, Requirement
+
                 try:
                     requirement = Requirement(value.removeprefix("-e "))
                 except InvalidRequirement:

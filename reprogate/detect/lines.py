@@ -24,18 +24,90 @@ _STAGE = re.compile(r"\((stage [^)]*)\)")
 _PLACE = re.compile(r"^CUDA \((.+?)(?:: [^:()]+)?\)$")
 
 
+class Placer:
+    """Finds the lines of one file's changes, each side read once: its text split into lines, its
+    document parsed, its Dockerfile stages found, and an index of the names its lines hold, so a
+    lock file bumping ten thousand pins is not scanned ten thousand times."""
+
+    def __init__(self, versions: Versions) -> None:
+        self.versions = versions
+        self._sides: dict[str, _Side | None] = {}
+
+    def line(self, change: Change) -> int:
+        """The 1-based line `change` is about (head side; base side for a removal), or 0."""
+        v = self.versions
+        side_name = "old" if change.kind == "removed" or v.new is None else "new"
+        side = self._side(side_name)
+        if side is None:
+            return 0
+        found = 0
+        if is_dockerfile(v.name):
+            found = _dockerfile_line(side, change)
+        elif v.name.endswith((".yaml", ".yml", ".json")):
+            found = _document_line(side, v.path, change, side_name)
+        return found or _text_line(side, change)
+
+    def _side(self, which: str) -> _Side | None:
+        if which not in self._sides:
+            text = self.versions.text(which)
+            self._sides[which] = _Side(text) if text else None
+        return self._sides[which]
+
+
+class _Side:
+    """One revision of the file, parsed lazily and at most once."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.lines = text.splitlines()
+        self._names: dict[str, list[int]] | None = None
+        self._stages: list[Stage] | None = None
+        self._document: Any = _UNREAD
+
+    def named(self, word: str) -> list[int]:
+        """The uncommented lines holding `word` as one of their words (split at every character
+        `_named`'s pattern takes for a delimiter; `-`, `_` and `.` alike), in order."""
+        if self._names is None:
+            index: dict[str, list[int]] = {}
+            for number, line in enumerate(self.lines, 1):
+                if line.lstrip().startswith("#"):
+                    continue
+                for word in dict.fromkeys(_WORDS.split(line)):
+                    if word:
+                        index.setdefault(_normal(word), []).append(number)
+            self._names = index
+        return self._names.get(_normal(word), [])
+
+    def stages(self) -> list[Stage] | None:
+        if self._stages is None:
+            try:
+                self._stages = stages(self.text)[1]
+            except DockerfileError:
+                return None
+        return self._stages
+
+    def document(self, path: str) -> Any:
+        if self._document is _UNREAD:
+            try:
+                self._document = load_text(self.text, path, "json" if path.endswith(".json") else "yaml")
+            except DocumentError:
+                self._document = None
+        return self._document
+
+
+_UNREAD = object()
+# every character either side of a name in `_named`'s pattern: a line split at them holds each
+# name the pattern would find there as one of its words
+_WORDS = re.compile(r"[\s\"'=\[\]/(),<>!~;@:]+")
+
+
+def _normal(word: str) -> str:
+    return re.sub(r"[-_.]+", "-", word.lower())
+
+
 def line_of(v: Versions, change: Change) -> int:
     """The 1-based line `change` is about in `v` (head side; base side for a removal), or 0."""
-    side = "old" if change.kind == "removed" or v.new is None else "new"
-    text = v.text(side)
-    if not text:
-        return 0
-    found = 0
-    if is_dockerfile(v.name):
-        found = _dockerfile_line(text, change)
-    elif v.name.endswith((".yaml", ".yml", ".json")):
-        found = _document_line(text, v.path, change, side)
-    return found or _text_line(text, change)
+    return Placer(v).line(change)
 
 
 def _stage_of(change: Change, found: list[Stage]) -> Stage | None:
@@ -44,10 +116,9 @@ def _stage_of(change: Change, found: list[Stage]) -> Stage | None:
     return next((s for s in found if s.key == key), None)
 
 
-def _dockerfile_line(text: str, change: Change) -> int:
-    try:
-        found = stages(text)[1]
-    except DockerfileError:
+def _dockerfile_line(side: _Side, change: Change) -> int:
+    found = side.stages()
+    if found is None:
         return 0
     stage = _stage_of(change, found)
     subject = change.subject.split(" (", 1)[0] if change.subject.startswith(("FROM", "COPY", "CUDA")) else change.subject
@@ -71,10 +142,9 @@ def _words(change: Change) -> list[str]:
     return [w for w in (*values, subject) if w and len(w) > 1]
 
 
-def _document_line(text: str, path: str, change: Change, side: str) -> int:
-    try:
-        doc = load_text(text, path, "json" if path.endswith(".json") else "yaml")
-    except DocumentError:
+def _document_line(revision: _Side, path: str, change: Change, side: str) -> int:
+    doc = revision.document(path)
+    if doc is None:
         return 0
     place = change.subject
     match = _PLACE.match(place)
@@ -120,12 +190,12 @@ def _named(subject: str) -> re.Pattern[str]:
     return re.compile(r"(?i)(?:^|[\s\"'=\[/(,])" + parts + r"(?:$|[\s\"'=<>!~;\[\]@,:)])")
 
 
-def _text_line(text: str, change: Change) -> int:
+def _text_line(side: _Side, change: Change) -> int:
     """The first line naming the subject (`torch==2.5.1`, `name = "torch"`, a manifest's
     `- name: shards/x`; for `shard shards/x` its last word), the one also holding the changed
     value first; else the first line holding the changed value."""
     subject = change.subject.split(" (", 1)[0].strip()
-    lines = text.splitlines()
+    lines = side.lines
     value = (change.new if change.kind != "removed" else change.old) or ""
     token = value.split(" ")[0].lstrip("=<>!~")
     if subject.startswith("--"):
@@ -135,9 +205,19 @@ def _text_line(text: str, change: Change) -> int:
     elif subject and not subject.startswith(("CUDA", "FROM", "jobs")):
         for name in dict.fromkeys((subject, subject.rsplit(" ", 1)[-1])):
             pattern = _named(name)
-            named = [n for n, line in enumerate(lines, 1) if pattern.search(line) and not line.lstrip().startswith("#")]
+            named = [n for n in _candidates(side, name) if pattern.search(lines[n - 1])]
             with_value = [n for n in named if token and token in lines[n - 1]]
             if with_value or named:
                 return (with_value or named)[0]
-    holding = [n for n, line in enumerate(lines, 1) if token and token in line]
-    return holding[0] if holding else 0
+    if not token:
+        return 0
+    return next((n for n, line in enumerate(lines, 1) if token in line), 0)
+
+
+def _candidates(side: _Side, name: str) -> list[int]:
+    """The lines that may name `name`: those holding its first word as a word of theirs (a line
+    the pattern matches holds every word of the name so), from the index."""
+    words = [word for word in _WORDS.split(name) if word]
+    if not words:
+        return [n for n, line in enumerate(side.lines, 1) if not line.lstrip().startswith("#")]
+    return side.named(words[0])

@@ -6,7 +6,7 @@ import json
 
 from reprogate.core.diagnostics import Diagnostic, Location, Severity
 from reprogate.detect.base import LAYERS, REBUILD_LAYERS, Change
-from reprogate.detect.run import DetectResult
+from reprogate.detect.run import LISTED_PER_FILE, DetectResult
 from reprogate.output.markdown import cell, code_span
 from reprogate.output.sarif import RuleText
 
@@ -21,6 +21,7 @@ def text(result: DetectResult) -> str:
         if changes:
             lines.append(f"{layer}:")
             lines += [f"  {c.path}: {_described(c)}" for c in changes]
+            lines += [f"  {more.path}: {more.describe()}" for more in result.beyond.values() if more.layer == layer]
     lines += [f"note: {n}" for n in result.notes]
     lines.append(f"rebuild required: {'yes' if result.rebuild_required else 'no'}")
     return "\n".join(lines) + "\n"
@@ -37,6 +38,8 @@ def markdown(result: DetectResult) -> str:
         lines += ["| layer | file | change |", "|---|---|---|"]
         for c in result.changes:
             lines.append(f"| {c.layer} | {code_span(c.path, in_table=True)} | {cell(_described(c))} |")
+        for more in result.beyond.values():
+            lines.append(f"| {more.layer} | {code_span(more.path, in_table=True)} | {cell(more.describe())} |")
     return "\n".join(lines) + "\n"
 
 
@@ -50,6 +53,8 @@ def findings(result: DetectResult) -> list[Diagnostic]:
         hint = "a rebuild of the reference must pass before this merges (reprogate gate dispatches it)" if rebuild else ""
         where = Location(c.line, 0)  # column 0: none (SARIF gives the line only); line 0: the file as a whole
         out.append(Diagnostic(c.path, _described(c), f"{c.layer}-{c.kind}", Severity.WARNING if rebuild else Severity.NOTICE, where, hint=hint))
+    for more in result.beyond.values():
+        out.append(Diagnostic(more.path, more.describe(), f"{more.layer}-not-listed", Severity.NOTICE))
     return out
 
 
@@ -63,6 +68,11 @@ def rule_texts(result: DetectResult) -> dict[str, RuleText]:
             "This layer decides what a training run computes: the gate rebuilds the reference record and the check passes only if the rebuild reproduces it."
             if rebuild
             else "Reported for review; this layer alone does not require a rebuild.",
+        )
+    for more in result.beyond.values():
+        texts[f"{more.layer}-not-listed"] = RuleText(
+            f"changes of one file in the {more.layer} layer beyond the first {LISTED_PER_FILE:,}, counted by kind",
+            "A diff this large is summarised: the listed changes and the counts say what it changes.",
         )
     return texts
 

@@ -6,6 +6,7 @@ import dataclasses
 import fnmatch
 import gc
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,10 +27,32 @@ from reprogate.detect.git import (
     resolve,
     toplevel,
 )
-from reprogate.detect.lines import line_of
+from reprogate.detect.lines import Placer
 from reprogate.detect.pinned import Pin, parse_record, pins_of, record_paths, shard_pins
 from reprogate.detect.versions import Versions
 from reprogate.lockfiles import format_for
+
+LISTED_PER_FILE = 500  # changes listed for one file in one layer; beyond it they are counted
+
+
+@dataclass
+class Beyond:
+    """The changes of one file in one layer past the LISTED_PER_FILE listed: how many of each kind."""
+
+    layer: str
+    path: str
+    kinds: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        return sum(self.kinds.values())
+
+    def describe(self) -> str:
+        kinds = ", ".join(f"{n:,} {kind}" for kind, n in sorted(self.kinds.items()))
+        return f"{self.count:,} more change(s) not listed ({kinds}); the first {LISTED_PER_FILE:,} are"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "listed": LISTED_PER_FILE, "more": self.count, "kinds": dict(sorted(self.kinds.items()))}
 
 
 @dataclass
@@ -39,6 +62,24 @@ class DetectResult:
     files: int = 0
     changes: list[Change] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    beyond: dict[tuple[str, str], Beyond] = field(default_factory=dict)  # (layer, path) -> what is counted, not listed
+    _listed: dict[tuple[str, str], int] = field(default_factory=dict, repr=False)
+
+    def add(self, changes: Iterable[Change]) -> None:
+        """Keep the first LISTED_PER_FILE changes of each file and layer, count the rest: a diff
+        that bumps ten thousand pins says so in a line, and its JSON stays a few hundred KB."""
+        listed, beyond = self._listed, self.beyond
+        for change in changes:
+            key = (change.layer, change.path)
+            count = listed.get(key, 0)
+            if count < LISTED_PER_FILE:
+                listed[key] = count + 1
+                self.changes.append(change)
+                continue
+            more = beyond.get(key)
+            if more is None:
+                more = beyond[key] = Beyond(change.layer, change.path)
+            more.kinds[change.kind] = more.kinds.get(change.kind, 0) + 1
 
     @property
     def layers(self) -> list[str]:
@@ -47,7 +88,19 @@ class DetectResult:
 
     @property
     def rebuild_required(self) -> bool:
-        return any(c.layer in REBUILD_LAYERS for c in self.changes) or any(c.kind == "reference" for c in self.changes)
+        # every counted change's file has listed ones of its layer (the first LISTED_PER_FILE):
+        # the listed changes decide alone, except a counted `reference` change
+        return (
+            any(c.layer in REBUILD_LAYERS for c in self.changes)
+            or any(c.kind == "reference" for c in self.changes)
+            or any("reference" in more.kinds for more in self.beyond.values())
+        )
+
+    def _not_listed(self) -> dict[str, list[dict[str, Any]]]:
+        out: dict[str, list[dict[str, Any]]] = {}
+        for more in self.beyond.values():
+            out.setdefault(more.layer, []).append(more.as_dict())
+        return {layer: out[layer] for layer in LAYERS if layer in out}
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -59,6 +112,11 @@ class DetectResult:
             "layers": self.layers,
             "rebuild_required": self.rebuild_required,
             "changes": {layer: [c.as_dict() for c in self.changes if c.layer == layer] for layer in LAYERS},
+            "not_listed": {
+                layer: [more.as_dict() for more in self.beyond.values() if more.layer == layer]
+                for layer in LAYERS
+                if any(m.layer == layer for m in self.beyond.values())
+            },
             "notes": self.notes,
         }
 
@@ -95,10 +153,11 @@ def _detect(repo: Path, base: str, head: str, config: Config) -> DetectResult:
     ctx = DetectContext(set(rooted.ignore_dependency_groups), rooted.reference)
     for f in candidates:
         versions = Versions(f.path, blobs.get(f.old_blob) if f.old_blob else None, blobs.get(f.new_blob) if f.new_blob else None)
-        judged = _judge(versions, rooted, ctx)
-        for change in judged:
-            change.line = line_of(versions, change)
-        result.changes.extend(judged)
+        first = len(result.changes)
+        result.add(_judge(versions, rooted, ctx))
+        placer = Placer(versions)
+        for change in result.changes[first:]:  # only the listed ones are placed
+            change.line = placer.line(change)
     _pinned_changes(repo, base_sha, config, prefix, files, result)  # every file, ignored or not: a record's pins outrank watch.ignore
     return result
 
@@ -163,7 +222,7 @@ def _pinned_changes(repo: Path, base: str, config: Config, prefix: str, files: l
                 verb = {"A": "added", "D": "removed", "R": "renamed", "C": "copied"}.get(f.status, "changed")
                 for record, pin in reached.items():
                     kind = "reference" if pin.layer == "records" else "pinned"  # a reference artifact: the record no longer describes its run
-                    result.changes.append(Change(pin.layer, path, kind, detail=f"{verb}; {record} pins it ({pin.field})", record=record))
+                    result.add([Change(pin.layer, path, kind, detail=f"{verb}; {record} pins it ({pin.field})", record=record)])
 
 
 def _reached(index: dict[str, list[tuple[str, Pin]]], path: str) -> dict[str, Pin]:
@@ -212,18 +271,21 @@ def _watched(f: FileChange, config: Config) -> bool:
 _YAML_WORDS = (b"image", b"container", b"docker://", b"runs-on", b"reprogate")
 
 
-def _judge(v: Versions, config: Config, ctx: DetectContext) -> list[Change]:
-    changes: list[Change] = []
+def _judge(v: Versions, config: Config, ctx: DetectContext) -> Iterator[Change]:
+    """The detectors' changes of one file as they come, then a `changed` for each watch glob
+    layer none of them reported."""
+    reported: set[str] = set()
     plain_yaml = v.name.endswith((".yaml", ".yml", ".json")) and not is_side_file(v.name) and not v.mentions(*_YAML_WORDS)
     for module in detectors():
         if module.matches(v) and not (plain_yaml and module.__name__ != "reprogate.detect.framework"):
-            changes.extend(module.diff(v, ctx))
+            for change in module.diff(v, ctx):
+                reported.add(change.layer)
+                yield change
     for layer, globs in config.watch.items():
         if layer == "ignore" or not _matches_any(v.path, globs):
             continue
-        if not any(c.layer == layer for c in changes) and v.old != v.new:
-            changes.append(Change(layer, v.path, "changed", detail="watched by .reprogate.yaml"))
-    return changes
+        if layer not in reported and v.old != v.new:
+            yield Change(layer, v.path, "changed", detail="watched by .reprogate.yaml")
 
 
 def detect_files(listing: Path, config: Config) -> DetectResult:
@@ -258,5 +320,5 @@ def detect_files(listing: Path, config: Config) -> DetectResult:
             if extra_layer != "ignore" and _matches_any(path, globs):
                 layer = extra_layer
         if layer:
-            result.changes.append(Change(layer, path, status, detail="by path; contents not read"))
+            result.add([Change(layer, path, status, detail="by path; contents not read")])
     return result

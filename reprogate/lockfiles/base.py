@@ -72,9 +72,12 @@ def strings(value: object, where: str) -> list[str]:
     return [shaped(item, str, f"{where}[{i}]") for i, item in enumerate(shaped(value, list, where))]
 
 
+_SEPARATORS = re.compile(r"[-_.]+")
+
+
 def normalize(name: str) -> str:
     """PEP 503 name normalisation: `Foo.Bar_baz` and `foo-bar-baz` are one package."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return _SEPARATORS.sub("-", name).lower()
 
 
 class LockFormat(Protocol):

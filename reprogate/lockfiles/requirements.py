@@ -1,4 +1,4 @@
-"""pip requirements files: pip-compile output with `--hash` lines, hand-written ranges, direct
+r"""pip requirements files: pip-compile output with `--hash` lines, hand-written ranges, direct
 URLs, `-r`/`-c` includes and index options.
 
 Lines are read by pip-requirements-parser (pip's own requirements-file code: line joining,
@@ -6,13 +6,24 @@ comments, the option grammar, `name @ url` and `#egg=` URLs), and each requireme
 with `packaging`, so `torch>=1.11,<2` and `torch<2, >=1.11` are one requirement and a change of
 specifier, extras, marker or URL is a change. Parsed lines are cached by their text: the two
 revisions of a file share most lines, and a pip-compile file has hundreds.
+
+A file of ten thousand pins is read in a few tenths of a second: pip's line joining is applied
+here where every line is in the shape pip-compile writes (`name==version \`, `--hash=...`
+continuation lines, whole-line comments), which is where pip-requirements-parser spends most of
+its time, and a `name==version` pin is read with packaging's name and specifier alone; any other
+line, or a file with any line outside that shape, goes through pip-requirements-parser as before,
+and tests hold the two paths to the same answer.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import repeat
+from operator import itemgetter
 from optparse import Values
 from typing import Any
 
@@ -71,12 +82,12 @@ def _line(line: str) -> tuple[str, Any]:
     """One logical line -> ("requirement", (name, requirement, version, hashes)) | ("option", [(label, value)]) |
     ("unnamed", (label, value)) | ("invalid", message). pip's parser builds a new option parser per
     line; one parser with fresh defaults per line reads the same grammar far faster."""
-    import pip_requirements_parser as prp
-
-    args, options = prp.break_args_options(line)
+    args, options = break_args_options(line)
     plain = _plain(args, options)
     if plain is not None:
         return plain
+    import pip_requirements_parser as prp
+
     parser = _option_parser()
     try:
         words = options.split() if not any(c in options for c in "'\"\\") else shlex.split(options)
@@ -94,16 +105,62 @@ def _line(line: str) -> tuple[str, Any]:
     return found
 
 
+@functools.lru_cache(maxsize=1)
+def _specifier() -> tuple[Callable[[str], Any], type[Exception]]:
+    """packaging's Specifier, imported once (a pin is read in microseconds)."""
+    from packaging.specifiers import InvalidSpecifier, Specifier
+
+    return Specifier, InvalidSpecifier
+
+
+# PEP 508's name: letters and digits, with `.`, `_` and `-` inside (packaging's own check, which
+# costs packaging.utils' import, tags and sysconfig with it, to a command that reads one pin)
+_NAME = re.compile(r"[A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9]", re.IGNORECASE)
+
+
+def break_args_options(line: str) -> tuple[str, str]:
+    """pip-requirements-parser's break_args_options without its loop over space-separated tokens:
+    the options start at the first token that starts with `-`, which is the line's start or the
+    first `-` after a space, and both halves are the line's own text around it."""
+    if line.startswith("-"):
+        return "", line
+    at = line.find(" -")
+    return (line, "") if at < 0 else (line[:at], line[at + 1 :])
+
+
+def _pinned(args: str, words: list[str]) -> tuple[str, Any] | None:
+    """`name==version` (the pin pip-compile writes) with PEP 508's name and packaging's Specifier,
+    where Requirement's tokenizer costs ten times as much: the same name, requirement text and
+    version as the Requirement path, or None for anything else (extras, markers, spaces, ranges)."""
+    name, equals, version = args.partition("==")
+    if not equals or not version or _NOT_PLAIN_PIN.search(args):
+        return None
+    if not _NAME.fullmatch(name):
+        return None
+    specifier_of, refused = _specifier()
+    try:
+        specifier = specifier_of("==" + version)
+    except refused:
+        return None
+    lowered = name.lower()  # normalize(), without its substitution where it has none to make:
+    name = normalize(name) if "_" in lowered or "." in lowered or "--" in lowered else lowered
+    pinned = specifier.version if "*" not in specifier.version else None
+    return "requirement", (name, name + str(specifier), pinned, frozenset(map(_HASH_VALUE, words)))
+
+
 def _plain(args: str, options: str) -> tuple[str, Any] | None:
     """The common line of a pip-compile file, `name[extras]<spec> ; marker --hash=... --hash=...`,
     read with packaging alone; None for anything else (URLs, paths, editables, other options),
     which goes through pip's grammar. --hash is the one per-requirement option here, with one
     value each, as pip defines it."""
+    words = options.split()
+    if not args or args[0] in "-./" or "://" in args or "/" in args or not all(map(str.startswith, words, repeat("--hash="))):
+        return None
+    pinned = _pinned(args.strip(), words)
+    if pinned is not None:
+        return pinned
     from packaging.requirements import InvalidRequirement, Requirement
 
-    words = options.split()
-    if not args or args[0] in "-./" or "://" in args or "/" in args or any(not w.startswith("--hash=") for w in words):
-        return None
     try:
         requirement = Requirement(args)
     except InvalidRequirement:
@@ -135,29 +192,88 @@ def _requirement(parsed: Any) -> tuple[str, Any]:
     return "requirement", (name, text, version, frozenset(req.hash_options or ()))
 
 
-def read(text: str) -> Parsed:
-    """Packages and options of a requirements file; LockFileError names the line of a bad one."""
+_HASH_VALUE = itemgetter(slice(len("--hash="), None))  # `--hash=sha256:...` -> `sha256:...`, a C call per word
+
+# Characters a `name==version` pin never holds: whitespace, extras, markers, URLs, other operators.
+_NOT_PLAIN_PIN = re.compile(r"[\s\[\];@(),<>!~#'\"\\]")
+
+
+def pip_compile_lines(text: str) -> list[tuple[int, str]] | None:
+    """(line number, logical line) of each requirement or option line, as pip-requirements-parser's
+    preprocess would give them, when every physical line is in pip-compile's shape: blank, a
+    whole-line comment outside a continuation, or text without `#` (a trailing backslash joining
+    it with the next line); None for any other file, which preprocess reads itself. The joining
+    is pip's: the backslash is dropped, the pieces concatenated, the result stripped."""
+    lines: list[tuple[int, str]] = []
+    pieces: list[str] = []
+    first = 0
+    for number, line in enumerate(text.splitlines(), 1):
+        if "#" in line:
+            if pieces or not line.lstrip(" \t").startswith("#"):
+                return None  # a comment inside a continuation, or after text: preprocess decides
+            continue
+        if line[:1] == "\\":
+            return None  # pip strips every backslash at both ends: rare, and preprocess's to say
+        if line[-1:] == "\\":
+            if line[-2:] == "\\\\":
+                return None
+            if not pieces:
+                first = number
+            pieces.append(line[:-1])
+        elif pieces:
+            pieces.append(line)
+            joined = "".join(pieces).strip()
+            pieces = []
+            if joined:
+                lines.append((first, joined))
+        else:
+            line = line.strip()
+            if line:
+                lines.append((number, line))
+    if pieces:
+        joined = "".join(pieces).strip()
+        if joined:
+            lines.append((first, joined))
+    return lines
+
+
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, text) of each non-comment logical line of a requirements file."""
+    fast = pip_compile_lines(text)
+    if fast is not None:
+        return fast
     import pip_requirements_parser as prp
 
-    packages: list[Locked] = []
+    return [(number, line) for number, line in ((n.line_number, n.line) for n in prp.preprocess(text) if not isinstance(n, prp.CommentLine)) if line.strip()]
+
+
+# (name, requirement, version or None, hashes) of one requirement line
+Entry = tuple[str, str, str | None, frozenset[str]]
+
+
+def read(text: str) -> Parsed:
+    """Packages and options of a requirements file; LockFileError names the line of a bad one."""
+    entries, options = read_entries(text)
+    return Parsed([Locked(name, version, hashes, requirement=requirement) for name, requirement, version, hashes in entries], options)
+
+
+def read_entries(text: str) -> tuple[list[Entry], list[Option]]:
+    """read() without a Locked per package: what detect compares, for files of ten thousand pins."""
+    entries: list[Entry] = []
     options: list[Option] = []
-    for numbered in prp.preprocess(text):
-        number, line = numbered
-        if isinstance(numbered, prp.CommentLine) or not line.strip():
-            continue
+    for number, line in _logical_lines(text):
         kind, value = _line(line)
         if kind == "invalid":
             raise LockFileError(f"line {number}: {value}: {line.strip()[:80]!r}")
         if kind == "requirement":
-            name, requirement, version, hashes = value
-            packages.append(Locked(name, version, hashes, requirement=requirement))
+            entries.append(value)
         elif kind == "unnamed":
             options.append(Option(value[0], value[1], number))
         else:
             for label, values in value:
                 for item in values if isinstance(values, list) else [values]:
                     options.append(Option(label, str(item) if item is not True else "", number))
-    return Parsed(packages, options)
+    return entries, options
 
 
 def parse(text: str) -> list[Locked]:

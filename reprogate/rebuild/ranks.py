@@ -88,6 +88,7 @@ class Readiness:
     spare_port: int | None = None
     gpu_models: list[str] = field(default_factory=list)  # as the ranks named their GPUs
     probe: dict[str, Any] = field(default_factory=dict)  # rank 0's account of its environment (runtime/probe.py), when asked
+    costs: dict[int, dict[str, float]] = field(default_factory=dict)  # rank -> its CPU seconds until ready and its torch import's seconds
 
     def stage(self, name: str) -> StageOutcome:
         return next(s for s in self.stages if s.name == name)
@@ -225,6 +226,7 @@ class RankHosts:
                 port = next((e.get("spare_port") for e in self._events.get(0, []) if e.get("spare_port")), None)
                 result.spare_port = int(port) if isinstance(port, int) else None
                 result.gpu_models = sorted({str(e["gpu"]) for events in self._events.values() for e in events if e.get("gpu")})
+                result.costs = self._costs()
                 break
             if time.monotonic() > deadline:
                 late = next(r for r, s in states.items() if s != "ready")
@@ -251,6 +253,20 @@ class RankHosts:
             if not alive or time.monotonic() > until:
                 break
             time.sleep(POLL)
+
+    def _costs(self) -> dict[int, dict[str, float]]:
+        """What each rank said its preflight cost: CPU seconds until ready, and the seconds its
+        import of torch took (the part the training run would pay anyway)."""
+        costs: dict[int, dict[str, float]] = {}
+        for rank, events in self._events.items():
+            said: dict[str, float] = {}
+            for event in events:
+                for key in ("cpu_seconds", "import_seconds"):
+                    value = event.get(key)
+                    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+                        said[key] = float(value)
+            costs[rank] = said
+        return costs
 
     def _probe(self) -> dict[str, Any]:
         event = next((e for e in self._events[0] if e.get("status") == "probe" and isinstance(e.get("facts"), dict)), None)

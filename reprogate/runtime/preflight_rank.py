@@ -39,8 +39,8 @@ class PreflightStageFailed(Exception):
         self.code = code
 
 
-def stage(emit: Emit, name: str, rank: int, work: Any) -> Any:
-    emit(rank=rank, stage=name, status="start")
+def stage(emit: Emit, name: str, rank: int, work: Any, **said: Any) -> Any:
+    emit(rank=rank, stage=name, status="start", **said)
     start = time.monotonic()
     try:
         status, detail, value = work()
@@ -73,12 +73,14 @@ def run_checks(emit: Emit, env: dict[str, str]) -> None:
     local_rank = int(env.get("LOCAL_RANK", rank))
     backend = env.get("REPROGATE_PREFLIGHT_BACKEND", "gloo")
     timeout = float(env.get("REPROGATE_PREFLIGHT_TIMEOUT", "30"))
+    importing = time.monotonic()
     try:
         import torch
         import torch.distributed as dist
     except ImportError as exc:
         emit(rank=rank, stage="startup", status="fail", detail=f"torch cannot be imported: {exc}")
         raise PreflightStageFailed(3) from None
+    imported = round(time.monotonic() - importing, 3)  # most of a CPU preflight: said apart from the checks
 
     def framework_op() -> tuple[str, str, Any]:
         a = torch.arange(16, dtype=torch.float32).reshape(4, 4)
@@ -96,7 +98,7 @@ def run_checks(emit: Emit, env: dict[str, str]) -> None:
             raise RuntimeError(f"matmul on {torch.cuda.get_device_name(device)} returned a wrong result")
         return "pass", f"matmul checked on cuda:{device.index} ({torch.cuda.get_device_name(device)})", device
 
-    device = stage(emit, "framework-op", rank, framework_op)
+    device = stage(emit, "framework-op", rank, framework_op, import_seconds=imported)
     if backend == "nccl" and device.type != "cuda":
         emit(rank=rank, stage="process-group", status="fail", detail="nccl needs a GPU on every rank; none is visible")
         raise PreflightStageFailed(1)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import platform
 import sys
+from email.parser import HeaderParser
 from importlib import metadata
 
 
@@ -32,12 +33,24 @@ def os_release() -> dict[str, str]:
     return values
 
 
-def probe() -> dict[str, object]:
+def installed_packages(path: list[str] | None = None) -> dict[str, str]:
+    """Name (lower case, `-` for `_`) -> version of every distribution importlib.metadata finds,
+    read from the headers of each one's METADATA (or PKG-INFO) alone: `dist.metadata` parses the
+    whole file, long description and all, and `dist.version` parses it again (measured: 90 ms for
+    the 87 packages of a torch venv, a fifth of that this way)."""
     packages: dict[str, str] = {}
-    for dist in metadata.distributions():
-        name = dist.metadata.get("Name")
+    parser = HeaderParser()
+    for dist in metadata.distributions(**({"path": path} if path is not None else {})):
+        text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+        headers = parser.parsestr(text.split("\n\n", 1)[0])
+        name, version = headers.get("Name"), headers.get("Version")
         if name:
-            packages[str(name).lower().replace("_", "-")] = str(dist.version)
+            packages[str(name).lower().replace("_", "-")] = str(version)
+    return packages
+
+
+def probe() -> dict[str, object]:
+    packages = installed_packages()
     release = os_release()
     return {
         "python": platform.python_version(),

@@ -146,6 +146,7 @@ def main() -> int:
         with socket.socket() as sock:
             sock.bind(("", 0))
             ready["spare_port"] = int(sock.getsockname()[1])
+    ready["cpu_seconds"] = round(time.process_time(), 3)  # this rank's CPU until now: start, probe, torch, the checks
     events(rank=rank, stage="host", status="ready", **ready)
     order = _wait_for_orders(control)
     if order is None:

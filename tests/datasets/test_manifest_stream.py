@@ -492,17 +492,17 @@ def test_interrupted_streaming_build_leaves_the_old_manifest_and_no_temporary(cl
     out.write_text("previous manifest\n")
     import reprogate.datasets.build as build_module
 
-    real = build_module.hash_batches
+    real = build_module._hashed
     written = []
 
     def interrupted(*args: Any, **kwargs: Any) -> Iterator[Any]:
-        for batch in real(*args, **kwargs):
+        for names, batch in real(*args, **kwargs):
             if written:
                 raise KeyboardInterrupt  # Ctrl-C after a batch of shards was written
-            written.append(len(batch.items))
-            yield batch
+            written.append(len(names))
+            yield names, batch
 
-    monkeypatch.setattr(build_module, "hash_batches", interrupted)
+    monkeypatch.setattr(build_module, "_hashed", interrupted)
     result = cli("dataset", "manifest", str(data), "-o", str(out), "-q", "--jobs", "1")
     assert result.exit_code == 130 and "reprogate dataset manifest: interrupted" in result.output, result.output  # 128 + SIGINT, as a shell reports Ctrl-C
     assert len(written) == 1 and 0 < written[0] < 45
@@ -514,11 +514,11 @@ def test_a_shard_that_vanishes_mid_build_stops_it_without_writing(cli: Cli, data
     import reprogate.datasets.build as build_module
 
     class Racing(Walk):
-        def __iter__(self) -> Iterator[tuple[str, int, str]]:
-            for name, size, path in super().__iter__():
-                if name == "b/c.bin":
-                    os.unlink(path)  # deleted between the walk and the read
-                yield name, size, path
+        def name_runs(self) -> Iterator[list[str]]:
+            for run in super().name_runs():
+                if "b/c.bin" in run:
+                    os.unlink(data / "b" / "c.bin")  # deleted between the walk and the read
+                yield run
 
     monkeypatch.setattr(build_module, "Walk", Racing)
     result = cli("dataset", "manifest", str(data), "-o", str(tmp_path / "m.jsonl"), "-q")
@@ -639,3 +639,76 @@ def test_verify_of_a_loaded_manifest_gives_the_heap_back_as_it_found_it(tmp_path
     report = run_verify(manifest, VerifyOptions(root=str(root), quiet=True, jobs=1))
     assert report.exit_code == 0 and report.checked == 20
     assert gc.get_freeze_count() == before
+
+
+def test_the_inline_path_of_verify_reports_every_kind_of_file_as_the_general_path_does(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """verify_lines reads a plain small shard inline (open relative to its folder, the end offset
+    for its size, one read); anything else goes through FileReader.check. Whatever stands where a
+    shard was (another size, other bytes, nothing, a FIFO, a folder, an empty file, links inside
+    and outside the root), both say the same, and the inline path never hangs on a FIFO."""
+    from reprogate.datasets import verify_lines
+
+    root = tmp_path / "data"
+    names = ["corrupt.bin", "empty.bin", "fifo.bin", "folder.bin", "grown.bin", "in/link.bin", "in/ok.bin", "missing.bin", "out/x.bin", "outside.bin"]
+    names.append("short.bin")
+    for name in names:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(name.encode() * 3)
+    (root / "empty.bin").write_bytes(b"")
+    manifest = tmp_path / "m.jsonl"
+    assert cli("dataset", "manifest", str(root), "-o", str(manifest), "-q").exit_code == 0
+    (root / "corrupt.bin").write_bytes(b"x" * len(b"corrupt.bin" * 3))
+    (root / "fifo.bin").unlink()
+    os.mkfifo(root / "fifo.bin")
+    (root / "folder.bin").unlink()
+    (root / "folder.bin").mkdir()
+    (root / "grown.bin").write_bytes(b"grown.bin" * 4)
+    (root / "in" / "link.bin").unlink()
+    os.symlink(root / "in" / "ok.bin", root / "in" / "link.bin")  # inside the root: followed, and shorter
+    (root / "missing.bin").unlink()
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "x.bin").write_bytes(b"out/x.bin" * 3)
+    (outside / "y.bin").write_bytes(b"outside.bin" * 3)
+    (root / "out" / "x.bin").unlink()
+    (root / "out").rmdir()
+    os.symlink(outside, root / "out")  # a folder that leads out of the root
+    (root / "outside.bin").unlink()
+    os.symlink(outside / "y.bin", root / "outside.bin")  # same bytes, outside the root: refused
+    (root / "short.bin").write_bytes(b"short")
+    inline = verify(cli, manifest, root, "--keep-going")
+    monkeypatch.setattr(verify_lines, "SMALL_FILE", 0)  # every shard through FileReader.check
+    general = verify(cli, manifest, root, "--keep-going")
+    assert inline[0].exit_code == general[0].exit_code == 1
+    assert inline[1] == general[1]
+    report = inline[1]
+    assert sorted(report["corrupt"]) == ["corrupt.bin", "grown.bin"] and sorted(report["truncated"]) == ["in/link.bin", "short.bin"]
+    assert sorted(report["missing"]) == ["fifo.bin", "folder.bin", "missing.bin"]
+    assert sorted(report["unsafe"]) == ["out", "out/x.bin", "outside.bin"] and report["extra"] == []  # the walk names the link "out" too
+    assert report["checked"] == len(names)
+
+
+@pytest.mark.parametrize("suffix", ["jsonl", "json", "yaml"])
+def test_a_build_writes_the_same_manifest_whichever_path_reads_its_files(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str) -> None:
+    """Small regular files are read inline beside their folder's descriptor, and their shards
+    rendered by the hashing worker; empty and large files and symlinks go through FileReader.check.
+    Every path gives the same manifest, byte for byte, with hashlib's checksums."""
+    from reprogate.datasets import hashing
+
+    root = tmp_path / "data"
+    contents = {"a/empty.bin": b"", "a/small.bin": b"small", "b/large.bin": os.urandom(hashing.SMALL_FILE + 3), 'c/quote"d.bin': b"q", "d/ü.bin": b"u"}
+    for name, content in contents.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(content)
+    os.symlink(root / "a" / "small.bin", root / "a" / "link.bin")  # inside the root: followed
+    contents["a/link.bin"] = b"small"
+    inline = tmp_path / f"inline.{suffix}"
+    assert cli("dataset", "manifest", str(root), "-o", str(inline), "-q").exit_code == 0
+    monkeypatch.setattr(hashing, "SMALL_FILE", 0)
+    general = tmp_path / f"general.{suffix}"
+    assert cli("dataset", "manifest", str(root), "-o", str(general), "-q").exit_code == 0
+    assert inline.read_bytes() == general.read_bytes()
+    shards = {s["name"]: s for s in load_manifest(inline, str(inline)).data["shards"]}
+    assert {name: (s["bytes"], s["checksum"]) for name, s in shards.items()} == {
+        name: (len(content), "sha256:" + hashlib.sha256(content).hexdigest()) for name, content in contents.items()
+    }

@@ -359,3 +359,43 @@ def test_a_matrix_entry_the_job_never_reads_is_no_change(cli: Cli, repo: Path) -
     report = detect(cli, repo)
     assert [c["subject"] for c in report["changes"]["base-image"]] == ["jobs.gpu.strategy.matrix.include[].image"]
     assert [c["subject"] for c in report["changes"]["driver"]] == ["CUDA (jobs.gpu.strategy.matrix.include[].image: nvidia/cuda)"]
+
+
+def test_a_file_with_more_changes_than_are_listed_is_summarised_by_kind(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past LISTED_PER_FILE changes of one file and layer, detect lists the first ones and counts
+    the rest by kind; the verdict (layers, rebuild_required) is the same as with all of them.
+    The diff: text-generation-inference's move to torch 2.7 (tests/fixtures/detect-corpus)."""
+    from reprogate.detect import run
+
+    corpus = REPO / "tests" / "fixtures" / "detect-corpus" / "tgi-torch-2.7"
+    repo = tmp_path / "tgi"
+    shutil.copytree(corpus / "before", repo)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    shutil.copytree(corpus / "after", repo, dirs_exist_ok=True)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "torch 2.7")
+    everything = detect(cli, repo)
+    per_file: dict[str, list[str]] = {}
+    for c in everything["changes"]["framework"]:
+        per_file.setdefault(c["path"], []).append(c["kind"])
+    assert everything["not_listed"] == {} and max(len(kinds) for kinds in per_file.values()) > 5
+    monkeypatch.setattr(run, "LISTED_PER_FILE", 5)
+    summarised = detect(cli, repo)
+    assert (summarised["layers"], summarised["rebuild_required"]) == (everything["layers"], everything["rebuild_required"])
+    listed: dict[str, list[str]] = {}
+    for c in summarised["changes"]["framework"]:
+        listed.setdefault(c["path"], []).append(c["kind"])
+    assert listed == {path: kinds[:5] for path, kinds in per_file.items()}
+    counted = {more["path"]: more for more in summarised["not_listed"]["framework"]}
+    assert set(counted) == {path for path, kinds in per_file.items() if len(kinds) > 5}
+    for path, more in counted.items():
+        rest = per_file[path][5:]
+        assert (more["listed"], more["more"], more["kinds"]) == (5, len(rest), {k: rest.count(k) for k in sorted(set(rest))})
+    out = tmp_path / "detect.json"
+    out.write_text(cli("detect", "--base", "HEAD~1", "--repo", str(repo), "--format", "json").output)
+    assert cli("validate", str(out)).exit_code == 0
+    text = cli("detect", "--base", "HEAD~1", "--repo", str(repo)).output
+    path, more = next(iter(counted.items()))
+    assert f"  {path}: {more['more']:,} more change(s) not listed" in text

@@ -36,7 +36,7 @@ def one(data: bytes) -> None:
     versions = Versions("Dockerfile", BASE, data)
     for detector in DETECTORS.values():
         if detector.matches(versions):
-            detector.diff(versions, CONTEXT)
+            list(detector.diff(versions, CONTEXT))
 
 
 if __name__ == "__main__":

@@ -114,7 +114,7 @@ def one(data: bytes) -> None:
     versions = Versions(name, b"", body_bytes)
     for detector in DETECTORS.values():
         if detector.matches(versions):
-            detector.diff(versions, CONTEXT)
+            list(detector.diff(versions, CONTEXT))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import REPO
@@ -105,3 +106,77 @@ def test_requirements_options_urls_and_ranges() -> None:
 @pytest.mark.parametrize("path", ["requirements/cuda.txt", "server/requirements_cuda.txt", "requirements-dev.in", "docs/requirements/extra.txt"])
 def test_any_file_named_for_requirements_is_one(path: str) -> None:
     assert format_for(path).FORMAT == "pip-requirements"
+
+
+def _read_both_ways(text: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
+    """(read with the pip-compile fast paths, read by pip-requirements-parser and Requirement
+    alone): each the packages and options, or the words of the LockFileError it raised."""
+    from reprogate.lockfiles import requirements
+
+    def read() -> Any:
+        requirements._line.cache_clear()
+        try:
+            parsed = requirements.read(text)
+        except LockFileError as exc:
+            return str(exc)
+        return sorted((p.name, repr(p.version), sorted(p.hashes), p.requirement) for p in parsed.packages), parsed.options
+
+    fast = read()
+    with monkeypatch.context() as patched:
+        patched.setattr(requirements, "pip_compile_lines", lambda text: None)
+        patched.setattr(requirements, "_pinned", lambda args, words: None)
+        slow = read()
+    requirements._line.cache_clear()
+    return fast, slow
+
+
+def test_the_pip_compile_fast_path_reads_every_requirements_fixture_as_pip_requirements_parser_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    from reprogate.lockfiles import requirements
+
+    files = sorted({*REPO.glob("tests/fixtures/**/*requirements*.txt"), *REPO.glob("tests/fixtures/**/requirements/*.txt")})
+    fast_joined = 0
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        fast, slow = _read_both_ways(text, monkeypatch)
+        assert fast == slow, path
+        fast_joined += requirements.pip_compile_lines(text) is not None
+    assert len(files) > 15 and fast_joined > 10  # the fast joining is taken by most of them, and agrees
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "torch==2.4.0 \\\n    --hash=sha256:aa \\\n    --hash=sha256:bb\n    # via -r requirements.in\n",
+        "torch==2.4.0 \\\r\n    --hash=sha256:aa\r\n",
+        "torch==2.4.0 \\\n# a comment ends the continuation\nnumpy==1.26.4\n",
+        "# a comment \\\nnumpy==1.26.4\n",
+        "torch==2.4.0  # inline comment\n",
+        "torch==2.4.0 \\\\\nnumpy==1.0\n",
+        "\\torch==2.4.0\n",
+        "torch==2.4.0 \\\n\nnumpy==1.26.4 \\",
+        "--index-url https://download.pytorch.org/whl/cu121\ntorch==2.4.0+cu121\n-e .\n",
+        "Torch_Audio.X==2.4.0\nfoo-==1.0\nfoo===1.0\nfoo==1.0.*\nfoo==1.0==2\nfoo[bar]==1.0\nfoo==1.0;python_version<'3.12'\n",
+        "foo == 1.0\nfoo>=1,<2\nfoo==1.0 --hash=sha256:aa --no-binary :all:\n",
+    ],
+)
+def test_the_pip_compile_fast_path_agrees_on_the_edges_of_its_shape(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    fast, slow = _read_both_ways(text, monkeypatch)
+    assert fast == slow
+
+
+def test_pep_508_names_are_told_apart_as_packaging_tells_them() -> None:
+    from itertools import product
+
+    from packaging.utils import InvalidName, canonicalize_name
+
+    from reprogate.lockfiles.requirements import _NAME
+
+    for length in range(1, 5):
+        for letters in product("aZ9._-+ !", repeat=length):
+            name = "".join(letters)
+            try:
+                canonicalize_name(name, validate=True)
+                valid = True
+            except InvalidName:
+                valid = False
+            assert bool(_NAME.fullmatch(name)) is valid, name

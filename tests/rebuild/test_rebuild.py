@@ -57,6 +57,8 @@ def test_clean_rebuild_passes_and_twice_gives_identical_digests(cli: Cli, projec
         "metric": "pass",
     }
     assert verdict["claim"]["replayed"] is True and "no container" in " ".join(verdict["claim"]["not_covered"])
+    costs = json.loads((tmp_path / "w1" / "preflight.json").read_text())["ranks"]  # what each rank's preflight cost, torch's import said apart
+    assert sorted(costs) == ["0", "1"] and all(0 < cost["import_seconds"] and 0 < cost["cpu_seconds"] for cost in costs.values())
     second, again = rebuild(cli, project, "--workdir", str(tmp_path / "w2"))
     assert second.exit_code == 0
     traces = [sorted((tmp_path / w / "runs" / "seed-1" / "trace").glob("*.jsonl")) for w in ("w1", "w2")]

@@ -83,7 +83,16 @@ def preflight(state: RebuildState) -> StageResult:
         gpu_models=() if ready.failed else tuple(ready.gpu_models),
     )
     (job.workdir / "preflight.json").write_text(
-        json.dumps({"stages": [s.__dict__ for s in ready.stages], "failed": ready.failed, "detail": ready.detail, "seconds": round(ready.seconds, 3)}, indent=2)
+        json.dumps(
+            {
+                "stages": [s.__dict__ for s in ready.stages],
+                "failed": ready.failed,
+                "detail": ready.detail,
+                "seconds": round(ready.seconds, 3),
+                "ranks": {str(rank): cost for rank, cost in sorted(ready.costs.items())},
+            },
+            indent=2,
+        )
         + "\n"
     )
     if ready.failed:
