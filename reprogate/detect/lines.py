@@ -11,6 +11,7 @@ entry writes it). 0 when nothing in the file says where.
 
 from __future__ import annotations
 
+import bisect
 import re
 from typing import Any
 
@@ -60,23 +61,26 @@ class _Side:
     def __init__(self, text: str) -> None:
         self.text = text
         self.lines = text.splitlines()
-        self._names: dict[str, list[int]] | None = None
+        self._words: dict[str, list[int]] | None = None
+        self._starts: list[int] = []
         self._stages: list[Stage] | None = None
         self._document: Any = _UNREAD
 
     def named(self, word: str) -> list[int]:
-        """The uncommented lines holding `word` as one of their words (split at every character
-        `_named`'s pattern takes for a delimiter; `-`, `_` and `.` alike), in order."""
-        if self._names is None:
-            index: dict[str, list[int]] = {}
-            for number, line in enumerate(self.lines, 1):
-                if line.lstrip().startswith("#"):
-                    continue
-                for word in dict.fromkeys(_WORDS.split(line)):
-                    if word:
-                        index.setdefault(_normal(word), []).append(number)
-            self._names = index
-        return self._names.get(_normal(word), [])
+        """The uncommented lines holding `word` as one of their words (between characters
+        `_named`'s pattern takes for delimiters; case and `-`, `_`, `.` alike), in order: every
+        word of the file is indexed once, so each lookup costs what its own lines cost."""
+        if self._words is None:
+            lines = _normal(self.text).splitlines()
+            starts = [0]
+            for line in lines:
+                starts.append(starts[-1] + len(line) + 1)
+            words: dict[str, list[int]] = {}
+            for found in _WORD.finditer("\n".join(lines)):
+                words.setdefault(found.group(), []).append(found.start())
+            self._words, self._starts = words, starts
+        numbers = dict.fromkeys(bisect.bisect_right(self._starts, at) for at in self._words.get(_normal(word), ()))
+        return [n for n in numbers if not self.lines[n - 1].lstrip().startswith("#")]
 
     def stages(self) -> list[Stage] | None:
         if self._stages is None:
@@ -99,10 +103,16 @@ _UNREAD = object()
 # every character either side of a name in `_named`'s pattern: a line split at them holds each
 # name the pattern would find there as one of its words
 _WORDS = re.compile(r"[\s\"'=\[\]/(),<>!~;@:]+")
+_WORD = re.compile(r"[^\s\"'=\[\]/(),<>!~;@:]+")
+
+
+_SEPARATORS = re.compile(r"[-_.]+")
 
 
 def _normal(word: str) -> str:
-    return re.sub(r"[-_.]+", "-", word.lower())
+    """A name as the pattern compares it: case and runs of `-`, `_`, `.` alike."""
+    word = word.lower()
+    return _SEPARATORS.sub("-", word) if "_" in word or "." in word or "--" in word else word
 
 
 def line_of(v: Versions, change: Change) -> int:
