@@ -77,6 +77,12 @@ def preflight(world_size: int | None, backend: str | None, timeout: float, recor
     help="Where ranks start (default from the record's execution.scheduler_name, else local).",
 )
 @click.option("--image", default=None, help="Run this image instead of the record's (container realizer; verified by the engine).")
+@click.option(
+    "--dataset-root",
+    default=None,
+    metavar="DIR|URL",
+    help="Read the manifest's shards here instead of at its namespace (a copy, e.g. one audit --retiring found); checked by the same checksums.",
+)
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where realized venvs are cached (default ~/.cache/reprogate).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True, help="Seconds each seed's run may take.")
 @click.option(
@@ -109,6 +115,7 @@ def rebuild(
     realizer: str | None,
     launcher: str | None,
     image: str | None,
+    dataset_root: str | None,
     cache: Path | None,
     timeout: float,
     allow_unsandboxed: bool,
@@ -126,6 +133,7 @@ def rebuild(
         seeds=seeds,
         world_size=world_size,
         image=image,
+        dataset_root=dataset_root,
         timeout=timeout,
         environment=environment,
         realizer=realizer,

@@ -76,6 +76,26 @@ def test_flipped_byte_in_a_shard_is_diagnosed_at_dataset(cli: Cli, project: Path
     assert stages(verdict)["run"] == "not-run"
 
 
+def test_a_dataset_kept_only_in_a_copy_rebuilds_from_it_with_dataset_root(cli: Cli, project: Path) -> None:
+    """What `audit --retiring` says for a dataset kept only by a copy: the rebuild reads the shards
+    there, checked against the same manifest, and the ranks train on them as on the repository's."""
+    data = project / "tiny" / "data"
+    copy = project.parent / "copy-of-tiny-data"
+    copy.mkdir()
+    for shard in sorted(data.glob("*.txt")) + [data / "vocab.json"]:
+        shutil.move(shard, copy / shard.name)  # the repository's own copy is gone (retired)
+    result, verdict = rebuild(cli, project)
+    assert result.exit_code == 1 and verdict["diagnosis"] == "dataset", result.output
+    result, verdict = rebuild(cli, project, "--dataset-root", str(copy))
+    assert result.exit_code == 0, result.output
+    assert f"from --dataset-root {copy}" in next(s["detail"] for s in verdict["stages"] if s["name"] == "dataset")
+    blob = bytearray((copy / "shard-001.txt").read_bytes())
+    blob[10] ^= 0x01
+    (copy / "shard-001.txt").write_bytes(bytes(blob))
+    result, verdict = rebuild(cli, project, "--dataset-root", str(copy))
+    assert result.exit_code == 1 and verdict["diagnosis"] == "dataset" and "shard-001.txt" in json.dumps(verdict["stages"])
+
+
 def test_changed_configuration_value_is_diagnosed_at_config(cli: Cli, project: Path) -> None:
     config = project / "tiny" / "config" / "tiny.yaml"
     config.write_text(config.read_text().replace("lr: 0.01", "lr: 0.02"))
