@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import os
+import shlex
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +33,7 @@ from reprogate.core.diagnostics import ExitCode
 from reprogate.core.documents import DocumentError, load_document, load_text
 from reprogate.core.errors import CheckFailed, UsageError
 from reprogate.core.fileio import atomic_write
-from reprogate.core.git import GitError, run_git
+from reprogate.core.git import GitError, ignored_paths, run_git
 from reprogate.core.gittree import tree_id
 from reprogate.core.schemas import modeline
 from reprogate.core.yamlout import dump_yaml
@@ -418,11 +419,71 @@ def run_init(options: InitOptions) -> CommandResult:
         lines.append(f"wrote .reprogate.yaml: records/*.yaml, reference {_rel(record_path, root)}")
     stderr = [f"note: {n}" for n in notes]
     stderr += ["the reference ran as a rebuild will run it:", *runs.stages]
+    adding = to_commit(root, [_rel(p, root) for p, _ in written.done], pinned_paths(record, root, _rel(record_path, root)))
     stderr += [
-        f"next: git add {' '.join(sorted({_rel(p, root).split('/')[0] for p, _ in written.done}))} && reprogate validate "
-        f"&& reprogate rebuild {_rel(record_path, root)}"
+        f"warning: {path} is pinned but ignored by git ({rule}): a clean checkout (what CI gets) will not have it" for path, rule in adding.ignored.items()
     ]
+    stderr += [f"next: {adding.command} && reprogate validate && reprogate rebuild {_rel(record_path, root)}"]
     return CommandResult(ExitCode.OK, lines, stderr)
+
+
+@dataclass(frozen=True)
+class ToCommit:
+    """What `git add` must be told to commit everything a record pins: the folders init wrote
+    into, and (forced, with -f) each pinned file a .gitignore rule would leave out."""
+
+    folders: tuple[str, ...]
+    ignored: dict[str, str]  # pinned path -> the rule that ignores it (`.gitignore:7:*.bin`)
+
+    @property
+    def command(self) -> str:
+        forced = f"git add -f {shlex.join(self.ignored)}" if self.ignored else ""
+        plain = f"git add {shlex.join(self.folders)}" if self.folders else ""
+        return " && ".join(part for part in (forced, plain) if part)
+
+
+def to_commit(root: Path, written: list[str], pinned: list[str]) -> ToCommit:
+    """The `git add` line for what init wrote and what the record pins: a plain `git add` of an
+    ignored file fails, and of an ignored folder too (even one with tracked files in it), so
+    ignored files are named with -f and ignored folders left to that."""
+    ignored = ignored_paths(root, sorted(set(pinned) | set(written)))
+    tops = sorted({path.split("/")[0] for path in written})
+    ignored_tops = ignored_paths(root, tops, rules_only=True)
+    forced = {**ignored, **{path: rule for path in written if (rule := ignored_tops.get(path.split("/")[0])) and path not in ignored}}
+    return ToCommit(tuple(t for t in tops if t not in ignored_tops), dict(sorted(forced.items())))
+
+
+def pinned_paths(record: dict[str, Any], root: Path, record_rel: str) -> list[str]:
+    """Every repository path the record pins (configuration, manifest and its in-repository shards,
+    lock files, build recipe, reference trace) and the record itself, relative to the root."""
+    paths = [record_rel]
+    for section, *keys in (("job", "config", "path"), ("dataset", "manifest", "path"), ("source", "build_recipe", "path"), ("reference", "trace", "path")):
+        value: Any = record.get(section)
+        for key in keys:
+            value = value.get(key) if isinstance(value, dict) else None
+        if isinstance(value, str):
+            paths.append(value)
+    paths += [entry["path"] for entry in (record.get("source") or {}).get("lock_files") or [] if isinstance(entry.get("path"), str)]
+    manifest_rel = ((record.get("dataset") or {}).get("manifest") or {}).get("path")
+    if isinstance(manifest_rel, str):
+        paths += _shard_paths(root, manifest_rel)
+    return list(dict.fromkeys(paths))
+
+
+def _shard_paths(root: Path, manifest_rel: str) -> list[str]:
+    """The manifest's shards and files that live in the repository (a local namespace), relative to the root."""
+    try:
+        data = load_document(root / manifest_rel).data
+    except (DocumentError, OSError):
+        return []
+    if not isinstance(data, dict) or "://" in str(data.get("namespace") or ""):
+        return []
+    folder = (root / manifest_rel).parent / str(data.get("namespace") or ".")
+    found = []
+    for entry in [*(data.get("shards") or []), *(data.get("files") or [])]:
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str) and _inside(folder / entry["name"], root):
+            found.append(_rel(folder / entry["name"], root))
+    return found
 
 
 def _write_config(root: Path, record_path: Path, written: Written, notes: list[str]) -> bool:
