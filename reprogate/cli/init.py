@@ -107,7 +107,7 @@ def _env(pairs: tuple[str, ...]) -> dict[str, str]:
     "detect_text",
     default=None,
     metavar="SHIFT",
-    help="The shift of the metric the verdict must catch: a number (metric units) or a share like 2%% (default: what 3 rebuild seeds catch).",
+    help="The shift of the metric the verdict must catch: a number (metric units) or a share like 2% (default: what 3 rebuild seeds catch).",
 )
 @click.option(
     "--margin",

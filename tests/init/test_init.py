@@ -309,3 +309,9 @@ def test_ignored_shards_are_named_by_init_and_by_validate_in_a_clone(cli: Cli, t
     git(repo, "commit", "-qm", "the shards, forced")
     again = _clone_validates(repo, cli, tmp_path, "clone-after-git-add-f")
     assert again.exit_code == 0, again.output
+
+
+def test_help_prints_a_percent_sign_once(cli: Cli) -> None:
+    """click prints help text as written (it is no %-format), so `2%%` reached users as 2%%."""
+    shown = cli("init", "--help").output
+    assert "a share like 2% (default" in " ".join(shown.split()) and "%%" not in shown

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from reprogate.core.processes import end_tree
 
 if TYPE_CHECKING:
     from reprogate.rebuild.sandbox import Sandbox
@@ -27,9 +27,4 @@ class LocalProcess:
         return self.proc.poll()
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        self.proc.wait()
+        end_tree(self.proc)
