@@ -41,9 +41,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reprogate.core.errors import InfrastructureError, UsageError
+from reprogate.core.history import find_version
 from reprogate.core.redact import redact
 from reprogate.rebuild import sandbox
-from reprogate.rebuild.history import find_version
 from reprogate.rebuild.realizers.base import RealizeRequest
 from reprogate.rebuild.realizers.local import LocalProcess
 
