@@ -209,6 +209,32 @@ def _config(options: InitOptions, found: Found, root: Path, project: Path) -> Co
         raise UsageError(f"{_rel(path, root)} has no canonical form: {exc}") from None
 
 
+def code_config_passed(config: ConfigPin, entrypoint: list[str], project: Path, root: Path, given: bool, notes: list[str]) -> None:
+    """A configuration written as code does something only when the script is handed it (nanoGPT's
+    configurator reads `python train.py config/train_gpt2.py`): pinning one the entrypoint never
+    names pins a file the run ignores. Refused for the entrypoint init made up; a note for one
+    given (the script may import it by itself)."""
+    if config.code_checksum is None:
+        return
+    target = (root / config.path).resolve()
+    for arg in entrypoint:
+        value = arg.split("=", 1)[1] if arg.startswith("--") and "=" in arg else arg
+        try:
+            if value and (project / value).resolve() == target:
+                return
+        except (OSError, ValueError):
+            continue
+    shown = Path(os.path.relpath(target, project)).as_posix()
+    if given:
+        notes.append(f"the entrypoint never names {config.path}: the record pins it, so make sure the script reads it")
+        return
+    raise UsageError(
+        f"--config {config.path} is code the script must be handed, and the entrypoint init found ({shlex.join(entrypoint)}) never names it: "
+        "the record would pin a file the run ignores",
+        hint=f"name it in the entrypoint as the script takes it, e.g. --entrypoint {shlex.quote(shlex.join([*entrypoint, shown]))}",
+    )
+
+
 def _dataset(options: InitOptions, found: Found, root: Path, project: Path, written: Written, notes: list[str]) -> tuple[dict[str, Any] | None, str | None]:
     """(record's dataset.manifest, or None and why): an existing manifest, or one built from the data folder."""
     if options.no_dataset:
@@ -331,13 +357,14 @@ def run_init(options: InitOptions) -> CommandResult:
         raise UsageError("a statistical contract needs at least 2 reference seeds (5 or more recommended): --seeds 1,2,3,4,5")
     root, project, record_path, name = layout(options)
     found = discover(project, root)
-    entrypoint = options.entrypoint or found.entrypoint(project)
+    config = _config(options, found, root, project)
+    entrypoint = options.entrypoint or found.entrypoint(project, root / config.path)
     if not entrypoint:
         raise UsageError(
             f"no entrypoint found in {_rel(project, root)} (looked for train.py, main.py, run.py)",
             hint="--entrypoint 'python train.py --config ../config.yaml' (run from the project folder)",
         )
-    config = _config(options, found, root, project)
+    code_config_passed(config, entrypoint, project, root, given=options.entrypoint is not None, notes=found.notes)
     trace_path = root / "reference" / name / "trace.jsonl"
     if _inside(trace_path, project):
         raise UsageError(f"the reference trace would go inside {_rel(project, root)}; choose another --name")
