@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import os
+import resource
 import shlex
 import tempfile
 from dataclasses import dataclass, field
@@ -409,7 +410,9 @@ def run_init(options: InitOptions) -> CommandResult:
             margin=options.margin,
         )
         record = before_reference(plan)
+        peak_before = children_peak_bytes()
         runs = run_reference(record, root, list(plan.seeds), options.timeout, options.cache)
+        peak_after = children_peak_bytes()
         primary = runs.events.get(plan.seeds[0]) or []
         text = trace_text(primary)
         checksum = "sha256:" + hashlib.sha256(text.encode()).hexdigest()
@@ -424,9 +427,10 @@ def run_init(options: InitOptions) -> CommandResult:
             runs.backend,
             run_layer(host_layer, capture),
             run_layer(cpu_layer, capture),
-            run_layer(devices_layer, capture),
+            devices := run_layer(devices_layer, capture),
         )
         record["contract"]["envelope"]["storage"] = {**measured_storage(record, root), "scratch_bytes": runs.scratch_bytes}
+        record["contract"]["envelope"]["node"] = node_needs(record, devices, peak_after if peak_after > peak_before else None)
         written.write(trace_path, text)
         wrote_config = _write_config(root, record_path, written, notes)
         _write_record(record, record_path, root, written)
@@ -452,6 +456,28 @@ def run_init(options: InitOptions) -> CommandResult:
     ]
     stderr += [f"next: {adding.command} && reprogate validate && reprogate rebuild {_rel(record_path, root)}"]
     return CommandResult(ExitCode.OK, lines, stderr)
+
+
+def children_peak_bytes() -> int:
+    """The largest peak resident memory of any process this one has waited for (Linux counts KiB)."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+
+
+def node_needs(record: dict[str, Any], devices: dict[str, Any], rank_peak: int | None) -> dict[str, int]:
+    """`contract.envelope.node`, from what the reference run used: a CPU per rank (times the threads
+    execution.env pins each to), the largest rank's peak memory times the ranks per node (left out
+    when this process had waited for a larger one before, so the run's own cannot be told), and the
+    smallest memory of the reference's GPUs."""
+    execution = record.get("execution") or {}
+    ranks = max(1, -(-int(execution.get("world_size") or 1) // max(1, int(execution.get("nodes") or 1))))
+    threads = str((execution.get("env") or {}).get("OMP_NUM_THREADS", ""))
+    needs = {"cpus": ranks * (int(threads) if threads.isdigit() and int(threads) > 0 else 1)}
+    if rank_peak is not None:
+        needs["memory_bytes"] = rank_peak * ranks
+    memories = [g["memory_bytes"] for g in devices.get("gpus") or [] if isinstance(g, dict) and isinstance(g.get("memory_bytes"), int)]
+    if memories:
+        needs["gpu_memory_bytes"] = min(memories)
+    return needs
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,9 @@ def test_init_writes_a_record_that_validates_and_rebuilds(cli: Cli, tiny: Path) 
     storage = record["contract"]["envelope"]["storage"]  # measured: the manifest's bytes, the reference run's work folder
     assert storage["dataset_bytes"] == sum(s["bytes"] for s in manifest["shards"]) + sum(f["bytes"] for f in manifest.get("files") or [])
     assert storage["scratch_bytes"] > storage["dataset_bytes"] and set(storage) == {"dataset_bytes", "scratch_bytes"}
+    node = record["contract"]["envelope"]["node"]
+    assert node["cpus"] == 2 and "gpu_memory_bytes" not in node, "a CPU per rank (OMP_NUM_THREADS=1), no GPU"
+    assert node.get("memory_bytes", 2) % 2 == 0, "the largest rank's peak, for each of the 2 ranks per node (when it could be told)"
     values = record["reference"]["metric"]["values"]
     assert [v["seed"] for v in values] == [1, 2] and record["contract"]["metric"]["interval"]["n"] == 2
     trace = tiny / record["reference"]["trace"]["path"]
