@@ -27,7 +27,7 @@ from reprogate.capture import devices as devices_layer
 from reprogate.capture import host as host_layer
 from reprogate.capture import source as source_layer
 from reprogate.capture.command import lock_globs
-from reprogate.capture.storage import measured_storage
+from reprogate.capture.storage import measured_node, measured_storage
 from reprogate.core.canonical import CanonicalError, canonical_digest
 from reprogate.core.config import CONFIG_NAME
 from reprogate.core.diagnostics import ExitCode
@@ -430,7 +430,7 @@ def run_init(options: InitOptions) -> CommandResult:
             devices := run_layer(devices_layer, capture),
         )
         record["contract"]["envelope"]["storage"] = {**measured_storage(record, root), "scratch_bytes": runs.scratch_bytes}
-        record["contract"]["envelope"]["node"] = node_needs(record, devices, peak_after if peak_after > peak_before else None)
+        record["contract"]["envelope"]["node"] = measured_node(record, devices, peak_after if peak_after > peak_before else None)
         written.write(trace_path, text)
         wrote_config = _write_config(root, record_path, written, notes)
         _write_record(record, record_path, root, written)
@@ -461,23 +461,6 @@ def run_init(options: InitOptions) -> CommandResult:
 def children_peak_bytes() -> int:
     """The largest peak resident memory of any process this one has waited for (Linux counts KiB)."""
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-
-
-def node_needs(record: dict[str, Any], devices: dict[str, Any], rank_peak: int | None) -> dict[str, int]:
-    """`contract.envelope.node`, from what the reference run used: a CPU per rank (times the threads
-    execution.env pins each to), the largest rank's peak memory times the ranks per node (left out
-    when this process had waited for a larger one before, so the run's own cannot be told), and the
-    smallest memory of the reference's GPUs."""
-    execution = record.get("execution") or {}
-    ranks = max(1, -(-int(execution.get("world_size") or 1) // max(1, int(execution.get("nodes") or 1))))
-    threads = str((execution.get("env") or {}).get("OMP_NUM_THREADS", ""))
-    needs = {"cpus": ranks * (int(threads) if threads.isdigit() and int(threads) > 0 else 1)}
-    if rank_peak is not None:
-        needs["memory_bytes"] = rank_peak * ranks
-    memories = [g["memory_bytes"] for g in devices.get("gpus") or [] if isinstance(g, dict) and isinstance(g.get("memory_bytes"), int)]
-    if memories:
-        needs["gpu_memory_bytes"] = min(memories)
-    return needs
 
 
 @dataclass(frozen=True)

@@ -109,7 +109,11 @@ def test_capture_and_the_manifest_measure_the_dataset_bytes(cli: Cli, project: P
     record = project / "records" / "drill.yaml"
     result = cli("capture", "--into", str(record), cwd=project)
     assert result.exit_code == 0, result.output
-    assert yaml.safe_load(record.read_text())["contract"]["envelope"]["storage"] == {"dataset_bytes": expected}
+    envelope = yaml.safe_load(record.read_text())["contract"]["envelope"]
+    assert envelope["storage"] == {"dataset_bytes": expected}
+    execution = yaml.safe_load(record.read_text())["execution"]
+    threads = int(execution["env"]["OMP_NUM_THREADS"])
+    assert envelope["node"] == {"cpus": execution["world_size"] // execution["nodes"] * threads}, "each rank's threads; no GPU here to measure"
 
 
 def test_the_loopback_slurm_partition_is_read_live(cli: Cli, project: Path, slurm_cluster: SlurmCluster, monkeypatch: Any) -> None:
