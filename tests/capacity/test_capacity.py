@@ -107,11 +107,11 @@ def test_capture_and_the_manifest_measure_the_dataset_bytes(cli: Cli, project: P
     manifest = yaml.safe_load((project / "data" / "d77.manifest.yaml").read_text())
     expected = sum(s["bytes"] for s in manifest["shards"]) + sum(f["bytes"] for f in manifest["files"])
     record = project / "records" / "drill.yaml"
+    execution = yaml.safe_load(record.read_text())["execution"]  # as the reference ran: capture --into refreshes its env
     result = cli("capture", "--into", str(record), cwd=project)
     assert result.exit_code == 0, result.output
     envelope = yaml.safe_load(record.read_text())["contract"]["envelope"]
     assert envelope["storage"] == {"dataset_bytes": expected}
-    execution = yaml.safe_load(record.read_text())["execution"]
     threads = int(execution["env"]["OMP_NUM_THREADS"])
     assert envelope["node"] == {"cpus": execution["world_size"] // execution["nodes"] * threads}, "each rank's threads; no GPU here to measure"
 
