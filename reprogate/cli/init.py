@@ -133,6 +133,7 @@ def _env(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where realized venvs are cached (default ~/.cache/reprogate).")
 @click.option("--force", is_flag=True, help="Replace an existing record (its reference is made again).")
 @click.option("-y", "--yes", "no_prompt", is_flag=True, help="Never prompt, even at a terminal (use what was found).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress line on stderr while the manifest is hashed and the reference runs.")
 def init(
     project: Path,
     record: Path | None,
@@ -159,9 +160,13 @@ def init(
     cache: Path | None,
     force: bool,
     no_prompt: bool,
+    quiet: bool,
 ) -> None:
     """Write a complete record: capture, manifest, config hash, reference seeds, interval."""
+    from reprogate.core.progress import switch_off
     from reprogate.init.command import InitOptions, run_init
+
+    switch_off(quiet)
 
     options = InitOptions(
         project=project,

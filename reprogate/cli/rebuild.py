@@ -102,6 +102,7 @@ def preflight(world_size: int | None, backend: str | None, timeout: float, recor
     help="Judge by the record's contract, seeds and reference as REV has them (the pull request's base; the gate's dispatch names it).",
 )
 @click.option("--dry-run", is_flag=True, help="Write what the launcher would submit (--launcher kubernetes: the manifests, into --out) and run nothing.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress line on stderr (there is none when stderr is no terminal, or with --format github or json).")
 @format_option()
 def rebuild(
     record: Path,
@@ -122,10 +123,14 @@ def rebuild(
     allow_source_builds: bool,
     contract_from: str | None,
     dry_run: bool,
+    quiet: bool,
     fmt: str,
 ) -> None:
     """Run the rebuild drill: stages in order, verdict, report and rebuild record."""
+    from reprogate.core.progress import switch_off
     from reprogate.rebuild.command import RebuildOptions, rebuild_command
+
+    switch_off(quiet or fmt != "text")
 
     options = RebuildOptions(
         workdir=workdir,

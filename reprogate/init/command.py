@@ -36,6 +36,7 @@ from reprogate.core.errors import CheckFailed, UsageError
 from reprogate.core.fileio import atomic_write
 from reprogate.core.git import GitError, ignored_paths, run_git
 from reprogate.core.gittree import tree_id
+from reprogate.core.progress import shown
 from reprogate.core.schemas import modeline
 from reprogate.core.yamlout import dump_yaml
 from reprogate.datasets import manifest_digest
@@ -286,7 +287,7 @@ def _dataset(options: InitOptions, found: Found, root: Path, project: Path, writ
             data,
             Path(scratch) / target.name,
             exclude=[Path(os.path.relpath(target, data)).as_posix()] if inside else [],
-            quiet=True,
+            quiet=not shown(),
             id=(base.get("id") if isinstance(base, dict) else None) or data.name,
             namespace=namespace,
             base=base if isinstance(base, dict) else {},

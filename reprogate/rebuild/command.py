@@ -77,7 +77,11 @@ def rebuild_command(record: Path, options: RebuildOptions, output_dir: Path | No
     atomic_write(output_dir / "verdict.json", json.dumps(verdict, indent=2) + "\n")
     atomic_write(output_dir / "report.md", report)
     result = CommandResult(
-        rebuilt.verdict.code(), stderr=[f"wrote {output_dir / 'verdict.json'}, {output_dir / 'report.md'} and {output_dir / 'rebuild-record.yaml'}"]
+        rebuilt.verdict.code(),
+        stderr=[
+            f"wrote {output_dir / 'verdict.json'}, {output_dir / 'report.md'} and {output_dir / 'rebuild-record.yaml'}"
+            + (f"; each rank's output in {output_dir / 'ranks'}" if rebuilt.verdict.logs else "")
+        ],
     )
     if rebuilt.escaped:
         ended = f"ended {rebuilt.escaped} process(es) the code under test had left running (detached from its ranks) before writing the verdict"

@@ -18,7 +18,7 @@ import json
 import re
 from typing import Any
 
-from reprogate.output.markdown import cell, code_block, one_line
+from reprogate.output.markdown import cell, code_block, code_span, one_line
 from reprogate.rebuild import loss_chart
 
 ICONS = {"pass": "✅", "fail": "❌", "skipped": "⏭️", "not-run": "⏸️"}
@@ -127,6 +127,10 @@ def markdown(verdict: dict[str, Any]) -> str:
     if not passed:
         lines += ["### Way forward", "", way_forward(verdict), ""]
     lines += ["<details>", f"<summary>{_stages_summary(verdict['stages'])}</summary>", "", *_stage_table(verdict["stages"]), "", "</details>", ""]
+    logs = verdict.get("logs") or []
+    if logs:
+        shown = ", ".join(code_span(str(log)) for log in logs[:8]) + (f" and {len(logs) - 8} more" if len(logs) > 8 else "")
+        lines += [f"The training script's output of every rank is kept beside this report: {shown}.", ""]
     lines.append(f"<sub>{verdict['tool']} · record digest `{record['digest'][20:36]}…` · {verdict['seconds']:.1f} s · {verdict['started_at']}</sub>")
     return "\n".join(lines) + "\n"
 

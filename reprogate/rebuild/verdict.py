@@ -105,6 +105,7 @@ class Verdict:
     claim: Claim
     rebuild_record: FileRef | None = None
     first_difference: Mapping[str, Any] | None = None  # compare.FirstDifference.to_json(): the cause the diagnosis names
+    logs: tuple[str, ...] = ()  # each rank's output, kept beside the verdict (rank_logs.py), relative to its folder
 
     @property
     def infrastructure(self) -> bool:
@@ -141,4 +142,6 @@ class Verdict:
         if self.rebuild_record is not None:
             found["rebuild_record"] = self.rebuild_record.to_json()
         found["first_difference"] = dict(self.first_difference) if self.first_difference is not None else None
+        if self.logs:
+            found["logs"] = list(self.logs)
         return found

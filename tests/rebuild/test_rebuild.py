@@ -63,6 +63,11 @@ def test_clean_rebuild_passes_and_twice_gives_identical_digests(cli: Cli, projec
     assert [p.read_bytes() for p in traces[0]] == [p.read_bytes() for p in traces[1]]
     assert verdict["curves"] == again["curves"]
     assert cli("validate", str(project.parent / "out" / "verdict.json")).exit_code == 0
+    # the training script's output is kept on a pass, and the report names it
+    out = project.parent / "out"
+    assert again["logs"] == ["ranks/preflight/rank0.log", "ranks/preflight/rank1.log"]
+    assert (out / "ranks" / "preflight" / "rank0.log").read_text().startswith("seed 1: val_loss ")
+    assert "`ranks/preflight/rank0.log`" in (out / "report.md").read_text()
 
 
 def test_flipped_byte_in_a_shard_is_diagnosed_at_dataset(cli: Cli, project: Path) -> None:

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from reprogate.core.errors import InfrastructureError, UsageError
 from reprogate.core.history import find_version
+from reprogate.core.progress import Activity
 from reprogate.core.redact import redact
 from reprogate.rebuild import sandbox
 from reprogate.rebuild.realizers.base import RealizeRequest
@@ -397,6 +398,32 @@ class VenvRealizer:
         log.parent.mkdir(parents=True, exist_ok=True)
         building.mkdir()
         box = _build_sandbox(request, building, [uv, interpreter, lock, *local_index_paths(indexes)], [cache] if cache else [])
+        with Activity(f"building the venv from {lock.name} with uv (cached by the lock's digest afterwards)"):
+            self._install(uv, python, interpreter, indexes, building, env, log, box, fmt, lock, no_build)
+        for path in building.rglob("*"):  # read-only: nothing a rank does changes the cached venv
+            if path.is_file() and not path.is_symlink():
+                path.chmod(path.stat().st_mode & ~0o222)
+        (building / COMPLETE).write_text(json.dumps({"lock": lock.name, "fingerprint": fingerprint(building)}) + "\n")
+        try:
+            building.rename(target)
+        except OSError:  # another rebuild finished the same venv first
+            _discard(building)
+
+    def _install(
+        self,
+        uv: str,
+        python: str,
+        interpreter: str,
+        indexes: list[str],
+        building: Path,
+        env: dict[str, str],
+        log: Path,
+        box: Sandbox | None,
+        fmt: str,
+        lock: Path,
+        no_build: list[str],
+    ) -> None:
+        """`uv venv` then `uv pip sync` (or `uv sync`) into the folder being built."""
         self._uv(
             [uv, "venv", "--quiet", "--seed", "--allow-existing", "--python", interpreter, *indexes, str(building)],
             env,
@@ -427,14 +454,6 @@ class VenvRealizer:
             cmd = [uv, "sync", "--frozen", "--no-install-project", "--compile-bytecode", "--project", str(lock.parent), *indexes, *no_build]
             env = {**env, "UV_PROJECT_ENVIRONMENT": str(building)}
         self._uv(cmd, env, log, f"uv could not install {lock.name}", sandbox=box)
-        for path in building.rglob("*"):  # read-only: nothing a rank does changes the cached venv
-            if path.is_file() and not path.is_symlink():
-                path.chmod(path.stat().st_mode & ~0o222)
-        (building / COMPLETE).write_text(json.dumps({"lock": lock.name, "fingerprint": fingerprint(building)}) + "\n")
-        try:
-            building.rename(target)
-        except OSError:  # another rebuild finished the same venv first
-            _discard(building)
 
     @staticmethod
     def _uv(
