@@ -163,10 +163,7 @@ def init(
     quiet: bool,
 ) -> None:
     """Write a complete record: capture, manifest, config hash, reference seeds, interval."""
-    from reprogate.core.progress import switch_off
     from reprogate.init.command import InitOptions, run_init
-
-    switch_off(quiet)
 
     options = InitOptions(
         project=project,
@@ -193,6 +190,7 @@ def init(
         timeout=timeout,
         cache=cache,
         force=force,
+        quiet=quiet,
     )
     interactive = at_terminal() and not no_prompt
 

@@ -127,10 +127,7 @@ def rebuild(
     fmt: str,
 ) -> None:
     """Run the rebuild drill: stages in order, verdict, report and rebuild record."""
-    from reprogate.core.progress import switch_off
     from reprogate.rebuild.command import RebuildOptions, rebuild_command
-
-    switch_off(quiet or fmt != "text")
 
     options = RebuildOptions(
         workdir=workdir,
@@ -150,7 +147,7 @@ def rebuild(
         allow_source_builds=allow_source_builds,
         contract_from=contract_from,
     )
-    finish(lambda: rebuild_command(record, options, output_dir, fmt), fmt, "rebuild")
+    finish(lambda: rebuild_command(record, options, output_dir, fmt, quiet), fmt, "rebuild")
 
 
 @click.command()

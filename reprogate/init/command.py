@@ -36,7 +36,7 @@ from reprogate.core.errors import CheckFailed, UsageError
 from reprogate.core.fileio import atomic_write
 from reprogate.core.git import GitError, ignored_paths, run_git
 from reprogate.core.gittree import tree_id
-from reprogate.core.progress import shown
+from reprogate.core.progress import shown, switch_off
 from reprogate.core.schemas import modeline
 from reprogate.core.yamlout import dump_yaml
 from reprogate.datasets import manifest_digest
@@ -79,6 +79,7 @@ class InitOptions:
     timeout: float = 900.0
     cache: Path | None = None
     force: bool = False
+    quiet: bool = False  # no progress line on stderr
 
 
 class Written:
@@ -350,6 +351,7 @@ def _realizer(options: InitOptions, source: dict[str, Any]) -> tuple[str, dict[s
 
 
 def run_init(options: InitOptions) -> CommandResult:
+    switch_off(options.quiet)
 
     if options.level is not None and options.level not in LEVELS:
         raise UsageError(f"--level must be one of {', '.join(LEVELS)}")

@@ -18,6 +18,7 @@ from reprogate.core.documents import Document, load_document
 from reprogate.core.errors import ReprogateError, UsageError
 from reprogate.core.fileio import atomic_write
 from reprogate.core.json_input import parse_json_bytes, read_bounded
+from reprogate.core.progress import switch_off
 from reprogate.core.seedstats import percent
 from reprogate.output import workflow
 from reprogate.output.result import CommandResult
@@ -57,7 +58,8 @@ def preflight_command(options: PreflightOptions, output: Path | None, fmt: str) 
     return CommandResult(report.exit_code, [payload if fmt == "json" else render_text(report)])
 
 
-def rebuild_command(record: Path, options: RebuildOptions, output_dir: Path | None, fmt: str) -> CommandResult:
+def rebuild_command(record: Path, options: RebuildOptions, output_dir: Path | None, fmt: str, quiet: bool = False) -> CommandResult:
+    switch_off(quiet or fmt != "text")  # the progress line is for a person reading text at a terminal
     nonce = check_nonce(options.nonce)  # before any folder is made
     doc = load_document(record)
     chosen = check_before_running(doc, record, options)  # the record's own problems first, then the output folder's
