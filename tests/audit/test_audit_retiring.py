@@ -294,3 +294,25 @@ def test_a_snapshot_or_export_id_of_the_manifest_names_the_snapshot(cli: Cli, pr
     for name in ("snap-2026-09", "exp-0042"):
         report = _json(cli("audit", "--retiring", name, "--format", "json", records, cwd=project))
         assert report["exit_code"] == 1 and sum(len(r["inputs"]) for r in report["records"]) == 20, (name, report["summary"])
+
+
+def test_a_copy_at_the_same_place_or_a_link_into_the_retired_folder_keeps_nothing(cli: Cli, project: Path) -> None:
+    """Attempts to make a retirement look safe: a second manifest naming the same s3 folder under
+    another id (the same bytes at the same place go with it), and a copy folder whose files are
+    links into the folder being retired."""
+    records = str(project / "records")
+    manifest = (project / "data" / "d77.manifest.yaml").read_text()
+    (project / "data" / "alias.manifest.yaml").write_text(manifest.replace("id: D-77", "id: D-77-alias"))
+    report = _json(cli("audit", "--retiring", "D-77@3", "--format", "json", records, str(project / "data"), cwd=project))
+    assert report["exit_code"] == 1 and all(i["lost"] for r in report["records"] for i in r["inputs"]), report["summary"]
+    (project / "data" / "alias.manifest.yaml").unlink()
+    tiny = str(project / "tiny")
+    retired = project / "tiny" / "data"
+    links = project.parent / "links"
+    links.mkdir()
+    for shard in sorted(retired.glob("*.txt")) + [retired / "vocab.json"]:
+        (links / shard.name).symlink_to(shard)
+    text = (retired / "tiny.manifest.yaml").read_text().replace("id: tiny-markov", f"id: tiny-markov-links\nnamespace: {links}")
+    (project / "tiny" / "links.manifest.yaml").write_text(text)
+    report = _json(cli("audit", "--retiring", str(retired), "--deep", "--format", "json", tiny, cwd=project))
+    assert report["exit_code"] == 1 and all(i["lost"] for r in report["records"] for i in r["inputs"]), "a link is where it leads"
