@@ -68,7 +68,7 @@ def requirements(record: dict[str, Any], pool: Pool) -> list[Requirement]:
             )
         )
     else:
-        status, why = offered(pool.gpu_model).verdict(models)
+        status, why = offered(pool.gpu_model, gres=pool.source.startswith("slurm ")).verdict(models)
         out.append(Requirement("gpu-model", f"{at}.gpu_models", status, why))
     nodes = envelope.get("nodes") if isinstance(envelope.get("nodes"), dict) else None
     needed = (nodes or {}).get("min", execution.get("nodes"))

@@ -59,10 +59,16 @@ class Offered:
 
     text: str
     names: tuple[str, ...]
+    known: bool = True  # False: a GRES type the table does not list, which names no model for certain
 
     def verdict(self, allowed: list[str]) -> tuple[str, str]:
         """("honored" | "short" | "unknown", why) against the record's allowed NVML names."""
         wanted = {normalised(a) for a in allowed}
+        if not self.known and normalised(self.text) not in wanted:
+            return (
+                "unknown",
+                f"the pool's GRES type {self.text} is not one reprogate knows; the record allows only {allowed}: state the model (a Cluster file's gpus.model)",
+            )
         mine = {normalised(n) for n in self.names}
         if mine <= wanted:
             return "honored", f"{self.text} is {self._said()}, one of {allowed}"
@@ -74,9 +80,10 @@ class Offered:
         return self.names[0] if len(self.names) == 1 else " or ".join(self.names)
 
 
-def offered(text: str) -> Offered:
-    """The pool's model: a GRES type from the table, else the name itself (compared normalised)."""
+def offered(text: str, gres: bool = False) -> Offered:
+    """The pool's model: a GRES type from the table, else the name itself (compared normalised);
+    `gres`: the text is a Slurm GRES type, so one the table lacks is no model name."""
     key = normalised(text)
     if key in GRES_TYPES:
         return Offered(text, GRES_TYPES[key])
-    return Offered(text, (text,))
+    return Offered(text, (text,), known=not gres)

@@ -173,6 +173,7 @@ def test_a_slurm_gres_type_reads_through_the_same_table() -> None:
     assert (kind, count) == ("a10", 8)
     assert offered(kind).verdict(["NVIDIA A100-SXM4-80GB"])[0] == "short"
     assert offered(_gres_gpus("gpu:l40s:4")[0] or "").verdict(["NVIDIA L40S"])[0] == "honored"
+    assert offered("h100_80gb", gres=True).verdict(["NVIDIA H100 80GB HBM3"])[0] == "unknown", "a GRES type the table lacks names no model"
 
 
 def test_node_memory_cpus_and_cpu_kernels_are_held_against_the_pool(cli: Cli, project: Path, tmp_path: Path) -> None:
