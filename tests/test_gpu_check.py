@@ -101,6 +101,15 @@ def test_the_dry_run_installs_the_tree_with_no_index_and_runs_no_gpu_check(dry: 
     assert sorted(p.name for p in (base / "out").iterdir()) == ["gpu-check.json", "gpu-check.log"]
 
 
+def test_the_dry_run_prints_the_plan_a_device_run_would_follow(dry: tuple[subprocess.CompletedProcess[str], dict[str, Any], Path]) -> None:
+    done, summary, _ = dry
+    plan = done.stdout.split("plan of a device run", 1)[1].split("\n== ", 1)[0] if "plan of a device run" in done.stdout else ""
+    listed = [line.split()[0] for line in plan.splitlines()[1:] if line.startswith("  ")]
+    assert listed == ["install", *gpu_check.GPU_CHECKS], done.stdout
+    assert "reprogate preflight --backend nccl --world-size 1" in plan and "150 s" in plan
+    assert [step["name"] for step in summary["plan"]] == listed and summary["unfinished"] == []
+
+
 def test_without_dry_run_and_without_a_gpu_every_gpu_check_is_not_run_and_the_exit_says_so(tmp_path: Path) -> None:
     if gpu_visible():
         pytest.skip("this machine has an NVIDIA GPU: the device mode would run the GPU checks")
@@ -143,6 +152,32 @@ def test_capture_is_held_against_nvidia_smi() -> None:
     problems = gpu_check._against_smi(devices, gpus, smi)
     assert len(problems) == 3 and "nvidia-smi's 570.1" in problems[0] and "NVIDIA H100" in problems[1] and "80000 MiB" in problems[2]
     assert gpu_check._against_smi(devices, gpus, {"gpus": []}) == ["nvidia-smi does not list GPU-1"]
+
+
+def test_a_device_run_whose_budget_ran_out_after_one_check_is_incomplete_not_passed() -> None:
+    """What check_all leaves when the budget is spent after nvml-capture: the rest not-run with its
+    own wording. The old summary said `verdict: passed`, exit 0, over six checks that never ran."""
+    checks = [gpu_check.Check("install", "passed"), gpu_check.Check("nvml-capture", "passed")]
+    checks += [gpu_check.Check(name, "not-run", f"{gpu_check.BUDGET_SPENT} (3 s left)") for name in gpu_check.GPU_CHECKS[1:5]]
+    checks += [gpu_check.Check(name, "not-run", gpu_check.NO_REFERENCE) for name in gpu_check.GPU_CHECKS[5:]]
+    code = gpu_check.exit_code(checks, dry_run=False)
+    summary = gpu_check.summary(checks, {"present": True}, False, "2026-12-01T00:00:00Z", 290.0, code, 290.0)
+    assert code == 4 and summary["verdict"] == "incomplete", summary["verdict"]
+    assert summary["unfinished"] == list(gpu_check.GPU_CHECKS[1:]), "the rebuilds waited on a reference the budget left unrun"
+    # nccl refusing two ranks on one GPU is a not-run the check itself explains: that run is complete
+    done = [gpu_check.Check(name, "passed") for name in ("install", *gpu_check.GPU_CHECKS) if name != "preflight-nccl-2-ranks-1-gpu"]
+    done.append(gpu_check.Check("preflight-nccl-2-ranks-1-gpu", "not-run", "nccl refuses 2 ranks on one GPU (x)"))
+    assert gpu_check.exit_code(done, dry_run=False) == 0 and gpu_check.verdict_of(0, dry_run=False) == "passed"
+    # a failure still reads as one, however much was left unrun
+    failed = [*checks[:1], gpu_check.Check("nvml-capture", "failed", "x"), *checks[2:]]
+    assert gpu_check.exit_code(failed, dry_run=False) == 1
+
+
+def test_out_names_a_folder_and_a_file_there_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "summary.json").write_text("{}")
+    done = tool("--dry-run", "--out", str(tmp_path / "summary.json"), cwd=tmp_path)
+    assert done.returncode == 2 and "--out names the folder" in done.stderr, done.stderr
+    assert "--out DIR" in tool("--help", cwd=tmp_path).stdout
 
 
 def test_exit_codes_say_failed_and_nothing_proven_apart() -> None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import yaml
-from support import REPO, require_tool
+from support import GIT_ENV, REPO, git, require_tool
 
 
 def setup_lines() -> list[str]:
@@ -27,6 +28,41 @@ def test_readme_opens_with_exactly_two_setup_lines() -> None:
 
 def test_ci_runs_the_readme_test_line_verbatim() -> None:
     assert setup_lines()[1] in (REPO / ".ci" / "run").read_text()
+
+
+def five_minutes_commands() -> list[str]:
+    """The commands of the README's "Five minutes on the example" block, as a reader copies them."""
+    text = (REPO / "README.md").read_text()
+    block = text.split("## Five minutes on the example", 1)[1].split("```console\n", 1)[1].split("```", 1)[0]
+    return [line[2:] for line in block.splitlines() if line.startswith("$ ")]
+
+
+def test_the_readme_five_minutes_block_runs_as_written(tmp_path: Path) -> None:
+    """Each command of the block in one shell, in a checkout where the first set-up line has run
+    (its own rebuild made a folder too), each with the exit status the block says (0 unless its
+    comment says `exit N`). The old block globbed /tmp/reprogate-rebuild-*/verdict.json, which
+    names two verdicts by then, so `report` exited 2. /tmp/ reads as this test's own TMPDIR, so
+    other runs' folders on the machine do not count."""
+    require_tool("git")
+    checkout = tmp_path / "checkout"
+    shutil.copytree(REPO / "examples", checkout / "examples", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    git(checkout, "init", "-q", "-b", "main")
+    git(checkout, "add", "-A")
+    git(checkout, "commit", "-qm", "reprogate's examples")
+    (checkout / ".venv" / "bin").mkdir(parents=True)
+    (checkout / ".venv" / "bin" / "reprogate").symlink_to(Path(sys.executable).parent / "reprogate")
+    (tmp_path / "tmp").mkdir()
+    first = setup_lines()[0].rsplit("&& ", 1)[1]
+    assert first.startswith(".venv/bin/reprogate rebuild "), first
+    commands = [first, *five_minutes_commands()]
+    script = "".join(f'{command.replace("/tmp/", "$TMPDIR/")}\necho "::exit $?"\n' for command in commands)
+    done = subprocess.run(
+        ["bash", "-c", script], cwd=checkout, env={**os.environ, **GIT_ENV, "TMPDIR": str(tmp_path / "tmp")}, capture_output=True, text=True, timeout=600
+    )
+    said = [int(line.split()[1]) for line in done.stdout.splitlines() if line.startswith("::exit ")]
+    wanted = [int(found.group(1)) if (found := re.search(r"#.*\bexit (\d)", command)) else 0 for command in commands]
+    assert said == wanted, f"{list(zip(commands, said, strict=False))}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert "Reproduction passed" in done.stdout, f"report printed the Markdown: {done.stdout[-3000:]}"
 
 
 WORKFLOWS = sorted(str(p) for p in [*(REPO / ".github" / "workflows").glob("*.yml"), *(REPO / "examples" / "workflows").glob("*.yml")])

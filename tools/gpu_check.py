@@ -20,9 +20,12 @@ time limit (docs/gpu-check.md says what each proves and how to run it):
   cuda-rebuild-perturbed         the same with the weights nudged after step 7: must fail at model-state
 
 A check is `passed`, `failed` or `not-run` with its reason. Without a GPU (`--dry-run`, or NVML
-finding none) every GPU check is `not-run` with a reason beginning "no GPU": never passed. Exit
-codes: 0 every check that ran passed (and, without --dry-run, the GPU checks ran); 1 a check failed;
-2 bad arguments; 3 no GPU check could run without --dry-run (nothing was proven).
+finding none) every GPU check is `not-run` with a reason beginning "no GPU": never passed. On a GPU,
+a check the budget left no time for (or that waited on one it left no time for) makes the run
+`incomplete`: what never ran proved nothing, so the verdict is not `passed`. Exit codes: 0 every
+check ran and passed (the dry run: the install passed); 1 a check failed; 2 bad arguments; 3 no
+GPU check could run without --dry-run (nothing was proven); 4 incomplete (the budget ran out before
+every check ran). `--dry-run` prints the plan a device run would follow (PLAN).
 
 `--prepare-wheels DIR` (run where pip reaches the package registry) downloads the wheels the GPU
 machine lacks, for CPython 3.12 on manylinux x86-64, into DIR for the run to carry.
@@ -60,6 +63,10 @@ BUDGET = 290.0  # seconds for the whole run: the device check must end well insi
 WHEELS_LIMIT = 32 * 1024 * 1024  # of the 64 MiB a device run carries, the tree needs the rest
 
 PASSED, FAILED, NOT_RUN = "passed", "failed", "not-run"
+INCOMPLETE = "incomplete"  # the run's verdict when the budget left a check unrun; never a check's status
+EXIT_INCOMPLETE = 4
+BUDGET_SPENT = "not run: the run's budget was spent"
+NO_REFERENCE = "not run: there is no CUDA reference (cuda-reference did not pass)"
 GPU_CHECKS = (
     "nvml-capture",
     "driver-cuda-class",
@@ -83,7 +90,19 @@ LIMITS = {
     "cuda-rebuild-bitwise": 120.0,
     "cuda-rebuild-perturbed": 120.0,
 }
+# What a device run does, in order: printed by --dry-run and kept in the summary, so a dry run
+# shows the plan it proves nothing of.
 PREFLIGHT_STAGE_TIMEOUT = 40.0
+PLAN = (
+    ("install", "a fresh venv (--system-site-packages) with this tree's wheel, installed with no index"),
+    ("nvml-capture", "reprogate capture -o capture.json, held against nvidia-smi -q -x"),
+    ("driver-cuda-class", "capture.compat.classify on the real driver and torch.version.cuda, the rule driver_runs_framework_cuda, a CUDA matmul"),
+    ("preflight-nccl-1", f"reprogate preflight --backend nccl --world-size 1 --timeout {PREFLIGHT_STAGE_TIMEOUT:g}"),
+    ("preflight-nccl-2-ranks-1-gpu", "the same with --world-size 2 on the one GPU (not-run where nccl refuses it)"),
+    ("cuda-reference", "reprogate init of the tiny model on cuda (bitwise, CUBLAS_WORKSPACE_CONFIG=:4096:8), then reprogate validate"),
+    ("cuda-rebuild-bitwise", "reprogate rebuild of that record: must pass, bitwise"),
+    ("cuda-rebuild-perturbed", "the same with the weights nudged after step 7: must fail at model-state"),
+)
 # What the GPU machine's Python already has (the device tool's README): --prepare-wheels fetches
 # reprogate's other requirements, and what building reprogate needs (hatchling) in an isolated env.
 DEVICE_HAS = frozenset({"click", "pyyaml", "requests", "packaging", "urllib3", "scipy", "nvidia-ml-py", "torch"})
@@ -640,9 +659,9 @@ def check_all(run: Run, dry_run: bool, wheels: Path | None) -> tuple[list[Check]
     ]
     for name, work in steps:
         if name.startswith("cuda-rebuild") and next(c for c in checks if c.name == "cuda-reference").status != PASSED:
-            checks.append(Check(name, NOT_RUN, "not run: there is no CUDA reference (cuda-reference did not pass)"))
+            checks.append(Check(name, NOT_RUN, NO_REFERENCE))
         elif run.left() < 10:
-            checks.append(Check(name, NOT_RUN, f"not run: the run's budget was spent ({run.left():.0f} s left)"))
+            checks.append(Check(name, NOT_RUN, f"{BUDGET_SPENT} ({run.left():.0f} s left)"))
         else:
             run.say(f"== {name}")
             checks.append(timed(name, work))
@@ -651,20 +670,38 @@ def check_all(run: Run, dry_run: bool, wheels: Path | None) -> tuple[list[Check]
     return checks, gpu
 
 
+def unfinished(checks: list[Check]) -> list[Check]:
+    """The checks the budget left no time for, and those that waited on one it left no time for."""
+    spent = [c for c in checks if c.status == NOT_RUN and c.reason.startswith(BUDGET_SPENT)]
+    reference = next((c for c in checks if c.name == "cuda-reference"), None)
+    if reference is not None and reference in spent:
+        spent += [c for c in checks if c.status == NOT_RUN and c.reason == NO_REFERENCE]
+    return spent
+
+
 def exit_code(checks: list[Check], dry_run: bool) -> int:
     if any(c.status == FAILED for c in checks):
         return 1
+    if unfinished(checks):
+        return EXIT_INCOMPLETE
     ran_gpu = any(c.status == PASSED for c in checks if c.name in GPU_CHECKS)
     return 0 if dry_run or ran_gpu else 3
 
 
+def verdict_of(code: int, dry_run: bool) -> str:
+    """passed only for a device run whose every check ran and passed (or said why it could not, as nccl does)."""
+    if code == 1:
+        return FAILED
+    if code == EXIT_INCOMPLETE:
+        return INCOMPLETE
+    return PASSED if code == 0 and not dry_run else NOT_RUN
+
+
 def summary(checks: list[Check], gpu: dict[str, Any], dry_run: bool, started_at: str, seconds: float, code: int, budget: float) -> dict[str, Any]:
-    statuses = {c.status for c in checks}
-    overall = FAILED if FAILED in statuses else (PASSED if code == 0 and not dry_run else NOT_RUN)
     return {
         "tool": "tools/gpu-check",
         "mode": "dry-run" if dry_run else "device",
-        "verdict": overall,
+        "verdict": verdict_of(code, dry_run),
         "exit_code": code,
         "started_at": started_at,
         "seconds": round(seconds, 3),
@@ -674,7 +711,16 @@ def summary(checks: list[Check], gpu: dict[str, Any], dry_run: bool, started_at:
         "gpu": gpu,
         "checks": [asdict(c) for c in checks],
         "counts": {s: sum(1 for c in checks if c.status == s) for s in (PASSED, FAILED, NOT_RUN)},
+        "unfinished": [c.name for c in unfinished(checks)],
+        "plan": [{"name": name, "runs": what, "limit_seconds": LIMITS[name]} for name, what in PLAN],
     }
+
+
+def say_plan(run: Run, budget: float) -> None:
+    """The checks a device run makes, in order, each with its limit: what a dry run proves nothing of."""
+    run.say(f"plan of a device run ({budget:g} s budget; this dry run does the install only):")
+    for name, what in PLAN:
+        run.say(f"  {name:<29} {LIMITS[name]:>4.0f} s  {what}")
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
@@ -744,16 +790,25 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="tools/gpu-check",
         description=__doc__.split("\n\n")[0],
-        epilog="exit: 0 every check that ran passed; 1 a check failed; 2 bad arguments; 3 no GPU check could run (without --dry-run). See docs/gpu-check.md.",
+        epilog="exit: 0 every check ran and passed (--dry-run: the install passed); 1 a check failed; 2 bad arguments; "
+        "3 no GPU check could run (without --dry-run); 4 incomplete: the budget ran out before every check ran. See docs/gpu-check.md.",
     )
-    parser.add_argument("--dry-run", action="store_true", help="On a CPU: install from the working tree and write the summary; every GPU check is not-run.")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="On a CPU: print the plan, install from the working tree and write the summary; every GPU check is not-run."
+    )
     parser.add_argument(
         "--wheels",
         type=Path,
         default=None,
         help=f"Folder of wheels to install from, with no index (default {DEFAULT_WHEELS.relative_to(REPO)} when it exists).",
     )
-    parser.add_argument("--out", type=Path, default=None, help=f"Where the summary goes (default $OUT, else ./{DEFAULT_OUT}).")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help=f"The folder gpu-check.json, gpu-check.log and the checks' files go into, made when missing (default $OUT, else ./{DEFAULT_OUT}/).",
+    )
     parser.add_argument(
         "--work", type=Path, default=None, help="Work folder for the venv and the CUDA reference (default: a fresh temporary one, removed after)."
     )
@@ -764,6 +819,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--budget must be positive")
     if args.wheels is not None and not args.wheels.is_dir():
         parser.error(f"--wheels {args.wheels}: no such folder")
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        parser.error(f"--out {args.out}: a file; --out names the folder the summary and its files go into")
     return args
 
 
@@ -781,6 +838,8 @@ def main(argv: list[str] | None = None) -> int:
     run = Run(out, work, args.budget)
     try:
         run.say(f"tools/gpu-check ({'dry run' if args.dry_run else 'device'}): work {work}, summary in {out}, wheels {wheels or '(none)'}")
+        if args.dry_run:
+            say_plan(run, args.budget)
         checks, gpu = check_all(run, args.dry_run, wheels.resolve() if wheels else None)
         code = exit_code(checks, args.dry_run)
         data = summary(checks, gpu, args.dry_run, started_at, time.monotonic() - started, code, args.budget)
@@ -789,6 +848,9 @@ def main(argv: list[str] | None = None) -> int:
             run.say(f"{check.status:8} {check.name}{': ' + check.reason if check.reason else ''}")
         if code == 3:
             run.say("NO GPU CHECK RAN: nothing of the GPU half was proven on this machine")
+        if code == EXIT_INCOMPLETE:
+            names = ", ".join(c.name for c in unfinished(checks))
+            run.say(f"INCOMPLETE: the budget ({args.budget:g} s) ran out before {names} ran; what never ran proved nothing (--budget gives more)")
         run.say(f"wrote {out / 'gpu-check.json'} (exit {code})")
         return code
     finally:

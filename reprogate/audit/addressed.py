@@ -35,6 +35,8 @@ class Input:
     dataset: tuple[str, str] | None = None  # (id, version) of the manifest a shard or file is in
     bytes: int | None = None
     in_repository: bool = False  # the repository holds these bytes too (path with a matching checksum)
+    snapshots: tuple[str, ...] = ()  # the manifest's streaming.snapshot_id and export_id: names of the same snapshot
+    root: str | None = None  # the folder or URI a shard's name is resolved under (its manifest's namespace)
 
 
 @dataclass(frozen=True)
@@ -88,23 +90,36 @@ def _repository_copy(root: Path, ref: dict[str, Any]) -> bool:
     return file_digest(target) == ref.get("checksum")
 
 
-def shard_location(namespace: Any, name: str, manifest_folder: Path | None) -> str:
-    """Where a shard lives: a URL name as it is, else under the namespace (a URI, or a folder
-    relative to the manifest's folder, made absolute); '' when the manifest does not say."""
-    if "://" in name:
-        return name
+def shard_root(namespace: Any, manifest_folder: Path | None) -> str | None:
+    """Where a manifest's shard names are resolved, as `dataset verify` resolves them: under its
+    namespace (a URI, or a folder relative to the manifest's folder, made absolute), else beside
+    the manifest; None when neither is known (an inline manifest without a namespace)."""
     if isinstance(namespace, str) and namespace:
         if "://" in namespace:
-            return namespace.rstrip("/") + "/" + name
+            return namespace.rstrip("/")
         if manifest_folder is not None:
-            return str((manifest_folder / namespace / name).resolve())
-    return ""
+            return str((manifest_folder / namespace).resolve())
+        return None
+    return str(manifest_folder.resolve()) if manifest_folder is not None else None
+
+
+def shard_location(namespace: Any, name: str, manifest_folder: Path | None) -> str:
+    """Where a shard lives: a URL name as it is, else under the manifest's root; '' when the manifest does not say."""
+    if "://" in name:
+        return name
+    root = shard_root(namespace, manifest_folder)
+    if root is None:
+        return ""
+    return root + "/" + name if "://" in root else str(Path(root, name).resolve())
 
 
 def manifest_inputs(record: str, manifest: dict[str, Any], folder: Path | None, line: int, prefix: str) -> Iterator[Input]:
     """Every shard and file of a manifest as an input of `record`."""
     key = (str(manifest.get("id", "")), str(manifest.get("version", "")))
     namespace = manifest.get("namespace")
+    streaming = manifest.get("streaming") if isinstance(manifest.get("streaming"), dict) else {}
+    snapshots = tuple(str(streaming[k]) for k in ("snapshot_id", "export_id") if isinstance(streaming.get(k), str) and streaming[k])
+    root = shard_root(namespace, folder)
     for section, kind in (("shards", "shard"), ("files", "dataset-file")):
         entries = manifest.get(section)
         if entries is None:
@@ -122,6 +137,8 @@ def manifest_inputs(record: str, manifest: dict[str, Any], folder: Path | None, 
                 line,
                 key,
                 size if isinstance(size, int) and not isinstance(size, bool) else None,
+                snapshots=snapshots,
+                root=root,
             )
 
 

@@ -8,9 +8,10 @@ from pathlib import Path
 
 from reprogate.audit.check import audit, sample
 from reprogate.audit.render import render_audit, render_retiring
-from reprogate.audit.retiring import Target, retiring
+from reprogate.audit.retiring import parse_target, retiring
 from reprogate.core.diagnostics import ExitCode
 from reprogate.core.errors import UsageError
+from reprogate.datasets.remote import Remote
 from reprogate.images.registry import RegistryClient
 from reprogate.output.result import CommandResult
 from reprogate.output.workflow import visible
@@ -59,11 +60,14 @@ def audit_command(paths: list[str], timeout: float, retries: int, size: int | No
     return done.worst(ExitCode.USAGE) if found.refused else done
 
 
-def retiring_command(paths: list[str], target: str, mirrors: list[str], timeout: float, retries: int, fmt: str = "text") -> CommandResult:
-    """Every record's inputs under `target`, lost or kept by another copy (exit 1 when one is lost)."""
-    if not target.strip():
-        raise UsageError("--retiring: name what is retired (a registry host, host/namespace, an image repository, a URI prefix or a dataset id)")
+def retiring_command(paths: list[str], target: str, mirrors: list[str], timeout: float, retries: int, fmt: str = "text", deep: bool = False) -> CommandResult:
+    """Every record's inputs under `target`, lost, unconfirmed or kept by a copy checked now (exit 1 when one is lost, 3 when one is unconfirmed)."""
+    retired = parse_target(target)
+    for mirror in mirrors:
+        if not mirror.strip("/ ") or " " in mirror.strip():
+            raise UsageError(f"--mirror {mirror!r}: name a registry, HOST[/PREFIX]")
     found = find_records(paths)
-    report = retiring(found.records, found.manifests, Target(target.strip()), mirrors, RegistryClient(timeout=timeout, retries=retries))
+    client, remote = RegistryClient(timeout=timeout, retries=retries), Remote(timeout=timeout, retries=retries)
+    report = retiring(found.records, found.manifests, retired, mirrors, client, remote, deep)
     done = render_retiring(report, fmt, found.notes)
     return done.worst(ExitCode.USAGE) if found.refused else done

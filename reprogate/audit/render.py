@@ -69,19 +69,48 @@ def _what(item: Retired) -> str:
 
 def _message(item: Retired) -> str:
     if item.lost:
-        return f"{_what(item)}: LOST (no other copy is addressed by this digest)"
-    return f"{_what(item)}: kept, the same digest at {visible(item.copies[0])}" + (f" and {len(item.copies) - 1} more" if len(item.copies) > 1 else "")
+        looked = [c for c in item.copies if c.status == "absent"]
+        why = "; ".join(f"{visible(c.where)}: {c.why}" for c in looked[:3]) + (f" and {len(looked) - 3} more" if len(looked) > 3 else "")
+        return f"{_what(item)}: LOST (" + (f"no copy holds it: {why}" if looked else "no other copy is addressed by this digest") + ")"
+    if item.unconfirmed:
+        open_ = [c for c in item.copies if c.status == "unconfirmed"]
+        return f"{_what(item)}: UNCONFIRMED (no copy was seen to hold it; {visible(open_[0].where)}: {visible(open_[0].why)})"
+    holding = item.holding
+    first = holding[0]
+    return f"{_what(item)}: kept, the same digest at {visible(first.where)} ({first.why})" + (f" and {len(holding) - 1} more" if len(holding) > 1 else "")
+
+
+def repoint(item: Retired) -> str | None:
+    """How to rebuild the record from the copy that keeps the input, when that copy lives elsewhere."""
+    one = item.input
+    holding = item.holding
+    if item.lost or item.unconfirmed or any(c.where.startswith("the repository") for c in holding):
+        return None
+    image = next((c for c in holding if c.registry), None)
+    if image is not None and one.kind == "image":
+        return (
+            f"rebuild from the copy: reprogate rebuild {visible(one.record)} --image {visible(image.registry or '')}@{one.digest}, "
+            f"or set container.registry/repository to {visible(image.registry or '')} in the record"
+        )
+    if image is not None:
+        return f"the base image is at {visible(image.registry or '')}@{one.digest}: point {one.field}.ref there before the build needs it"
+    folder = next((c.folder for c in holding if c.folder), None)
+    if folder is not None:
+        return f"rebuild from the copy: reprogate rebuild {visible(one.record)} --dataset-root {visible(folder)}, or set the manifest's namespace to it"
+    return None
 
 
 def _retiring_summary(report: RetiringReport) -> str:
     touched = sorted({r.input.record for r in report.retired})
     losing = sorted({r.input.record for r in report.lost})
     lost_bytes = sum(r.input.bytes or 0 for r in report.lost)
+    open_ = len(report.unconfirmed)
     return (
         f"retiring {visible(report.target)}: {len(report.records)} record(s) read, {len(touched)} address something under it, "
         f"{len(losing)} would lose an input no other copy holds ({len(report.lost)} input(s)"
         + (f", {_size(lost_bytes)}" if lost_bytes else "")
-        + f"); {len(report.retired) - len(report.lost)} input(s) kept by another copy"
+        + f"); {len(report.retired) - len(report.lost) - open_} input(s) kept by a copy checked now"
+        + (f"; {open_} input(s) unconfirmed (a copy could not be asked)" if open_ else "")
     )
 
 
@@ -96,7 +125,10 @@ def _retired_json(item: Retired) -> dict[str, Any]:
         "bytes": one.bytes,
         "dataset": {"id": one.dataset[0], "version": one.dataset[1] or None} if one.dataset else None,
         "lost": item.lost,
-        "copies": list(item.copies),
+        "status": "lost" if item.lost else "unconfirmed" if item.unconfirmed else "kept",
+        "copies": [c.where for c in item.holding],
+        "asked": [{"where": c.where, "status": c.status, "why": c.why} for c in item.copies],
+        "repoint": repoint(item),
     }
 
 
@@ -124,8 +156,8 @@ def render_retiring(report: RetiringReport, fmt: str, notes: list[str]) -> Comma
             Diagnostic(
                 i.input.record,
                 _message(i),
-                "retiring-lost" if i.lost else "retiring-kept",
-                Severity.ERROR if i.lost else Severity.NOTICE,
+                "retiring-lost" if i.lost else "retiring-unconfirmed" if i.unconfirmed else "retiring-kept",
+                Severity.ERROR if i.lost else Severity.WARNING if i.unconfirmed else Severity.NOTICE,
                 Location(i.input.line, 1),
                 i.input.field,
             )
@@ -141,10 +173,18 @@ def render_retiring(report: RetiringReport, fmt: str, notes: list[str]) -> Comma
     lines: list[str] = []
     for name, items in by_record.items():
         lost = [i for i in items if i.lost]
-        kept = [i for i in items if not i.lost]
-        lines.append(f"{visible(name)}: {len(items)} input(s) under {visible(report.target)}, {len(lost)} LOST, {len(kept)} kept by another copy")
-        for i in lost[:TEXT_LIMIT] + kept[: max(0, TEXT_LIMIT - len(lost))]:
+        open_ = [i for i in items if i.unconfirmed]
+        kept = [i for i in items if not i.lost and not i.unconfirmed]
+        lines.append(
+            f"{visible(name)}: {len(items)} input(s) under {visible(report.target)}, {len(lost)} LOST, "
+            + (f"{len(open_)} UNCONFIRMED, " if open_ else "")
+            + f"{len(kept)} kept by a copy checked now"
+        )
+        shown = (lost + open_ + kept)[:TEXT_LIMIT]
+        for i in shown:
             lines.append(f"  {_message(i)}")
+        hints = list(dict.fromkeys(h for h in (repoint(i) for i in kept) if h))
+        lines += [f"  {h}" for h in hints[:3]]
         left = len(items) - min(len(items), TEXT_LIMIT)
         if left:
             lines.append(f"  ... {left} more input(s) (--format json lists every one)")

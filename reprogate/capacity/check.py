@@ -9,10 +9,11 @@ requirement the pool states it meets passes.
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from reprogate.capacity.models import normalised, offered
 from reprogate.capacity.pool import Pool
 
 HONORED, SHORT, UNSTATED, UNKNOWN, NOT_NEEDED = "honored", "short", "unstated", "unknown", "not-needed"
@@ -22,7 +23,9 @@ HONORED, SHORT, UNSTATED, UNKNOWN, NOT_NEEDED = "honored", "short", "unstated", 
 class Requirement:
     """One requirement, what the record asks, what the pool offers, and the verdict with its reason."""
 
-    name: str  # gpu-model, nodes, gpus-per-node, driver-branch, interconnect, local-scratch, shared-storage, read-throughput
+    # gpu-model, nodes, gpus-per-node, driver-branch, interconnect, node-cpus, host-memory, gpu-memory, cpu-kernels,
+    # local-scratch, shared-storage, read-throughput
+    name: str
     field: str  # where the record states it
     status: str
     reason: str
@@ -30,15 +33,6 @@ class Requirement:
     @property
     def ok(self) -> bool:
         return self.status in (HONORED, NOT_NEEDED)
-
-
-def _norm(text: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", text.lower())
-
-
-def _model_matches(offered: str, allowed: list[str]) -> bool:
-    """An NVML name equal to one allowed, or a GRES type (h100) contained in one."""
-    return any(offered == model or (_norm(offered) and _norm(offered) in _norm(model)) for model in allowed)
 
 
 def _gib(count: int | float) -> str:
@@ -73,18 +67,18 @@ def requirements(record: dict[str, Any], pool: Pool) -> list[Requirement]:
                 "gpu-model", f"{at}.gpu_models", UNKNOWN if pool.gpus_per_node else SHORT, f"the pool states no GPU model; the record needs one of {models}"
             )
         )
-    elif _model_matches(pool.gpu_model, models):
-        out.append(Requirement("gpu-model", f"{at}.gpu_models", HONORED, f"{pool.gpu_model} is one of {models}"))
     else:
-        out.append(Requirement("gpu-model", f"{at}.gpu_models", SHORT, f"the pool has {pool.gpu_model}; the record allows only {models}"))
+        status, why = offered(pool.gpu_model, gres=pool.source.startswith("slurm ")).verdict(models)
+        out.append(Requirement("gpu-model", f"{at}.gpu_models", status, why))
     nodes = envelope.get("nodes") if isinstance(envelope.get("nodes"), dict) else None
     needed = (nodes or {}).get("min", execution.get("nodes"))
+    away = f" ({'; '.join(pool.unavailable[:4])})" if pool.unavailable else ""
     if not isinstance(needed, int):
         out.append(Requirement("nodes", f"{at}.nodes", UNSTATED, "the record states no node count"))
     elif pool.nodes >= needed:
-        out.append(Requirement("nodes", f"{at}.nodes", HONORED, f"{needed} node(s) needed, the pool gives {pool.nodes}"))
+        out.append(Requirement("nodes", f"{at}.nodes", HONORED, f"{needed} node(s) needed, the pool gives {pool.nodes}{away}"))
     else:
-        out.append(Requirement("nodes", f"{at}.nodes", SHORT, f"{needed} node(s) needed, the pool gives only {pool.nodes}"))
+        out.append(Requirement("nodes", f"{at}.nodes", SHORT, f"{needed} node(s) needed, the pool gives only {pool.nodes}{away}"))
     world, run_nodes = execution.get("world_size"), execution.get("nodes")
     if models and isinstance(world, int) and isinstance(run_nodes, int) and run_nodes > 0:
         per_node = -(-world // run_nodes)
@@ -111,8 +105,75 @@ def requirements(record: dict[str, Any], pool: Pool) -> list[Requirement]:
                 )
             )
     out.append(_topology(record, envelope, pool, per_node_ranks(execution)))
+    out += _node(envelope.get("node"), pool, record)
+    cpu = _cpu(envelope.get("cpu"), pool, execution)
+    if cpu is not None:
+        out.append(cpu)
     out += _storage(envelope.get("storage"), pool)
     return out
+
+
+def _at_least(name: str, where: str, needed: object, offered_: int | None, what: str, shown: Callable[[int], str]) -> Requirement | None:
+    if not isinstance(needed, int) or isinstance(needed, bool):
+        return None
+    if offered_ is None:
+        return Requirement(name, where, UNKNOWN, f"the pool states no {what}; the run needs {shown(needed)}")
+    ok = offered_ >= needed
+    return Requirement(name, where, HONORED if ok else SHORT, f"{shown(needed)} of {what} needed, the pool has {shown(offered_)}")
+
+
+def _node(node: Any, pool: Pool, record: dict[str, Any]) -> list[Requirement]:
+    """CPUs, host memory and GPU memory per node, where the record states them (optional: older records state none)."""
+    if not isinstance(node, dict):
+        return []
+    at = "contract.envelope.node"
+    found = [
+        _at_least("node-cpus", f"{at}.cpus", node.get("cpus"), pool.cpus_per_node, "CPUs per node", str),
+        _at_least("host-memory", f"{at}.memory_bytes", node.get("memory_bytes"), pool.memory_bytes, "host memory per node", _gib),
+    ]
+    gpu = _at_least("gpu-memory", f"{at}.gpu_memory_bytes", node.get("gpu_memory_bytes"), pool.gpu_memory_bytes, "memory per GPU", _gib)
+    if gpu is not None and gpu.status == UNKNOWN and pool.gpu_model:
+        # the same model as the reference's own GPUs has their memory
+        ran_on = {normalised(str(g.get("name"))) for g in ((record.get("devices") or {}).get("gpus") or []) if isinstance(g, dict)}
+        if ran_on and {normalised(n) for n in offered(pool.gpu_model).names} <= ran_on:
+            gpu = Requirement(gpu.name, gpu.field, HONORED, f"the pool's {pool.gpu_model} is the model the reference ran on, with its memory")
+    return [r for r in (*found, gpu) if r is not None]
+
+
+CAPABILITY_ORDER = ("default", "avx2", "avx512")
+
+
+def _cpu(cpu: Any, pool: Pool, execution: dict[str, Any]) -> Requirement | None:
+    """The CPU kernels a bitwise CPU contract holds for: the architecture, and a capability torch
+    will pick there (the one execution.env pins with ATEN_CPU_CAPABILITY, if the CPUs run it; else the CPUs' best)."""
+    if not isinstance(cpu, dict) or not (cpu.get("capability") or cpu.get("architectures")):
+        return None
+    at = "contract.envelope.cpu"
+    arches = cpu.get("architectures") or []
+    if arches and pool.architecture is None:
+        return Requirement("cpu-kernels", f"{at}.architectures", UNKNOWN, f"the pool states no architecture; the record allows {arches}")
+    if arches and pool.architecture not in arches:
+        return Requirement("cpu-kernels", f"{at}.architectures", SHORT, f"the pool's CPUs are {pool.architecture}; the record allows {arches}")
+    allowed = cpu.get("capability") or []
+    if not allowed:
+        return Requirement("cpu-kernels", f"{at}.architectures", HONORED, f"{pool.architecture} is one of {arches}")
+    if not pool.cpu_capabilities:
+        return Requirement("cpu-kernels", f"{at}.capability", UNKNOWN, f"the pool states no CPU capability; the record allows {allowed}")
+    env = execution.get("env") if isinstance(execution.get("env"), dict) else {}
+    pinned = str(env.get("ATEN_CPU_CAPABILITY", "")).lower() or None
+    if pinned is not None:
+        ok = pinned in allowed and pinned in pool.cpu_capabilities
+        return Requirement(
+            "cpu-kernels", f"{at}.capability", HONORED if ok else SHORT, f"ATEN_CPU_CAPABILITY={pinned}; the pool's CPUs run {list(pool.cpu_capabilities)}"
+        )
+    best = max(pool.cpu_capabilities, key=lambda c: CAPABILITY_ORDER.index(c) if c in CAPABILITY_ORDER else -1)
+    ok = best in allowed
+    return Requirement(
+        "cpu-kernels",
+        f"{at}.capability",
+        HONORED if ok else SHORT,
+        f"torch picks {best} on the pool's CPUs (nothing pins ATEN_CPU_CAPABILITY); the record allows {allowed}",
+    )
 
 
 def per_node_ranks(execution: dict[str, Any]) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -19,7 +20,26 @@ SLURM = "slurm:"
 PARTITION = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")  # what Slurm partition names are made of
 
 
-def pool_from(spec: str) -> Pool:
+UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "PB": 10**15}
+UNITS |= {f"{k[0]}IB": 1 << (10 * i) for i, k in enumerate(("K", "M", "G", "T", "P"), start=1)}
+SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)")
+
+
+def parse_size(text: str, option: str) -> int:
+    """`100TB`, `2.5TiB`, `800000000` as bytes; anything else is a usage error naming the option."""
+    found = SIZE.fullmatch(text.strip())
+    unit = found.group(2).upper() if found else ""
+    if found is None or unit not in UNITS:
+        raise UsageError(f"{option} {visible(text[:40])}: write bytes, or a number with KB, MB, GB, TB, PB (or KiB ... PiB)")
+    return int(float(found.group(1)) * UNITS[unit])
+
+
+def pool_from(spec: str, shared_bytes: int | None = None) -> Pool:
+    pool = _pool_from(spec, shared_bytes)
+    return dataclasses.replace(pool, shared_bytes=shared_bytes) if shared_bytes is not None else pool
+
+
+def _pool_from(spec: str, shared_bytes: int | None) -> Pool:
     if spec.startswith(SLURM):
         partition = spec[len(SLURM) :].strip()
         if not partition:
@@ -29,15 +49,15 @@ def pool_from(spec: str) -> Pool:
             raise UsageError(
                 f"--cluster slurm:{visible(partition[:80])}: not a partition name (letters, digits, '_', '.' and '-', not first)",
             )
-        return slurm_pool(partition)
+        return slurm_pool(partition, shared_bytes)
     return load_pool(Path(spec))
 
 
-def capacity_command(record: Path, cluster: str, fmt: str) -> CommandResult:
+def capacity_command(record: Path, cluster: str, fmt: str, shared: str | None = None) -> CommandResult:
     doc = load_document(record)
     if not isinstance(doc.data, dict) or doc.data.get("kind") != "RunRecord":
         raise UsageError(f"{record}: not a run record (kind: RunRecord)")
-    pool = pool_from(cluster)
+    pool = pool_from(cluster, parse_size(shared, "--shared-bytes") if shared is not None else None)
     found = requirements(doc.data, pool)
     failed = [r for r in found if not r.ok]
     code = ExitCode.FAILED if failed else ExitCode.OK

@@ -1,10 +1,13 @@
 """A pool of machines, as a Cluster document (schemas/cluster.schema.json) or read from Slurm.
 
 The file is what a platform team writes down for a runner pool; for a Slurm partition the same
-facts are read from the live cluster (`scontrol show partition` and `show node`): the node count,
-GPUs from each node's GRES (`gpu:h100:8`), a driver branch and interconnect from node features
-(`R580`, `nvlink`), local scratch from `TmpDisk`. A fact Slurm does not hold (shared storage) is
-absent, so a record that needs it is not honored on the word of a guess.
+facts are read from the live cluster (`scontrol show partition` and `show node`): the nodes a job
+can get now (a partition that is not UP gives none, a drained, down or unresponsive node is not
+counted), GPUs from each node's GRES (`gpu:h100:8`), CPUs (`CPUTot`), memory (`RealMemory`), the
+architecture (`Arch`), a driver branch, interconnect and CPU capability from node features
+(`R580`, `nvlink`, `avx512`), local scratch from `TmpDisk`. A fact Slurm does not hold (shared
+storage) is absent unless `--shared-bytes` states it, so a record that needs it is not honored on
+the word of a guess.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 from reprogate.core.documents import load_document
 from reprogate.core.errors import UsageError
 from reprogate.core.schema_check import schema_diagnostics
-from reprogate.rebuild.launchers.slurm import client, fields
+from reprogate.rebuild.launchers.slurm import SlurmUnreachable, client, fields
 
 MiB = 1024 * 1024
 _GRES_GPU = re.compile(r"^gpu(?::([^:(]+))?:(\d+)")
@@ -37,6 +40,12 @@ class Pool:
     shared_bytes: int | None = None
     shared_read_mb_per_s: float | None = None
     source: str = ""  # the file, or `slurm partition NAME`
+    cpus_per_node: int | None = None
+    memory_bytes: int | None = None  # host memory per node
+    gpu_memory_bytes: int | None = None  # memory per GPU
+    cpu_capabilities: tuple[str, ...] = ()  # torch CPU capabilities the nodes' CPUs run (default, avx2, avx512)
+    architecture: str | None = None  # platform.machine() of the nodes (x86_64, aarch64)
+    unavailable: tuple[str, ...] = ()  # why nodes (or the whole partition) cannot be given: `partition debug is DOWN`, `n1 is DRAIN`
 
 
 def load_pool(path: Path) -> Pool:
@@ -51,6 +60,7 @@ def load_pool(path: Path) -> Pool:
     data: dict[str, Any] = doc.data
     gpus = data.get("gpus") or {}
     storage = data.get("storage") or {}
+    cpu = data.get("cpu") or {}
     return Pool(
         name=data["name"],
         nodes=data["nodes"],
@@ -62,6 +72,11 @@ def load_pool(path: Path) -> Pool:
         shared_bytes=storage.get("shared_bytes"),
         shared_read_mb_per_s=storage.get("shared_read_mb_per_s"),
         source=str(path),
+        cpus_per_node=data.get("cpus_per_node"),
+        memory_bytes=data.get("memory_bytes"),
+        gpu_memory_bytes=gpus.get("memory_bytes"),
+        cpu_capabilities=tuple(cpu.get("capabilities") or ()),
+        architecture=cpu.get("architecture"),
     )
 
 
@@ -79,29 +94,70 @@ def _common(values: list[Any]) -> Any:
     return values[0] if values and all(v == values[0] for v in values) else None
 
 
-def slurm_pool(partition: str) -> Pool:
-    """The partition as Slurm describes it now; SlurmUnreachable (exit 3) when it cannot say."""
-    lines = [fields(line) for line in client("scontrol", "show", "partition", "-o", partition).splitlines() if line.strip()]
+UNUSABLE = {"DOWN", "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING", "INVAL", "FUTURE", "MAINT", "NOT_RESPONDING", "POWERED_DOWN", "POWER_DOWN"}
+CAPABILITY_FEATURES = {"avx512": ("default", "avx2", "avx512"), "avx2": ("default", "avx2")}
+
+
+def usable(state: str) -> bool:
+    """A node state (`IDLE`, `MIXED+DRAIN`, `IDLE*`) a job can be given now: no down, drain or failing flag, responding."""
+    return not state.endswith("*") and not ({flag.upper() for flag in state.split("+")} & UNUSABLE)
+
+
+def _capabilities(features: set[str], arch: str | None) -> tuple[str, ...]:
+    """What torch's CPU dispatch can run on nodes with these features: every x86-64 CPU runs `default`."""
+    lowered = {f.lower() for f in features}
+    for feature, runs in CAPABILITY_FEATURES.items():
+        if feature in lowered:
+            return runs
+    return ("default",) if arch == "x86_64" else ()
+
+
+def slurm_pool(partition: str, shared_bytes: int | None = None) -> Pool:
+    """The partition as Slurm describes it now; SlurmUnreachable (exit 3) when it cannot say,
+    UsageError (exit 2) for a partition Slurm does not know."""
+    try:
+        text = client("scontrol", "show", "partition", "-o", partition)
+    except SlurmUnreachable as exc:
+        if "not found" in exc.message.lower():
+            raise UsageError(f"--cluster slurm:{partition}: Slurm knows no such partition ({exc.message})", hint="`sinfo -s` lists the partitions") from None
+        raise
+    lines = [fields(line) for line in text.splitlines() if line.strip()]
     if not lines:
         raise UsageError(f"--cluster slurm:{partition}: Slurm knows no such partition")
     node_list = lines[0].get("Nodes", "")
-    nodes = [fields(line) for line in client("scontrol", "show", "node", "-o", node_list).splitlines() if line.strip()] if node_list else []
-    if not nodes:
+    every = [fields(line) for line in client("scontrol", "show", "node", "-o", node_list).splitlines() if line.strip()] if node_list else []
+    if not every:
         raise UsageError(f"--cluster slurm:{partition}: the partition has no nodes")
+    unavailable: list[str] = []
+    state = lines[0].get("State", "UP")
+    if state != "UP":
+        unavailable.append(f"partition {partition} is {state}")
+    nodes = [n for n in every if usable(n.get("State", ""))] if state == "UP" else []
+    unavailable += [f"{n.get('NodeName', '?')} is {n.get('State', '?')}" for n in every if not usable(n.get("State", ""))]
+    limit = lines[0].get("MaxNodes", "UNLIMITED")
+    count = min(len(nodes), int(limit)) if limit.isdigit() else len(nodes)
     gres = [_gres_gpus(n.get("Gres", "")) for n in nodes]
     features = [set(n.get("AvailableFeatures", n.get("Features", "")).split(",")) - {"", "(null)"} for n in nodes]
     branches = [next((f for f in sorted(fs) if re.fullmatch(r"R[0-9]{3}", f)), None) for fs in features]
     links = [next((f for f in sorted(fs) if f.lower() in ("nvlink", "pcie")), None) for fs in features]
     scratch = [int(n["TmpDisk"]) * MiB for n in nodes if n.get("TmpDisk", "0").isdigit()]
-    limit = lines[0].get("MaxNodes", "UNLIMITED")
-    count = min(len(nodes), int(limit)) if limit.isdigit() else len(nodes)
+    cpus = [int(n["CPUTot"]) for n in nodes if n.get("CPUTot", "").isdigit()]
+    memory = [int(n["RealMemory"]) * MiB for n in nodes if n.get("RealMemory", "").isdigit()]
+    arches = [n.get("Arch") for n in nodes]
+    arch = _common(arches)
     return Pool(
         name=partition,
         nodes=count,
         gpu_model=_common([g[0] for g in gres]),
-        gpus_per_node=min(g[1] for g in gres),
+        gpus_per_node=min((g[1] for g in gres), default=0),
         driver_branch=_common(branches),
         interconnect=(_common(links) or "").lower() or None,
-        local_scratch_bytes=(min(scratch) or None) if len(scratch) == len(nodes) else None,
+        local_scratch_bytes=(min(scratch) or None) if scratch and len(scratch) == len(nodes) else None,
+        shared_bytes=shared_bytes,
         source=f"slurm partition {partition}",
+        cpus_per_node=min(cpus) if cpus and len(cpus) == len(nodes) else None,
+        memory_bytes=min(memory) if memory and len(memory) == len(nodes) else None,
+        cpu_capabilities=_common([_capabilities(fs, arch) for fs in features]) or (),
+        architecture=arch,
+        unavailable=tuple(unavailable),
     )

@@ -9,7 +9,7 @@ from typing import Any
 from reprogate.capture import CaptureContext
 from reprogate.capture.layers import capture_all
 from reprogate.capture.merge import Merge, apply, plan
-from reprogate.capture.storage import measured_storage, merged_storage
+from reprogate.capture.storage import measured_node, measured_storage, merged_storage
 from reprogate.core.canonical import file_digest
 from reprogate.core.config import load_config, repository_root
 from reprogate.core.diagnostics import ExitCode
@@ -80,6 +80,7 @@ def _merge(record: Path, document: dict[str, Any]) -> list[str]:
     merge = plan(doc.data, document, _recipe_checksum(doc.data, root))
     merge.notes[:0] = notes
     _plan_storage(doc.data, root, merge)
+    _plan_node(doc.data, document, merge)
     text = record.read_text(encoding="utf-8")
     atomic_write(record, apply(doc, text, merge))
     return [*(f"note: {n}" for n in merge.notes), f"updated {record}: {', '.join('.'.join(p) for p, _ in merge.changes)}"]
@@ -97,6 +98,18 @@ def _plan_storage(data: dict[str, Any], root: Path, merge: Merge) -> None:
     else:
         merge.changes.append((("contract", "envelope"), {"storage": storage}))
     merge.notes.append("contract.envelope.storage: " + ", ".join(f"{k} {v}" for k, v in measured.items()) + " (measured)")
+
+
+def _plan_node(data: dict[str, Any], document: dict[str, Any], merge: Merge) -> None:
+    """contract.envelope.node: CPUs and GPU memory measured here; host memory a person (or init) stated is kept."""
+    envelope = (data.get("contract") or {}).get("envelope") if isinstance(data.get("contract"), dict) else None
+    if not isinstance(envelope, dict):
+        return
+    devices = document.get("devices") if isinstance(document.get("devices"), dict) else {}
+    measured = measured_node(data, devices)
+    stated = envelope.get("node") if isinstance(envelope.get("node"), dict) else {}
+    merge.changes.append((("contract", "envelope", "node"), {**stated, **measured}))
+    merge.notes.append("contract.envelope.node: " + ", ".join(f"{k} {v}" for k, v in measured.items()) + " (measured)")
 
 
 def _recipe_checksum(data: dict[str, Any], root: Path) -> str | None:

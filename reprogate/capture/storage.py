@@ -67,3 +67,23 @@ def merged_storage(record: dict[str, Any], measured: dict[str, int]) -> dict[str
     envelope = ((record.get("contract") or {}).get("envelope") or {}) if isinstance(record.get("contract"), dict) else {}
     stated = envelope.get("storage") if isinstance(envelope, dict) and isinstance(envelope.get("storage"), dict) else {}
     return {**stated, **measured}
+
+
+def measured_node(record: dict[str, Any], devices: dict[str, Any], rank_peak: int | None = None) -> dict[str, int]:
+    """`contract.envelope.node`, from what the run used: a CPU per rank (times the threads
+    execution.env pins each to), the largest peak memory of a process of the run times the ranks
+    per node (`rank_peak`: init measures it; None leaves it out), and the smallest memory of the
+    GPUs the capture found."""
+    execution = record.get("execution") if isinstance(record.get("execution"), dict) else {}
+    world, nodes = execution.get("world_size"), execution.get("nodes")
+    ranks = -(-world // nodes) if isinstance(world, int) and isinstance(nodes, int) and world > 0 and nodes > 0 else 1
+    env = execution.get("env") if isinstance(execution.get("env"), dict) else {}
+    threads = str(env.get("OMP_NUM_THREADS", ""))
+    needs = {"cpus": ranks * (int(threads) if threads.isdigit() and int(threads) > 0 else 1)}
+    if rank_peak is not None:
+        needs["memory_bytes"] = rank_peak * ranks
+    gpus = devices.get("gpus") if isinstance(devices.get("gpus"), list) else []
+    memories = [g["memory_bytes"] for g in gpus if isinstance(g, dict) and isinstance(g.get("memory_bytes"), int)]
+    if memories:
+        needs["gpu_memory_bytes"] = min(memories)
+    return needs

@@ -26,16 +26,19 @@ from reprogate.cli.common import finish, format_option
     "mirrors",
     multiple=True,
     metavar="HOST[/PREFIX]",
-    help="With --retiring: a registry that may hold the same image digests (asked now); repeatable.",
+    help="With --retiring: a registry that may hold the same image digests (asked now; it counts only if it serves them); repeatable.",
 )
-def audit(paths: tuple[str, ...], fmt: str, timeout: float, retries: int, size: int | None, seed: int, target: str | None, mirrors: tuple[str, ...]) -> None:
+@click.option("--deep", is_flag=True, help="With --retiring: a file counts as a copy only when its checksum matches too (it is read); else its size.")
+def audit(
+    paths: tuple[str, ...], fmt: str, timeout: float, retries: int, size: int | None, seed: int, target: str | None, mirrors: tuple[str, ...], deep: bool
+) -> None:
     """Retention review: do addressed artifacts still resolve? Or, with --retiring, what a retirement takes away."""
     from reprogate.audit.command import audit_command, retiring_command
 
     if target is not None and size is not None:
         raise click.UsageError("--sample and --retiring are two reviews; run them one at a time")
-    if target is None and mirrors:
-        raise click.UsageError("--mirror only means something with --retiring TARGET")
+    if target is None and (mirrors or deep):
+        raise click.UsageError(f"{'--mirror' if mirrors else '--deep'} only means something with --retiring TARGET")
     if target is not None:
-        finish(lambda: retiring_command(list(paths), target, list(mirrors), timeout, retries, fmt), fmt, "audit")
+        finish(lambda: retiring_command(list(paths), target, list(mirrors), timeout, retries, fmt, deep), fmt, "audit")
     finish(lambda: audit_command(list(paths), timeout, retries, size, seed, fmt), fmt, "audit")

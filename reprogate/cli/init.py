@@ -107,7 +107,7 @@ def _env(pairs: tuple[str, ...]) -> dict[str, str]:
     "detect_text",
     default=None,
     metavar="SHIFT",
-    help="The shift of the metric the verdict must catch: a number (metric units) or a share like 2%% (default: what 3 rebuild seeds catch).",
+    help="The shift of the metric the verdict must catch: a number (metric units) or a share like 2% (default: what 3 rebuild seeds catch).",
 )
 @click.option(
     "--margin",
@@ -145,6 +145,7 @@ def _env(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.option("--mlflow-seed-param", default="seed", show_default=True, help="The run parameter that holds the seed.")
 @click.option("--mlflow-trace-path", default="reprogate", show_default=True, help="The artifact folder the runs logged their trace-rank*.jsonl in.")
 @click.option("-y", "--yes", "no_prompt", is_flag=True, help="Never prompt, even at a terminal (use what was found).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress line on stderr while the manifest is hashed and the reference runs.")
 def init(
     project: Path,
     record: Path | None,
@@ -177,6 +178,7 @@ def init(
     mlflow_seed_param: str,
     mlflow_trace_path: str,
     no_prompt: bool,
+    quiet: bool,
 ) -> None:
     """Write a complete record: capture, manifest, config hash, reference seeds, interval."""
     from reprogate.init.command import InitOptions, run_init
@@ -206,6 +208,7 @@ def init(
         timeout=timeout,
         cache=cache,
         force=force,
+        quiet=quiet,
     )
     interactive = at_terminal() and not no_prompt and not (mlflow_runs or mlflow_experiment)
 

@@ -77,6 +77,12 @@ def preflight(world_size: int | None, backend: str | None, timeout: float, recor
     help="Where ranks start (default from the record's execution.scheduler_name, else local).",
 )
 @click.option("--image", default=None, help="Run this image instead of the record's (container realizer; verified by the engine).")
+@click.option(
+    "--dataset-root",
+    default=None,
+    metavar="DIR|URL",
+    help="Read the manifest's shards here instead of at its namespace (a copy, e.g. one audit --retiring found); checked by the same checksums.",
+)
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where realized venvs are cached (default ~/.cache/reprogate).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True, help="Seconds each seed's run may take.")
 @click.option(
@@ -99,6 +105,7 @@ def preflight(world_size: int | None, backend: str | None, timeout: float, recor
     help="Judge by the record's contract, seeds and reference as REV has them (the pull request's base; the gate's dispatch names it).",
 )
 @click.option("--dry-run", is_flag=True, help="Write what the launcher would submit (--launcher kubernetes: the manifests, into --out) and run nothing.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress line on stderr (there is none when stderr is no terminal, or with --format github or json).")
 @format_option()
 def rebuild(
     record: Path,
@@ -112,12 +119,14 @@ def rebuild(
     realizer: str | None,
     launcher: str | None,
     image: str | None,
+    dataset_root: str | None,
     cache: Path | None,
     timeout: float,
     allow_unsandboxed: bool,
     allow_source_builds: bool,
     contract_from: str | None,
     dry_run: bool,
+    quiet: bool,
     fmt: str,
 ) -> None:
     """Run the rebuild drill: stages in order, verdict, report and rebuild record."""
@@ -129,6 +138,7 @@ def rebuild(
         seeds=seeds,
         world_size=world_size,
         image=image,
+        dataset_root=dataset_root,
         timeout=timeout,
         environment=environment,
         realizer=realizer,
@@ -140,7 +150,7 @@ def rebuild(
         allow_source_builds=allow_source_builds,
         contract_from=contract_from,
     )
-    finish(lambda: rebuild_command(record, options, output_dir, fmt), fmt, "rebuild")
+    finish(lambda: rebuild_command(record, options, output_dir, fmt, quiet), fmt, "rebuild")
 
 
 @click.command()

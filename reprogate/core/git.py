@@ -143,6 +143,31 @@ def run_git(
     return GitResult(returncode, bytes(out), said)
 
 
+def ignored_paths(cwd: Path, paths: list[str], rules_only: bool = False) -> dict[str, str]:
+    """Which of `paths` (relative to `cwd`, present or not) git would leave out of a commit:
+    {path: the rule, `.gitignore:7:*.bin`}. Tracked files are not listed (an ignore rule does not
+    apply to them) unless `rules_only`: then every path a rule matches is, as `git add PATH`
+    refuses an ignored folder even when some files in it are tracked. Outside a work tree, or
+    when git cannot say, nothing is listed."""
+    if not paths:
+        return {}
+    payload = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
+    try:
+        index = ["--no-index"] if rules_only else []
+        found = run_git(cwd, "check-ignore", *index, "-v", "-z", "--stdin", input=payload, timeout=30, limit=8 * 1024 * 1024, check=False)
+    except GitError:
+        return {}
+    if found.returncode not in (0, 1):
+        return {}
+    fields = found.stdout.decode("utf-8", "surrogateescape").split("\0")
+    out: dict[str, str] = {}
+    for i in range(0, len(fields) - 3, 4):  # source, line, pattern, path
+        source, line, pattern, path = fields[i : i + 4]
+        if source and not pattern.startswith("!"):
+            out[path] = f"{source}:{line}:{pattern}"
+    return out
+
+
 def _subcommand(args: tuple[str, ...]) -> str:
     """The git command the arguments name, past global options (`-c key=value`), for messages."""
     words = iter(args)

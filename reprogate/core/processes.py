@@ -25,6 +25,30 @@ def end_all(procs: Iterable[subprocess.Popen[bytes]]) -> None:
         proc.wait()
 
 
+def end_tree(proc: subprocess.Popen[bytes], wait: float = 5.0) -> None:
+    """SIGKILL a child, its process group and every process below it, then wait (up to `wait`
+    seconds) until all of them are gone. A sandboxed rank's inner processes run in a session of
+    their own (bwrap --new-session) and die only after bwrap does: what a rank host still holds
+    when it is stopped is the rank's own, ended here, not something that escaped it."""
+    members = descendants(root=proc.pid) if proc.poll() is None else set()
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for pid in members:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            continue
+    proc.wait()
+    ends = time.monotonic() + wait
+    while members and time.monotonic() < ends:
+        members = {pid for pid in members if not _reaped(pid)}
+        if members:
+            time.sleep(0.01)
+
+
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -61,13 +85,13 @@ def _parents() -> dict[int, int]:
     return found
 
 
-def descendants(spared: frozenset[int] = frozenset()) -> set[int]:
-    """Processes below this one, leaving out `spared` and everything below a spared process."""
+def descendants(spared: frozenset[int] = frozenset(), root: int | None = None) -> set[int]:
+    """Processes below this one (or below `root`), leaving out `spared` and everything below a spared process."""
     children: dict[int, list[int]] = {}
     for pid, parent in _parents().items():
         children.setdefault(parent, []).append(pid)
     found: set[int] = set()
-    todo = [p for p in children.get(os.getpid(), []) if p not in spared]
+    todo = [p for p in children.get(os.getpid() if root is None else root, []) if p not in spared]
     while todo:
         pid = todo.pop()
         if pid in found:

@@ -59,3 +59,72 @@ class Progress:
         if self.enabled:
             self.stream.write("\r" + self.line() + "\033[K\n")
             self.stream.flush()
+
+
+_switched_off = False  # a command's --quiet or --format github turns every activity line off
+
+
+def switch_off(off: bool = True) -> None:
+    """Called once by a command that was asked for no progress (--quiet, --format github/json)."""
+    global _switched_off
+    _switched_off = off
+
+
+def shown(stream: TextIO | None = None) -> bool:
+    """Whether progress lines go to `stream` (stderr): only at a terminal, and not switched off."""
+    target = stream or sys.stderr
+    return not _switched_off and hasattr(target, "isatty") and target.isatty()
+
+
+class Activity:
+    """One line on stderr saying what long work is under way and for how long (`rebuild: run
+    (the entrypoint on 2 ranks) 0:41`), redrawn twice a second by a thread and cleared when the
+    work ends, so what a command prints afterwards is unchanged. Nested activities show the
+    innermost label (the venv build inside the `digest` stage). Nothing at all when not shown()."""
+
+    _lock = threading.Lock()
+    _labels: list[tuple[str, float]] = []  # (label, when it began), innermost last
+    _thread: threading.Thread | None = None
+    _stop = threading.Event()
+
+    def __init__(self, label: str, stream: TextIO | None = None) -> None:
+        self.label = label
+        self.stream = stream or sys.stderr
+        self.enabled = shown(self.stream)
+
+    def __enter__(self) -> Activity:
+        if not self.enabled:
+            return self
+        with Activity._lock:
+            self.entry = (self.label, time.monotonic())
+            Activity._labels.append(self.entry)
+            if Activity._thread is None:
+                Activity._stop.clear()
+                Activity._thread = threading.Thread(target=self._draw, name="reprogate-progress", daemon=True)
+                Activity._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if not self.enabled:
+            return
+        thread = None
+        with Activity._lock:
+            if self.entry in Activity._labels:
+                Activity._labels.remove(self.entry)
+            if not Activity._labels and Activity._thread is not None:
+                thread, Activity._thread = Activity._thread, None
+                Activity._stop.set()
+        if thread is not None:
+            thread.join()
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+    def _draw(self) -> None:
+        while not Activity._stop.wait(0.5):
+            with Activity._lock:
+                label, began = Activity._labels[-1] if Activity._labels else ("", time.monotonic())
+            try:
+                self.stream.write(f"\r{label} {_duration(time.monotonic() - began)}\033[K")
+                self.stream.flush()
+            except (OSError, ValueError):
+                return

@@ -357,43 +357,89 @@ def tost_pass_chance(n: int, m: int, sigma: float, margin: float, alpha: float) 
 
 @dataclass(frozen=True)
 class Shape:
-    """How far the reference seeds are from the normal noise the test assumes."""
+    """How far the reference seeds are from the normal noise the test assumes, said only when
+    normal noise would rarely look like this (each test at SHAPE_ALPHA): a rule of thumb such as
+    "beyond 5 MAD of the median" fires on one in five sets of five perfectly normal seeds, so it
+    was a notice on every other validate that meant nothing."""
 
     skew: float
-    outliers: int  # seeds beyond OUTLIER_MADS median absolute deviations from the median
+    outliers: int  # seeds Grubbs' test (iterated, at SHAPE_ALPHA) finds too far from the rest
     distinct: int
+    skewed: bool = False  # D'Agostino's skewness test rejects symmetry at SHAPE_ALPHA (n >= 8)
 
     @property
     def notice(self) -> str | None:
         parts = []
-        if abs(self.skew) > SKEW_LIMIT:
-            parts.append(f"skewed (skewness {self.skew:+.2f})")
+        if self.skewed:
+            parts.append(f"skew (skewness {self.skew:+.2f}, which normal noise gives fewer than {percent(SHAPE_ALPHA)} of the time)")
         if self.outliers:
-            parts.append(f"{self.outliers} seed(s) beyond {OUTLIER_MADS:g} MAD of the median")
+            parts.append(f"{self.outliers} outlier(s) (Grubbs' test at {percent(SHAPE_ALPHA)})")
         if not parts:
             return None
         return (
-            "the reference seeds are " + " and ".join(parts) + ": the normal-theory error rate may be exceeded; "
+            "the reference seeds show " + " and ".join(parts) + ": the normal-theory error rate may be exceeded; "
             "rerun more reference seeds, or judge a positive metric on a log scale"
         )
 
 
-SKEW_LIMIT = 1.0
-OUTLIER_MADS = 5.0
+SHAPE_ALPHA = 0.01  # how often normal seeds may draw a notice about their shape
+SKEW_MIN_SEEDS = 8  # D'Agostino's transformation holds from 8 values; fewer tell nothing of skew
+
+
+def _skewness(values: Sequence[float]) -> float:
+    n = len(values)
+    mean = sum(values) / n
+    m2 = sum((v - mean) ** 2 for v in values) / n
+    return (sum((v - mean) ** 3 for v in values) / n) / m2**1.5 if m2 > 0 else 0.0
+
+
+def _skew_z(g1: float, n: int) -> float:
+    """D'Agostino's normal approximation of the sample skewness of n normal values."""
+    y = g1 * math.sqrt((n + 1) * (n + 3) / (6.0 * (n - 2)))
+    beta2 = 3.0 * (n * n + 27 * n - 70) * (n + 1) * (n + 3) / ((n - 2) * (n + 5) * (n + 7) * (n + 9))
+    w2 = -1.0 + math.sqrt(2.0 * (beta2 - 1.0))
+    delta = 1.0 / math.sqrt(0.5 * math.log(w2))
+    alpha = math.sqrt(2.0 / (w2 - 1.0))
+    return delta * math.asinh(y / alpha)
+
+
+def _grubbs_outliers(values: Sequence[float], alpha: float) -> int:
+    """Seeds Grubbs' two-sided test rejects one by one (the farthest from the mean first) while
+    three or more remain; exact at `alpha` for normal values."""
+    rest = list(values)
+    found = 0
+    while len(rest) >= 3:
+        n = len(rest)
+        mean, sd = mean_sd(rest)
+        if sd <= 0:
+            break
+        far = max(rest, key=lambda v: abs(v - mean))
+        t = t_quantile(1.0 - alpha / (2 * n), n - 2)
+        critical = (n - 1) / math.sqrt(n) * math.sqrt(t * t / (n - 2 + t * t))
+        if abs(far - mean) / sd <= critical:
+            break
+        rest.remove(far)
+        found += 1
+    return found
 
 
 def shape(values: Sequence[float]) -> Shape:
     n = len(values)
-    mean, sd = mean_sd(values)
-    skew = 0.0
-    if n >= 3 and sd > 0:
-        skew = (sum((v - mean) ** 3 for v in values) / n) / (sum((v - mean) ** 2 for v in values) / n) ** 1.5
-    ordered = sorted(values)
-    median = ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
-    deviations = sorted(abs(v - median) for v in values)
-    mad = deviations[n // 2] if n % 2 else (deviations[n // 2 - 1] + deviations[n // 2]) / 2
-    outliers = sum(1 for v in values if mad > 0 and abs(v - median) > OUTLIER_MADS * mad)
-    return Shape(skew, outliers, len(set(values)))
+    skew = _skewness(values) if n >= 3 else 0.0
+    skewed = n >= SKEW_MIN_SEEDS and abs(_skew_z(skew, n)) > -_normal_quantile(SHAPE_ALPHA / 2)
+    return Shape(skew, _grubbs_outliers(values, SHAPE_ALPHA), len(set(values)), skewed)
+
+
+def _normal_quantile(p: float) -> float:
+    """The standard normal quantile, by bisection on the CDF (plain Python, like the rest)."""
+    low, high = -40.0, 40.0
+    for _ in range(200):
+        middle = (low + high) / 2
+        if _normal_cdf(middle) < p:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
 
 
 def grid_step(values: Sequence[float]) -> float:

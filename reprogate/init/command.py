@@ -13,6 +13,8 @@ from __future__ import annotations
 import datetime
 import hashlib
 import os
+import resource
+import shlex
 import statistics
 import tempfile
 from dataclasses import dataclass, field
@@ -26,15 +28,16 @@ from reprogate.capture import devices as devices_layer
 from reprogate.capture import host as host_layer
 from reprogate.capture import source as source_layer
 from reprogate.capture.command import lock_globs
-from reprogate.capture.storage import measured_storage
+from reprogate.capture.storage import measured_node, measured_storage
 from reprogate.core.canonical import CanonicalError, canonical_digest
 from reprogate.core.config import CONFIG_NAME
 from reprogate.core.diagnostics import ExitCode
 from reprogate.core.documents import DocumentError, load_document, load_text
 from reprogate.core.errors import CheckFailed, UsageError
 from reprogate.core.fileio import atomic_write
-from reprogate.core.git import GitError, run_git
+from reprogate.core.git import GitError, ignored_paths, run_git
 from reprogate.core.gittree import tree_id
+from reprogate.core.progress import shown, switch_off
 from reprogate.core.schemas import modeline
 from reprogate.core.yamlout import dump_yaml
 from reprogate.datasets import manifest_digest
@@ -81,6 +84,7 @@ class InitOptions:
     cache: Path | None = None
     force: bool = False
     imported: ImportedReference | None = None  # a reference that ran elsewhere (--from-mlflow): its runs are not made again
+    quiet: bool = False  # no progress line on stderr
 
 
 class Written:
@@ -225,6 +229,32 @@ def _configuration(options: InitOptions, found: Found, root: Path, project: Path
     return arguments_pin(entrypoint)
 
 
+def code_config_passed(config: ConfigPin, entrypoint: list[str], project: Path, root: Path, given: bool, notes: list[str]) -> None:
+    """A configuration written as code does something only when the script is handed it (nanoGPT's
+    configurator reads `python train.py config/train_gpt2.py`): pinning one the entrypoint never
+    names pins a file the run ignores. Refused for the entrypoint init made up; a note for one
+    given (the script may import it by itself)."""
+    if config.code_checksum is None:
+        return
+    target = (root / config.path).resolve()
+    for arg in entrypoint:
+        value = arg.split("=", 1)[1] if arg.startswith("--") and "=" in arg else arg
+        try:
+            if value and (project / value).resolve() == target:
+                return
+        except (OSError, ValueError):
+            continue
+    shown = Path(os.path.relpath(target, project)).as_posix()
+    if given:
+        notes.append(f"the entrypoint never names {config.path}: the record pins it, so make sure the script reads it")
+        return
+    raise UsageError(
+        f"--config {config.path} is code the script must be handed, and the entrypoint init found ({shlex.join(entrypoint)}) never names it: "
+        "the record would pin a file the run ignores",
+        hint=f"name it in the entrypoint as the script takes it, e.g. --entrypoint {shlex.quote(shlex.join([*entrypoint, shown]))}",
+    )
+
+
 def _dataset(options: InitOptions, found: Found, root: Path, project: Path, written: Written, notes: list[str]) -> tuple[dict[str, Any] | None, str | None]:
     """(record's dataset.manifest, or None and why): an existing manifest, or one built from the data folder."""
     if options.no_dataset:
@@ -275,7 +305,7 @@ def _dataset(options: InitOptions, found: Found, root: Path, project: Path, writ
             data,
             Path(scratch) / target.name,
             exclude=[Path(os.path.relpath(target, data)).as_posix()] if inside else [],
-            quiet=True,
+            quiet=not shown(),
             id=(base.get("id") if isinstance(base, dict) else None) or data.name,
             namespace=namespace,
             base=base if isinstance(base, dict) else {},
@@ -338,6 +368,7 @@ def _realizer(options: InitOptions, source: dict[str, Any]) -> tuple[str, dict[s
 
 
 def run_init(options: InitOptions) -> CommandResult:
+    switch_off(options.quiet)
 
     if options.level is not None and options.level not in LEVELS:
         raise UsageError(f"--level must be one of {', '.join(LEVELS)}")
@@ -347,7 +378,8 @@ def run_init(options: InitOptions) -> CommandResult:
         raise UsageError("a statistical contract needs at least 2 reference seeds (5 or more recommended): --seeds 1,2,3,4,5")
     root, project, record_path, name = layout(options)
     found = discover(project, root)
-    entrypoint = options.entrypoint or found.entrypoint(project)
+    given_config = given_path(options.config, project) if options.config else None
+    entrypoint = options.entrypoint or found.entrypoint(project, given_config.resolve() if given_config is not None else None)
     if not entrypoint:
         raise UsageError(
             f"no entrypoint found in {_rel(project, root)} (looked for train.py, main.py, run.py)",
@@ -355,6 +387,8 @@ def run_init(options: InitOptions) -> CommandResult:
         )
     world_size = torchrun_world_size(entrypoint, options.world_size) or options.world_size or 1
     config = _configuration(options, found, root, project, entrypoint)
+    if isinstance(config, ConfigPin):
+        code_config_passed(config, entrypoint, project, root, given=options.entrypoint is not None, notes=found.notes)
     trace_path = root / "reference" / name / "trace.jsonl"
     if _inside(trace_path, project):
         raise UsageError(f"the reference trace would go inside {_rel(project, root)}; choose another --name")
@@ -401,12 +435,18 @@ def run_init(options: InitOptions) -> CommandResult:
         )
         record = before_reference(plan)
         imported = options.imported
+        peak_before = children_peak_bytes()
         runs = imported.runs if imported is not None else run_reference(record, root, list(plan.seeds), options.timeout, options.cache)
+        peak_after = children_peak_bytes()
         primary = runs.events.get(plan.seeds[0]) or []
         text = trace_text(primary)
         checksum = "sha256:" + hashlib.sha256(text.encode()).hexdigest()
         capture = CaptureContext(root=project, framework=False)
-        machine = (imported.host, imported.cpu, imported.devices) if imported is not None else None
+        machine = (
+            (imported.host, imported.cpu, imported.devices)
+            if imported is not None
+            else (run_layer(host_layer, capture), run_layer(cpu_layer, capture), run_layer(devices_layer, capture))
+        )
         notes += complete(
             record,
             plan,
@@ -415,7 +455,7 @@ def run_init(options: InitOptions) -> CommandResult:
             checksum,
             runs.probe,
             runs.backend,
-            *(machine or (run_layer(host_layer, capture), run_layer(cpu_layer, capture), run_layer(devices_layer, capture))),
+            *machine,
         )
         if imported is not None:
             notes += list(imported.notes)
@@ -425,6 +465,8 @@ def run_init(options: InitOptions) -> CommandResult:
         record["contract"]["envelope"]["storage"] = {**measured_storage(record, root), "scratch_bytes": runs.scratch_bytes}
         if runs.seconds:  # what one run costs, for `interval --plan` to price rebuild seeds
             record["reference"]["run"] = {"seconds": round(statistics.median(runs.seconds), 3), "gpus": run_cost(record, None).gpus}
+        ran_here = imported is None and peak_after > peak_before  # an imported reference ran elsewhere
+        record["contract"]["envelope"]["node"] = measured_node(record, machine[2], peak_after if ran_here else None)
         written.write(trace_path, text)
         wrote_config = _write_config(root, record_path, written, notes)
         _write_record(record, record_path, root, written)
@@ -447,11 +489,76 @@ def run_init(options: InitOptions) -> CommandResult:
         f"the reference was imported from {options.imported.origin}:" if options.imported else "the reference ran as a rebuild will run it:",
         *runs.stages,
     ]
+    adding = to_commit(root, [_rel(p, root) for p, _ in written.done], pinned_paths(record, root, _rel(record_path, root)))
     stderr += [
-        f"next: git add {' '.join(sorted({_rel(p, root).split('/')[0] for p, _ in written.done}))} && reprogate validate "
-        f"&& reprogate rebuild {_rel(record_path, root)}"
+        f"warning: {path} is pinned but ignored by git ({rule}): a clean checkout (what CI gets) will not have it" for path, rule in adding.ignored.items()
     ]
+    stderr += [f"next: {adding.command} && reprogate validate && reprogate rebuild {_rel(record_path, root)}"]
     return CommandResult(ExitCode.OK, lines, stderr)
+
+
+def children_peak_bytes() -> int:
+    """The largest peak resident memory of any process this one has waited for (Linux counts KiB)."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+
+
+@dataclass(frozen=True)
+class ToCommit:
+    """What `git add` must be told to commit everything a record pins: the folders init wrote
+    into, and (forced, with -f) each pinned file a .gitignore rule would leave out."""
+
+    folders: tuple[str, ...]
+    ignored: dict[str, str]  # pinned path -> the rule that ignores it (`.gitignore:7:*.bin`)
+
+    @property
+    def command(self) -> str:
+        forced = f"git add -f {shlex.join(self.ignored)}" if self.ignored else ""
+        plain = f"git add {shlex.join(self.folders)}" if self.folders else ""
+        return " && ".join(part for part in (forced, plain) if part)
+
+
+def to_commit(root: Path, written: list[str], pinned: list[str]) -> ToCommit:
+    """The `git add` line for what init wrote and what the record pins: a plain `git add` of an
+    ignored file fails, and of an ignored folder too (even one with tracked files in it), so
+    ignored files are named with -f and ignored folders left to that."""
+    ignored = ignored_paths(root, sorted(set(pinned) | set(written)))
+    tops = sorted({path.split("/")[0] for path in written})
+    ignored_tops = ignored_paths(root, tops, rules_only=True)
+    forced = {**ignored, **{path: rule for path in written if (rule := ignored_tops.get(path.split("/")[0])) and path not in ignored}}
+    return ToCommit(tuple(t for t in tops if t not in ignored_tops), dict(sorted(forced.items())))
+
+
+def pinned_paths(record: dict[str, Any], root: Path, record_rel: str) -> list[str]:
+    """Every repository path the record pins (configuration, manifest and its in-repository shards,
+    lock files, build recipe, reference trace) and the record itself, relative to the root."""
+    paths = [record_rel]
+    for section, *keys in (("job", "config", "path"), ("dataset", "manifest", "path"), ("source", "build_recipe", "path"), ("reference", "trace", "path")):
+        value: Any = record.get(section)
+        for key in keys:
+            value = value.get(key) if isinstance(value, dict) else None
+        if isinstance(value, str):
+            paths.append(value)
+    paths += [entry["path"] for entry in (record.get("source") or {}).get("lock_files") or [] if isinstance(entry.get("path"), str)]
+    manifest_rel = ((record.get("dataset") or {}).get("manifest") or {}).get("path")
+    if isinstance(manifest_rel, str):
+        paths += _shard_paths(root, manifest_rel)
+    return list(dict.fromkeys(paths))
+
+
+def _shard_paths(root: Path, manifest_rel: str) -> list[str]:
+    """The manifest's shards and files that live in the repository (a local namespace), relative to the root."""
+    try:
+        data = load_document(root / manifest_rel).data
+    except (DocumentError, OSError):
+        return []
+    if not isinstance(data, dict) or "://" in str(data.get("namespace") or ""):
+        return []
+    folder = (root / manifest_rel).parent / str(data.get("namespace") or ".")
+    found = []
+    for entry in [*(data.get("shards") or []), *(data.get("files") or [])]:
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str) and _inside(folder / entry["name"], root):
+            found.append(_rel(folder / entry["name"], root))
+    return found
 
 
 def _write_config(root: Path, record_path: Path, written: Written, notes: list[str]) -> bool:

@@ -24,13 +24,15 @@ class Found:
     recipe: Path | None = None
     notes: list[str] = field(default_factory=list)
 
-    def entrypoint(self, project: Path) -> list[str] | None:
-        """`python SCRIPT [--config CONFIG]`, relative to the project folder (the rebuild's cwd)."""
+    def entrypoint(self, project: Path, config: Path | None = None) -> list[str] | None:
+        """`python SCRIPT [--config CONFIG]`, relative to the project folder (the rebuild's cwd);
+        CONFIG is the one pinned (`config`, as --config chose it), else the one found."""
         if self.script is None:
             return None
         argv = ["python", self.script.relative_to(project).as_posix()]
-        if self.config is not None and "--config" in self.script.read_text(encoding="utf-8", errors="replace"):
-            argv += ["--config", _relative(self.config, project)]
+        chosen = config or self.config
+        if chosen is not None and "--config" in self.script.read_text(encoding="utf-8", errors="replace"):
+            argv += ["--config", _relative(chosen, project)]
         return argv
 
 

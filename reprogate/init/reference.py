@@ -24,11 +24,12 @@ from reprogate.core.diagnostics import ExitCode
 from reprogate.core.documents import load_document
 from reprogate.core.errors import CheckFailed, InfrastructureError, UsageError
 from reprogate.core.fileio import atomic_write
+from reprogate.core.progress import Activity
 from reprogate.core.yamlout import dump_yaml
 from reprogate.rebuild import job_for
 from reprogate.rebuild.inject import make_writable
 from reprogate.rebuild.options import RebuildOptions
-from reprogate.rebuild.stages import STAGES
+from reprogate.rebuild.stages import DOING, STAGES
 from reprogate.rebuild.state import RebuildState
 
 STAGES_BEFORE_THE_REFERENCE = ("artifacts", "digest", "preflight", "dataset", "config", "run")
@@ -74,7 +75,9 @@ def run_reference(draft: dict[str, Any], root: Path, seeds: list[int], timeout: 
     try:
         state = RebuildState(job_for(record, load_document(record), root, workdir, options))
         for name in STAGES_BEFORE_THE_REFERENCE:
-            result = STAGES[name].run(state)
+            doing = f"running {len(seeds)} reference seed(s) on every rank" if name == "run" else DOING[name]
+            with Activity(f"init: {name}, {doing}"):
+                result = STAGES[name].run(state)
             runs.stages.append(f"  {name:<10} {result.status:<8} {result.detail}")
             if result.status == "fail":
                 message = f"the reference run could not be made: {name}: {result.detail}"

@@ -27,6 +27,7 @@ from reprogate.core.documents import Document, display_path, load_document
 from reprogate.core.errors import InfrastructureError, UsageError
 from reprogate.core.fileio import atomic_write
 from reprogate.core.optional import preload
+from reprogate.core.progress import Activity
 from reprogate.core.seedstats import MAX_PLANNED_SEEDS
 from reprogate.core.timestamps import utc_now
 from reprogate.core.yamlout import dump_yaml
@@ -39,11 +40,12 @@ from reprogate.rebuild.inject import make_writable
 from reprogate.rebuild.judged_by import from_base
 from reprogate.rebuild.launchers.base import Launcher
 from reprogate.rebuild.options import RebuildOptions
+from reprogate.rebuild.rank_logs import keep_rank_logs
 from reprogate.rebuild.realizers.base import ENVIRONMENTS, Choice
 from reprogate.rebuild.record import rebuild_record
 from reprogate.rebuild.run_binding import RunBinding
 from reprogate.rebuild.seed_plan import runs_for
-from reprogate.rebuild.stages import STAGES
+from reprogate.rebuild.stages import DOING, STAGES
 from reprogate.rebuild.stages.base import StageResult
 from reprogate.rebuild.stages.compare import first_difference, loss_figures
 from reprogate.rebuild.state import RebuildJob, RebuildState, record_digest
@@ -170,7 +172,8 @@ def run_rebuild(record: Path, options: RebuildOptions, checked: tuple[Document, 
                 stages.append(StageRecord(name, "not-run", 0.0, f"not run: {failed.name} failed first"))
                 continue
             begin = time.monotonic()
-            result = stage.run(state)
+            with Activity(f"rebuild: {name}, {DOING[name]}"):
+                result = stage.run(state)
             results.append(result)
             stages.append(StageRecord(name, result.status, time.monotonic() - begin, result.detail, result.log_tail, result.exit_code, result.cause))
             if result.status == "fail":
@@ -182,12 +185,13 @@ def run_rebuild(record: Path, options: RebuildOptions, checked: tuple[Document, 
     finally:
         state.close()
         escaped = processes.end_escaped(spared)
+        logs = keep_rank_logs(workdir, options.output) if options.output.is_dir() else ()
         if reaper:
             processes.become_subreaper(False)
         if temporary:
             make_writable(workdir)
             shutil.rmtree(workdir, ignore_errors=True)
-    verdict = _verdict(state, of, tuple(stages), results, failed, started_at, time.monotonic() - started, record_file)
+    verdict = _verdict(state, of, tuple(stages), results, failed, started_at, time.monotonic() - started, record_file, logs)
     return Rebuilt(verdict, written, escaped)
 
 
@@ -231,6 +235,7 @@ def _verdict(
     started_at: str,
     seconds: float,
     record_file: FileRef,
+    logs: tuple[str, ...] = (),
 ) -> Verdict:
     job = state.job
     tests = tuple(r.comparison for r in results if r.comparison is not None)
@@ -257,6 +262,7 @@ def _verdict(
         tool=f"reprogate {__version__}",
         claim=bounded_claim(state, stages, tests, failed, seeds.rebuilt),
         rebuild_record=record_file,
+        logs=logs,
         first_difference=cause.to_json() if (cause := first_difference(state, failed.name if failed else None)) else None,
         loss=figures.to_json() if (figures := loss_figures(state)) else None,
     )

@@ -21,6 +21,7 @@ from reprogate.core.errors import ReprogateError, UsageError
 from reprogate.core.fileio import atomic_write
 from reprogate.core.json_input import parse_json_bytes, read_bounded
 from reprogate.core.redact import redact
+from reprogate.core.progress import switch_off
 from reprogate.core.seedstats import percent
 from reprogate.output import workflow
 from reprogate.output.result import CommandResult
@@ -73,9 +74,10 @@ def linux_only(platform: str) -> None:
         )
 
 
-def rebuild_command(record: Path, options: RebuildOptions, output_dir: Path | None, fmt: str) -> CommandResult:
+def rebuild_command(record: Path, options: RebuildOptions, output_dir: Path | None, fmt: str, quiet: bool = False) -> CommandResult:
     if not options.dry_run:
         linux_only(sys.platform)
+    switch_off(quiet or fmt != "text")  # the progress line is for a person reading text at a terminal
     nonce = check_nonce(options.nonce)  # before any folder is made
     doc = load_document(record)
     chosen = check_before_running(doc, record, options)  # the record's own problems first, then the output folder's
@@ -95,7 +97,11 @@ def rebuild_command(record: Path, options: RebuildOptions, output_dir: Path | No
     atomic_write(output_dir / "verdict.json", json.dumps(verdict, indent=2) + "\n")
     atomic_write(output_dir / "report.md", report)
     result = CommandResult(
-        rebuilt.verdict.code(), stderr=[f"wrote {output_dir / 'verdict.json'}, {output_dir / 'report.md'} and {output_dir / 'rebuild-record.yaml'}"]
+        rebuilt.verdict.code(),
+        stderr=[
+            f"wrote {output_dir / 'verdict.json'}, {output_dir / 'report.md'} and {output_dir / 'rebuild-record.yaml'}"
+            + (f"; each rank's output in {output_dir / 'ranks'}" if rebuilt.verdict.logs else "")
+        ],
     )
     if rebuilt.escaped:
         ended = f"ended {rebuilt.escaped} process(es) the code under test had left running (detached from its ranks) before writing the verdict"

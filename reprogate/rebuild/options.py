@@ -17,6 +17,7 @@ class RebuildOptions:
     reference_seeds: tuple[int, ...] = ()  # init: run exactly these seeds (the reference being made), no plan
     world_size: int | None = None  # default the record's; checked against the envelope
     image: str | None = None  # run this image instead of the record's (container realizer)
+    dataset_root: str | None = None  # read the manifest's shards here instead of at its namespace (a folder or URL holding a copy)
     timeout: float = 900.0  # for the run of each seed
     preflight_timeout: float = 60.0  # per preflight stage
     root: Path | None = None  # repository root; default found from the record

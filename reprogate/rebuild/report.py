@@ -147,6 +147,10 @@ def markdown(verdict: dict[str, Any]) -> str:
     if not passed:
         lines += ["### Way forward", "", way_forward(verdict), ""]
     lines += ["<details>", f"<summary>{_stages_summary(verdict['stages'])}</summary>", "", *_stage_table(verdict["stages"]), "", "</details>", ""]
+    logs = verdict.get("logs") or []
+    if logs:
+        shown = ", ".join(code_span(str(log)) for log in logs[:8]) + (f" and {len(logs) - 8} more" if len(logs) > 8 else "")
+        lines += [f"The training script's output of every rank is kept beside this report: {shown}.", ""]
     lines.append(
         f"<sub>{plain(str(verdict['tool']))} · record digest {code_span(str(record['digest'])[20:36] + '…')} · "
         f"{verdict['seconds']:.1f} s · {plain(str(verdict['started_at']))}</sub>"

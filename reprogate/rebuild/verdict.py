@@ -108,6 +108,7 @@ class Verdict:
     rebuild_record: FileRef | None = None
     first_difference: Mapping[str, Any] | None = None  # compare.FirstDifference.to_json(): the cause the diagnosis names
     loss: Mapping[str, Any] | None = None  # step_figures.Figures.to_json() of the loss: every loss figure the report states
+    logs: tuple[str, ...] = ()  # each rank's output, kept beside the verdict (rank_logs.py), relative to its folder
 
     @property
     def infrastructure(self) -> bool:
@@ -145,6 +146,8 @@ class Verdict:
             found["rebuild_record"] = self.rebuild_record.to_json()
         found["first_difference"] = _redacted(dict(self.first_difference)) if self.first_difference is not None else None
         found["loss"] = dict(self.loss) if self.loss is not None else None
+        if self.logs:
+            found["logs"] = list(self.logs)
         return found
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from reprogate.core.canonical import CanonicalError, canonical_digest
 from reprogate.core.diagnostics import Diagnostic, Severity
 from reprogate.core.documents import DocumentError
+from reprogate.core.history import config_changes
 from reprogate.datasets import manifest_digest
 from reprogate.rules.base import RuleContext, get
 from reprogate.rules.environment import is_environment_pin
@@ -89,9 +90,10 @@ def _canonical_check(ctx: RuleContext, where: tuple[Any, ...], rel: Any, pinned:
         return
     if actual != pinned:
         field = where[-1] if where else ""
+        changed = f"{config_changes(ctx.root, rel, pinned, doc.data)}; " if what == "configuration" else ""
         yield ctx.finding(
             where + (("digest",) if field == "manifest" else ("hash",)),
-            f"{what} {rel} does not match the record: pinned {pinned}, content is {actual}",
+            f"{what} {rel} does not match the record: {changed}pinned {pinned}, content is {actual}",
             "canonical-mismatch",
             f"if the change is intended, update the record to {actual}",
         )

@@ -10,11 +10,13 @@ this one holds no rule, so any rule module may import it without a loop.
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 from typing import Any
 
 from reprogate.core.canonical import file_digest
 from reprogate.core.documents import Document, DocumentError, display_path
+from reprogate.core.git import ignored_paths
 from reprogate.datasets.manifests import load_manifest
 from reprogate.rules.base import RuleContext, get
 
@@ -58,6 +60,13 @@ def _resolve(ctx: RuleContext, rel: str, folder: bool = False) -> Path:
         if real != root and root not in real.parents:
             raise AddressError("path-outside-root", f"{rel[:200]!r} resolves outside the repository root {display_path(root)}")
         if not candidate.exists():
+            rule = ignored_paths(ctx.root, [rel]).get(rel)
+            if rule is not None:
+                raise AddressError(
+                    "file-ignored",
+                    f"addressed file {rel[:200]!r} does not exist: it is ignored by .gitignore ({rule}), so it was never committed",
+                    f"commit it where the record was made: git add -f {shlex.quote(rel)}",
+                )
             hint = "commit the file, or fix the path (paths are relative to the repository root)"
             raise AddressError("file-missing", f"addressed file {rel[:200]!r} does not exist (looked in {display_path(root)})", hint)
         if folder and not real.is_dir():

@@ -15,11 +15,13 @@ are left to `dataset verify`.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic
+from reprogate.core.git import ignored_paths
 from reprogate.datasets.hashing import AlgorithmUnavailable, hash_file
 from reprogate.rules.base import RuleContext, get
 from reprogate.rules.files import AddressError, load_addressed, resolve
@@ -52,7 +54,7 @@ def dataset_shards_match(ctx: RuleContext) -> Iterator[Diagnostic]:
         try:
             size = path.stat().st_size
         except OSError:
-            yield _finding(ctx, rel, entry["name"], "is missing")
+            yield _missing(ctx, rel, entry["name"], path)
             continue
         if isinstance(entry.get("bytes"), int) and size != entry["bytes"]:
             yield _finding(ctx, rel, entry["name"], f"is {size:,} bytes, the manifest says {entry['bytes']:,}")
@@ -80,6 +82,20 @@ def _checksum(ctx: RuleContext, rel: str, entry: dict[str, Any], path: Path, alg
     found = ctx.cache[key]
     if found is not None and not found.error and found.checksum != pinned:
         yield _finding(ctx, rel, entry["name"], f"is {found.checksum[:23]}..., the manifest pins {pinned[:23]}...")
+
+
+def _missing(ctx: RuleContext, rel: str, name: str, path: Path) -> Diagnostic:
+    """A missing shard: when a .gitignore rule is why the checkout lacks it, the data did not change."""
+    where = path.relative_to(ctx.root.resolve()).as_posix()
+    rule = ignored_paths(ctx.root, [where]).get(where)
+    if rule is None:
+        return _finding(ctx, rel, name, "is missing")
+    return ctx.finding(
+        ("dataset", "manifest"),
+        f"shard {name} of {rel} is missing: it is ignored by .gitignore ({rule}), so it was never committed and a clone does not have it",
+        "dataset-shard-ignored",
+        f"commit it where the reference was made: git add -f {shlex.quote(where)} (or keep the shards outside git: a manifest namespace)",
+    )
 
 
 def _finding(ctx: RuleContext, rel: str, name: str, what: str) -> Diagnostic:

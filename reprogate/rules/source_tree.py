@@ -13,13 +13,14 @@ Cheap where git already knows: in a clean work tree the folder's tree id is git'
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from reprogate.core.diagnostics import Diagnostic
+from reprogate.core.diagnostics import Diagnostic, Severity
 from reprogate.core.documents import DocumentError
 from reprogate.core.git import GitError, run_git
 from reprogate.core.gittree import changed_paths, folder_files, recorded_files, tree_id
@@ -66,6 +67,18 @@ def source_tree_matches(ctx: RuleContext) -> Iterator[Diagnostic]:
     owners = owned_paths(ctx.data, ctx.root, folder)
     diff = known if known is not None else changed_paths(before or {}, folder_files(real))
     code = {kind: [p for p in paths if p not in owners] for kind, paths in diff.items()}
+    stray = stray_traces(real, code.get("added", []))
+    if stray:
+        code["added"] = [p for p in code["added"] if p not in stray]
+        yield ctx.finding(
+            ("source", "tree"),
+            f"{folder} holds {', '.join(stray[:4])}{' ...' if len(stray) > 4 else ''}, not committed: a step trace a run by hand wrote "
+            "(the Tracer writes into the current folder when REPROGATE_TRACE_DIR is unset), not the reference's code",
+            "stray-trace",
+            f"delete it (rm {' '.join(f'{folder}/{p}' for p in stray[:4])}) or ignore trace-rank*.jsonl in .gitignore; "
+            "until then a rebuild from this checkout counts it as a change of the folder",
+            Severity.WARNING,
+        )
     if any(code.values()):
         listed = "; ".join(f"{kind}: {', '.join(paths[:6])}{' ...' if len(paths) > 6 else ''}" for kind, paths in code.items() if paths)
         yield ctx.finding(
@@ -74,6 +87,21 @@ def source_tree_matches(ctx: RuleContext) -> Iterator[Diagnostic]:
             "reference-artifact-changed",
             WAY_FORWARD,
         )
+
+
+TRACE_NAME = re.compile(r"trace-rank[0-9]+\.jsonl")  # what runtime/tracer.py names a rank's trace
+
+
+def stray_traces(folder: Path, added: list[str]) -> list[str]:
+    """The added paths that are rank traces git does not track: left by a run by hand, not code."""
+    traces = [p for p in added if TRACE_NAME.fullmatch(p.rsplit("/", 1)[-1])]
+    if not traces:
+        return []
+    try:
+        tracked = set(run_git(folder, "ls-files", "-z", "--", *traces, timeout=30).stdout.decode("utf-8", "replace").split("\0"))
+    except GitError:
+        return traces  # outside git nothing is committed; the names alone say what they are
+    return [p for p in traces if p not in tracked]
 
 
 def current_tree(folder: Path) -> str:

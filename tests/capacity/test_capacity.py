@@ -107,9 +107,13 @@ def test_capture_and_the_manifest_measure_the_dataset_bytes(cli: Cli, project: P
     manifest = yaml.safe_load((project / "data" / "d77.manifest.yaml").read_text())
     expected = sum(s["bytes"] for s in manifest["shards"]) + sum(f["bytes"] for f in manifest["files"])
     record = project / "records" / "drill.yaml"
+    execution = yaml.safe_load(record.read_text())["execution"]  # as the reference ran: capture --into refreshes its env
     result = cli("capture", "--into", str(record), cwd=project)
     assert result.exit_code == 0, result.output
-    assert yaml.safe_load(record.read_text())["contract"]["envelope"]["storage"] == {"dataset_bytes": expected}
+    envelope = yaml.safe_load(record.read_text())["contract"]["envelope"]
+    assert envelope["storage"] == {"dataset_bytes": expected}
+    threads = int(execution["env"]["OMP_NUM_THREADS"])
+    assert envelope["node"] == {"cpus": execution["world_size"] // execution["nodes"] * threads}, "each rank's threads; no GPU here to measure"
 
 
 def test_the_loopback_slurm_partition_is_read_live(cli: Cli, project: Path, slurm_cluster: SlurmCluster, monkeypatch: Any) -> None:
@@ -128,4 +132,123 @@ def test_the_loopback_slurm_partition_is_read_live(cli: Cli, project: Path, slur
     drill = project / "records" / "drill.yaml"
     gpu = json.loads(cli("capacity", str(drill), "--cluster", "slurm:debug", "--format", "json", cwd=project).stdout)
     assert {r["name"]: r["status"] for r in gpu["requirements"]}["gpu-model"] == "short"  # the loopback nodes have no GPUs
-    assert cli("capacity", str(drill), "--cluster", "slurm:nosuch", cwd=project).exit_code in (2, 3)
+    assert cli("capacity", str(drill), "--cluster", "slurm:nosuch", cwd=project).exit_code == 2
+
+
+def _allowing(project: Path, models: list[str]) -> Path:
+    record = project / "records" / "drill.yaml"
+    edit_record(record, lambda data: data["contract"]["envelope"].update(gpu_models=models))
+    return record
+
+
+def test_gpu_models_are_matched_whole_never_as_a_substring(cli: Cli, project: Path, tmp_path: Path) -> None:
+    """An A10 pool honored an A100 record and an L4 pool an L40S one: `a10` is contained in
+    `a100sxm480gb`. Names are now compared whole (normalised), and a GRES type means the models
+    the alias table lists for it."""
+
+    def gpu(record: Path, model: str) -> tuple[str, str]:
+        report = json.loads(cli("capacity", str(record), "--cluster", str(_pool(tmp_path, gpus={"model": model})), "--format", "json", cwd=project).stdout)
+        found = next(r for r in report["requirements"] if r["name"] == "gpu-model")
+        return found["status"], found["reason"]
+
+    a100 = _allowing(project, ["NVIDIA A100-SXM4-80GB"])
+    for short in ("a10", "NVIDIA A10", "A10G", "NVIDIA A100-SXM4-40GB"):
+        assert gpu(a100, short)[0] == "short", short
+    assert gpu(a100, "nvidia a100 sxm4 80gb")[0] == "honored", "case, spaces and dashes do not count"
+    assert gpu(a100, "NVIDIA A100-SXM4-80GB")[0] == "honored"
+    status, reason = gpu(a100, "a100")  # the GRES type covers 40 GB and PCIe cards too
+    assert status == "unknown" and "state the exact model" in reason
+    every_a100 = _allowing(project, ["NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe", "NVIDIA A100-SXM4-40GB", "NVIDIA A100-PCIE-40GB"])
+    assert gpu(every_a100, "a100")[0] == "honored"
+    l40s = _allowing(project, ["NVIDIA L40S"])
+    assert gpu(l40s, "l4")[0] == "short" and gpu(l40s, "NVIDIA L4")[0] == "short" and gpu(l40s, "l40s")[0] == "honored"
+
+
+def test_a_slurm_gres_type_reads_through_the_same_table() -> None:
+    """The loopback nodes have no GPUs, so the GRES line Slurm prints is read here as slurm_pool reads it."""
+    from reprogate.capacity.models import offered
+    from reprogate.capacity.pool import _gres_gpus
+
+    kind, count = _gres_gpus("gpu:a10:8(S:0-1),shard:8")
+    assert (kind, count) == ("a10", 8)
+    assert offered(kind).verdict(["NVIDIA A100-SXM4-80GB"])[0] == "short"
+    assert offered(_gres_gpus("gpu:l40s:4")[0] or "").verdict(["NVIDIA L40S"])[0] == "honored"
+    assert offered("h100_80gb", gres=True).verdict(["NVIDIA H100 80GB HBM3"])[0] == "unknown", "a GRES type the table lacks names no model"
+
+
+def test_node_memory_cpus_and_cpu_kernels_are_held_against_the_pool(cli: Cli, project: Path, tmp_path: Path) -> None:
+    record = project / "tiny" / "records" / "tiny.yaml"  # a bitwise CPU contract: default kernels on x86_64
+    pinned_by_the_example: dict[str, str] = {}
+
+    def unpinned(data: dict[str, Any]) -> None:
+        data["contract"]["envelope"]["node"] = {"cpus": 2, "memory_bytes": 3 << 30}
+        pinned_by_the_example["value"] = data["execution"]["env"].pop("ATEN_CPU_CAPABILITY")
+
+    edit_record(record, unpinned)
+    assert pinned_by_the_example == {"value": "default"}
+    cpu_pool = {"gpus": None, "driver_branch": None, "interconnect": None}
+
+    def statuses(**pool: Any) -> dict[str, str]:
+        return _statuses(cli("capacity", str(record), "--cluster", str(_pool(tmp_path, **cpu_pool, **pool)), "--format", "json", cwd=project))
+
+    fits = statuses(cpus_per_node=4, memory_bytes=8 << 30, cpu={"capabilities": ["default", "avx2", "avx512"], "architecture": "x86_64"})
+    assert fits["node-cpus"] == "honored" and fits["host-memory"] == "honored"
+    assert fits["cpu-kernels"] == "short", "nothing pins ATEN_CPU_CAPABILITY: torch would pick avx512 there, the record allows default"
+    small = statuses(cpus_per_node=1, memory_bytes=1 << 30, cpu={"capabilities": ["default"], "architecture": "aarch64"})
+    assert small["node-cpus"] == "short" and small["host-memory"] == "short" and small["cpu-kernels"] == "short"
+    assert statuses()["host-memory"] == "unknown"
+    edit_record(record, lambda d: d["execution"].setdefault("env", {}).update(ATEN_CPU_CAPABILITY="default"))
+    pinned = statuses(cpu={"capabilities": ["default", "avx2", "avx512"], "architecture": "x86_64"})
+    assert pinned["cpu-kernels"] == "honored"
+
+
+def test_a_cpu_record_made_like_init_makes_it_gets_a_yes_on_slurm_with_shared_storage_stated(
+    cli: Cli, project: Path, slurm_cluster: SlurmCluster, monkeypatch: Any
+) -> None:
+    """A record init made states dataset and scratch bytes; Slurm says nothing of shared storage,
+    so the old answer was never yes. --shared-bytes states it."""
+    slurm_cluster.use(monkeypatch)
+    record = project / "tiny" / "records" / "tiny.yaml"
+
+    def as_init_writes(data: dict[str, Any]) -> None:
+        data["contract"]["envelope"].update(storage={"dataset_bytes": 200264, "scratch_bytes": 8 << 20}, node={"cpus": 2, "memory_bytes": 600 << 20})
+        data["execution"].setdefault("env", {})["ATEN_CPU_CAPABILITY"] = "default"
+
+    edit_record(record, as_init_writes)
+    unknown = cli("capacity", str(record), "--cluster", "slurm:debug", "--format", "json", cwd=project)
+    assert unknown.exit_code == 1 and _statuses(unknown)["shared-storage"] == "unknown"
+    result = cli("capacity", str(record), "--cluster", "slurm:debug", "--shared-bytes", "1TB", cwd=project)
+    assert result.exit_code == 0, result.output
+    assert cli("capacity", str(record), "--cluster", "slurm:debug", "--shared-bytes", "lots", cwd=project).exit_code == 2
+
+
+def test_a_down_partition_or_a_drained_only_node_is_not_honored(cli: Cli, project: Path, slurm_cluster: SlurmCluster, monkeypatch: Any) -> None:
+    slurm_cluster.use(monkeypatch)
+    record = project / "records" / "startup.yaml"  # a CPU run on one node
+    up = _statuses(cli("capacity", str(record), "--cluster", "slurm:debug", "--format", "json", cwd=project))
+    assert up["nodes"] == "honored"
+    slurm_cluster.run("scontrol", "update", "PartitionName=debug", "State=DOWN", check=True)
+    try:
+        down = json.loads(cli("capacity", str(record), "--cluster", "slurm:debug", "--format", "json", cwd=project).stdout)
+    finally:
+        slurm_cluster.run("scontrol", "update", "PartitionName=debug", "State=UP", check=True)
+    nodes = next(r for r in down["requirements"] if r["name"] == "nodes")
+    assert nodes["status"] == "short" and "partition debug is DOWN" in nodes["reason"]
+    slurm_cluster.run("scontrol", "create", "PartitionName=solo", "Nodes=n1", "State=UP", check=True)
+    slurm_cluster.run("scontrol", "update", "NodeName=n1", "State=DRAIN", "Reason=capacity-test", check=True)
+    try:
+        drained = json.loads(cli("capacity", str(record), "--cluster", "slurm:solo", "--format", "json", cwd=project).stdout)
+    finally:
+        slurm_cluster.run("scontrol", "delete", "PartitionName=solo")
+    nodes = next(r for r in drained["requirements"] if r["name"] == "nodes")
+    assert nodes["status"] == "short" and "n1 is " in nodes["reason"] and "DRAIN" in nodes["reason"], nodes
+
+
+def test_an_unknown_partition_is_usage_and_a_missing_slurm_conf_is_said_at_once(cli: Cli, project: Path, slurm_cluster: SlurmCluster, monkeypatch: Any) -> None:
+    slurm_cluster.use(monkeypatch)
+    record = str(project / "records" / "startup.yaml")
+    nosuch = cli("capacity", record, "--cluster", "slurm:nosuch", cwd=project)
+    assert nosuch.exit_code == 2 and "Slurm knows no such partition" in nosuch.output
+    monkeypatch.setenv("SLURM_CONF", str(project / "no-such-slurm.conf"))
+    missing = cli("capacity", record, "--cluster", "slurm:debug", cwd=project)
+    assert missing.exit_code == 3 and "no-such-slurm.conf, which is not a file" in missing.output, "Slurm's client would retry it for 60 s"

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import statistics
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import Result
-from support import EXAMPLES, FIXTURES, git
+from support import EXAMPLES, FIXTURES, GIT_ENV, git
 
 from reprogate.core.canonical import file_digest
 from reprogate.core.gittree import tree_id
@@ -79,6 +81,9 @@ def test_init_writes_a_record_that_validates_and_rebuilds(cli: Cli, tiny: Path) 
     storage = record["contract"]["envelope"]["storage"]  # measured: the manifest's bytes, the reference run's work folder
     assert storage["dataset_bytes"] == sum(s["bytes"] for s in manifest["shards"]) + sum(f["bytes"] for f in manifest.get("files") or [])
     assert storage["scratch_bytes"] > storage["dataset_bytes"] and set(storage) == {"dataset_bytes", "scratch_bytes"}
+    node = record["contract"]["envelope"]["node"]
+    assert node["cpus"] == 2 and "gpu_memory_bytes" not in node, "a CPU per rank (OMP_NUM_THREADS=1), no GPU"
+    assert node.get("memory_bytes", 2) % 2 == 0, "the largest rank's peak, for each of the 2 ranks per node (when it could be told)"
     values = record["reference"]["metric"]["values"]
     assert [v["seed"] for v in values] == [1, 2] and record["contract"]["metric"]["interval"]["n"] == 2
     trace = tiny / record["reference"]["trace"]["path"]
@@ -274,3 +279,99 @@ def test_a_bad_detect_shift_is_a_usage_error(cli: Cli, tiny: Path, shift: str) -
 def test_a_non_finite_resolution_or_margin_is_a_usage_error_not_a_hang(cli: Cli, tiny: Path, option: str) -> None:
     result = cli("init", "project", option, "nan", "-y", cwd=tiny)
     assert result.exit_code == 2 and option in result.output
+
+
+def _next_line(output: str) -> str:
+    (line,) = [line for line in output.splitlines() if line.startswith("next: ")]
+    return line.removeprefix("next: ").split(" && reprogate validate", 1)[0]
+
+
+def _clone_validates(repo: Path, cli: Cli, tmp_path: Path, name: str = "clone") -> Result:
+    """What CI gets: a clone of what was committed, validated there."""
+    clone = tmp_path / name
+    subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True, capture_output=True)
+    return cli("validate", cwd=clone)
+
+
+# pytorch/examples' .gitignore (BSD-3-Clause) ignores every `data` folder and keeps
+# word_language_model's wikitext files by `git add -f`; nanoGPT's (MIT) ignores the shards
+# data/*/prepare.py writes (`*.bin`, `*.pkl`). Both lines as those repositories have them.
+PYTORCH_EXAMPLES_IGNORE = "dcgan/data\ndata\n*.pyc\nOpenNMT/data\n"
+NANOGPT_IGNORE = "__pycache__/\n*.bin\n*.pkl\n*.pt\n*.pyc\ninput.txt\n"
+
+
+def test_an_ignored_manifest_is_named_with_the_git_add_f_line_that_commits_it(cli: Cli, tmp_path: Path) -> None:
+    """pytorch/examples' layout: the data folder is ignored, its files force-added. init writes the
+    manifest into it; the old `next: git add data ...` line failed on the ignored folder and the
+    clone had no manifest, so validate failed there."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for part in ("project", "config", "data"):
+        shutil.copytree(EXAMPLES / "tiny" / part, repo / part, ignore=shutil.ignore_patterns("__pycache__"))
+    (repo / "data" / "tiny.manifest.yaml").unlink()
+    config = repo / "config" / "tiny.yaml"
+    config.write_text(config.read_text().replace("manifest: tiny.manifest.yaml", "manifest: data.manifest.yaml"))
+    (repo / ".gitignore").write_text(PYTORCH_EXAMPLES_IGNORE)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", ".gitignore", "project", "config")
+    git(repo, "add", "-f", "data")  # as pytorch/examples keeps wikitext-2
+    git(repo, "commit", "-qm", "the project")
+    result = cli("init", "project", "--seeds", "1", cwd=repo)
+    assert result.exit_code == 0, result.output
+    assert "warning: data/data.manifest.yaml is pinned but ignored by git (.gitignore:2:data)" in result.output
+    adding = _next_line(result.output)
+    assert adding == "git add -f data/data.manifest.yaml && git add .reprogate.yaml records reference", adding
+    git(repo, "add", "-A")  # what a user does who skips the warning: the manifest stays out
+    git(repo, "commit", "-qm", "the reference record")
+    checked = _clone_validates(repo, cli, tmp_path)
+    assert checked.exit_code == 1 and "'data/data.manifest.yaml' does not exist: it is ignored by .gitignore (.gitignore:2:data)" in checked.output
+    assert "git add -f data/data.manifest.yaml" in checked.output, checked.output
+    subprocess.run(["bash", "-c", adding], cwd=repo, check=True, env={**os.environ, **GIT_ENV})
+    git(repo, "commit", "-qm", "the manifest, forced")
+    checked = _clone_validates(repo, cli, tmp_path, "clone-after-git-add-f")
+    assert checked.exit_code == 0, checked.output
+
+
+def test_ignored_shards_are_named_by_init_and_by_validate_in_a_clone(cli: Cli, tmp_path: Path) -> None:
+    """nanoGPT's layout: the shards prepare.py wrote are `*.bin`, which its .gitignore hides. init
+    pins them; a clone lacks them, and validate used to say the data changed (write a new
+    reference) where the fix is `git add -f`."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for part in ("project", "config", "data"):
+        shutil.copytree(EXAMPLES / "tiny" / part, repo / part, ignore=shutil.ignore_patterns("__pycache__"))
+    data = repo / "data"
+    (data / "tiny.manifest.yaml").unlink()
+    for shard in sorted(data.glob("shard-*.txt")):
+        shard.rename(shard.with_suffix(".bin"))
+    config = repo / "config" / "tiny.yaml"
+    text = config.read_text().replace("manifest: tiny.manifest.yaml", "manifest: data.manifest.yaml")
+    config.write_text(text.replace(".txt, shard-", ".bin, shard-").replace("shard-003.txt]", "shard-003.bin]"))
+    (repo / ".gitignore").write_text(NANOGPT_IGNORE)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "the project (the shards are ignored, as in nanoGPT)")
+    result = cli("init", "project", "--seeds", "1", cwd=repo)
+    assert result.exit_code == 0, result.output
+    shards = [f"data/shard-00{i}.bin" for i in range(4)]
+    for shard in shards:
+        assert f"warning: {shard} is pinned but ignored by git (.gitignore:2:*.bin)" in result.output
+    adding = _next_line(result.output)
+    assert adding == f"git add -f {' '.join(shards)} && git add .reprogate.yaml data records reference", adding
+    # committed the way a user commits without reading the warning: a clone lacks the shards
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "the reference record")
+    checked = _clone_validates(repo, cli, tmp_path)
+    assert checked.exit_code == 1
+    assert "shard shard-000.bin of data/data.manifest.yaml is missing: it is ignored by .gitignore (.gitignore:2:*.bin)" in checked.output
+    assert "git add -f data/shard-000.bin" in checked.output and "the data the reference ran on changed" not in checked.output
+    subprocess.run(["bash", "-c", adding], cwd=repo, check=True, env={**os.environ, **GIT_ENV})
+    git(repo, "commit", "-qm", "the shards, forced")
+    again = _clone_validates(repo, cli, tmp_path, "clone-after-git-add-f")
+    assert again.exit_code == 0, again.output
+
+
+def test_help_prints_a_percent_sign_once(cli: Cli) -> None:
+    """click prints help text as written (it is no %-format), so `2%%` reached users as 2%%."""
+    shown = cli("init", "--help").output
+    assert "a share like 2% (default" in " ".join(shown.split()) and "%%" not in shown

@@ -65,6 +65,11 @@ def test_clean_rebuild_passes_and_twice_gives_identical_digests(cli: Cli, projec
     assert [p.read_bytes() for p in traces[0]] == [p.read_bytes() for p in traces[1]]
     assert verdict["curves"] == again["curves"]
     assert cli("validate", str(project.parent / "out" / "verdict.json")).exit_code == 0
+    # the training script's output is kept on a pass, and the report names it
+    out = project.parent / "out"
+    assert again["logs"] == ["ranks/preflight/rank0.log", "ranks/preflight/rank1.log"]
+    assert (out / "ranks" / "preflight" / "rank0.log").read_text().startswith("seed 1: val_loss ")
+    assert "`ranks/preflight/rank0.log`" in (out / "report.md").read_text()
 
 
 def test_flipped_byte_in_a_shard_is_diagnosed_at_dataset(cli: Cli, project: Path) -> None:
@@ -76,6 +81,29 @@ def test_flipped_byte_in_a_shard_is_diagnosed_at_dataset(cli: Cli, project: Path
     assert result.exit_code == 1 and verdict["diagnosis"] == "dataset"
     assert "shard-002.txt" in next(s["detail"] for s in verdict["stages"] if s["name"] == "dataset")
     assert stages(verdict)["run"] == "not-run"
+    # the code under test never ran: the rank hosts preflight left waiting (sandboxed, in a session
+    # of their own) are the rebuild's own, and ending them is no "left running" (it was, 4 of them)
+    assert "left running" not in result.output, result.output
+
+
+def test_a_dataset_kept_only_in_a_copy_rebuilds_from_it_with_dataset_root(cli: Cli, project: Path) -> None:
+    """What `audit --retiring` says for a dataset kept only by a copy: the rebuild reads the shards
+    there, checked against the same manifest, and the ranks train on them as on the repository's."""
+    data = project / "tiny" / "data"
+    copy = project.parent / "copy-of-tiny-data"
+    copy.mkdir()
+    for shard in sorted(data.glob("*.txt")) + [data / "vocab.json"]:
+        shutil.move(shard, copy / shard.name)  # the repository's own copy is gone (retired)
+    result, verdict = rebuild(cli, project)
+    assert result.exit_code == 1 and verdict["diagnosis"] == "dataset", result.output
+    result, verdict = rebuild(cli, project, "--dataset-root", str(copy))
+    assert result.exit_code == 0, result.output
+    assert f"from --dataset-root {copy}" in next(s["detail"] for s in verdict["stages"] if s["name"] == "dataset")
+    blob = bytearray((copy / "shard-001.txt").read_bytes())
+    blob[10] ^= 0x01
+    (copy / "shard-001.txt").write_bytes(bytes(blob))
+    result, verdict = rebuild(cli, project, "--dataset-root", str(copy))
+    assert result.exit_code == 1 and verdict["diagnosis"] == "dataset" and "shard-001.txt" in json.dumps(verdict["stages"])
 
 
 def test_changed_configuration_value_is_diagnosed_at_config(cli: Cli, project: Path) -> None:

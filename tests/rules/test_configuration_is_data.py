@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from click.testing import Result
 
 from reprogate.core.canonical import canonical_digest
@@ -191,3 +192,35 @@ def test_a_configuration_pinned_from_the_trace_needs_a_trace_that_records_it() -
     assert [d.code for d in other] == ["trace-meta-config"]
     file_form = {"job": {"config": {"path": "c.yaml", "hash": "canonical-v1:" + "0" * 64}}}
     assert reference_disagreements(file_form, [{"type": "meta", "rank": 0}]) == [], "a data configuration's meta may say nothing"
+
+
+def test_init_hands_the_script_the_configuration_it_pins(cli: Cli, tmp_path: Path) -> None:
+    """`init --config ../config/train.py` without --entrypoint: the entrypoint init made passed the
+    configuration it had found (../config/tiny.yaml) while the record pinned train.py, a file the
+    run never read. The entrypoint now names the pinned file."""
+    import yaml
+
+    repo = code_config_repository(tmp_path)
+    made = cli("init", "project", "--config", "../config/train.py", "--seeds", "1", "--level", "bitwise", cwd=repo)
+    assert made.exit_code == 0, made.output
+    record = yaml.safe_load((repo / "records" / "project.yaml").read_text())
+    assert record["job"]["entrypoint"] == ["python", "train.py", "--config", "../config/train.py"]
+    assert record["contract"]["steps"]["count"] == 30, "the steps train.py computes ran, not tiny.yaml's 80"
+
+
+def test_a_code_configuration_an_entrypoint_never_names_is_refused_with_the_line_that_would(tmp_path: Path) -> None:
+    """nanoGPT's train.py takes its config/*.py as a positional argument (configurator.py), so the
+    entrypoint init makes up (`python train.py`) never hands it over."""
+    from reprogate.core.errors import UsageError
+    from reprogate.init.command import ConfigPin, code_config_passed
+
+    project = tmp_path / "repo" / "nanogpt"
+    (tmp_path / "repo" / "nanogpt" / "config").mkdir(parents=True)
+    pin = ConfigPin("nanogpt/config/train_shakespeare_char.py", None, "sha256:" + "0" * 64)
+    notes: list[str] = []
+    with pytest.raises(UsageError) as refused:
+        code_config_passed(pin, ["python", "train.py"], project, tmp_path / "repo", given=False, notes=notes)
+    assert "never names it" in refused.value.message and "--entrypoint 'python train.py config/train_shakespeare_char.py'" in refused.value.hint
+    code_config_passed(pin, ["python", "train.py", "config/train_shakespeare_char.py"], project, tmp_path / "repo", given=False, notes=notes)
+    code_config_passed(pin, ["python", "train.py"], project, tmp_path / "repo", given=True, notes=notes)
+    assert notes == ["the entrypoint never names nanogpt/config/train_shakespeare_char.py: the record pins it, so make sure the script reads it"]

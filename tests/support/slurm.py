@@ -106,7 +106,7 @@ MinJobAge=300
 {node_lines}
 PartitionName={partition} Nodes={node_list} Default=YES MaxTime=INFINITE State=UP
 """
-NODE_LINE = "NodeName={name} NodeAddr={addr} NodeHostname=localhost Port={port} CPUs=2 RealMemory=1000 State=UNKNOWN"
+NODE_LINE = "NodeName={name} NodeAddr={addr} NodeHostname=localhost Port={port} CPUs=2 RealMemory=1000 TmpDisk=1024 State=UNKNOWN"
 
 
 @dataclass

@@ -70,3 +70,45 @@ def test_a_changed_configuration_is_still_invalid(cli: Cli, project: Path) -> No
     config.write_text(config.read_text() + "extra: 1\n")
     result = cli("validate", "records/drill.yaml", cwd=project)
     assert result.exit_code == 1 and "canonical-mismatch" not in result.output and "does not match the record" in result.output
+
+
+def test_a_trace_left_by_a_run_by_hand_is_a_warning_not_a_new_reference(cli: Cli, project: Path) -> None:
+    """Running the example's train.py by hand (no REPROGATE_TRACE_DIR) leaves trace-rank0.jsonl in
+    the project folder; validate used to call that changed code and ask for a new reference."""
+    import os
+    import subprocess
+    import sys
+
+    from support import GIT_ENV, git
+
+    pytest.importorskip("torch")
+    git(project, "init", "-q", "-b", "main")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "the examples")
+    folder = project / "tiny" / "project"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REPROGATE_")} | {"REPROGATE_MAX_STEPS": "2"}
+    subprocess.run([sys.executable, "train.py", "--config", "../config/tiny.yaml"], cwd=folder, env=env, check=True, capture_output=True, timeout=300)
+    assert (folder / "trace-rank0.jsonl").exists()
+    result = cli("validate", "tiny/records/tiny.yaml", cwd=project)
+    assert result.exit_code == 0, result.output
+    assert "warning: tiny/project holds trace-rank0.jsonl, not committed: a step trace a run by hand wrote" in result.output
+    assert "new reference" not in result.output and "rm tiny/project/trace-rank0.jsonl" in result.output
+    # committed, it is part of the tree the record pins: a change like any other
+    git(project, "add", "tiny/project/trace-rank0.jsonl")
+    subprocess.run(["git", "commit", "-qm", "a trace"], cwd=project, env={**os.environ, **GIT_ENV}, check=True)
+    again = cli("validate", "tiny/records/tiny.yaml", cwd=project)
+    assert again.exit_code == 1 and "added: trace-rank0.jsonl" in again.output
+
+
+def test_a_changed_configuration_names_the_key_that_changed(cli: Cli, project: Path) -> None:
+    """The README's own drill (lr 0.01 -> 0.011): validate named two digests; it names the key,
+    found by the pinned version in the repository's history, as the rebuild's config stage does."""
+    from support import git
+
+    git(project, "init", "-q", "-b", "main")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "the examples")
+    config = project / "tiny" / "config" / "tiny.yaml"
+    config.write_text(config.read_text().replace("lr: 0.01\n", "lr: 0.011\n"))
+    result = cli("validate", "tiny/records/tiny.yaml", cwd=project)
+    assert result.exit_code == 1 and "configuration tiny/config/tiny.yaml does not match the record: train.lr: 0.01 -> 0.011" in result.output

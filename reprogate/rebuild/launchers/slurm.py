@@ -78,6 +78,13 @@ class SlurmUnreachable(InfrastructureError):
 
 def client(*argv: str, env: Mapping[str, str] | None = None, timeout: float = CLIENT_TIMEOUT) -> str:
     """Run a Slurm client command; its stdout, or SlurmUnreachable with Slurm's own words."""
+    conf = (env if env is not None else os.environ).get("SLURM_CONF")
+    if conf and not Path(conf).is_file():
+        # Slurm's clients retry a missing configuration file for 60 s before they give up
+        raise SlurmUnreachable(
+            f"SLURM_CONF names {conf}, which is not a file: no Slurm client can read the cluster's configuration",
+            hint="point SLURM_CONF at the cluster's slurm.conf (or unset it to use /etc/slurm/slurm.conf)",
+        )
     try:
         done = subprocess.run(
             list(argv), capture_output=True, text=True, timeout=timeout, env=dict(env) if env is not None else None, stdin=subprocess.DEVNULL, check=False

@@ -5,8 +5,6 @@ together in one (rebuild/sandbox.py: one network namespace, so they meet over it
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -15,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from reprogate.core.fileio import create_for_code
 from reprogate.rebuild.realizers.base import RankProcess, RankStart
 from reprogate.rebuild.sandbox import NodeRank
+
+from reprogate.core.processes import end_tree
 
 if TYPE_CHECKING:
     from reprogate.rebuild.sandbox import Sandbox
@@ -46,9 +46,4 @@ class LocalProcess:
         return self.proc.poll()
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        self.proc.wait()
+        end_tree(self.proc)

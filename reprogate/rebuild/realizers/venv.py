@@ -43,9 +43,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reprogate.core.errors import InfrastructureError, UsageError
+from reprogate.core.history import find_version
+from reprogate.core.progress import Activity
 from reprogate.core.redact import redact
 from reprogate.rebuild import sandbox
-from reprogate.rebuild.history import find_version
 from reprogate.rebuild.realizers.base import RankProcess, RankStart, RealizeRequest
 from reprogate.rebuild.realizers.local import LocalProcess, start_local_ranks
 
@@ -414,40 +415,41 @@ class VenvRealizer:
         log.parent.mkdir(parents=True, exist_ok=True)
         building.mkdir()
         box = _build_sandbox(request, building, [uv, interpreter, lock, *local_index_paths(indexes)], [cache])
-        try:
-            self._uv(
-                [uv, "venv", "--quiet", "--seed", "--allow-existing", "--python", interpreter, *indexes, str(building)],
-                build_environment(runner, request.workdir, cache, credentials=True),  # creates a venv: no package code runs
-                log,
-                "uv could not create a Python " + python + " environment",
-                before_retry=lambda: (shutil.rmtree(building, ignore_errors=True), building.mkdir()),
-                sandbox=box,
-                not_the_lock=(
-                    "the lock was not looked at yet: this runner lacks the Python the record names, or its indexes "
-                    "(find-links) lack pip, setuptools and wheel, which `uv venv --seed` installs"
-                ),
-            )
-            env = build_environment(runner, request.workdir, cache, credentials=bool(no_build))
-            if fmt == "pip-requirements":
-                hashed = "--hash=" in lock.read_text(encoding="utf-8", errors="replace")
-                cmd = [
-                    uv,
-                    "pip",
-                    "sync",
-                    "--python",
-                    str(building / "bin" / "python"),
-                    *indexes,
-                    *no_build,
-                    *(["--require-hashes"] if hashed else []),
-                    str(lock),
-                ]
-            else:
-                cmd = [uv, "sync", "--frozen", "--no-install-project", "--project", str(lock.parent), *indexes, *no_build]
-                env = {**env, "UV_PROJECT_ENVIRONMENT": str(building)}
-            self._uv(cmd, env, log, f"uv could not install {lock.name}", sandbox=box)
-            self._compile(building, request, log, box)
-        finally:
-            _discard(cache)
+        with Activity(f"building the venv from {lock.name} with uv (cached by the lock's digest afterwards)"):
+            try:
+                self._uv(
+                    [uv, "venv", "--quiet", "--seed", "--allow-existing", "--python", interpreter, *indexes, str(building)],
+                    build_environment(runner, request.workdir, cache, credentials=True),  # creates a venv: no package code runs
+                    log,
+                    "uv could not create a Python " + python + " environment",
+                    before_retry=lambda: (shutil.rmtree(building, ignore_errors=True), building.mkdir()),
+                    sandbox=box,
+                    not_the_lock=(
+                        "the lock was not looked at yet: this runner lacks the Python the record names, or its indexes "
+                        "(find-links) lack pip, setuptools and wheel, which `uv venv --seed` installs"
+                    ),
+                )
+                env = build_environment(runner, request.workdir, cache, credentials=bool(no_build))
+                if fmt == "pip-requirements":
+                    hashed = "--hash=" in lock.read_text(encoding="utf-8", errors="replace")
+                    cmd = [
+                        uv,
+                        "pip",
+                        "sync",
+                        "--python",
+                        str(building / "bin" / "python"),
+                        *indexes,
+                        *no_build,
+                        *(["--require-hashes"] if hashed else []),
+                        str(lock),
+                    ]
+                else:
+                    cmd = [uv, "sync", "--frozen", "--no-install-project", "--project", str(lock.parent), *indexes, *no_build]
+                    env = {**env, "UV_PROJECT_ENVIRONMENT": str(building)}
+                self._uv(cmd, env, log, f"uv could not install {lock.name}", sandbox=box)
+                self._compile(building, request, log, box)
+            finally:
+                _discard(cache)
         for path in building.rglob("*"):  # read-only: nothing a rank does changes the cached venv
             if path.is_file() and not path.is_symlink():
                 path.chmod(path.stat().st_mode & ~0o222)

@@ -33,4 +33,19 @@ STAGES: dict[str, Stage] = {
     "metric": Stage(metric, needs=("runs",)),
 }
 
-__all__ = ["STAGES", "Stage"]
+# What each stage is doing, for the progress line a person at a terminal sees (core/progress.py).
+DOING: dict[str, str] = {
+    "artifacts": "copying what the record addresses into an empty work folder",
+    "digest": "realizing the environment",
+    "preflight": "starting the ranks and proving devices and collective",
+    "dataset": "fetching the shards and checking their checksums",
+    "config": "checking the configuration",
+    "envelope": "checking the machine against the envelope",
+    "run": "running the entrypoint on every rank",
+    "batches": "comparing batch digests",
+    "model-state": "comparing tensor digests",
+    "steps": "comparing losses",
+    "metric": "judging the metric",
+}
+
+__all__ = ["DOING", "STAGES", "Stage"]

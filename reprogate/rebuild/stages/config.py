@@ -13,8 +13,8 @@ run, where `run` compares every rank's Tracer(config=...) digest with the pinned
 from __future__ import annotations
 
 from reprogate.core.canonical import CanonicalError, canonical_digest, file_digest
-from reprogate.core.documents import DocumentError, load_document, load_text
-from reprogate.rebuild.history import find_version, key_changes
+from reprogate.core.documents import DocumentError, load_document
+from reprogate.core.history import config_changes
 from reprogate.rebuild.stages.base import StageResult, failed, passed
 from reprogate.rebuild.state import RebuildJob, RebuildState
 from reprogate.runtime.entry_command import EntryCommandError, arguments_digest, flag_changes, read_entry
@@ -77,18 +77,4 @@ def _code(job: RebuildJob, path: str, name: str) -> StageResult:
 
 def _what_changed(job: RebuildJob, path: str, pinned: str) -> str:
     """The keys that differ from the pinned version, found in the repository's history."""
-
-    def matches(content: bytes) -> bool:
-        try:
-            return canonical_digest(load_text(content.decode("utf-8"), path).data) == pinned
-        except (DocumentError, CanonicalError, UnicodeDecodeError):
-            return False
-
-    found = find_version(job.root, path, matches)
-    if found is None:
-        return "the pinned version is not in this repository's history, so the changed keys cannot be named"
-    commit, content = found
-    before = load_text(content.decode("utf-8"), path).data
-    after = load_document(job.workdir / path).data
-    changes = key_changes(before, after)
-    return f"{'; '.join(changes) or 'same keys, other values'} (compared with the pinned version at {commit[:12]})"
+    return config_changes(job.root, path, pinned, load_document(job.workdir / path).data)

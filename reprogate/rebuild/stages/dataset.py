@@ -3,7 +3,9 @@ manifest the record pins, by size first and then by checksum."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
+from typing import Any
 
 from reprogate.datasets import manifest_digest
 from reprogate.datasets.manifests import load_manifest
@@ -13,16 +15,43 @@ from reprogate.rebuild.stages.base import StageResult, failed, passed, skipped
 from reprogate.rebuild.state import RebuildJob, RebuildState
 
 
-def _fetch_shards(job: RebuildJob, manifest_rel: str, data: dict) -> int:
+def _names(data: dict[str, Any]) -> list[str]:
+    return [s["name"] for s in data.get("shards", [])] + [f["name"] for f in data.get("files", [])]
+
+
+def _fetch_shards(job: RebuildJob, manifest_rel: str, data: dict[str, Any]) -> int:
     """Copy the shards that live beside the manifest in the repository; remote ones stay put."""
     namespace = data.get("namespace")
     if namespace and "://" in str(namespace):
         return 0  # remote shards: verified where they are
     folder = Path(manifest_rel).parent / (namespace or ".")
-    names = [s["name"] for s in data.get("shards", [])] + [f["name"] for f in data.get("files", [])]
+    names = _names(data)
     for name in names:
         copy_in(job, (folder / name).as_posix())
     return len(names)
+
+
+def _from_copy(job: RebuildJob, manifest_rel: str, data: dict[str, Any], root: str) -> tuple[int, str]:
+    """(files copied, where verify resolves names) for `--dataset-root`: a local copy is copied into
+    the work folder where the repository's shards would be (so the ranks read it as they would);
+    a URL is verified where it is."""
+    if "://" in root and not root.startswith("file://"):
+        return 0, root
+    source = Path(root.removeprefix("file://")).resolve()
+    namespace = data.get("namespace")
+    local = not (namespace and "://" in str(namespace))
+    target = (job.workdir / Path(manifest_rel).parent / (namespace if local and namespace else ".")).resolve()
+    names = _names(data)
+    for name in names:
+        origin = (source / name).resolve()
+        if source not in origin.parents:
+            raise FileNotFoundError(f"{name} resolves outside --dataset-root {root}")
+        if not origin.is_file():
+            raise FileNotFoundError(f"{name} is not under --dataset-root {root}")
+        placed = target / name
+        placed.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(origin, placed)
+    return len(names), str(target)
 
 
 def dataset(state: RebuildState) -> StageResult:
@@ -41,13 +70,15 @@ def dataset(state: RebuildState) -> StageResult:
     found = manifest_digest(data)
     if found != pinned:
         return failed(f"the dataset manifest {manifest_rel} is {found}, the record pins {pinned}")
+    root = job.options.dataset_root
     try:
-        copied = _fetch_shards(job, manifest_rel, data)
+        copied, where = _from_copy(job, manifest_rel, data, root) if root is not None else (_fetch_shards(job, manifest_rel, data), None)
     except OSError as exc:
         return failed(f"cannot fetch a shard of dataset {data.get('id')}: {exc}")
-    report = verify(manifest, VerifyOptions(quiet=True))
+    report = verify(manifest, VerifyOptions(root=where, quiet=True))
     problems = {k: v for k, v in report.by_kind.items() if v}
     if report.exit_code != 0:
         listed = "; ".join(f"{k}: {', '.join(v[:3])}" for k, v in problems.items()) or report.summary
         return failed(f"dataset {data.get('id')} does not match its manifest ({listed})", exit_code=3 if report.exit_code == 3 else 1, problems=problems)
-    return passed(f"dataset {data.get('id')}: fetched {copied} file(s); {report.checked} match sizes and {data.get('algorithm')} checksums")
+    source = f" from --dataset-root {root}" if root is not None else ""
+    return passed(f"dataset {data.get('id')}: fetched {copied} file(s){source}; {report.checked} match sizes and {data.get('algorithm')} checksums")

@@ -1,4 +1,4 @@
-"""reprogate/rebuild/history.py: earlier versions of a file found in a real git repository by what
+"""reprogate/core/history.py: earlier versions of a file found in a real git repository by what
 they hold, and the keys two versions of a document differ in."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from support import git, require_tool
 
-from reprogate.rebuild.history import find_version, flatten, key_changes
+from reprogate.core.history import find_version, flatten, key_changes
 
 
 def repository(tmp_path: Path, versions: list[bytes], path: str = "config/train.yaml") -> tuple[Path, list[str]]:

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from reprogate.core.canonical import CanonicalError, canonical_digest
+from reprogate.core.documents import DocumentError, load_text
 from reprogate.core.git import GitError, run_git
 
 LIMIT = 200
@@ -70,3 +72,22 @@ def key_changes(before: Any, after: Any, limit: int = 8) -> list[str]:
         elif old[key] != new[key]:
             lines.append(f"{key}: {old[key]!r} -> {new[key]!r}")
     return lines[:limit] + ([f"... {len(lines) - limit} more"] if len(lines) > limit else [])
+
+
+def config_changes(repo: Path, path: str, pinned: str, current: Any) -> str:
+    """Which keys of a data configuration (YAML, JSON, TOML) changed since the version whose
+    canonical hash the record pins, found in the repository's history: what validate and the
+    rebuild's config stage both say, so a reviewer reads `train.lr: 0.01 -> 0.011`, not two digests."""
+
+    def matches(content: bytes) -> bool:
+        try:
+            return canonical_digest(load_text(content.decode("utf-8"), path).data) == pinned
+        except (DocumentError, CanonicalError, UnicodeDecodeError):
+            return False
+
+    found = find_version(repo, path, matches)
+    if found is None:
+        return "the pinned version is not in this repository's history, so the changed keys cannot be named"
+    commit, content = found
+    changes = key_changes(load_text(content.decode("utf-8"), path).data, current)
+    return f"{'; '.join(changes) or 'same keys, other values'} (compared with the pinned version at {commit[:12]})"
