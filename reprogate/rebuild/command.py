@@ -20,8 +20,8 @@ from reprogate.core.documents import Document, load_document
 from reprogate.core.errors import ReprogateError, UsageError
 from reprogate.core.fileio import atomic_write
 from reprogate.core.json_input import parse_json_bytes, read_bounded
-from reprogate.core.redact import redact
 from reprogate.core.progress import switch_off
+from reprogate.core.redact import redact
 from reprogate.core.seedstats import percent
 from reprogate.output import workflow
 from reprogate.output.result import CommandResult

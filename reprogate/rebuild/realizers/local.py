@@ -5,16 +5,16 @@ together in one (rebuild/sandbox.py: one network namespace, so they meet over it
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reprogate.core.fileio import create_for_code
+from reprogate.core.processes import end_tree
 from reprogate.rebuild.realizers.base import RankProcess, RankStart
 from reprogate.rebuild.sandbox import NodeRank
-
-from reprogate.core.processes import end_tree
 
 if TYPE_CHECKING:
     from reprogate.rebuild.sandbox import Sandbox
