@@ -666,3 +666,132 @@ def test_a_dataset_server_that_drips_is_unreachable_not_corrupt(tmp_path: Path) 
         ]
         done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 3 and "unreachable" in done.stdout and "corrupt" not in done.stdout, done.stdout + done.stderr
+
+
+# --- 3 (cont.). what reprogate reads and writes in the work folder while the preflight's ranks wait ---
+
+
+def at_every_start(project: Path, code: str) -> None:
+    """The project's own `sitecustomize.py`, on the ranks' path by the record's PYTHONPATH (which a
+    record may set): it runs in every interpreter the ranks start, the preflight's rank hosts
+    among them, which then wait, alive, while reprogate copies the shards in and reads the
+    configuration from the work folder."""
+    from reprogate.core.gittree import tree_id
+
+    (project / "tiny" / "project" / "sitecustomize.py").write_text(code)
+
+    def change(record: dict[str, Any]) -> None:
+        record["execution"]["env"]["PYTHONPATH"] = "."
+        record["source"]["tree"] = tree_id(project / "tiny" / "project")
+
+    edit_record(project / RECORD, change)
+
+
+PLANT_SHARD_LINK = """
+import os
+from pathlib import Path
+work = Path.cwd().parents[1]  # the ranks run in <work folder>/tiny/project
+shard = work / "tiny" / "data" / "shard-000.txt"
+if not os.path.lexists(shard):  # the preflight: the dataset stage has not copied the shards yet
+    try:
+        os.symlink({target!r}, shard)
+    except FileExistsError:
+        pass
+"""
+
+
+def test_a_shard_copied_in_after_the_preflight_never_writes_through_a_link_a_rank_left(cli: Cli, project: Path, tmp_path: Path) -> None:
+    """The preflight's ranks leave `tiny/data/shard-000.txt -> ~/.local/.../usercustomize.py`
+    where the dataset stage will copy the shard. Before this fix reprogate, outside the
+    sandbox, copied the pull request's shard through the link: a file of the runner's written
+    with content the pull request chose (Python that every later step's interpreter would run)."""
+    require_sandbox()
+    target = tmp_path / "runner-home" / ".local" / "usercustomize.py"
+    target.parent.mkdir(parents=True)
+    target.write_text("# the runner's own file\n")
+    at_every_start(project, PLANT_SHARD_LINK.format(target=str(target)))
+    work = tmp_path / "work"
+    result = cli("rebuild", str(project / RECORD), "--out", str(tmp_path / "out"), "--workdir", str(work))
+    assert target.read_text() == "# the runner's own file\n", "reprogate wrote the shard through the rank's link"
+    shard = work / "tiny" / "data" / "shard-000.txt"
+    assert not shard.is_symlink() and shard.read_bytes() == (project / "tiny" / "data" / "shard-000.txt").read_bytes()
+    assert result.exit_code == 0, result.output  # the honest rest of the rebuild still passes
+
+
+PLANT_CONFIG = """
+import os, threading, time
+from pathlib import Path
+work = Path.cwd().parents[1]
+config = work / "tiny" / "config" / "tiny.yaml"
+try:
+    claimed = os.open(work / "planted", os.O_CREAT | os.O_EXCL | os.O_WRONLY)  # one rank plants
+except FileExistsError:
+    claimed = None
+if claimed is not None and config.is_file() and not config.is_symlink():
+    swap = config.with_name("swap")
+    if {how!r} == "link":
+        os.symlink({secret!r}, swap)
+    else:
+        os.mkfifo(swap)
+        def drip():  # a writer that never ends and never fills a read
+            with open(swap, "wb", buffering=0) as out:
+                while True:
+                    out.write(b"#")
+                    time.sleep(0.5)
+        threading.Thread(target=drip, daemon=True).start()
+    os.replace(swap, config)
+"""
+
+
+@pytest.mark.parametrize("how", ["link", "fifo"])
+def test_the_configuration_is_read_once_from_a_regular_file_never_through_a_link_or_fifo_a_rank_left(project: Path, tmp_path: Path, how: str) -> None:
+    """The config stage runs after the preflight. A waiting rank swaps the work folder's
+    configuration for a link to the runner's `~/.docker/config.json`: before this fix the
+    changed keys, values included, reached the verdict and the report (and so the comment). Or
+    for a FIFO it keeps writing to: the rebuild never ended."""
+    require_sandbox()
+    secret = tmp_path / "runner-home" / ".docker" / "config.json"
+    secret.parent.mkdir(parents=True)
+    secret.write_text(json.dumps({"auths": {"ghcr.io": {"auth": SECRET}}}))
+    at_every_start(project, PLANT_CONFIG.format(how=how, secret=str(secret)))
+    git(project, "init", "-q")  # with history, the stage names the keys that changed, and their values
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "head")
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "reprogate", "rebuild", str(project / RECORD), "--out", str(out), "--workdir", str(tmp_path / "work")]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)  # on the old code the FIFO never ended
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert verdict["diagnosis"] == "config", done.stdout[-3000:] + done.stderr[-3000:]
+    assert SECRET not in everything(done, out), "the file behind the rank's link reached what the rebuild wrote"
+    config = next(s for s in verdict["stages"] if s["name"] == "config")
+    assert "not followed" in config["detail"] or "not a regular file" in config["detail"], config["detail"]
+
+
+SWAP_FIRST_TRACE = """
+import os, runpy, shutil, sys
+from pathlib import Path
+work = Path(os.environ["REPROGATE_TRACE_DIR"]).parents[2]
+if os.environ["REPROGATE_SEED"] != "1" and os.environ["RANK"] == "0":  # a later seed: the first one was judged
+    first = sorted((work / "runs" / "seed-1" / "trace").glob("trace-rank*.jsonl"))
+    (work / "judged.jsonl").write_bytes(b"".join(p.read_bytes() for p in first))
+    for path in first:
+        path.write_text('{"type": "meta", "note": "forged after it was judged"}\\n')
+sys.argv = ["train.py", *sys.argv[1:]]
+runpy.run_path("train.py", run_name="__main__")
+"""
+
+
+def test_the_rebuild_records_trace_is_the_bytes_the_run_judged_not_what_a_later_seed_left(cli: Cli, project: Path, tmp_path: Path) -> None:
+    """With two seeds, the second seed's ranks rewrite the first seed's trace after the run stage
+    judged it. Before this fix the rebuild record re-read the files, so the trace it
+    published (and its checksum the verdict names) was not the one the verdict was made from."""
+    require_sandbox()
+    entrypoint(project, "swap_trace.py", SWAP_FIRST_TRACE)
+    edit_record(project / RECORD, lambda r: r["job"].update(entrypoint=["python", "swap_trace.py", "--config", "../config/tiny.yaml"]))
+    work, out = tmp_path / "work", tmp_path / "out"
+    result = cli("rebuild", str(project / RECORD), "--seeds", "2", "--out", str(out), "--workdir", str(work))
+    judged = (work / "judged.jsonl").read_bytes()  # the first seed's traces as they were when the second seed started
+    assert b"forged after it was judged" in (work / "runs" / "seed-1" / "trace" / "trace-rank0.jsonl").read_bytes(), result.output
+    assert (out / "rebuild-trace.jsonl").read_bytes() == judged, "the rebuild record published a trace that was not judged"
+    written = yaml.safe_load((out / "rebuild-record.yaml").read_text())
+    assert written["reference"]["trace"]["checksum"] == "sha256:" + hashlib.sha256(judged).hexdigest()
