@@ -795,3 +795,39 @@ def test_the_rebuild_records_trace_is_the_bytes_the_run_judged_not_what_a_later_
     assert (out / "rebuild-trace.jsonl").read_bytes() == judged, "the rebuild record published a trace that was not judged"
     written = yaml.safe_load((out / "rebuild-record.yaml").read_text())
     assert written["reference"]["trace"]["checksum"] == "sha256:" + hashlib.sha256(judged).hexdigest()
+
+
+def test_a_candidate_venv_the_workflow_let_build_sdists_never_serves_a_reference_rebuild(tmp_path: Path, venv_cache: Path) -> None:
+    """A candidate built with `--allow-source-builds` ran the pull request's build backends,
+    which wrote into the venv being built what they chose. Before this fix the venv was cached
+    by the lock's digest alone, and a reference rebuild of the same lock was handed it (a hit)."""
+    require_sandbox()
+    from support.locked import locked_record
+
+    from reprogate.core.canonical import file_digest
+    from reprogate.rebuild.inject import runtime_folder
+    from reprogate.rebuild.realizers.base import RealizeRequest
+    from reprogate.rebuild.realizers.venv import VenvRealizer
+
+    if not os.environ.get("UV_FIND_LINKS") and os.environ.get("CI") != "true":
+        pytest.skip("no local wheelhouse for uv venv --seed")
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "projects" / "locked", repo)
+    wheel = hostile_wheel(repo / "wheels")
+    (repo / "requirements.txt").write_text(f"hostilepth @ {wheel.as_uri()} \\\n    --hash=sha256:{hashlib.sha256(wheel.read_bytes()).hexdigest()}\n")
+    lock = {"path": "requirements.txt", "checksum": file_digest(repo / "requirements.txt"), "format": "pip-requirements"}
+    record = locked_record(repo, "locked-pth", {"used": False, "reason": "venv"}, {"lock_files": [lock]})
+    cache = tmp_path / "cache"
+
+    def realize(environment: str, source_builds: bool, name: str) -> Any:
+        work = tmp_path / name
+        work.mkdir()
+        request = RealizeRequest(record, repo, work, environment, cache, runtime_folder(work / "runtime"), source_builds=source_builds)
+        return VenvRealizer().realize(request)
+
+    candidate = realize("candidate", True, "candidate")
+    reference = realize("reference", False, "reference")
+    assert reference.facts["cache"] == "miss" and reference.path != candidate.path, "the reference rebuild was handed the candidate's venv"
+    assert candidate.facts.get("built_with") == "candidate-source-builds"  # the verdict says how it was built
+    again = realize("reference", False, "reference-again")
+    assert again.facts["cache"] == "hit" and again.path == reference.path  # the cache still serves what it may

@@ -9,8 +9,9 @@
 `reference` installs the lock file the record pins (the tree's copy must still match its
 checksum); `candidate` installs the tree's lock file as it is: the pull request's change.
 
-Venvs are cached by the digest of the lock file, the Python version and uv's version, so a second
-rebuild of the same lock takes seconds. Training code is untrusted (a pull request's), so a cached
+Venvs are cached by the digest of the lock file, the Python version and uv's version (and, for a
+candidate the workflow let build sdists, that fact: built_with), so a second rebuild of the same
+lock takes seconds. Training code is untrusted (a pull request's), so a cached
 venv is made read-only after it is built, fingerprinted (fingerprint() below), and reused only if
 the fingerprint still matches — a venv a rank managed to change is thrown away and rebuilt.
 Bytecode is compiled up front so a read-only venv imports as fast as a writable one.
@@ -268,6 +269,14 @@ def _python_for(data: dict[str, Any]) -> str:
 COMPLETE = ".reprogate-complete"
 
 
+def built_with(request: RealizeRequest) -> str:
+    """What, besides the lock, decided what a venv holds, as part of its cache key: a candidate
+    venv the workflow let build sdists (`--allow-source-builds`) ran the pull request's build
+    backends, which wrote into it whatever they chose; such a venv never serves another kind of
+    rebuild with the same lock (a reference rebuild, a wheels-only candidate). "" otherwise."""
+    return "candidate-source-builds" if request.environment == "candidate" and request.source_builds else ""
+
+
 def fingerprint(folder: Path) -> str:
     """What every file in a venv is, cheaply: path, size, inode and both times in nanoseconds.
     The change time cannot be set back by a process, so a file a training script rewrote (even as
@@ -355,7 +364,9 @@ class VenvRealizer:
         uv = uv_binary()
         python = _python_for(request.data)
         uv_version = subprocess.run([uv, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
-        key = hashlib.sha256(b"\0".join([content, python.encode(), uv_version.encode(), sys.platform.encode()])).hexdigest()[:24]
+        built_by = built_with(request)
+        parts = [content, python.encode(), uv_version.encode(), sys.platform.encode(), *([built_by.encode()] if built_by else [])]
+        key = hashlib.sha256(b"\0".join(parts)).hexdigest()[:24]
         target = request.cache / "venvs" / key
         facts: dict[str, Any] = {
             "realizer": NAME,
@@ -367,6 +378,8 @@ class VenvRealizer:
             "uv": uv_version,
             "cache_key": key,
         }
+        if built_by:
+            facts["built_with"] = built_by
         started = time.monotonic()
         if _intact(target):
             facts["cache"] = "hit"
