@@ -831,3 +831,64 @@ def test_a_candidate_venv_the_workflow_let_build_sdists_never_serves_a_reference
     assert candidate.facts.get("built_with") == "candidate-source-builds"  # the verdict says how it was built
     again = realize("reference", False, "reference-again")
     assert again.facts["cache"] == "hit" and again.path == reference.path  # the cache still serves what it may
+
+
+def _stall_after_headers(handler: Any, state: Any) -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Length", "1000")
+    handler.end_headers()
+    handler.wfile.flush()
+    state.done.wait(120)  # the headers, then nothing while the test runs
+
+
+def _wrong_length_then_close(handler: Any, state: Any) -> None:
+    """HEAD answers the manifest's size; GET says Content-Length 500, sends the whole 1000 bytes and closes."""
+    from support.hostile_http import answer
+
+    if handler.command == "HEAD":
+        answer(handler, 200, b"x" * 1000)
+        return
+    handler.send_response(200)
+    handler.send_header("Content-Length", "500")
+    handler.end_headers()
+    handler.wfile.write(b"x" * 1000)
+    handler.wfile.flush()
+    handler.close_connection = True
+
+
+def _short_body_then_close(handler: Any, state: Any) -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Length", "1000")
+    handler.end_headers()
+    handler.wfile.write(b"x" * 10)
+    handler.wfile.flush()
+    handler.connection.shutdown(socket.SHUT_RDWR)
+
+
+def _drip_the_headers(handler: Any, state: Any) -> None:
+    """One byte of a header line every half second, forever: no read ever waits for the read timeout."""
+    import time
+
+    handler.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+    while not state.done.is_set():
+        handler.wfile.write(b"a")
+        handler.wfile.flush()
+        time.sleep(0.5)
+
+
+@pytest.mark.parametrize("behaviour", [_stall_after_headers, _wrong_length_then_close, _short_body_then_close, _drip_the_headers], ids=lambda b: b.__name__[1:])
+def test_a_dataset_server_that_breaks_the_transfer_is_unreachable_not_corrupt(tmp_path: Path, behaviour: Callable[[Any, Any], None]) -> None:
+    """Servers that break a transfer: the data on them says nothing, so the answer is exit 3
+    (unreachable), within --max-time, never 1 (truncated or corrupt). Before this fix a GET whose
+    Content-Length was wrong (HEAD had said the manifest's size) was reported truncated."""
+    from support.hostile_http import hostile
+
+    manifest = tmp_path / "d.manifest.yaml"
+    shard = "{name: s0.bin, bytes: 1000, checksum: 'sha256:" + hashlib.sha256(b"x" * 1000).hexdigest() + "'}"
+    manifest.write_text(f"apiVersion: reprogate/v1\nkind: DatasetManifest\nid: d\nversion: '1'\nalgorithm: sha256\nshards:\n- {shard}\n")
+    with hostile(behaviour) as server:
+        command = [sys.executable, "-m", "reprogate", "dataset", "verify", str(manifest), "--root", server.url, "--timeout", "2", "--retries", "0", "--max-time", "6"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+        server.done.set()
+    assert done.returncode == 3 and "unreachable" in done.stdout, done.stdout + done.stderr
+    assert "truncated" not in done.stdout and "corrupt" not in done.stdout, done.stdout
