@@ -828,7 +828,7 @@ def test_a_candidate_venv_the_workflow_let_build_sdists_never_serves_a_reference
     candidate = realize("candidate", True, "candidate")
     reference = realize("reference", False, "reference")
     assert reference.facts["cache"] == "miss" and reference.path != candidate.path, "the reference rebuild was handed the candidate's venv"
-    assert candidate.facts.get("built_with") == "candidate-source-builds"  # the verdict says how it was built
+    assert candidate.facts.get("built_with") == "pull-request-source-builds"  # the verdict says how it was built
     again = realize("reference", False, "reference-again")
     assert again.facts["cache"] == "hit" and again.path == reference.path  # the cache still serves what it may
 
@@ -892,3 +892,64 @@ def test_a_dataset_server_that_breaks_the_transfer_is_unreachable_not_corrupt(tm
         server.done.set()
     assert done.returncode == 3 and "unreachable" in done.stdout, done.stdout + done.stderr
     assert "truncated" not in done.stdout and "corrupt" not in done.stdout, done.stdout
+
+
+LOOPBACK_PROBE_SETUP = """
+import json, os, socket
+reached = "no"
+try:
+    with socket.create_connection(("127.0.0.1", {port}), timeout=3) as s:
+        reached = s.recv(64).decode()
+except OSError as exc:
+    reached = "refused: " + type(exc).__name__
+with open({marker!r}, "w") as out:
+    json.dump({{"reached": reached}}, out)
+from setuptools import setup
+setup(name="evil", version="1.0")
+"""
+
+
+def test_a_sdist_a_pull_request_adds_to_its_pinned_lock_is_not_built_by_a_reference_rebuild(
+    cli: Cli, tmp_path: Path, venv_cache: Path, listeners: dict[str, str]
+) -> None:
+    """Only a candidate was built from wheels only. A pull request that adds `evil @ …tar.gz`
+    (hashed) to its lock and re-pins its record got a `--environment reference --contract-from
+    BASE` rebuild that built the sdist: its setup.py ran in the build sandbox, which keeps the
+    host's network, and reached a Docker daemon on the host's loopback. A lock the head's record
+    pins differently from the base's is the pull request's: wheels only, as for a candidate."""
+    require_sandbox()
+    from support.archives import sdist
+    from support.locked import locked_record
+
+    from reprogate.core.canonical import file_digest
+
+    if not os.environ.get("UV_FIND_LINKS") and os.environ.get("CI") != "true":
+        pytest.skip("no local wheelhouse for uv venv --seed")
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "projects" / "locked", repo)
+    wheel = hostile_wheel(repo / "wheels")
+    pinned = f"hostilepth @ {wheel.as_uri()} \\\n    --hash=sha256:{hashlib.sha256(wheel.read_bytes()).hexdigest()}\n"
+
+    def commit(lock_text: str, message: str) -> str:
+        (repo / "requirements.txt").write_text(lock_text)
+        lock = {"path": "requirements.txt", "checksum": file_digest(repo / "requirements.txt"), "format": "pip-requirements"}
+        record = locked_record(repo, "locked-sdist", {"used": False, "reason": "venv"}, {"lock_files": [lock]}, realizer="venv")
+        (repo / "records").mkdir(exist_ok=True)
+        (repo / "records" / "locked.yaml").write_text(yaml.safe_dump(record, sort_keys=False))
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", message)
+        return git(repo, "rev-parse", "HEAD")
+
+    git(repo, "init", "-q")
+    base = commit(pinned, "base")
+    marker = tmp_path / "work" / "setup-ran.json"  # the work folder is writable in the build sandbox
+    setup = LOOPBACK_PROBE_SETUP.format(port=listeners["DAEMON_PORT"], marker=str(marker))
+    evil = sdist(tmp_path / "evil-1.0.tar.gz", {"evil-1.0/setup.py": setup, "evil-1.0/PKG-INFO": "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n"})
+    commit(pinned + f"evil @ {evil.as_uri()} \\\n    --hash=sha256:{hashlib.sha256(evil.read_bytes()).hexdigest()}\n", "add a package from an sdist")
+    result = cli(
+        "rebuild", str(repo / "records" / "locked.yaml"), "--contract-from", base, "--cache", str(tmp_path / "cache"), "--workdir", str(tmp_path / "work"),
+        "--out", str(tmp_path / "out"),
+    )
+    ran = json.loads(marker.read_text()) if marker.exists() else None
+    assert ran is None, f"the pull request's setup.py ran in a reference rebuild (loopback: {ran['reached'] if ran else ''})"
+    assert result.exit_code == 2 and "evil" in result.output, result.output

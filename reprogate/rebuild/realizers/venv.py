@@ -269,12 +269,21 @@ def _python_for(data: dict[str, Any]) -> str:
 COMPLETE = ".reprogate-complete"
 
 
+def builds_sdists(request: RealizeRequest) -> bool:
+    """Whether the build may run sdists' build backends: for a lock that is reviewed (the base's,
+    or the record's own), or where the workflow allows it (`--allow-source-builds`). A candidate's
+    lock, or one the head's record pins differently from the base's, is the pull request's, and
+    a build backend runs in the build sandbox with the host's network (uv reaches its indexes)."""
+    return request.source_builds or (request.environment == "reference" and request.pins_reviewed)
+
+
 def built_with(request: RealizeRequest) -> str:
-    """What, besides the lock, decided what a venv holds, as part of its cache key: a candidate
-    venv the workflow let build sdists (`--allow-source-builds`) ran the pull request's build
-    backends, which wrote into it whatever they chose; such a venv never serves another kind of
-    rebuild with the same lock (a reference rebuild, a wheels-only candidate). "" otherwise."""
-    return "candidate-source-builds" if request.environment == "candidate" and request.source_builds else ""
+    """What, besides the lock, decided what a venv holds, as part of its cache key: a venv whose
+    build ran the pull request's build backends (source builds the workflow allowed for a lock
+    the pull request chose) holds whatever they wrote into it, and never serves another rebuild
+    with the same lock (a reference rebuild, a wheels-only one). "" otherwise."""
+    pull_request_lock = request.environment == "candidate" or not request.pins_reviewed
+    return "pull-request-source-builds" if pull_request_lock and request.source_builds else ""
 
 
 def fingerprint(folder: Path) -> str:
@@ -421,8 +430,9 @@ class VenvRealizer:
         cache = request.workdir / "uv-cache"
         cache.mkdir(parents=True, exist_ok=True)
         # A pull request's lock may name an sdist (a direct URL, a path) whose build backend runs
-        # code: wheels only for a candidate, unless the (trusted) workflow allows source builds.
-        no_build = [] if request.environment == "reference" or request.source_builds else ["--no-build"]
+        # code: wheels only for a candidate or a lock the head re-pinned, unless the (trusted)
+        # workflow allows source builds.
+        no_build = [] if builds_sdists(request) else ["--no-build"]
         log = request.workdir / "logs" / "realize-venv.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         building.mkdir()
@@ -457,7 +467,8 @@ class VenvRealizer:
             else:
                 cmd = [uv, "sync", "--frozen", "--no-install-project", "--project", str(lock.parent), *indexes, *no_build]
                 env = {**env, "UV_PROJECT_ENVIRONMENT": str(building)}
-            self._uv(cmd, env, log, f"uv could not install {lock.name}", sandbox=box)
+            wheels_only = "; a lock the pull request chose is installed from wheels only unless the workflow passes --allow-source-builds" if no_build else ""
+            self._uv(cmd, env, log, f"uv could not install {lock.name}", sandbox=box, lock_hint=wheels_only)
             self._compile(building, request, log, box)
         finally:
             _discard(cache)
@@ -499,6 +510,7 @@ class VenvRealizer:
         before_retry: Callable[[], Any] = lambda: None,
         not_the_lock: str = "",
         sandbox: Sandbox | None = None,
+        lock_hint: str = "",
     ) -> None:
         """Run one uv step (inside `sandbox` when given). A failure is the lock's (exit 2) unless an
         index did not answer, or the step never reads the lock (`not_the_lock` says why): then it
@@ -520,7 +532,7 @@ class VenvRealizer:
             if not unreachable_index(message):
                 if not_the_lock:
                     raise InfrastructureError(f"{what}:\n{tail}", hint=not_the_lock)
-                raise UsageError(f"{what}:\n{tail}", hint="the lock file does not install here; fix the lock (uv's message above), or use a container")
+                raise UsageError(f"{what}:\n{tail}", hint="the lock file does not install here; fix the lock (uv's message above), or use a container" + lock_hint)
             if attempt == 1:
                 with open(log, "a", encoding="utf-8") as fh:
                     fh.write(f"# an index could not be reached; trying once more in {NETWORK_PAUSE:g} s\n")

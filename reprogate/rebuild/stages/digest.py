@@ -38,7 +38,17 @@ def digest(state: RebuildState) -> StageResult:
         masked = expected_outputs(job)
         box = sandbox.for_ranks(job.workdir, masked) if sandbox.applies(choice.name, launcher) and sandbox.unavailable() is None else None
         request = RealizeRequest(
-            job.data, job.root, job.workdir, options.environment, cache, fetched.runtime, options.image, box, options.allow_source_builds, masked
+            job.data,
+            job.root,
+            job.workdir,
+            options.environment,
+            cache,
+            fetched.runtime,
+            options.image,
+            box,
+            options.allow_source_builds,
+            masked,
+            pins_reviewed=not job.code.environment_changed,
         )
         realized = REALIZERS[choice.name].realize(request)
     except RealizeFailed as exc:
