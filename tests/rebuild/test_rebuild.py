@@ -118,10 +118,13 @@ def test_ranks_that_cannot_import_torch_are_could_not_start_and_the_environment_
     """A torch that fails to import (here one shadowing the real one on the record's PYTHONPATH) is
     an infrastructure failure at preflight; rank 0 has already told what its environment holds,
     so the report still says which Python and packages the ranks had."""
-    shadow = project / "shadow" / "torch"  # in the checkout, which the ranks' sandbox shows (not the pinned folder)
+    from reprogate.core.gittree import tree_id
+
+    shadow = project / "tiny" / "project" / "shadow" / "torch"  # in the pinned folder: the sandbox shows its copy, not the checkout
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text("raise ImportError('this torch is broken on purpose')\n")
-    drill(project, PYTHONPATH=str(shadow.parent))
+    edit_record(project / RECORD, lambda r: r["source"].update(tree=tree_id(project / "tiny" / "project")))
+    drill(project, PYTHONPATH="shadow")  # relative to the ranks' folder, the work folder's copy of tiny/project
     result, verdict = rebuild(cli, project)
     assert result.exit_code == 3 and verdict["diagnosis"] == "preflight" and verdict["infrastructure"] is True
     assert "broken on purpose" in verdict["stages"][2].get("log_tail", "") + verdict["stages"][2]["detail"]
