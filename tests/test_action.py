@@ -306,7 +306,9 @@ def action_step_runs(step_id: str, outputs: dict[str, str]) -> bool:
     return bool(eval(python, {"__builtins__": {}}))
 
 
-@pytest.mark.parametrize(("command", "mode"), [("status", "full"), ("rebuild", "full"), ("gate", "full"), ("gate", "publish"), ("attest", "full"), ("badge", "full")])
+@pytest.mark.parametrize(
+    ("command", "mode"), [("status", "full"), ("rebuild", "full"), ("gate", "full"), ("gate", "publish"), ("attest", "full"), ("badge", "full")]
+)
 def test_a_poisoned_cache_entry_with_a_matching_stamp_never_serves_a_command_whose_answer_counts(tmp_path: Path, command: str, mode: str) -> None:
     """The venv's digest stamp lives inside the cache entry. Code under test that ran unsandboxed in a
     default-branch job (a Slurm launcher, allow-unsandboxed) can write an entry for the next key,
@@ -318,7 +320,9 @@ def test_a_poisoned_cache_entry_with_a_matching_stamp_never_serves_a_command_who
     outputs.write_text("")
     base = {"PATH": os.environ["PATH"], "GITHUB_ACTION_PATH": str(REPO), "RUNNER_TEMP": str(tmp_path / "runner-temp"), "GITHUB_OUTPUT": str(outputs)}
     (tmp_path / "runner-temp").mkdir()
-    keyed = subprocess.run(["bash", str(REPO / "action" / "key.sh")], env={**base, "INPUT_COMMAND": command, "INPUT_MODE": mode}, capture_output=True, text=True)
+    keyed = subprocess.run(
+        ["bash", str(REPO / "action" / "key.sh")], env={**base, "INPUT_COMMAND": command, "INPUT_MODE": mode}, capture_output=True, text=True
+    )
     assert keyed.returncode == 0, keyed.stderr
     key = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
     venv = Path(key["path"])
@@ -343,7 +347,15 @@ def test_a_poisoned_cache_entry_with_a_matching_stamp_never_serves_a_command_who
     digest = dict(line.split("=", 1) for line in outputs.read_text().splitlines())["digest"]
     ran = subprocess.run(
         ["bash", str(REPO / "action" / "run.sh")],
-        env={**base, "VENV": str(venv), "VENV_DIGEST": digest, "INPUT_COMMAND": command, "INPUT_MODE": mode, "INPUT_RECORD": "r.yaml", "INPUT_VERDICT": "v.json"},
+        env={
+            **base,
+            "VENV": str(venv),
+            "VENV_DIGEST": digest,
+            "INPUT_COMMAND": command,
+            "INPUT_MODE": mode,
+            "INPUT_RECORD": "r.yaml",
+            "INPUT_VERDICT": "v.json",
+        },
         cwd=tmp_path,
         capture_output=True,
         text=True,

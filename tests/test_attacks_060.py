@@ -887,7 +887,22 @@ def test_a_dataset_server_that_breaks_the_transfer_is_unreachable_not_corrupt(tm
     shard = "{name: s0.bin, bytes: 1000, checksum: 'sha256:" + hashlib.sha256(b"x" * 1000).hexdigest() + "'}"
     manifest.write_text(f"apiVersion: reprogate/v1\nkind: DatasetManifest\nid: d\nversion: '1'\nalgorithm: sha256\nshards:\n- {shard}\n")
     with hostile(behaviour) as server:
-        command = [sys.executable, "-m", "reprogate", "dataset", "verify", str(manifest), "--root", server.url, "--timeout", "2", "--retries", "0", "--max-time", "6"]
+        command = [
+            sys.executable,
+            "-m",
+            "reprogate",
+            "dataset",
+            "verify",
+            str(manifest),
+            "--root",
+            server.url,
+            "--timeout",
+            "2",
+            "--retries",
+            "0",
+            "--max-time",
+            "6",
+        ]
         done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
         server.done.set()
     assert done.returncode == 3 and "unreachable" in done.stdout, done.stdout + done.stderr
@@ -947,8 +962,16 @@ def test_a_sdist_a_pull_request_adds_to_its_pinned_lock_is_not_built_by_a_refere
     evil = sdist(tmp_path / "evil-1.0.tar.gz", {"evil-1.0/setup.py": setup, "evil-1.0/PKG-INFO": "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n"})
     commit(pinned + f"evil @ {evil.as_uri()} \\\n    --hash=sha256:{hashlib.sha256(evil.read_bytes()).hexdigest()}\n", "add a package from an sdist")
     result = cli(
-        "rebuild", str(repo / "records" / "locked.yaml"), "--contract-from", base, "--cache", str(tmp_path / "cache"), "--workdir", str(tmp_path / "work"),
-        "--out", str(tmp_path / "out"),
+        "rebuild",
+        str(repo / "records" / "locked.yaml"),
+        "--contract-from",
+        base,
+        "--cache",
+        str(tmp_path / "cache"),
+        "--workdir",
+        str(tmp_path / "work"),
+        "--out",
+        str(tmp_path / "out"),
     )
     ran = json.loads(marker.read_text()) if marker.exists() else None
     assert ran is None, f"the pull request's setup.py ran in a reference rebuild (loopback: {ran['reached'] if ran else ''})"

@@ -532,7 +532,9 @@ class VenvRealizer:
             if not unreachable_index(message):
                 if not_the_lock:
                     raise InfrastructureError(f"{what}:\n{tail}", hint=not_the_lock)
-                raise UsageError(f"{what}:\n{tail}", hint="the lock file does not install here; fix the lock (uv's message above), or use a container" + lock_hint)
+                raise UsageError(
+                    f"{what}:\n{tail}", hint="the lock file does not install here; fix the lock (uv's message above), or use a container" + lock_hint
+                )
             if attempt == 1:
                 with open(log, "a", encoding="utf-8") as fh:
                     fh.write(f"# an index could not be reached; trying once more in {NETWORK_PAUSE:g} s\n")
