@@ -976,3 +976,25 @@ def test_a_sdist_a_pull_request_adds_to_its_pinned_lock_is_not_built_by_a_refere
     ran = json.loads(marker.read_text()) if marker.exists() else None
     assert ran is None, f"the pull request's setup.py ran in a reference rebuild (loopback: {ran['reached'] if ran else ''})"
     assert result.exit_code == 2 and "evil" in result.output, result.output
+
+
+def test_a_reference_trace_kept_in_the_project_folder_is_not_in_the_ranks_view(cli: Cli, project: Path, tmp_path: Path) -> None:
+    """The project keeps its reference trace inside the pinned folder, so the work folder's copy
+    of the project holds it too. Before this fix only the checkout's copy was masked, and an
+    entrypoint that copies the trace's lines as its own passed the bitwise contract in a blink."""
+    require_sandbox()
+    from reprogate.core.gittree import tree_id
+
+    shutil.copy(project / "tiny" / "reference" / "trace.jsonl", project / "tiny" / "project" / "expected-trace.jsonl")
+
+    def change(record: dict[str, Any]) -> None:
+        record["reference"]["trace"]["path"] = "tiny/project/expected-trace.jsonl"
+        record["source"]["tree"] = tree_id(project / "tiny" / "project")
+        record["job"]["entrypoint"] = ["python", "-c", REPLAY.format(trace="expected-trace.jsonl")]
+
+    edit_record(project / RECORD, change)
+    out = tmp_path / "out"
+    result = cli("rebuild", str(project / RECORD), "--out", str(out), "--workdir", str(tmp_path / "work"))
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert verdict["verdict"] != "pass", "the ranks read the reference trace from the work folder and replayed it"
+    assert (tmp_path / "work" / "tiny" / "project" / "expected-trace.jsonl").stat().st_size > 0, result.output  # masked, not removed

@@ -20,12 +20,15 @@ from reprogate.rebuild.state import Environment, RebuildJob, RebuildState
 
 def expected_outputs(job: RebuildJob) -> tuple[Path, ...]:
     """What the ranks must not read: the reference trace (the base's and the checkout's) and the
-    record files that hold the reference's digests and metric values."""
-    found = [job.record_path]
+    record files that hold the reference's digests and metric values, in the checkout and where
+    the artifacts stage copied them into the work folder (a reference trace kept inside the
+    project folder comes along with the project's copy, which the ranks see)."""
+    relative = [job.record_path.resolve().relative_to(job.root.resolve())] if job.root.resolve() in job.record_path.resolve().parents else []
     for data in (job.data, job.checked_out):
         trace = data.get("reference", {}).get("trace") if isinstance(data.get("reference"), dict) else None
-        if isinstance(trace, dict) and isinstance(trace.get("path"), str):
-            found.append(job.root / trace["path"])
+        if isinstance(trace, dict) and isinstance(trace.get("path"), str) and ".." not in Path(trace["path"]).parts:
+            relative.append(Path(trace["path"]))
+    found = [job.record_path, *(where / rel for rel in relative for where in (job.root, job.workdir))]
     return tuple(dict.fromkeys(found))
 
 
