@@ -998,3 +998,20 @@ def test_a_reference_trace_kept_in_the_project_folder_is_not_in_the_ranks_view(c
     verdict = json.loads((out / "verdict.json").read_text())
     assert verdict["verdict"] != "pass", "the ranks read the reference trace from the work folder and replayed it"
     assert (tmp_path / "work" / "tiny" / "project" / "expected-trace.jsonl").stat().st_size > 0, result.output  # masked, not removed
+
+
+def test_an_environment_only_head_says_its_environment_is_the_pull_requests_code_too(cli: Cli, project: Path, tmp_path: Path) -> None:
+    """An environment-only pull request runs the base's reviewed tree, but in the environment it
+    pins: a package it adds (a `.pth`, a patched torch) runs with the training and can write the
+    reference's numbers as well as any training script. Before this fix the report said only
+    "Reviewed code" and the claim named the base's tree; now both say the environment is the pull
+    request's code and that the approval vouches for it."""
+    require_sandbox()
+    base, _ = code_pull_request(project, lambda p: edit_record(p / RECORD, lambda r: r["container"].update(reason="a new environment pin")))
+    out = tmp_path / "out"
+    result = cli("rebuild", str(project / RECORD), "--contract-from", base, "--out", str(out))
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert verdict["environment"]["code"] == {**verdict["environment"]["code"], "ran": "base", "environment_changed": True}, result.output
+    assert "that environment is the pull request's" in verdict["claim"]["text"] and "approval" in verdict["claim"]["text"]
+    assert "is code too and ran with the training" in (out / "report.md").read_text()
+    assert result.exit_code == 0, result.output  # an honest environment still goes green
