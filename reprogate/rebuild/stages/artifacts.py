@@ -30,6 +30,7 @@ def copy_in(job: RebuildJob, rel: str) -> Path:
     if not source.exists():
         raise FileNotFoundError(f"{rel} does not exist under {job.root}")
     target = job.workdir / rel
+    job.workdir.mkdir(parents=True, exist_ok=True)
     copy_for_code(source, target, job.workdir, skip=lambda name: name in ("__pycache__", ".git"))
     return target
 
