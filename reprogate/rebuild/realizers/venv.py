@@ -532,9 +532,8 @@ class VenvRealizer:
             if not unreachable_index(message):
                 if not_the_lock:
                     raise InfrastructureError(f"{what}:\n{tail}", hint=not_the_lock)
-                raise UsageError(
-                    f"{what}:\n{tail}", hint="the lock file does not install here; fix the lock (uv's message above), or use a container" + lock_hint
-                )
+                hint = "the lock file does not install here; fix the lock (uv's message above), or use a container"
+                raise UsageError(f"{what}:\n{tail}", hint=hint + (lock_hint if "build" in message.lower() else ""))
             if attempt == 1:
                 with open(log, "a", encoding="utf-8") as fh:
                     fh.write(f"# an index could not be reached; trying once more in {NETWORK_PAUSE:g} s\n")
