@@ -12,6 +12,17 @@ extras=""
 if [ "${INPUT_COMMAND:-gate}" = "rebuild" ]; then
   extras="rebuild"  # uv and the Docker SDK: a rebuild realizes environments
 fi
+# Whether a venv restored from the cache may serve this command. An entry is only as honest as
+# every job that could write it, and a job on the default branch that ran a pull request's code
+# unsandboxed (a Slurm launcher, allow-unsandboxed) could have written one, stamp and all: the
+# digest seal.sh checks is stored inside the entry. So the commands whose answer counts (gate
+# full/publish and status post with the token, rebuild writes the verdict, attest and badge vouch
+# for one) install fresh, and their digest is this job's own, taken before anything else ran;
+# only validate, detect, audit and gate compute (no token, nothing posted) restore.
+case "${INPUT_COMMAND:-gate}:${INPUT_MODE:-full}" in
+  validate:* | detect:* | audit:* | gate:compute) cacheable=true ;;
+  *) cacheable=false ;;
+esac
 venv="$RUNNER_TEMP/reprogate-venv${extras:+-$extras}"
 [ ! -e "$venv" ] || chmod -R u+w "$venv"  # seal.sh made it read-only
 rm -rf "$venv"
@@ -37,4 +48,5 @@ prefix="reprogate-venv-${RUNNER_OS:-Linux}-${RUNNER_ARCH:-X64}-${made_with}-"
   echo "restore-prefix=${prefix}"
   echo "path=$venv"
   echo "extras=$extras"
+  echo "cacheable=$cacheable"
 } >> "$GITHUB_OUTPUT"

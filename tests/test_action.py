@@ -346,3 +346,85 @@ def test_sarif_file_writes_the_sarif_format_there(fake_venv: Path, tmp_path: Pat
     }
     refused = subprocess.run(["bash", str(REPO / "action" / "run.sh")], env=env, cwd=tmp_path, capture_output=True, text=True, check=False)
     assert refused.returncode == 2 and "extra-args may not give --format" in refused.stdout
+
+
+def action_step_runs(step_id: str, outputs: dict[str, str]) -> bool:
+    """Whether the action's step `step_id` runs, given the outputs of the steps before it (its
+    `if:` uses only ==, != and && over step outputs and github.event_name, here workflow_dispatch)."""
+    step = next(s for s in ACTION["runs"]["steps"] if s.get("id") == step_id)
+    if "if" not in step:
+        return True
+    expression = str(step["if"])
+    for name, value in sorted(outputs.items(), key=lambda item: -len(item[0])):
+        expression = expression.replace(name, repr(value))
+    python = expression.replace("&&", " and ").replace("||", " or ").replace("github.event_name", repr("workflow_dispatch"))
+    return bool(eval(python, {"__builtins__": {}}))
+
+
+@pytest.mark.parametrize(
+    ("command", "mode"), [("status", "full"), ("rebuild", "full"), ("gate", "full"), ("gate", "publish"), ("attest", "full"), ("badge", "full")]
+)
+def test_a_poisoned_cache_entry_with_a_matching_stamp_never_serves_a_command_whose_answer_counts(tmp_path: Path, command: str, mode: str) -> None:
+    """The venv's digest stamp lives inside the cache entry. Code under test that ran unsandboxed in a
+    default-branch job (a Slurm launcher, allow-unsandboxed) can write an entry for the next key,
+    with a reprogate that posts success and a stamp that matches it. Before this fix every command
+    restored it and seal.sh accepted it; now the commands that post, or write or vouch for a
+    verdict, install fresh and seal what they installed. The steps run as the runner runs them."""
+    require_tool("bash")
+    outputs = tmp_path / "outputs"
+    outputs.write_text("")
+    base = {"PATH": os.environ["PATH"], "GITHUB_ACTION_PATH": str(REPO), "RUNNER_TEMP": str(tmp_path / "runner-temp"), "GITHUB_OUTPUT": str(outputs)}
+    (tmp_path / "runner-temp").mkdir()
+    keyed = subprocess.run(
+        ["bash", str(REPO / "action" / "key.sh")], env={**base, "INPUT_COMMAND": command, "INPUT_MODE": mode}, capture_output=True, text=True
+    )
+    assert keyed.returncode == 0, keyed.stderr
+    key = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
+    venv = Path(key["path"])
+
+    def venv_with(says: str) -> None:
+        (venv / "bin").mkdir(parents=True)
+        (venv / "bin" / "reprogate").write_text(f"#!/usr/bin/env bash\necho {says}\n")
+        (venv / "bin" / "reprogate").chmod(0o755)
+
+    step_outputs = {f"steps.key.outputs.{k}": v for k, v in key.items()}
+    hit = ""
+    if action_step_runs("restore", step_outputs):  # the poisoner's entry, with the stamp its own content digest
+        venv_with("poisoned")
+        digest = subprocess.run(["bash", "-c", f'. "{REPO}/action/digest.sh" && venv_digest "$0"', str(venv)], capture_output=True, text=True, check=True)
+        (venv / ".reprogate-venv-digest").write_text(digest.stdout)
+        hit = "true"
+    if hit != "true":  # the install step (`cache-hit != 'true'`)
+        venv_with("installed")
+    outputs.write_text("")
+    sealed = subprocess.run(["bash", str(REPO / "action" / "seal.sh")], env={**base, "VENV": str(venv), "RESTORED": hit}, capture_output=True, text=True)
+    assert sealed.returncode == 0, sealed.stderr
+    digest = dict(line.split("=", 1) for line in outputs.read_text().splitlines())["digest"]
+    ran = subprocess.run(
+        ["bash", str(REPO / "action" / "run.sh")],
+        env={
+            **base,
+            "VENV": str(venv),
+            "VENV_DIGEST": digest,
+            "INPUT_COMMAND": command,
+            "INPUT_MODE": mode,
+            "INPUT_RECORD": "r.yaml",
+            "INPUT_VERDICT": "v.json",
+        },
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert "poisoned" not in ran.stdout, f"{command} ran the venv restored from a poisoned cache entry"
+    assert "installed" in ran.stdout, ran.stdout + ran.stderr
+    for path in [venv, *venv.rglob("*")]:
+        path.chmod(0o755)
+
+
+def test_the_commands_that_post_nothing_still_restore_the_cache(tmp_path: Path) -> None:
+    for command, mode in [("validate", "full"), ("detect", "full"), ("audit", "full"), ("gate", "compute")]:
+        outputs = tmp_path / f"{command}-{mode}"
+        env = {"PATH": os.environ["PATH"], "GITHUB_ACTION_PATH": str(REPO), "RUNNER_TEMP": str(tmp_path), "GITHUB_OUTPUT": str(outputs)}
+        subprocess.run(["bash", str(REPO / "action" / "key.sh")], env={**env, "INPUT_COMMAND": command, "INPUT_MODE": mode}, check=True, capture_output=True)
+        key = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
+        assert action_step_runs("restore", {f"steps.key.outputs.{k}": v for k, v in key.items()}), (command, mode)

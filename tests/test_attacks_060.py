@@ -666,3 +666,352 @@ def test_a_dataset_server_that_drips_is_unreachable_not_corrupt(tmp_path: Path) 
         ]
         done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 3 and "unreachable" in done.stdout and "corrupt" not in done.stdout, done.stdout + done.stderr
+
+
+# --- 3 (cont.). what reprogate reads and writes in the work folder while the preflight's ranks wait ---
+
+
+def at_every_start(project: Path, code: str) -> None:
+    """The project's own `sitecustomize.py`, on the ranks' path by the record's PYTHONPATH (which a
+    record may set): it runs in every interpreter the ranks start, the preflight's rank hosts
+    among them, which then wait, alive, while reprogate copies the shards in and reads the
+    configuration from the work folder."""
+    from reprogate.core.gittree import tree_id
+
+    (project / "tiny" / "project" / "sitecustomize.py").write_text(code)
+
+    def change(record: dict[str, Any]) -> None:
+        record["execution"]["env"]["PYTHONPATH"] = "."
+        record["source"]["tree"] = tree_id(project / "tiny" / "project")
+
+    edit_record(project / RECORD, change)
+
+
+PLANT_SHARD_LINK = """
+import os
+from pathlib import Path
+work = Path.cwd().parents[1]  # the ranks run in <work folder>/tiny/project
+shard = work / "tiny" / "data" / "shard-000.txt"
+if not os.path.lexists(shard):  # the preflight: the dataset stage has not copied the shards yet
+    try:
+        os.symlink({target!r}, shard)
+    except FileExistsError:
+        pass
+"""
+
+
+def test_a_shard_copied_in_after_the_preflight_never_writes_through_a_link_a_rank_left(cli: Cli, project: Path, tmp_path: Path) -> None:
+    """The preflight's ranks leave `tiny/data/shard-000.txt -> ~/.local/.../usercustomize.py`
+    where the dataset stage will copy the shard. Before this fix reprogate, outside the
+    sandbox, copied the pull request's shard through the link: a file of the runner's written
+    with content the pull request chose (Python that every later step's interpreter would run)."""
+    require_sandbox()
+    target = tmp_path / "runner-home" / ".local" / "usercustomize.py"
+    target.parent.mkdir(parents=True)
+    target.write_text("# the runner's own file\n")
+    at_every_start(project, PLANT_SHARD_LINK.format(target=str(target)))
+    work = tmp_path / "work"
+    result = cli("rebuild", str(project / RECORD), "--out", str(tmp_path / "out"), "--workdir", str(work))
+    assert target.read_text() == "# the runner's own file\n", "reprogate wrote the shard through the rank's link"
+    shard = work / "tiny" / "data" / "shard-000.txt"
+    assert not shard.is_symlink() and shard.read_bytes() == (project / "tiny" / "data" / "shard-000.txt").read_bytes()
+    assert result.exit_code == 0, result.output  # the honest rest of the rebuild still passes
+
+
+PLANT_CONFIG = """
+import os, threading, time
+from pathlib import Path
+work = Path.cwd().parents[1]
+config = work / "tiny" / "config" / "tiny.yaml"
+try:
+    claimed = os.open(work / "planted", os.O_CREAT | os.O_EXCL | os.O_WRONLY)  # one rank plants
+except FileExistsError:
+    claimed = None
+if claimed is not None and config.is_file() and not config.is_symlink():
+    swap = config.with_name("swap")
+    if {how!r} == "link":
+        os.symlink({secret!r}, swap)
+    else:
+        os.mkfifo(swap)
+        def drip():  # a writer that never ends and never fills a read
+            with open(swap, "wb", buffering=0) as out:
+                while True:
+                    out.write(b"#")
+                    time.sleep(0.5)
+        threading.Thread(target=drip, daemon=True).start()
+    os.replace(swap, config)
+"""
+
+
+@pytest.mark.parametrize("how", ["link", "fifo"])
+def test_the_configuration_is_read_once_from_a_regular_file_never_through_a_link_or_fifo_a_rank_left(project: Path, tmp_path: Path, how: str) -> None:
+    """The config stage runs after the preflight. A waiting rank swaps the work folder's
+    configuration for a link to the runner's `~/.docker/config.json`: before this fix the
+    changed keys, values included, reached the verdict and the report (and so the comment). Or
+    for a FIFO it keeps writing to: the rebuild never ended."""
+    require_sandbox()
+    secret = tmp_path / "runner-home" / ".docker" / "config.json"
+    secret.parent.mkdir(parents=True)
+    secret.write_text(json.dumps({"auths": {"ghcr.io": {"auth": SECRET}}}))
+    at_every_start(project, PLANT_CONFIG.format(how=how, secret=str(secret)))
+    git(project, "init", "-q")  # with history, the stage names the keys that changed, and their values
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "head")
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "reprogate", "rebuild", str(project / RECORD), "--out", str(out), "--workdir", str(tmp_path / "work")]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)  # on the old code the FIFO never ended
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert verdict["diagnosis"] == "config", done.stdout[-3000:] + done.stderr[-3000:]
+    assert SECRET not in everything(done, out), "the file behind the rank's link reached what the rebuild wrote"
+    config = next(s for s in verdict["stages"] if s["name"] == "config")
+    assert "not followed" in config["detail"] or "not a regular file" in config["detail"], config["detail"]
+
+
+SWAP_FIRST_TRACE = """
+import os, runpy, shutil, sys
+from pathlib import Path
+work = Path(os.environ["REPROGATE_TRACE_DIR"]).parents[2]
+if os.environ["REPROGATE_SEED"] != "1" and os.environ["RANK"] == "0":  # a later seed: the first one was judged
+    first = sorted((work / "runs" / "seed-1" / "trace").glob("trace-rank*.jsonl"))
+    (work / "judged.jsonl").write_bytes(b"".join(p.read_bytes() for p in first))
+    for path in first:
+        path.write_text('{"type": "meta", "note": "forged after it was judged"}\\n')
+sys.argv = ["train.py", *sys.argv[1:]]
+runpy.run_path("train.py", run_name="__main__")
+"""
+
+
+def test_the_rebuild_records_trace_is_the_bytes_the_run_judged_not_what_a_later_seed_left(cli: Cli, project: Path, tmp_path: Path) -> None:
+    """With two seeds, the second seed's ranks rewrite the first seed's trace after the run stage
+    judged it. Before this fix the rebuild record re-read the files, so the trace it
+    published (and its checksum the verdict names) was not the one the verdict was made from."""
+    require_sandbox()
+    entrypoint(project, "swap_trace.py", SWAP_FIRST_TRACE)
+    edit_record(project / RECORD, lambda r: r["job"].update(entrypoint=["python", "swap_trace.py", "--config", "../config/tiny.yaml"]))
+    work, out = tmp_path / "work", tmp_path / "out"
+    result = cli("rebuild", str(project / RECORD), "--seeds", "2", "--out", str(out), "--workdir", str(work))
+    judged = (work / "judged.jsonl").read_bytes()  # the first seed's traces as they were when the second seed started
+    assert b"forged after it was judged" in (work / "runs" / "seed-1" / "trace" / "trace-rank0.jsonl").read_bytes(), result.output
+    assert (out / "rebuild-trace.jsonl").read_bytes() == judged, "the rebuild record published a trace that was not judged"
+    written = yaml.safe_load((out / "rebuild-record.yaml").read_text())
+    assert written["reference"]["trace"]["checksum"] == "sha256:" + hashlib.sha256(judged).hexdigest()
+
+
+def test_a_candidate_venv_the_workflow_let_build_sdists_never_serves_a_reference_rebuild(tmp_path: Path, venv_cache: Path) -> None:
+    """A candidate built with `--allow-source-builds` ran the pull request's build backends,
+    which wrote into the venv being built what they chose. Before this fix the venv was cached
+    by the lock's digest alone, and a reference rebuild of the same lock was handed it (a hit)."""
+    require_sandbox()
+    from support.locked import locked_record
+
+    from reprogate.core.canonical import file_digest
+    from reprogate.rebuild.inject import runtime_folder
+    from reprogate.rebuild.realizers.base import RealizeRequest
+    from reprogate.rebuild.realizers.venv import VenvRealizer
+
+    if not os.environ.get("UV_FIND_LINKS") and os.environ.get("CI") != "true":
+        pytest.skip("no local wheelhouse for uv venv --seed")
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "projects" / "locked", repo)
+    wheel = hostile_wheel(repo / "wheels")
+    (repo / "requirements.txt").write_text(f"hostilepth @ {wheel.as_uri()} \\\n    --hash=sha256:{hashlib.sha256(wheel.read_bytes()).hexdigest()}\n")
+    lock = {"path": "requirements.txt", "checksum": file_digest(repo / "requirements.txt"), "format": "pip-requirements"}
+    record = locked_record(repo, "locked-pth", {"used": False, "reason": "venv"}, {"lock_files": [lock]})
+    cache = tmp_path / "cache"
+
+    def realize(environment: str, source_builds: bool, name: str) -> Any:
+        work = tmp_path / name
+        work.mkdir()
+        request = RealizeRequest(record, repo, work, environment, cache, runtime_folder(work / "runtime"), source_builds=source_builds)
+        return VenvRealizer().realize(request)
+
+    candidate = realize("candidate", True, "candidate")
+    reference = realize("reference", False, "reference")
+    assert reference.facts["cache"] == "miss" and reference.path != candidate.path, "the reference rebuild was handed the candidate's venv"
+    assert candidate.facts.get("built_with") == "pull-request-source-builds"  # the verdict says how it was built
+    again = realize("reference", False, "reference-again")
+    assert again.facts["cache"] == "hit" and again.path == reference.path  # the cache still serves what it may
+
+
+def _stall_after_headers(handler: Any, state: Any) -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Length", "1000")
+    handler.end_headers()
+    handler.wfile.flush()
+    state.done.wait(120)  # the headers, then nothing while the test runs
+
+
+def _wrong_length_then_close(handler: Any, state: Any) -> None:
+    """HEAD answers the manifest's size; GET says Content-Length 500, sends the whole 1000 bytes and closes."""
+    from support.hostile_http import answer
+
+    if handler.command == "HEAD":
+        answer(handler, 200, b"x" * 1000)
+        return
+    handler.send_response(200)
+    handler.send_header("Content-Length", "500")
+    handler.end_headers()
+    handler.wfile.write(b"x" * 1000)
+    handler.wfile.flush()
+    handler.close_connection = True
+
+
+def _short_body_then_close(handler: Any, state: Any) -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Length", "1000")
+    handler.end_headers()
+    handler.wfile.write(b"x" * 10)
+    handler.wfile.flush()
+    handler.connection.shutdown(socket.SHUT_RDWR)
+
+
+def _drip_the_headers(handler: Any, state: Any) -> None:
+    """One byte of a header line every half second, forever: no read ever waits for the read timeout."""
+    import time
+
+    handler.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+    while not state.done.is_set():
+        handler.wfile.write(b"a")
+        handler.wfile.flush()
+        time.sleep(0.5)
+
+
+@pytest.mark.parametrize("behaviour", [_stall_after_headers, _wrong_length_then_close, _short_body_then_close, _drip_the_headers], ids=lambda b: b.__name__[1:])
+def test_a_dataset_server_that_breaks_the_transfer_is_unreachable_not_corrupt(tmp_path: Path, behaviour: Callable[[Any, Any], None]) -> None:
+    """Servers that break a transfer: the data on them says nothing, so the answer is exit 3
+    (unreachable), within --max-time, never 1 (truncated or corrupt). Before this fix a GET whose
+    Content-Length was wrong (HEAD had said the manifest's size) was reported truncated."""
+    from support.hostile_http import hostile
+
+    manifest = tmp_path / "d.manifest.yaml"
+    shard = "{name: s0.bin, bytes: 1000, checksum: 'sha256:" + hashlib.sha256(b"x" * 1000).hexdigest() + "'}"
+    manifest.write_text(f"apiVersion: reprogate/v1\nkind: DatasetManifest\nid: d\nversion: '1'\nalgorithm: sha256\nshards:\n- {shard}\n")
+    with hostile(behaviour) as server:
+        command = [
+            sys.executable,
+            "-m",
+            "reprogate",
+            "dataset",
+            "verify",
+            str(manifest),
+            "--root",
+            server.url,
+            "--timeout",
+            "2",
+            "--retries",
+            "0",
+            "--max-time",
+            "6",
+        ]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+        server.done.set()
+    assert done.returncode == 3 and "unreachable" in done.stdout, done.stdout + done.stderr
+    assert "truncated" not in done.stdout and "corrupt" not in done.stdout, done.stdout
+
+
+LOOPBACK_PROBE_SETUP = """
+import json, os, socket
+reached = "no"
+try:
+    with socket.create_connection(("127.0.0.1", {port}), timeout=3) as s:
+        reached = s.recv(64).decode()
+except OSError as exc:
+    reached = "refused: " + type(exc).__name__
+with open({marker!r}, "w") as out:
+    json.dump({{"reached": reached}}, out)
+from setuptools import setup
+setup(name="evil", version="1.0")
+"""
+
+
+def test_a_sdist_a_pull_request_adds_to_its_pinned_lock_is_not_built_by_a_reference_rebuild(
+    cli: Cli, tmp_path: Path, venv_cache: Path, listeners: dict[str, str]
+) -> None:
+    """Only a candidate was built from wheels only. A pull request that adds `evil @ …tar.gz`
+    (hashed) to its lock and re-pins its record got a `--environment reference --contract-from
+    BASE` rebuild that built the sdist: its setup.py ran in the build sandbox, which keeps the
+    host's network, and reached a Docker daemon on the host's loopback. A lock the head's record
+    pins differently from the base's is the pull request's: wheels only, as for a candidate."""
+    require_sandbox()
+    from support.archives import sdist
+    from support.locked import locked_record
+
+    from reprogate.core.canonical import file_digest
+
+    if not os.environ.get("UV_FIND_LINKS") and os.environ.get("CI") != "true":
+        pytest.skip("no local wheelhouse for uv venv --seed")
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "projects" / "locked", repo)
+    wheel = hostile_wheel(repo / "wheels")
+    pinned = f"hostilepth @ {wheel.as_uri()} \\\n    --hash=sha256:{hashlib.sha256(wheel.read_bytes()).hexdigest()}\n"
+
+    def commit(lock_text: str, message: str) -> str:
+        (repo / "requirements.txt").write_text(lock_text)
+        lock = {"path": "requirements.txt", "checksum": file_digest(repo / "requirements.txt"), "format": "pip-requirements"}
+        record = locked_record(repo, "locked-sdist", {"used": False, "reason": "venv"}, {"lock_files": [lock]}, realizer="venv")
+        (repo / "records").mkdir(exist_ok=True)
+        (repo / "records" / "locked.yaml").write_text(yaml.safe_dump(record, sort_keys=False))
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", message)
+        return git(repo, "rev-parse", "HEAD")
+
+    git(repo, "init", "-q")
+    base = commit(pinned, "base")
+    marker = tmp_path / "work" / "setup-ran.json"  # the work folder is writable in the build sandbox
+    setup = LOOPBACK_PROBE_SETUP.format(port=listeners["DAEMON_PORT"], marker=str(marker))
+    evil = sdist(tmp_path / "evil-1.0.tar.gz", {"evil-1.0/setup.py": setup, "evil-1.0/PKG-INFO": "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n"})
+    commit(pinned + f"evil @ {evil.as_uri()} \\\n    --hash=sha256:{hashlib.sha256(evil.read_bytes()).hexdigest()}\n", "add a package from an sdist")
+    result = cli(
+        "rebuild",
+        str(repo / "records" / "locked.yaml"),
+        "--contract-from",
+        base,
+        "--cache",
+        str(tmp_path / "cache"),
+        "--workdir",
+        str(tmp_path / "work"),
+        "--out",
+        str(tmp_path / "out"),
+    )
+    ran = json.loads(marker.read_text()) if marker.exists() else None
+    assert ran is None, f"the pull request's setup.py ran in a reference rebuild (loopback: {ran['reached'] if ran else ''})"
+    assert result.exit_code == 2 and "evil" in result.output, result.output
+
+
+def test_a_reference_trace_kept_in_the_project_folder_is_not_in_the_ranks_view(cli: Cli, project: Path, tmp_path: Path) -> None:
+    """The project keeps its reference trace inside the pinned folder, so the work folder's copy
+    of the project holds it too. Before this fix only the checkout's copy was masked, and an
+    entrypoint that copies the trace's lines as its own passed the bitwise contract in a blink."""
+    require_sandbox()
+    from reprogate.core.gittree import tree_id
+
+    shutil.copy(project / "tiny" / "reference" / "trace.jsonl", project / "tiny" / "project" / "expected-trace.jsonl")
+
+    def change(record: dict[str, Any]) -> None:
+        record["reference"]["trace"]["path"] = "tiny/project/expected-trace.jsonl"
+        record["source"]["tree"] = tree_id(project / "tiny" / "project")
+        record["job"]["entrypoint"] = ["python", "-c", REPLAY.format(trace="expected-trace.jsonl")]
+
+    edit_record(project / RECORD, change)
+    out = tmp_path / "out"
+    result = cli("rebuild", str(project / RECORD), "--out", str(out), "--workdir", str(tmp_path / "work"))
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert verdict["verdict"] != "pass", "the ranks read the reference trace from the work folder and replayed it"
+    assert (tmp_path / "work" / "tiny" / "project" / "expected-trace.jsonl").stat().st_size > 0, result.output  # masked, not removed
+
+
+def test_an_environment_only_head_says_its_environment_is_the_pull_requests_code_too(cli: Cli, project: Path, tmp_path: Path) -> None:
+    """An environment-only pull request runs the base's reviewed tree, but in the environment it
+    pins: a package it adds (a `.pth`, a patched torch) runs with the training and can write the
+    reference's numbers as well as any training script. Before this fix the report said only
+    "Reviewed code" and the claim named the base's tree; now both say the environment is the pull
+    request's code and that the approval vouches for it."""
+    require_sandbox()
+    base, _ = code_pull_request(project, lambda p: edit_record(p / RECORD, lambda r: r["container"].update(reason="a new environment pin")))
+    out = tmp_path / "out"
+    result = cli("rebuild", str(project / RECORD), "--contract-from", base, "--out", str(out))
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert verdict["environment"]["code"] == {**verdict["environment"]["code"], "ran": "base", "environment_changed": True}, result.output
+    assert "that environment is the pull request's" in verdict["claim"]["text"] and "approval" in verdict["claim"]["text"]
+    assert "is code too and ran with the training" in (out / "report.md").read_text()
+    assert result.exit_code == 0, result.output  # an honest environment still goes green

@@ -174,6 +174,18 @@ def read_text(path: Path, display: str, max_bytes: int = DEFAULT_MAX_BYTES) -> s
         raise _error(display, "unreadable", f"cannot read file: {exc.strerror or exc}") from None
     if raw is None:  # grew while we read, or a pipe whose size stat cannot tell
         raise _error(display, "too-large", f"file is over the {max_bytes:,}-byte limit", hint="raise the limit with --max-bytes")
+    return decode_text(raw, display)
+
+
+def load_bytes(raw: bytes, display: str, syntax: str = "yaml") -> Document:
+    """Load a YAML or JSON file already read (once, by a reader that chose how: a file the code
+    under test could have swapped is read without following a link), with load_document's checks."""
+    text = decode_text(raw, display)
+    return _load_json(text, display) if syntax == "json" else _load_yaml(text, display)
+
+
+def decode_text(raw: bytes, display: str) -> str:
+    """A file's bytes as UTF-8 text (a byte-order mark dropped), or a located error."""
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     try:

@@ -12,7 +12,7 @@ import errno
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import BinaryIO
@@ -116,23 +116,70 @@ def create_for_code(path: str | Path, within: str | Path) -> int:
         os.close(folder)
 
 
+def copy_for_code(source: str | Path, target: str | Path, within: str | Path, skip: Callable[[str], bool] = lambda name: False) -> None:
+    """Copy `source` (a file or folder of reprogate's own input, the checkout) to `target` below
+    `within` (the work folder, which code under test may already have written into: the dataset
+    stage copies shards while the preflight's ranks wait). Every folder on the way is entered
+    and made without following a link, and whatever is at a file's place (a link a rank left to
+    the runner's `~/.bashrc`) is replaced, never written through. A link inside a copied folder
+    is copied as a link, as it is; folders named so that `skip(name)` holds are left out."""
+    if os.path.isdir(source):
+        make_folder_for_code(target, within)
+        for entry in sorted(os.scandir(source), key=lambda e: e.name):
+            if skip(entry.name):
+                continue
+            below = Path(target) / entry.name
+            if entry.is_symlink():
+                _link_for_code(os.readlink(entry.path), below, within)
+            else:
+                copy_for_code(entry.path, below, within, skip)
+        return
+    src_fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    info = os.fstat(src_fd)
+    if not stat.S_ISREG(info.st_mode):  # a FIFO or a device in the checkout: a copy that never ends
+        os.close(src_fd)
+        raise OSError(errno.EINVAL, "not a regular file", str(source))
+    with os.fdopen(src_fd, "rb") as src, os.fdopen(create_for_code(target, within), "wb") as out:
+        while chunk := src.read(1 << 20):
+            out.write(chunk)
+        out.flush()
+        os.fchmod(out.fileno(), stat.S_IMODE(info.st_mode))
+        os.utime(out.fileno(), ns=(info.st_atime_ns, info.st_mtime_ns))
+
+
+def _link_for_code(points_to: str, path: Path, within: str | Path) -> None:
+    parts = _parts_below(path, within)
+    folder = _enter_below(within, parts[:-1], create=True)
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(parts[-1], dir_fd=folder)
+        os.symlink(points_to, parts[-1], dir_fd=folder)
+    finally:
+        os.close(folder)
+
+
 def _open_written_by_code(path: str | Path, within: str | Path | None) -> int:
     """A descriptor of a regular file the code under test wrote, opened without following a link:
     the last component never, and with `within` (a folder reprogate made and the code under test
     writes into) no component below it either, so a rank that swapped a folder of the work
     folder for a link to the runner's home leads nowhere. `within` itself is trusted."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    if within is None:
-        fd = os.open(path, flags)
-    else:
-        parts = _parts_below(path, within)
-        if not parts:
-            raise OSError(errno.EINVAL, "not a file inside the folder it was written in", str(path))
-        folder = _enter_below(within, parts[:-1], create=False)
-        try:
-            fd = os.open(parts[-1], flags, dir_fd=folder)
-        finally:
-            os.close(folder)
+    try:
+        if within is None:
+            fd = os.open(path, flags)
+        else:
+            parts = _parts_below(path, within)
+            if not parts:
+                raise OSError(errno.EINVAL, "not a file inside the folder it was written in", str(path))
+            folder = _enter_below(within, parts[:-1], create=False)
+            try:
+                fd = os.open(parts[-1], flags, dir_fd=folder)
+            finally:
+                os.close(folder)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # O_NOFOLLOW met a link (at the end, or where a folder was)
+            raise OSError(exc.errno, "a symbolic link where the code under test writes: not followed", str(path)) from None
+        raise
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise OSError(errno.EINVAL, "not a regular file", str(path))

@@ -2,7 +2,8 @@
 
 Retries, timeouts and redirect limits are the shared HTTP policy (core/http.py). A 404 or 410
 means the shard is missing; anything still failing after the retries means the remote is
-unreachable (exit 3). A streamed digest gets a deadline that grows with the shard's size (at
+unreachable (exit 3), and so does a GET that delivers another size than HEAD said (a wrong
+Content-Length, a body cut short and closed): the transfer failed, not the data. A streamed digest gets a deadline that grows with the shard's size (at
 least 1 MiB/s), so a dribbling server cannot hold a verify forever and a large shard is not cut
 off for being large.
 """
@@ -36,6 +37,7 @@ class Remote:
     max_time: float = 6 * 3600.0  # for every request of this verification together: a million slow shards still end
     _http: HttpClient | None = field(default=None, repr=False)
     _ends: float | None = field(default=None, repr=False)
+    _sizes: dict[str, int] = field(default_factory=dict, repr=False)  # what HEAD said of each URL
 
     def _left(self, deadline: float) -> float:
         """`deadline` for one request, cut to what the whole verification has left (none: RemoteUnreachable)."""
@@ -76,7 +78,10 @@ class Remote:
         except InfrastructureError as exc:
             raise RemoteUnreachable(exc.message) from None
         length = reply.headers.get("Content-Length")
-        return int(length) if length and length.isdigit() else None
+        if not (length and length.isdigit()):
+            return None
+        self._sizes[url] = int(length)
+        return int(length)
 
     def digest(self, url: str, algorithm: str, on_bytes: Callable[[int], None] | None = None, expected_size: int | None = None) -> tuple[int, str]:
         """(size, "<algorithm>:<hex>") of the body, streamed through the hash."""
@@ -97,4 +102,9 @@ class Remote:
             raise
         except InfrastructureError as exc:
             raise RemoteUnreachable(exc.message) from None
+        said = self._sizes.get(url)
+        if said is not None and total != said:
+            # HEAD and GET disagree (a GET whose Content-Length is wrong, a proxy that cut the body
+            # and closed): the remote did not deliver the file, which says nothing of the data
+            raise RemoteUnreachable(f"GET {origin(url)}: {total:,} bytes delivered where HEAD said {said:,}; the remote's answers disagree")
         return total, f"{algorithm}:{h.hexdigest()}"

@@ -59,7 +59,13 @@ class CodeOrigin:
     def words(self) -> str:
         """What the claim and the report say of the code that produced the evidence."""
         if self.ran == "base":
-            return f"the evidence came from the base's reviewed project tree {str(self.base_tree)[:12]} (written from git objects), run in this environment"
+            said = f"the evidence came from the base's reviewed project tree {str(self.base_tree)[:12]} (written from git objects), run in this environment"
+            if self.environment_changed:
+                said += (
+                    "; that environment is the pull request's (the packages, image or recipe its record pins) and its code ran with the training "
+                    "(a package's `.pth`, an image's entrypoint): the approval of this rebuild is what vouches for it"
+                )
+            return said
         if self.ran == "pull-request":
             return (
                 f"the evidence came from the pull request's own code ({self.detail}): that code wrote the traces, digests and metrics compared, "
@@ -71,6 +77,8 @@ class CodeOrigin:
         found: dict[str, Any] = {"ran": self.ran, "detail": self.detail}
         if self.base_tree:
             found["base_tree"] = self.base_tree
+        if self.environment_changed:
+            found["environment_changed"] = True
         return found
 
 

@@ -18,30 +18,21 @@ from reprogate import __version__
 from reprogate.capture import CaptureContext, run_layer
 from reprogate.capture import devices as devices_layer
 from reprogate.capture import host as host_layer
-from reprogate.core.fileio import read_written_by_code
 from reprogate.rebuild.compare import metrics
-from reprogate.rebuild.stages.run import MAX_RANK_TRACE
 from reprogate.rebuild.state import RebuildState
 from reprogate.rebuild.verdict import RecordRef
 
 
 def _trace_file(state: RebuildState, target: Path) -> str | None:
-    """The first seed's per-rank traces as one file beside the record; its sha256."""
+    """The first seed's per-rank traces as one file beside the record; its sha256. The bytes are
+    those the run stage judged, never the files read again: a later seed's ranks could have
+    rewritten (or swapped for a link) what the first seed left in the work folder."""
     first = state.runs.first if state.runs is not None else None
-    if first is None or not first.trace_files:
+    if first is None or not first.traces:
         return None
-    parts = []
-    for path in first.trace_files:
-        try:  # the ranks still run: one may have swapped its trace for a link to a file of the runner's since the run stage read it
-            data = read_written_by_code(path, MAX_RANK_TRACE, within=state.job.workdir)
-        except OSError:
-            data = None
-        if data is None:
-            return None
-        parts.append(data)
     h = hashlib.sha256()
     with open(target, "wb") as out:
-        for data in parts:
+        for data in first.traces:
             out.write(data)
             h.update(data)
     return "sha256:" + h.hexdigest()

@@ -96,7 +96,13 @@ def _whose_code(verdict: dict[str, Any]) -> list[str]:
             "",
         ]
     if code.get("ran") == "base":
-        return ["**Reviewed code:** only environment pins changed, so the base's project tree ran in this pull request's environment.", ""]
+        line = "**Reviewed code:** only environment pins changed, so the base's project tree ran in this pull request's environment."
+        if code.get("environment_changed") is True:
+            line += (
+                " That environment (the packages, image or recipe the pull request pins) is code too and ran with the training;"
+                " the approval of this rebuild is what vouches for it."
+            )
+        return [line, ""]
     return []
 
 

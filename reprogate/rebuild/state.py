@@ -225,7 +225,9 @@ class SeedRun:
     ok: bool = False
     seconds: float = 0.0
     log_tail: str = ""
-    trace_files: tuple[Path, ...] = ()
+    # each rank's trace as the run stage read and judged it, in rank order: the rebuild record keeps
+    # these bytes, never the files again (later seeds' ranks can write there); the first seed's only
+    traces: tuple[bytes, ...] = ()
 
 
 @dataclass(frozen=True)

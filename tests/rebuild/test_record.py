@@ -33,11 +33,7 @@ def _state(tmp_path: Path, data: dict[str, Any] | None = None, realizer: str = "
     realized = SimpleNamespace(kind=realizer, facts=facts, close=lambda: None)
     state.environment = Environment(Choice(realizer, "the record asks for it"), realized, "bubblewrap")  # type: ignore[arg-type]
     state.probe = Probe({"python": "3.12.1", "packages": {"torch": "2.13.0+cpu", "numpy": "2.1.3"}})
-    traces = []
-    for rank in (0, 1):
-        trace = tmp_path / f"trace-rank{rank}.jsonl"
-        trace.write_text(f'{{"type": "step", "step": 1, "rank": {rank}, "loss": 2.0}}\n')
-        traces.append(trace)
+    traces = [f'{{"type": "step", "step": 1, "rank": {rank}, "loss": 2.0}}\n'.encode() for rank in (0, 1)]  # as the run stage judged them
     metric = str(record["contract"]["metric"]["name"])
     state.runs = Runs(
         (
@@ -73,7 +69,7 @@ def test_its_reference_is_the_first_seeds_trace_and_every_seeds_metric(tmp_path:
     out.mkdir()
     written = rebuild_record(_state(tmp_path), OF, True, "2026-12-01T00:00:00Z", out)
     trace = out / "rebuild-trace.jsonl"
-    joined = (tmp_path / "trace-rank0.jsonl").read_bytes() + (tmp_path / "trace-rank1.jsonl").read_bytes()
+    joined = b"".join(f'{{"type": "step", "step": 1, "rank": {rank}, "loss": 2.0}}\n'.encode() for rank in (0, 1))
     assert trace.read_bytes() == joined
     assert written["reference"]["trace"]["checksum"] == "sha256:" + hashlib.sha256(joined).hexdigest()
     values = written["reference"]["metric"]["values"]

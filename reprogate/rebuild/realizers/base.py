@@ -44,6 +44,9 @@ class RealizeRequest:
     sandbox: Sandbox | None = None  # local ranks (venv, current) start inside it; None: unsandboxed (the claim says so)
     source_builds: bool = False  # a candidate venv may build sdists (the workflow's --allow-source-builds); never the record's say
     masked: tuple[Path, ...] = ()  # the reference's expected outputs: never shown to code under test, even where a shown folder holds them
+    # the lock, recipe and image are the base's (or the record's own, with no base): False when the
+    # head's record pins others, whose sdists' build backends are the pull request's code
+    pins_reviewed: bool = True
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,9 @@
 `reference` installs the lock file the record pins (the tree's copy must still match its
 checksum); `candidate` installs the tree's lock file as it is: the pull request's change.
 
-Venvs are cached by the digest of the lock file, the Python version and uv's version, so a second
-rebuild of the same lock takes seconds. Training code is untrusted (a pull request's), so a cached
+Venvs are cached by the digest of the lock file, the Python version and uv's version (and, for a
+candidate the workflow let build sdists, that fact: built_with), so a second rebuild of the same
+lock takes seconds. Training code is untrusted (a pull request's), so a cached
 venv is made read-only after it is built, fingerprinted (fingerprint() below), and reused only if
 the fingerprint still matches — a venv a rank managed to change is thrown away and rebuilt.
 Bytecode is compiled up front so a read-only venv imports as fast as a writable one.
@@ -269,6 +270,26 @@ def _python_for(data: dict[str, Any]) -> str:
 COMPLETE = ".reprogate-complete"
 
 
+WHEELS_ONLY_HINT = "; a lock the pull request chose is installed from wheels only unless the workflow passes --allow-source-builds"
+
+
+def builds_sdists(request: RealizeRequest) -> bool:
+    """Whether the build may run sdists' build backends: for a lock that is reviewed (the base's,
+    or the record's own), or where the workflow allows it (`--allow-source-builds`). A candidate's
+    lock, or one the head's record pins differently from the base's, is the pull request's, and
+    a build backend runs in the build sandbox with the host's network (uv reaches its indexes)."""
+    return request.source_builds or (request.environment == "reference" and request.pins_reviewed)
+
+
+def built_with(request: RealizeRequest) -> str:
+    """What, besides the lock, decided what a venv holds, as part of its cache key: a venv whose
+    build ran the pull request's build backends (source builds the workflow allowed for a lock
+    the pull request chose) holds whatever they wrote into it, and never serves another rebuild
+    with the same lock (a reference rebuild, a wheels-only one). "" otherwise."""
+    pull_request_lock = request.environment == "candidate" or not request.pins_reviewed
+    return "pull-request-source-builds" if pull_request_lock and request.source_builds else ""
+
+
 def fingerprint(folder: Path) -> str:
     """What every file in a venv is, cheaply: path, size, inode and both times in nanoseconds.
     The change time cannot be set back by a process, so a file a training script rewrote (even as
@@ -356,7 +377,9 @@ class VenvRealizer:
         uv = uv_binary()
         python = _python_for(request.data)
         uv_version = subprocess.run([uv, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
-        key = hashlib.sha256(b"\0".join([content, python.encode(), uv_version.encode(), sys.platform.encode()])).hexdigest()[:24]
+        built_by = built_with(request)
+        parts = [content, python.encode(), uv_version.encode(), sys.platform.encode(), *([built_by.encode()] if built_by else [])]
+        key = hashlib.sha256(b"\0".join(parts)).hexdigest()[:24]
         target = request.cache / "venvs" / key
         facts: dict[str, Any] = {
             "realizer": NAME,
@@ -368,6 +391,8 @@ class VenvRealizer:
             "uv": uv_version,
             "cache_key": key,
         }
+        if built_by:
+            facts["built_with"] = built_by
         started = time.monotonic()
         if _intact(target):
             facts["cache"] = "hit"
@@ -409,8 +434,9 @@ class VenvRealizer:
         cache = request.workdir / "uv-cache"
         cache.mkdir(parents=True, exist_ok=True)
         # A pull request's lock may name an sdist (a direct URL, a path) whose build backend runs
-        # code: wheels only for a candidate, unless the (trusted) workflow allows source builds.
-        no_build = [] if request.environment == "reference" or request.source_builds else ["--no-build"]
+        # code: wheels only for a candidate or a lock the head re-pinned, unless the (trusted)
+        # workflow allows source builds.
+        no_build = [] if builds_sdists(request) else ["--no-build"]
         log = request.workdir / "logs" / "realize-venv.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         building.mkdir()
@@ -446,7 +472,8 @@ class VenvRealizer:
                 else:
                     cmd = [uv, "sync", "--frozen", "--no-install-project", "--project", str(lock.parent), *indexes, *no_build]
                     env = {**env, "UV_PROJECT_ENVIRONMENT": str(building)}
-                self._uv(cmd, env, log, f"uv could not install {lock.name}", sandbox=box)
+                wheels_only = WHEELS_ONLY_HINT if no_build else ""
+                self._uv(cmd, env, log, f"uv could not install {lock.name}", sandbox=box, lock_hint=wheels_only)
                 self._compile(building, request, log, box)
             finally:
                 _discard(cache)
@@ -488,6 +515,7 @@ class VenvRealizer:
         before_retry: Callable[[], Any] = lambda: None,
         not_the_lock: str = "",
         sandbox: Sandbox | None = None,
+        lock_hint: str = "",
     ) -> None:
         """Run one uv step (inside `sandbox` when given). A failure is the lock's (exit 2) unless an
         index did not answer, or the step never reads the lock (`not_the_lock` says why): then it
@@ -509,7 +537,8 @@ class VenvRealizer:
             if not unreachable_index(message):
                 if not_the_lock:
                     raise InfrastructureError(f"{what}:\n{tail}", hint=not_the_lock)
-                raise UsageError(f"{what}:\n{tail}", hint="the lock file does not install here; fix the lock (uv's message above), or use a container")
+                hint = "the lock file does not install here; fix the lock (uv's message above), or use a container"
+                raise UsageError(f"{what}:\n{tail}", hint=hint + (lock_hint if "build" in message.lower() else ""))
             if attempt == 1:
                 with open(log, "a", encoding="utf-8") as fh:
                     fh.write(f"# an index could not be reached; trying once more in {NETWORK_PAUSE:g} s\n")

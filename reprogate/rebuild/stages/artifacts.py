@@ -4,11 +4,11 @@ proved the workers (the runbook's order: prove the machine before the big downlo
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from reprogate.core.canonical import file_digest
 from reprogate.core.errors import ReprogateError
+from reprogate.core.fileio import copy_for_code
 from reprogate.core.gittree import changed_paths, folder_files, recorded_files, tree_id
 from reprogate.detect.git import materialize, toplevel
 from reprogate.rebuild.inject import runtime_folder
@@ -21,18 +21,17 @@ MAX_REFERENCE_TRACE = 1024 * 1024 * 1024  # as `compare` reads traces
 
 
 def copy_in(job: RebuildJob, rel: str) -> Path:
-    """Copy a repository path (file or folder) into the work folder at the same relative place."""
+    """Copy a repository path (file or folder) into the work folder at the same relative place,
+    never through a link: the dataset stage copies while the preflight's ranks wait, and they
+    may have left one where a shard goes (core.fileio.copy_for_code)."""
     source = (job.root / rel).resolve()
     if job.root.resolve() not in (source, *source.parents):
         raise FileNotFoundError(f"{rel} resolves outside the repository root")
     if not source.exists():
         raise FileNotFoundError(f"{rel} does not exist under {job.root}")
     target = job.workdir / rel
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if source.is_dir():
-        shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", ".git"))
-    else:
-        shutil.copy2(source, target)
+    job.workdir.mkdir(parents=True, exist_ok=True)
+    copy_for_code(source, target, job.workdir, skip=lambda name: name in ("__pycache__", ".git"))
     return target
 
 

@@ -12,8 +12,13 @@ run, where `run` compares every rank's Tracer(config=...) digest with the pinned
 
 from __future__ import annotations
 
-from reprogate.core.canonical import CanonicalError, canonical_digest, file_digest
-from reprogate.core.documents import DocumentError, load_document
+import errno
+import hashlib
+from typing import Any
+
+from reprogate.core.canonical import BYTES_PREFIX, CanonicalError, canonical_digest
+from reprogate.core.documents import DEFAULT_MAX_BYTES, DocumentError, load_bytes
+from reprogate.core.fileio import read_written_by_code
 from reprogate.core.history import config_changes
 from reprogate.rebuild.stages.base import StageResult, failed, passed
 from reprogate.rebuild.state import RebuildJob, RebuildState
@@ -25,20 +30,25 @@ def config(state: RebuildState) -> StageResult:
     path = job.section("job", "config", "path")
     pinned = job.section("job", "config", "hash")
     name = job.section("job", "config", "id") or path
-    if job.section("job", "config", "hash_of") == "trace":
-        return _code(job, str(path), str(name))
     if job.section("job", "config", "hash_of") == "argv":
         return _arguments(job)
     try:
-        found = canonical_digest(load_document(job.workdir / path).data)
-    except (DocumentError, CanonicalError, OSError) as exc:
+        raw = _as_copied(job, str(path))
+    except OSError as exc:
+        return failed(f"cannot read the configuration {path}: {exc.strerror or exc}")
+    if job.section("job", "config", "hash_of") == "trace":
+        return _code(job, raw, str(name))
+    try:
+        after = load_bytes(raw, str(path), "json" if str(path).lower().endswith(".json") else "yaml").data
+        found = canonical_digest(after)
+    except (DocumentError, CanonicalError) as exc:
         return failed(f"cannot read the configuration {path}: {exc}")
     if found != pinned:
         return failed(
-            f"configuration {name} changed: {_what_changed(job, str(path), str(pinned))} (canonical hash {found}, the record pins {pinned})", found=found
+            f"configuration {name} changed: {_what_changed(job, str(path), str(pinned), after)} (canonical hash {found}, the record pins {pinned})", found=found
         )
     checksum = job.section("job", "config", "checksum")
-    if checksum and file_digest(job.workdir / path) != checksum:
+    if checksum and _bytes_digest(raw) != checksum:
         return failed(f"configuration {path} was reformatted (same content, other bytes) and the record pins its bytes")
     return passed(f"configuration {name}: canonical hash matches")
 
@@ -63,18 +73,30 @@ def _arguments(job: RebuildJob) -> StageResult:
     return passed(f"configuration: the entrypoint's arguments are the pinned ones ({shown})")
 
 
-def _code(job: RebuildJob, path: str, name: str) -> StageResult:
+def _as_copied(job: RebuildJob, path: str) -> bytes:
+    """The configuration as the work folder holds it, read once, never through a link nor from
+    anything but a regular file: this stage runs while the preflight's ranks wait for the run,
+    and they can write into the work folder (a link to the runner's `~/.docker/config.json`
+    would put its values into the verdict; a FIFO would never end)."""
+    raw = read_written_by_code(job.workdir / path, DEFAULT_MAX_BYTES, within=job.workdir)
+    if raw is None:
+        raise OSError(errno.EFBIG, f"larger than {DEFAULT_MAX_BYTES:,} bytes")
+    return raw
+
+
+def _bytes_digest(raw: bytes) -> str:
+    return BYTES_PREFIX + hashlib.sha256(raw).hexdigest()
+
+
+def _code(job: RebuildJob, raw: bytes, name: str) -> StageResult:
     checksum = job.section("job", "config", "checksum")
-    try:
-        found = file_digest(job.workdir / path)
-    except OSError as exc:
-        return failed(f"cannot read the configuration {path}: {exc}")
+    found = _bytes_digest(raw)
     if checksum and found != checksum:
         return failed(f"configuration {name} (code) changed: its bytes are {found}, the record pins {checksum}", found=found)
     pinned = "its bytes match; " if checksum else ""
     return passed(f"configuration {name} is code: {pinned}the values it computes are compared after the run (each rank's Tracer(config=...) digest)")
 
 
-def _what_changed(job: RebuildJob, path: str, pinned: str) -> str:
+def _what_changed(job: RebuildJob, path: str, pinned: str, after: Any) -> str:
     """The keys that differ from the pinned version, found in the repository's history."""
-    return config_changes(job.root, path, pinned, load_document(job.workdir / path).data)
+    return config_changes(job.root, path, pinned, after)

@@ -3,13 +3,14 @@ manifest the record pins, by size first and then by checksum."""
 
 from __future__ import annotations
 
-import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
+from reprogate.core.fileio import copy_for_code, read_written_by_code
 from reprogate.datasets import manifest_digest
 from reprogate.datasets.manifests import load_manifest
-from reprogate.datasets.verify import VerifyOptions, verify
+from reprogate.datasets.verify import MANIFEST_MAX_BYTES, VerifyOptions, verify
 from reprogate.rebuild.stages.artifacts import copy_in
 from reprogate.rebuild.stages.base import StageResult, failed, passed, skipped
 from reprogate.rebuild.state import RebuildJob, RebuildState
@@ -48,9 +49,7 @@ def _from_copy(job: RebuildJob, manifest_rel: str, data: dict[str, Any], root: s
             raise FileNotFoundError(f"{name} resolves outside --dataset-root {root}")
         if not origin.is_file():
             raise FileNotFoundError(f"{name} is not under --dataset-root {root}")
-        placed = target / name
-        placed.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(origin, placed)
+        copy_for_code(origin, target / name, job.workdir)  # a link a waiting rank left there is replaced, not followed
     return len(names), str(target)
 
 
@@ -64,7 +63,21 @@ def dataset(state: RebuildState) -> StageResult:
         return failed(
             "the record's dataset is not addressed by a manifest file in the repository; inline datasets are not fetched in this version", exit_code=2
         )
-    manifest = job.workdir / manifest_rel
+    try:
+        raw = read_written_by_code(job.workdir / manifest_rel, MANIFEST_MAX_BYTES, within=job.workdir)
+    except OSError as exc:
+        return failed(f"cannot read the dataset manifest {manifest_rel}: {exc.strerror or exc}")
+    if raw is None:
+        return failed(f"the dataset manifest {manifest_rel} is larger than {MANIFEST_MAX_BYTES:,} bytes")
+    with tempfile.TemporaryDirectory(prefix="reprogate-manifest-") as private:
+        # The manifest as read once, outside the work folder: this stage runs while the
+        # preflight's ranks wait for the run, and they can write into the work folder.
+        manifest = Path(private) / Path(manifest_rel).name
+        manifest.write_bytes(raw)
+        return _judge(job, manifest_rel, manifest)
+
+
+def _judge(job: RebuildJob, manifest_rel: str, manifest: Path) -> StageResult:
     data = load_manifest(manifest).data  # a JSON Lines manifest's shards are read as they are iterated
     pinned = job.section("dataset", "manifest", "digest")
     found = manifest_digest(data)
@@ -75,7 +88,9 @@ def dataset(state: RebuildState) -> StageResult:
         copied, where = _from_copy(job, manifest_rel, data, root) if root is not None else (_fetch_shards(job, manifest_rel, data), None)
     except OSError as exc:
         return failed(f"cannot fetch a shard of dataset {data.get('id')}: {exc}")
-    report = verify(manifest, VerifyOptions(root=where, quiet=True))
+    namespace = data.get("namespace")
+    local = None if namespace and "://" in str(namespace) else str(job.workdir / Path(manifest_rel).parent / (namespace or "."))
+    report = verify(manifest, VerifyOptions(quiet=True, root=where if where is not None else local))
     problems = {k: v for k, v in report.by_kind.items() if v}
     if report.exit_code != 0:
         listed = "; ".join(f"{k}: {', '.join(v[:3])}" for k, v in problems.items()) or report.summary

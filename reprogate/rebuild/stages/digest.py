@@ -20,12 +20,15 @@ from reprogate.rebuild.state import Environment, RebuildJob, RebuildState
 
 def expected_outputs(job: RebuildJob) -> tuple[Path, ...]:
     """What the ranks must not read: the reference trace (the base's and the checkout's) and the
-    record files that hold the reference's digests and metric values."""
-    found = [job.record_path]
+    record files that hold the reference's digests and metric values, in the checkout and where
+    the artifacts stage copied them into the work folder (a reference trace kept inside the
+    project folder comes along with the project's copy, which the ranks see)."""
+    relative = [job.record_path.resolve().relative_to(job.root.resolve())] if job.root.resolve() in job.record_path.resolve().parents else []
     for data in (job.data, job.checked_out):
         trace = data.get("reference", {}).get("trace") if isinstance(data.get("reference"), dict) else None
-        if isinstance(trace, dict) and isinstance(trace.get("path"), str):
-            found.append(job.root / trace["path"])
+        if isinstance(trace, dict) and isinstance(trace.get("path"), str) and ".." not in Path(trace["path"]).parts:
+            relative.append(Path(trace["path"]))
+    found = [job.record_path, *(where / rel for rel in relative for where in (job.root, job.workdir))]
     return tuple(dict.fromkeys(found))
 
 
@@ -38,7 +41,17 @@ def digest(state: RebuildState) -> StageResult:
         masked = expected_outputs(job)
         box = sandbox.for_ranks(job.workdir, masked) if sandbox.applies(choice.name, launcher) and sandbox.unavailable() is None else None
         request = RealizeRequest(
-            job.data, job.root, job.workdir, options.environment, cache, fetched.runtime, options.image, box, options.allow_source_builds, masked
+            job.data,
+            job.root,
+            job.workdir,
+            options.environment,
+            cache,
+            fetched.runtime,
+            options.image,
+            box,
+            options.allow_source_builds,
+            masked,
+            pins_reviewed=not job.code.environment_changed,
         )
         realized = REALIZERS[choice.name].realize(request)
     except RealizeFailed as exc:

@@ -74,12 +74,12 @@ def _run_seeds(state: RebuildState, done_runs: list[SeedRun]) -> StageResult:
             done = hosts.wait_done(job.options.timeout)
         except ReprogateError as exc:  # the scheduler stopped answering during the run
             return failed(f"seed {seed}: {exc.message}", exit_code=int(exc.exit_code), seed=seed)
-        traces = sorted(trace_dir.glob("trace-rank*.jsonl"))
-        try:
-            events = trace_events(_written(path, job.workdir) for path in traces)  # written by the code under test: no link, no FIFO
+        try:  # written by the code under test: no link, no FIFO; read once, and these bytes are what counts
+            traces = [_written(path, job.workdir) for path in sorted(trace_dir.glob("trace-rank*.jsonl"))]
+            events = trace_events(data.decode("utf-8") for data in traces)
         except (OSError, ValueError) as exc:
             return failed(f"seed {seed}: the trace cannot be read: {exc}", seed=seed)
-        done_runs.append(SeedRun(seed, tuple(events), done.ok, done.seconds, done.log_tail, tuple(traces)))
+        done_runs.append(SeedRun(seed, tuple(events), done.ok, done.seconds, done.log_tail, tuple(traces) if index == 0 else ()))
         if not done.ok:
             return failed(f"seed {seed}: {done.detail}", log_tail=done.log_tail, seed=seed, rank=done.failed_rank)
         if not any(e.get("type") == "step" for e in events):
@@ -125,10 +125,10 @@ def _configuration_differs(config: object, events: list[dict]) -> str:
 MAX_RANK_TRACE = 1024 * 1024 * 1024  # as `compare` reads traces
 
 
-def _written(path: Path, workdir: Path) -> str:
-    """A rank's trace as text: a regular file, not followed through a link (nor a folder of the
-    work folder swapped for one), within its bound."""
+def _written(path: Path, workdir: Path) -> bytes:
+    """A rank's trace: a regular file, not followed through a link (nor a folder of the work
+    folder swapped for one), within its bound."""
     data = read_written_by_code(path, MAX_RANK_TRACE, within=workdir)
     if data is None:
         raise ValueError(f"{path.name} is larger than {MAX_RANK_TRACE:,} bytes")
-    return data.decode("utf-8")
+    return data
