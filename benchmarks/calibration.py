@@ -294,20 +294,23 @@ def ties(flat: list[dict[str, Any]]) -> None:
     for _ in range(300):
         value = rng.random()
         for n, m in cells:
-            for test in ("difference", "seeds"):
+            for test, side in (("difference", "both"), ("seeds", "both"), ("robust", "both"), ("robust", "higher"), ("robust", "lower")):
                 if m == 1:
-                    passed = prediction_interval([value] * n, ALPHA, 0.0, test).contains(value)
+                    passed = prediction_interval([value] * n, ALPHA, 0.0, test, side).contains(value)  # type: ignore[arg-type]
                 else:
-                    passed = difference_test([value] * n, [value] * m, ALPHA, 0.0, test).passed
+                    passed = difference_test([value] * n, [value] * m, ALPHA, 0.0, test, side).passed  # type: ignore[arg-type]
                 fails += not passed
     real = sum(
         not difference_test([float(v) for v in e["values"]][:n], [float(e["values"][0])] * m, ALPHA, 0.0, test).passed
         for e in flat
         for n, m in cells
         if m > 1 and n <= len(e["values"])
-        for test in ("difference", "seeds")
+        for test in ("difference", "seeds", "robust")
     )
-    print(f"\nTies: 300 random values in (0, 1), n identical reference and m identical rebuild seeds, {len(cells)} (n, m), both tests: {fails} fail")
+    print(
+        f"\nTies: 300 random values in (0, 1), n identical reference and m identical rebuild seeds, {len(cells)} (n, m), "
+        f"difference, seeds, robust (two- and one-sided): {fails} fail"
+    )
     print(f"      {len(flat)} real sets whose runs all took the same epochs, rebuilt identically: {real} fail")
 
 
