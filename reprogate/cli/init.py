@@ -94,6 +94,13 @@ def _env(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.option("--world-size", type=click.IntRange(min=1), default=None, help="Ranks of the reference run, on this machine (default 1).")
 @click.option("--metric", default=None, help="The evaluation metric the contract judges (default: the one the trace reports).")
 @click.option("--direction", type=click.Choice(["lower", "higher"]), default="lower", show_default=True, help="Which way the metric is better.")
+@click.option(
+    "--fail-on",
+    type=click.Choice(["any", "worse"]),
+    default="any",
+    show_default=True,
+    help="worse: the metric's test is one-sided, only a rebuild worse than the reference (in --direction) fails; any: two-sided.",
+)
 @click.option("--tensors", default="model_state", show_default=True, help="Tensors a bitwise contract compares, comma-separated.")
 @click.option(
     "--resolution",
@@ -160,6 +167,7 @@ def init(
     world_size: int | None,
     metric: str | None,
     direction: str,
+    fail_on: str,
     tensors: str,
     resolution: float | None,
     detect_text: str | None,
@@ -197,6 +205,7 @@ def init(
         world_size=world_size,
         metric=metric,
         direction=direction,
+        fail_on=fail_on,
         tensors=[t for t in tensors.split(",") if t],
         resolution=resolution,
         detect=_detect(detect_text) if detect_text else None,

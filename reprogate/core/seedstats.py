@@ -10,7 +10,7 @@ Two tests, chosen by `contract.metric.test` before any rebuild runs:
       |mean(rebuilt) - mean(reference)| <= t(1 - α/2, n + m - 2) · s_p · sqrt(1/n + 1/m) + r/2
 
   At m = 1 the pooled s is the reference's own s and this is the t prediction interval.
-- `seeds` (what `init` writes since 0.6): the rule `choose` states. The same pooled t, but the
+- `seeds` (what `init` wrote in 0.6's first builds; kept for the records that name it): the rule `choose` states. The same pooled t, but the
   resolution enters as a variance: at m = 1 the prediction interval's s² is widened by r²/24,
   half of Sheppard's r²/12 grouping variance (the one rebuild value is itself a grid point); at
   m >= 2 the mean of several grid values carries its grouping variance already, so s_p is used
@@ -18,6 +18,19 @@ Two tests, chosen by `contract.metric.test` before any rebuild runs:
   judged by the Wilcoxon rank-sum test instead (exact, given ties), which a seed that did not
   converge cannot turn into a failure by itself. The half-step widening of `difference` makes a
   quantised metric's false-fail rate fall to 1-2 % and costs power (benchmarks/calibration.py).
+- `robust` (what `init` writes): `seeds` made to hold α on skewed seeds, coarse grids and seeds
+  that do not converge. At m = 1 the t prediction interval (the resolution not added) widened to
+  hold the reference seeds' own central band [x_(j), x_(n+1-j)], j = floor(2α(n + 1)) (from
+  n = 9 at α = 5 %): a new seed lies outside that band with probability 2j/(n + 1) <= 4α
+  whatever the seeds' distribution, so the t decides only beyond values the reference reached
+  itself. At m = 2 the pooled t; from m = 3 the rank-sum test where `seeds` runs it (a spread,
+  a grid no coarser than it) and, from RANK_ANY_GRID_SEEDS reference seeds, on a coarse grid
+  too: there a seed that did not converge is one highest rank, where it pulls the t's mean far
+  off (with fewer reference seeds the tied ranks leave the exact test too few splits to hold α).
+
+`contract.metric.fail_on: worse` makes any of them one-sided: only a rebuild worse than the
+reference in `direction` fails, at the same α, so a shift the worse way is caught with more
+power; a record without it is two-sided (`failing_side`).
 
 Every comparison has a floor: a difference of a few units in the last place of the means'
 magnitude is rounding, never a shift (ten equal values average to a number a few ULPs from
@@ -43,10 +56,13 @@ RANK_EFFICIENCY = 0.7  # the rank-sum test is planned as the t at sqrt(0.7) of t
 EXACT_RANK_WORK = 4_000_000  # beyond this many steps of counting, the rank-sum p value is the normal approximation
 SHEPPARD_SHARE = 0.5  # at m = 1 (test: seeds) the prediction interval's variance gains this share of r²/12
 
-TestName = Literal["difference", "seeds", "equivalence"]
+TestName = Literal["difference", "seeds", "robust", "equivalence"]
 Kind = Literal["prediction", "t", "rank-sum"]
 Widening = Literal["half-step", "variance", "none"]  # how the resolution r enters the t's bound
-TESTS: tuple[TestName, ...] = ("difference", "seeds", "equivalence")
+Side = Literal["both", "higher", "lower"]  # which deviation of the rebuild fails: either (two-sided), or only a higher / a lower one
+TESTS: tuple[TestName, ...] = ("difference", "seeds", "robust", "equivalence")
+RANK_ANY_GRID_SEEDS = 20  # test: robust judges m >= 3 by ranks on a coarse grid too from this many reference seeds
+BAND_SHARE = 2.0  # test: robust at m = 1 holds the reference's band [x_(j), x_(n+1-j)], j = floor(BAND_SHARE · α · (n + 1))
 
 
 def mean_sd(values: Sequence[float]) -> tuple[float, float]:
@@ -81,13 +97,31 @@ class Choice:
     kind: Kind
     widening: Widening
     reason: str
+    band: bool = False  # m = 1 under test: robust: the interval also holds the reference seeds' central band
 
 
-def choose(test: str | None, m: int, sd: float, resolution: float) -> Choice:
+def choose(test: str | None, m: int, sd: float, resolution: float, n: int = 0) -> Choice:
     """The rule `contract.metric.test` names. `difference` (or none): the t with the half-step
     widening at every m. `seeds`: the rank-sum test at m >= 3 when the reference has a spread and
     sits on a grid no coarser than it (0 < s, r <= s); the t otherwise, its resolution as a
-    variance at m = 1."""
+    variance at m = 1. `robust`: the rank-sum test at m >= 3 where `seeds` runs it and, from
+    n = RANK_ANY_GRID_SEEDS reference seeds, on a coarse grid too; the pooled t otherwise; at
+    m = 1 the t prediction interval (no widening) that also holds the reference's central band.
+    n, the reference seeds, is part of the record (0: not known, fewer than any threshold)."""
+    if test == "robust":
+        if m == 1:
+            why = "test: robust, one rebuild seed: the t prediction interval, widened to hold the reference seeds' central band"
+            return Choice("prediction", "none", why, band=True)
+        if m >= 3 and 0 < sd and (resolution <= sd or n >= RANK_ANY_GRID_SEEDS):
+            grid = "is not coarser than the reference sd" if resolution <= sd else f"is coarser than the reference sd, with n = {n} >= {RANK_ANY_GRID_SEEDS}"
+            return Choice("rank-sum", "none", f"test: robust, m = {m} >= 3 and the resolution ({resolution:g}) {grid}: the rank-sum test")
+        if m < 3:
+            why = "fewer than 3 rebuild seeds"
+        elif sd <= 0:
+            why = "the reference seeds show no spread"
+        else:
+            why = f"the resolution ({resolution:g}) is coarser than the reference sd ({sd:.4g}) with n = {n} < {RANK_ANY_GRID_SEEDS}: ranks would tie"
+        return Choice("t", "none", f"test: robust, {why}: the two-sample t")
     if test in (None, "difference", "equivalence"):
         return Choice("prediction" if m == 1 else "t", "half-step", "contract.metric.test: difference (the t widened by half the resolution)")
     if m >= 3 and 0 < sd and resolution <= sd:
@@ -111,18 +145,49 @@ def effective_sd(sd: float, m: int, resolution: float, widening: Widening) -> fl
     return sd
 
 
-def bound(n: int, m: int, sd: float, alpha: float, resolution: float = 0.0, widening: Widening = "half-step") -> float:
-    """The largest |difference of means| the t accepts (at m = 1: the prediction interval's
-    half width), before the rounding floor."""
+def t_level(alpha: float, one_sided: bool) -> float:
+    """The t quantile's level: 1 - α/2 for a two-sided test, 1 - α for a one-sided one."""
+    return 1 - alpha if one_sided else 1 - alpha / 2
+
+
+def bound(n: int, m: int, sd: float, alpha: float, resolution: float = 0.0, widening: Widening = "half-step", one_sided: bool = False) -> float:
+    """The largest difference of means the t accepts (at m = 1: the prediction interval's half
+    width), before the rounding floor: either way, or (`one_sided`) the failing way."""
     spread = effective_sd(sd, m, resolution, widening)
-    return t_quantile(1 - alpha / 2, n + m - 2) * spread * math.sqrt(1 / n + 1 / m) + (resolution / 2 if widening == "half-step" else 0.0)
+    return t_quantile(t_level(alpha, one_sided), n + m - 2) * spread * math.sqrt(1 / n + 1 / m) + (resolution / 2 if widening == "half-step" else 0.0)
 
 
-def interval_half_width(values: Sequence[float], alpha: float, resolution: float = 0.0, test: str | None = None) -> float:
-    """The half width of the prediction interval `reprogate interval` stores (the test at m = 1),
-    the rounding floor included: what the rebuild applies and what `validate` recomputes."""
+def reference_band(values: Sequence[float], alpha: float) -> tuple[float, float] | None:
+    """The reference seeds' central band [x_(j), x_(n+1-j)], j = floor(BAND_SHARE · α · (n + 1)):
+    a new seed from the same distribution lies beyond it with probability 2j/(n + 1) (j/(n + 1)
+    on one side), whatever that distribution; None where j < 1 (fewer than 9 seeds at α = 5 %)."""
+    n = len(values)
+    j = math.floor(BAND_SHARE * alpha * (n + 1) + 1e-9)
+    if j < 1 or n < 2 * j:
+        return None
+    ordered = sorted(values)
+    return ordered[j - 1], ordered[n - j]
+
+
+def interval_half_width(values: Sequence[float], alpha: float, resolution: float = 0.0, test: str | None = None, one_sided: bool = False) -> float:
+    """The half width of the t part of the prediction interval (the test at m = 1), the rounding
+    floor included."""
     mean, sd = mean_sd(values)
-    return bound(len(values), 1, sd, alpha, resolution, choose(test, 1, sd, resolution).widening) + floor(mean)
+    return bound(len(values), 1, sd, alpha, resolution, choose(test, 1, sd, resolution).widening, one_sided) + floor(mean)
+
+
+def interval_bounds(values: Sequence[float], alpha: float, resolution: float = 0.0, test: str | None = None, side: Side = "both") -> tuple[float, float]:
+    """The prediction interval `reprogate interval` stores (the test at m = 1): what the rebuild
+    applies and what `validate` recomputes. Mean ± the t's half width, which under `test: robust`
+    also holds the reference's central band. A one-sided record (`side` higher or lower) applies
+    only the bound on its failing side; the other is the same distance from the mean, shown only."""
+    mean, sd = mean_sd(values)
+    half = interval_half_width(values, alpha, resolution, test, side != "both")
+    low, high = mean - half, mean + half
+    band = reference_band(values, alpha) if choose(test, 1, sd, resolution).band else None
+    if band is not None:
+        low, high = min(low, band[0]), max(high, band[1])
+    return low, high
 
 
 def metric_test(metric: object) -> str | None:
@@ -131,12 +196,40 @@ def metric_test(metric: object) -> str | None:
     return value if isinstance(value, str) and value in TESTS else None
 
 
+FAIL_ON = ("any", "worse")
+
+
+def failing_side(metric: object) -> Side:
+    """Which deviation of the rebuild fails: `fail_on: worse` with `direction: lower` fails only
+    a higher metric, with `direction: higher` only a lower one; anything else (a record without
+    `fail_on`, as before) either way. `validate` refuses `fail_on: worse` without a direction."""
+    if not isinstance(metric, dict) or metric.get("fail_on") != "worse":
+        return "both"
+    direction = metric.get("direction")
+    return "higher" if direction == "lower" else ("lower" if direction == "higher" else "both")
+
+
+def side_words(side: Side, name: str = "the metric") -> str:
+    """The sidedness as the verdict says it."""
+    if side == "both":
+        return "two-sided: a rebuild that moved either way can fail"
+    return f"one-sided (fail_on: worse): only a {side} {name} than the reference's fails; a {'lower' if side == 'higher' else 'higher'} one passes"
+
+
 def _normal_cdf(x: float) -> float:
     return 0.5 * math.erfc(-x / math.sqrt(2))
 
 
 def power(
-    n: int, m: int, shift: float, sigma: float, alpha: float, resolution: float = 0.0, test: str | None = None, reference_sd: float | None = None
+    n: int,
+    m: int,
+    shift: float,
+    sigma: float,
+    alpha: float,
+    resolution: float = 0.0,
+    test: str | None = None,
+    reference_sd: float | None = None,
+    one_sided: bool = False,
 ) -> float:
     """The chance the test `choose` picks fails a build whose mean moved by `shift`, seed noise
     sigma (`reference_sd`, the reference's s, decides the rule; sigma when not given).
@@ -145,23 +238,28 @@ def power(
     bound c(u) computed from s_p = σ·u, u ~ chi(df)/sqrt(df): Simpson's rule over u. For the
     rank-sum test: the t's power at sqrt(RANK_EFFICIENCY) of the shift (its asymptotic
     efficiency under normal noise is 3/π ≈ 0.95; with m = 3 seeds and its few splits it is
-    nearer 0.7, benchmarks/calibration.py measures it)."""
-    choice = choose(test, m, sigma if reference_sd is None else reference_sd, resolution)
+    nearer 0.7, benchmarks/calibration.py measures it). `one_sided`: the shift is the failing
+    way and only that side's bound, at t(1 - α), rejects. Under `test: robust` at m = 1 the
+    interval's band is not counted: it widens the interval only where the reference's own
+    seeds reach beyond the t, which normal noise seldom does (benchmarks/calibration.py
+    measures the power the record states against the rule's own)."""
+    choice = choose(test, m, sigma if reference_sd is None else reference_sd, resolution, n)
     widening = choice.widening
     if choice.kind == "rank-sum":
         shift *= math.sqrt(RANK_EFFICIENCY)
     df = n + m - 2
     k = math.sqrt(1 / n + 1 / m)
     if sigma <= 0:
-        return 1.0 if abs(shift) > power_reach(n, m, alpha, resolution, widening) else 0.0
-    t = t_quantile(1 - alpha / 2, df)
+        return 1.0 if abs(shift) > power_reach(n, m, alpha, resolution, widening, one_sided) else 0.0
+    t = t_quantile(t_level(alpha, one_sided), df)
     spread = sigma * k
     half = resolution / 2 if widening == "half-step" else 0.0
     extra = SHEPPARD_SHARE * resolution * resolution / 12 if widening == "variance" and m == 1 else 0.0
 
     def rejected(u: float) -> float:
         c = t * math.sqrt((sigma * u) ** 2 + extra) * k + half
-        return 1 - _normal_cdf((c - shift) / spread) + _normal_cdf((-c - shift) / spread)
+        beyond = 1 - _normal_cdf((c - abs(shift)) / spread)
+        return beyond if one_sided else beyond + _normal_cdf((-c - abs(shift)) / spread)
 
     return _expected_over_sd(df, rejected)
 
@@ -202,13 +300,13 @@ def assured_sigma(n: int, sd: float, confidence: float) -> float:
     return sd * math.sqrt((n - 1) / chi2_quantile(1 - confidence, n - 1))
 
 
-def assured_power(n: int, m: int, shift: float, sd: float, alpha: float, resolution: float = 0.0, test: str | None = None) -> float:
+def assured_power(n: int, m: int, shift: float, sd: float, alpha: float, resolution: float = 0.0, test: str | None = None, one_sided: bool = False) -> float:
     """The power p that the test reaches at `shift` with probability at least p, given only the
     reference's s: the fixed point of p = power(σ = assured_sigma(n, s, p)). Over records it is
     honest by construction: a share p of them has σ at or below that bound, hence power ≥ p."""
 
     def gap(confidence: float) -> float:
-        return power(n, m, shift, assured_sigma(n, sd, confidence), alpha, resolution, test, sd) - confidence
+        return power(n, m, shift, assured_sigma(n, sd, confidence), alpha, resolution, test, sd, one_sided) - confidence
 
     low, high = 1e-4, 1 - 1e-4
     if gap(low) <= 0:
@@ -225,32 +323,40 @@ def assured_power(n: int, m: int, shift: float, sd: float, alpha: float, resolut
 
 
 def minimum_detectable_shift(
-    n: int, m: int, sigma: float, alpha: float, target: float = POWER, resolution: float = 0.0, test: str | None = None, reference_sd: float | None = None
+    n: int,
+    m: int,
+    sigma: float,
+    alpha: float,
+    target: float = POWER,
+    resolution: float = 0.0,
+    test: str | None = None,
+    reference_sd: float | None = None,
+    one_sided: bool = False,
 ) -> float:
     """The smallest shift the test catches with probability `target` at seed noise sigma
     (bisection on `power`); pass `assured_sigma(n, s, target)` for the shift caught at `target`
     with that much assurance."""
     if sigma <= 0:
-        return power_reach(n, m, alpha, resolution, choose(test, m, 0.0, resolution).widening)
+        return power_reach(n, m, alpha, resolution, choose(test, m, 0.0, resolution).widening, one_sided)
     if not (math.isfinite(sigma) and math.isfinite(resolution)):
         return math.inf
     low, high = 0.0, sigma
-    while power(n, m, high, sigma, alpha, resolution, test, reference_sd) < target:
+    while power(n, m, high, sigma, alpha, resolution, test, reference_sd, one_sided) < target:
         high *= 2
         if high > 1e12 * (sigma + resolution):  # power never reaches the target (a degenerate input): no finite shift does
             return math.inf
     while high - low > 1e-7 * high:
         middle = (low + high) / 2
-        if power(n, m, middle, sigma, alpha, resolution, test, reference_sd) < target:
+        if power(n, m, middle, sigma, alpha, resolution, test, reference_sd, one_sided) < target:
             low = middle
         else:
             high = middle
     return high
 
 
-def power_reach(n: int, m: int, alpha: float, resolution: float, widening: Widening) -> float:
+def power_reach(n: int, m: int, alpha: float, resolution: float, widening: Widening, one_sided: bool = False) -> float:
     """What a reference without spread catches: any shift beyond the bound its resolution gives."""
-    return resolution / 2 if widening == "half-step" else bound(n, m, 0.0, alpha, resolution, widening)
+    return resolution / 2 if widening == "half-step" else bound(n, m, 0.0, alpha, resolution, widening, one_sided)
 
 
 def seeds_needed(
@@ -263,31 +369,34 @@ def seeds_needed(
     most: int = MAX_PLANNED_SEEDS,
     test: str | None = None,
     reference_sd: float | None = None,
+    one_sided: bool = False,
 ) -> int | None:
     """The fewest rebuild seeds m that catch `shift` with probability `target` at seed noise
     sigma; None when no m up to `most` does (the reference's own n then limits what any rebuild
     can see). Power grows with m, also where the rule changes test at m = 3."""
-    if power(n, most, shift, sigma, alpha, resolution, test, reference_sd) < target:
+    if power(n, most, shift, sigma, alpha, resolution, test, reference_sd, one_sided) < target:
         return None
     low, high = 1, most
     while low < high:  # power grows with m
         middle = (low + high) // 2
-        if power(n, middle, shift, sigma, alpha, resolution, test, reference_sd) >= target:
+        if power(n, middle, shift, sigma, alpha, resolution, test, reference_sd, one_sided) >= target:
             high = middle
         else:
             low = middle + 1
     return low
 
 
-def rank_sum_p(reference: Sequence[float], rebuilt: Sequence[float]) -> float:
-    """The two-sided mid-p value of the Wilcoxon rank-sum test, exact and conditional on ties (the
+def rank_sum_p(reference: Sequence[float], rebuilt: Sequence[float], side: Side = "both") -> float:
+    """The two-sided (or, `side` higher / lower, one-sided) mid-p value of the Wilcoxon rank-sum test, exact and conditional on ties (the
     permutation distribution of the rebuild seeds' mid-rank sum): the share of the C(n+m, m)
     ways to pick m of the pooled seeds whose rank sum lies farther from its mean than the
     rebuild's, plus half the share at the same distance. The mid-p keeps the false-fail rate
     near α where few splits exist (n = 5, m = 3 has 56) instead of far below it; values within
     the rounding floor of each other are one tie. Counted by dynamic
     programming over doubled mid-ranks (integers); past EXACT_RANK_WORK steps (n + m beyond
-    about 60) the tie-corrected normal approximation, which is close to exact there."""
+    about 60) the tie-corrected normal approximation, which is close to exact there. One-sided:
+    the share of splits whose rank sum lies as far or farther the failing way (the one at the
+    same sum counted half)."""
     n, m = len(reference), len(rebuilt)
     pooled = sorted([*reference, *rebuilt])
     tolerance = floor(*pooled)
@@ -316,11 +425,14 @@ def rank_sum_p(reference: Sequence[float], rebuilt: Sequence[float]) -> float:
     centre = m * (n + m + 1)  # 2 · E[rank sum]
     most = sum(sorted(scores)[-m:])
     distance = abs(observed - centre)
-    if (n + m) * m * most > EXACT_RANK_WORK:  # the normal approximation, tie-corrected, with a continuity correction
+    toward = {"both": 0, "higher": 1, "lower": -1}[side]
+    if (n + m) * m * most > EXACT_RANK_WORK:  # the normal approximation, tie-corrected
         mean_square = sum(v * v for v in scores) / (n + m) - (n + m + 1) ** 2
         variance = m * n / (n + m - 1) * mean_square
         if variance <= 0:
             return 1.0
+        if toward:
+            return 1 - _normal_cdf(toward * (observed - centre) / math.sqrt(variance))
         return min(1.0, 2 * (1 - _normal_cdf(distance / math.sqrt(variance))))
     counts = [[0] * (most + 1) for _ in range(m + 1)]  # counts[j][s]: ways to pick j scores summing to s
     counts[0][0] = 1
@@ -331,6 +443,10 @@ def rank_sum_p(reference: Sequence[float], rebuilt: Sequence[float]) -> float:
                 if below[total - value]:
                     row[total] += below[total - value]
     ways = counts[m]
+    if toward:
+        beyond = sum(count for total, count in enumerate(ways) if count and toward * (total - observed) > 0)
+        at = ways[observed] if observed <= most else 0
+        return (beyond + at / 2) / math.comb(n + m, m)
     beyond = sum(count for total, count in enumerate(ways) if count and abs(total - centre) > distance)
     at = sum(count for total, count in enumerate(ways) if count and abs(total - centre) == distance)
     return (beyond + at / 2) / math.comb(n + m, m)
@@ -486,6 +602,9 @@ def percent(share: float) -> str:
 
 
 __all__ = [
+    "BAND_SHARE",
+    "RANK_ANY_GRID_SEEDS",
+    "FAIL_ON",
     "FLOOR_ULPS",
     "MAX_PLANNED_SEEDS",
     "POWER",
@@ -493,6 +612,7 @@ __all__ = [
     "Choice",
     "Kind",
     "Shape",
+    "Side",
     "TestName",
     "Widening",
     "assured_power",
@@ -500,8 +620,10 @@ __all__ = [
     "bound",
     "choose",
     "declared_shift",
+    "failing_side",
     "floor",
     "grid_step",
+    "interval_bounds",
     "interval_half_width",
     "mean_sd",
     "metric_test",
@@ -510,8 +632,11 @@ __all__ = [
     "pooled_sd",
     "power",
     "rank_sum_p",
+    "reference_band",
     "seeds_needed",
     "shape",
+    "side_words",
+    "t_level",
     "target_power",
     "tost_pass_chance",
 ]

@@ -72,6 +72,7 @@ class InitOptions:
     world_size: int | None = None  # None: what a torchrun entrypoint starts, else 1
     metric: str | None = None
     direction: str = "lower"
+    fail_on: str = "any"  # worse: the metric's test is one-sided (contract.metric.fail_on)
     tensors: list[str] = field(default_factory=lambda: ["model_state"])
     resolution: float | None = None
     detect: dict[str, float] | None = None
@@ -428,6 +429,7 @@ def run_init(options: InitOptions) -> CommandResult:
             level=options.level,
             metric=options.metric,
             direction=options.direction,
+            fail_on=options.fail_on,
             tensors=list(options.tensors),
             resolution=options.resolution,
             detect=options.detect,

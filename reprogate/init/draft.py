@@ -47,6 +47,7 @@ class Plan:
     level: str | None = None
     metric: str | None = None
     direction: str = "lower"
+    fail_on: str = "any"  # worse: the metric's test is one-sided, only a worse rebuild fails
     tensors: list[str] = field(default_factory=lambda: ["model_state"])
     description: str = ""
     resolution: float | None = None  # None: the grid the reference values sit on
@@ -70,7 +71,7 @@ def _round_up(value: float) -> float:
 
 def _metric(plan: Plan, name: str, values: list[float], notes: list[str]) -> dict[str, Any]:
     """The metric's contract: its resolution from the evaluation grid the values sit on (unless
-    given), the test (`seeds`), and a shift to catch that the rebuild seeds the gate will run
+    given), the test (`robust`; one-sided where `--fail-on worse` says so), and a shift to catch that the rebuild seeds the gate will run
     catch at 80 % power, assured: either the shift given with the rebuild seeds it needs, or the
     shift SUGGESTED_SEEDS rebuild seeds catch; `rebuild_seeds` says how many either way."""
 
@@ -81,7 +82,10 @@ def _metric(plan: Plan, name: str, values: list[float], notes: list[str]) -> dic
     if plan.margin is not None:
         metric["margin"], metric["test"] = plan.margin, "equivalence"
     else:
-        metric["test"] = "seeds"
+        metric["test"] = "robust"
+    if plan.fail_on == "worse":
+        metric["fail_on"] = "worse"
+    one_sided = plan.fail_on == "worse"
     n, sd = len(values), mean_sd(values)[1]
     test = metric.get("test")
     if len(set(values)) == 1 and plan.resolution is None:
@@ -93,7 +97,9 @@ def _metric(plan: Plan, name: str, values: list[float], notes: list[str]) -> dic
         metric["detect"] = dict(plan.detect)
         shift = plan.detect.get("absolute") or abs(mean_sd(values)[0]) * plan.detect.get("relative", 0.0)
         target = plan.detect.get("power", POWER)
-        needed = seeds_needed(n, assured_sigma(n, sd, target), shift, 0.05, target, resolution, test=test, reference_sd=sd) if n >= 2 else None
+        needed = (
+            seeds_needed(n, assured_sigma(n, sd, target), shift, 0.05, target, resolution, test=test, reference_sd=sd, one_sided=one_sided) if n >= 2 else None
+        )
         if needed is not None and needed <= MOST_WRITTEN_SEEDS:
             metric["rebuild_seeds"] = needed
             notes.append(
@@ -101,17 +107,19 @@ def _metric(plan: Plan, name: str, values: list[float], notes: list[str]) -> dic
                 f"at {target:.0%} power with {n} reference seeds (`reprogate interval RECORD --plan` prices it)"
             )
         else:
-            caught = assured_power(n, SUGGESTED_SEEDS, shift, sd, 0.05, resolution, test) if n >= 2 else 0.0
+            caught = assured_power(n, SUGGESTED_SEEDS, shift, sd, 0.05, resolution, test, one_sided) if n >= 2 else 0.0
             notes.append(
                 f"{name}: no number of rebuild seeds up to {MOST_WRITTEN_SEEDS} catches the declared shift {shift:.4g} at {target:.0%} power "
                 f"with {n} reference seeds ({SUGGESTED_SEEDS} catch it {caught:.0%} of the time): record more reference seeds (--seeds)"
             )
     elif n >= 2 and sd > 0:
-        shift = _round_up(minimum_detectable_shift(n, SUGGESTED_SEEDS, assured_sigma(n, sd, POWER), 0.05, POWER, resolution, test, sd))
+        shift = _round_up(minimum_detectable_shift(n, SUGGESTED_SEEDS, assured_sigma(n, sd, POWER), 0.05, POWER, resolution, test, sd, one_sided))
         metric["detect"] = {"absolute": shift}
         metric["rebuild_seeds"] = SUGGESTED_SEEDS
         notes.append(
-            f"{name}: contract.metric.detect is {shift:.3g}, the smallest shift {SUGGESTED_SEEDS} rebuild seeds catch at 80 % power with "
+            f"{name}: contract.metric.detect is {shift:.3g}, the smallest shift {SUGGESTED_SEEDS} rebuild seeds catch at 80 % power"
+            + (" the worse way (one-sided, fail_on: worse)" if one_sided else "")
+            + " with "
             f"{n} reference seeds, and contract.metric.rebuild_seeds is {SUGGESTED_SEEDS}, so every rebuild (the gate's included) runs them; "
             "set the shift that must be caught with --detect (`reprogate interval RECORD --plan` prices it)"
         )

@@ -11,7 +11,19 @@ from collections.abc import Sequence
 
 from reprogate.core.documents import DocumentError, load_document
 from reprogate.core.seedstats import percent
-from reprogate.rebuild.comparisons import DIFFERENCE, EQUIVALENCE, EXACT, PREDICTION, RANK_SUM, TOLERANCE, Comparison, MetricTest, StepTest
+from reprogate.rebuild.comparisons import (
+    DIFFERENCE,
+    DIFFERENCE_ONE_SIDED,
+    EQUIVALENCE,
+    EXACT,
+    PREDICTION,
+    RANK_SUM,
+    RANK_SUM_ONE_SIDED,
+    TOLERANCE,
+    Comparison,
+    MetricTest,
+    StepTest,
+)
 from reprogate.rebuild.state import RebuildJob, RebuildState
 from reprogate.rebuild.topology import Topology, topology
 from reprogate.rebuild.verdict import Claim, StageRecord
@@ -34,19 +46,24 @@ def _compared(job: RebuildJob, stages: Sequence[StageRecord], tests: Sequence[Co
             elif test.kind == TOLERANCE:
                 compared.append(f"{'/'.join(test.quantities)} within {test.abs:g} + {test.rel:g}*|ref| at {test.compared} (step, rank) points")
             continue
+        fails = test.figures.get("fails", "both")
         if test.kind == PREDICTION and test.interval is not None:
-            compared.append(
-                f"{test.metric} against its predeclared {percent(1 - test.alpha)} prediction interval "
-                f"[{test.interval[0]:.6g}, {test.interval[1]:.6g}] (t-based, n={test.n} reference seeds, m=1{_power(test)})"
+            where = (
+                f"prediction interval [{test.interval[0]:.6g}, {test.interval[1]:.6g}]"
+                if fails == "both"
+                else f"one-sided prediction bound {test.interval[1] if fails == 'higher' else test.interval[0]:.6g} (only a {fails} value fails)"
             )
-        elif test.kind == DIFFERENCE and test.limit is not None:
+            compared.append(f"{test.metric} against its predeclared {percent(1 - test.alpha)} {where} (t-based, n={test.n} reference seeds, m=1{_power(test)})")
+        elif test.kind in (DIFFERENCE, DIFFERENCE_ONE_SIDED) and test.limit is not None:
+            within = f"|difference| within {test.limit:.4g}" if fails == "both" else f"a {fails} mean by no more than {test.limit:.4g}"
             compared.append(
-                f"{test.metric} by a two-sided two-sample t on the means, |difference| within {test.limit:.4g} "
+                f"{test.metric} by a {'two' if fails == 'both' else 'one'}-sided two-sample t on the means, {within} "
                 f"(pooled, α={test.alpha:g} false-fail rate, n={test.n}, m={test.m}{_power(test)})"
             )
-        elif test.kind == RANK_SUM:
+        elif test.kind in (RANK_SUM, RANK_SUM_ONE_SIDED):
+            which = "two-sided" if fails == "both" else f"one-sided (only {fails} fails)"
             compared.append(
-                f"{test.metric} by a two-sided Wilcoxon rank-sum test (exact mid-p, α={test.alpha:g} false-fail rate, n={test.n}, m={test.m}{_power(test)})"
+                f"{test.metric} by a {which} Wilcoxon rank-sum test (exact mid-p, α={test.alpha:g} false-fail rate, n={test.n}, m={test.m}{_power(test)})"
             )
         elif test.kind == EQUIVALENCE and test.margin is not None:
             compared.append(f"{test.metric} by Welch TOST within ±{test.margin:g} (α={test.alpha:g}, n={test.n}, m={test.m})")

@@ -17,6 +17,8 @@ PREDICTION = "t prediction interval (one rebuild seed)"
 DIFFERENCE = "two-sample t on the means (pooled, two-sided)"
 EQUIVALENCE = "Welch TOST equivalence"
 RANK_SUM = "Wilcoxon rank-sum (exact mid-p, two-sided)"
+DIFFERENCE_ONE_SIDED = "two-sample t on the means (pooled, one-sided: fails only worse)"
+RANK_SUM_ONE_SIDED = "Wilcoxon rank-sum (exact mid-p, one-sided: fails only worse)"
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ class StepTest:
 class MetricTest:
     """The metric stage: the rebuild's metric seeds against the reference seeds."""
 
-    kind: str  # PREDICTION, DIFFERENCE, RANK_SUM or EQUIVALENCE
+    kind: str  # PREDICTION, DIFFERENCE(_ONE_SIDED), RANK_SUM(_ONE_SIDED) or EQUIVALENCE
     metric: str
     alpha: float
     n: int

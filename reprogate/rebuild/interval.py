@@ -17,14 +17,16 @@ from reprogate.capture.merge import splice
 from reprogate.core.documents import load_document
 from reprogate.core.errors import CheckFailed, UsageError
 from reprogate.core.fileio import atomic_write
-from reprogate.core.seedstats import metric_test, shape
+from reprogate.core.seedstats import failing_side, metric_test, shape
 from reprogate.core.timestamps import utc_now
 from reprogate.rebuild.stats import prediction_interval
 
 COMPUTED_BY = {
     "difference": "t prediction interval for one rebuild seed; the two-sample t on the means for more",
     "seeds": "t prediction interval for one rebuild seed, its variance widened by r²/24; test: seeds for more",
+    "robust": "t prediction interval for one rebuild seed, holding the reference seeds' central band; test: robust for more",
 }
+ONE_SIDED = "; one-sided (fail_on: worse): only the {bound} bound is applied"
 
 
 class IntervalError(CheckFailed):
@@ -39,14 +41,18 @@ def compute(data: dict[str, Any], alpha: float | None = None) -> dict[str, Any]:
     a = checked_alpha(alpha if alpha is not None else metric.get("alpha", 0.05), "--alpha" if alpha is not None else "contract.metric.alpha")
     resolution = float(metric.get("resolution", 0.0) or 0.0)
     test = metric_test(metric)
-    interval = prediction_interval(values, a, resolution, test)
+    side = failing_side(metric)
+    interval = prediction_interval(values, a, resolution, test, side)
     stored = interval.as_record()
     if resolution:
         stored["resolution"] = resolution
     notices = seed_notices(values)
     if notices:
         stored["notice"] = "; ".join(notices)
-    stored["computed_by"] = f"reprogate {__version__} ({COMPUTED_BY['seeds' if test == 'seeds' else 'difference']})"
+    how = COMPUTED_BY[test if test in ("seeds", "robust") else "difference"]
+    if side != "both":
+        how += ONE_SIDED.format(bound="high" if side == "higher" else "low")
+    stored["computed_by"] = f"reprogate {__version__} ({how})"
     stored["computed_at"] = utc_now()
     return stored
 

@@ -24,6 +24,7 @@ from reprogate.core.seedstats import (
     assured_sigma,
     choose,
     declared_shift,
+    failing_side,
     mean_sd,
     metric_test,
     minimum_detectable_shift,
@@ -113,6 +114,7 @@ class Plan:
     as_is: Cell | None  # the cheapest that catches it with the record's own reference seeds
     declared: float | None
     equivalence: bool = False  # the record asks for Welch TOST at m >= 2
+    one_sided: bool = False  # fail_on: worse: the shifts are the worse way, caught by the one-sided test
 
     def _hours(self, hours: float | None, cost: float | None) -> str:
         if hours is None:
@@ -122,7 +124,8 @@ class Plan:
     def lines(self) -> list[str]:
         out = [
             f"reference: n={self.n} seeds, mean {self.mean:.6g}, sd {self.sigma:.4g}; test: {self.test or 'difference'} "
-            f"(α={self.alpha:g}, its false-fail rate), power target {percent(self.power)}, assured: reached with at least that "
+            f"({'one-sided, fail_on: worse: shifts the worse way' if self.one_sided else 'two-sided'}; "
+            f"α={self.alpha:g}, its false-fail rate), power target {percent(self.power)}, assured: reached with at least that "
             "probability given the reference seeds' spread" + (f"; resolution {self.resolution:g}" if self.resolution else ""),
         ]
         if self.cost.seconds is None:
@@ -186,6 +189,7 @@ class Plan:
             "power": self.power,
             "resolution": self.resolution,
             "test": self.test or "difference",
+            "sided": "one" if self.one_sided else "two",
             "declared_shift": self.declared,
             "run": {"seconds": self.cost.seconds, "gpus": self.cost.gpus, "nodes": self.cost.nodes, "gpu_hour_cost": self.cost.price, "hours": self.cost.unit},
             "minimum_detectable_shift": {str(m): (None if math.isinf(v) else v) for m, v in self.detectable.items()},
@@ -222,15 +226,16 @@ def plan(data: dict[str, Any], alpha_override: float | None = None, gpu_hour_cos
     resolution = float(metric.get("resolution") or 0.0)
     target = target_power(metric)
     test = metric_test(metric)
+    one_sided = failing_side(metric) != "both"
     n = len(values)
     mean, sigma = mean_sd(values)
     cost = run_cost(data, gpu_hour_cost)
 
     def detectable(k: int, m: int) -> float:
-        return minimum_detectable_shift(k, m, assured_sigma(k, sigma, target), alpha, target, resolution, test, sigma)
+        return minimum_detectable_shift(k, m, assured_sigma(k, sigma, target), alpha, target, resolution, test, sigma, one_sided)
 
     def needed(k: int, shift: float) -> int | None:
-        return seeds_needed(k, assured_sigma(k, sigma, target), shift, alpha, target, resolution, test=test, reference_sd=sigma)
+        return seeds_needed(k, assured_sigma(k, sigma, target), shift, alpha, target, resolution, test=test, reference_sd=sigma, one_sided=one_sided)
 
     shown_n = sorted({n, *(k for k in SHOWN_N if k > n)})
     declared = declared_shift(metric, mean)
@@ -249,7 +254,7 @@ def plan(data: dict[str, Any], alpha_override: float | None = None, gpu_hour_cos
                 Cell(
                     k,
                     m,
-                    choose(test, m, sigma, resolution).kind,
+                    choose(test, m, sigma, resolution, k).kind,
                     caught,
                     cost.gpu_hours(m),
                     cost.money(m),
@@ -278,6 +283,7 @@ def plan(data: dict[str, Any], alpha_override: float | None = None, gpu_hour_cos
         as_is,
         declared,
         metric.get("test") == "equivalence",
+        one_sided,
     )
 
 

@@ -7,7 +7,8 @@
   `test` and m, whose α is the false-fail rate of a build that reproduces. The two-sided
   two-sample t on the means (at m = 1 the t prediction interval predeclared from the n
   reference seeds, mean ± t(1-α/2, n-1) · s · sqrt(1 + 1/n)), the metric's resolution entering
-  as `test` says; or, for `test: seeds` at m >= 3 on a fine grid, the Wilcoxon rank-sum test.
+  as `test` says; or, for `test: seeds` at m >= 3 on a fine grid (`test: robust`: whenever the
+  reference has a spread), the Wilcoxon rank-sum test. `fail_on: worse` makes each one-sided.
   Every comparison has the rounding floor (core/seedstats.floor): equal seeds always pass.
 - Metric, opt-in `test: equivalence`: Welch's two one-sided tests for equivalence within ±margin
   at level α, equivalently the (1-2α) Welch interval of the difference inside (-margin, margin).
@@ -23,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from reprogate.core.seedstats import Kind, bound, choose, floor, interval_half_width, mean_sd, pooled_sd, rank_sum_p
+from reprogate.core.seedstats import Kind, Side, bound, choose, floor, interval_bounds, mean_sd, pooled_sd, rank_sum_p
 from reprogate.core.tdist import t_cdf, t_quantile
 
 
@@ -41,8 +42,14 @@ class Interval:
     mean: float
     sd: float
     resolution: float = 0.0
+    side: Side = "both"
 
     def contains(self, value: float) -> bool:
+        """Whether the value passes: inside, or (one-sided) not beyond the failing side's bound."""
+        if self.side == "higher":
+            return value <= self.high
+        if self.side == "lower":
+            return value >= self.low
         return self.low <= value <= self.high
 
     def as_record(self) -> dict[str, Any]:
@@ -58,14 +65,15 @@ class Interval:
         return out
 
 
-def prediction_interval(values: Sequence[float], alpha: float = 0.05, resolution: float = 0.0, test: str | None = None) -> Interval:
-    """Where one new run should land with probability 1-α, given n reference runs."""
+def prediction_interval(values: Sequence[float], alpha: float = 0.05, resolution: float = 0.0, test: str | None = None, side: Side = "both") -> Interval:
+    """Where one new run should land with probability 1-α, given n reference runs (one-sided:
+    not beyond the failing side's bound)."""
     n = len(values)
     if n < 2:
         raise ValueError("a prediction interval needs at least 2 reference seeds")
     mean, sd = mean_sd(values)
-    half = interval_half_width(values, alpha, resolution, test)
-    return Interval("prediction", mean - half, mean + half, alpha, n, mean, sd, resolution)
+    low, high = interval_bounds(values, alpha, resolution, test, side)
+    return Interval("prediction", low, high, alpha, n, mean, sd, resolution, side)
 
 
 @dataclass
@@ -85,15 +93,19 @@ class Difference:
     m: int
     kind: Kind = "t"
     reason: str = ""
+    side: Side = "both"
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def difference_test(reference: Sequence[float], rebuilt: Sequence[float], alpha: float, resolution: float = 0.0, test: str | None = None) -> Difference:
-    """Do m rebuild seeds come from the reference's distribution (two-sided, level α)? The test is
-    the one `choose` names for the record's `test` and m. For the t, the p value is of the
-    difference beyond the widening and the floor (1 within them)."""
+def difference_test(
+    reference: Sequence[float], rebuilt: Sequence[float], alpha: float, resolution: float = 0.0, test: str | None = None, side: Side = "both"
+) -> Difference:
+    """Do m rebuild seeds come from the reference's distribution (level α; two-sided, or with
+    `side` higher / lower only a rebuild that way fails)? The test is the one `choose` names for
+    the record's `test` and m. For the t, the p value is of the difference beyond the widening
+    and the floor (1 within them)."""
 
     n, m = len(reference), len(rebuilt)
     if n < 2 or m < 1:
@@ -102,19 +114,22 @@ def difference_test(reference: Sequence[float], rebuilt: Sequence[float], alpha:
     mean_y = mean_sd(rebuilt)[0]
     difference = mean_y - mean_x
     sd = pooled_sd(reference, rebuilt)
-    choice = choose(test, m, sd_x, resolution)
+    choice = choose(test, m, sd_x, resolution, n)
     if not all(math.isfinite(v) for v in rebuilt):  # a diverged seed is no metric: never a rank among the others
-        return Difference(False, difference, None, sd, n + m - 2, 0.0, alpha, resolution, n, m, choice.kind, "a rebuild seed's metric is not a finite number")
+        reason = "a rebuild seed's metric is not a finite number"
+        return Difference(False, difference, None, sd, n + m - 2, 0.0, alpha, resolution, n, m, choice.kind, reason, side)
     if choice.kind == "rank-sum":
-        p_value = rank_sum_p(reference, rebuilt)
-        return Difference(p_value > alpha, difference, None, sd, n + m - 2, p_value, alpha, resolution, n, m, "rank-sum", choice.reason)
+        p_value = rank_sum_p(reference, rebuilt, side)
+        return Difference(p_value > alpha, difference, None, sd, n + m - 2, p_value, alpha, resolution, n, m, "rank-sum", choice.reason, side)
     rounding = floor(mean_x, mean_y)
-    limit = bound(n, m, sd, alpha, resolution, choice.widening) + rounding
+    limit = bound(n, m, sd, alpha, resolution, choice.widening, side != "both") + rounding
     half = resolution / 2 if choice.widening == "half-step" else 0.0
-    excess = max(0.0, abs(difference) - half - rounding)
+    toward = {"both": abs(difference), "higher": difference, "lower": -difference}[side]  # the difference the failing way
+    excess = max(0.0, toward - half - rounding)
     se = sd * math.sqrt(1 / n + 1 / m)
-    p_value = 1.0 if excess == 0 else (0.0 if se == 0 else 2 * (1 - t_cdf(excess / se, n + m - 2)))
-    return Difference(abs(difference) <= limit, difference, limit, sd, n + m - 2, p_value, alpha, resolution, n, m, choice.kind, choice.reason)
+    tail = 1 - t_cdf(excess / se, n + m - 2) if se > 0 else 0.0
+    p_value = 1.0 if excess == 0 else (tail if side != "both" else 2 * tail)
+    return Difference(toward <= limit, difference, limit, sd, n + m - 2, p_value, alpha, resolution, n, m, choice.kind, choice.reason, side)
 
 
 @dataclass

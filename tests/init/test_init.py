@@ -207,7 +207,7 @@ def test_the_metric_contract_takes_its_resolution_from_the_grid_and_suggests_a_s
     notes: list[str] = []
     quantised = _metric(plan, "epochs", [40.0, 45.0, 45.0, 55.0, 40.0], notes)
     assert quantised["resolution"] == 5 and quantised["detect"]["absolute"] > 0 and "grid of 5" in notes[0]
-    assert quantised["test"] == "seeds" and quantised["rebuild_seeds"] == 3
+    assert quantised["test"] == "robust" and quantised["rebuild_seeds"] == 3
     import dataclasses
 
     given = _metric(dataclasses.replace(plan, resolution=0.001, detect={"relative": 0.02}, margin=0.05), "acc", [0.91, 0.912, 0.915], [])
@@ -227,8 +227,8 @@ def test_init_declares_only_a_shift_the_gate_s_rebuild_seeds_catch(values: list[
     metric = _metric(plan, "val_loss", values, notes)
     sd = mean_sd(values)[1]
     shift, m = metric["detect"]["absolute"], metric["rebuild_seeds"]
-    assert assured_power(len(values), m, shift, sd, 0.05, metric["resolution"], "seeds") >= 0.8 - 1e-6
-    assert assured_power(len(values), m, shift * 0.9, sd, 0.05, metric["resolution"], "seeds") < 0.8  # and no larger than it must be
+    assert assured_power(len(values), m, shift, sd, 0.05, metric["resolution"], "robust") >= 0.8 - 1e-6
+    assert assured_power(len(values), m, shift * 0.9, sd, 0.05, metric["resolution"], "robust") < 0.8  # and no larger than it must be
     assert "rebuild_seeds is 3" in notes[-1]
 
 
@@ -243,7 +243,7 @@ def test_a_shift_given_to_init_gets_the_rebuild_seeds_that_catch_it() -> None:
     metric = _metric(dataclasses.replace(plan, detect={"absolute": 0.02}), "val_loss", values, [])
     sd = statistics.stdev(values)
     m = metric["rebuild_seeds"]
-    assert assured_power(10, m, 0.02, sd, 0.05, 0.0, "seeds") >= 0.8
+    assert assured_power(10, m, 0.02, sd, 0.05, 0.0, "robust") >= 0.8
     notes: list[str] = []
     hopeless = _metric(dataclasses.replace(plan, detect={"absolute": 0.0001}), "val_loss", values, notes)
     assert "rebuild_seeds" not in hopeless and "record more reference seeds" in notes[-1]

@@ -214,7 +214,7 @@ def test_several_seeds_of_a_bitwise_contract_replay_the_trace_seed_then_judge_fr
     assert result.exit_code == 0, result.output
     test = verdict["tests"][-1]
     assert test["test"] == "Wilcoxon rank-sum (exact mid-p, two-sided)" and test["n"] == 20 and test["m"] == 3 and test["alpha"] == 0.05
-    assert test["rule"].startswith("test: seeds, m = 3 >= 3")
+    assert test["rule"].startswith("test: robust, m = 3 >= 3")
     # the first fresh seed lands at 1.018, 4.3 sd above the 20 reference seeds' mean (the model's loss has a long right
     # tail): the rank-sum test counts it as the highest seed, no more; at m = 2 the t fails this good build
     rebuilt, metric = verdict["seeds"]["rebuilt"], verdict["seeds"]["metric"]

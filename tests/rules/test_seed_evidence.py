@@ -73,7 +73,7 @@ def test_a_record_that_names_no_test_keeps_the_old_one_and_is_told(cli: Any, pro
     record = project / RECORD
     edit_record(record, lambda r: r["contract"]["metric"].pop("test"))
     assert found(record) == [("metric-test-implicit", "notice")]
-    assert "`test: seeds`, or `test: difference` to keep today's" in cli("validate", str(record)).output
+    assert "`test: robust`, or `test: difference` to keep today's" in cli("validate", str(record)).output
 
 
 def test_two_reference_seeds_are_warned(cli: Any, project: Path) -> None:

@@ -2,9 +2,10 @@
 
 The test is the one core/seedstats.choose names for the record's `contract.metric.test` and the
 number m of rebuild seeds, decided before any value is read: at m = 1 the predeclared t
-prediction interval, at m >= 2 the two-sided two-sample t on the means, or (`test: seeds`, m >= 3
-on a fine grid) the Wilcoxon rank-sum test; each has α as its chance of failing a build that
-reproduces, and the verdict says which ran and why. `test: equivalence` opts into Welch TOST
+prediction interval, at m >= 2 the two-sample t on the means, or (`test: seeds`, m >= 3 on a
+fine grid; `test: robust`, m >= 3 whenever the reference has a spread) the Wilcoxon rank-sum
+test; each has α as its chance of failing a build that reproduces, two-sided, or one-sided where
+the record says `fail_on: worse`, and the verdict says which ran, why, and which way fails. `test: equivalence` opts into Welch TOST
 instead, which bounds the chance of *passing* a build beyond the margin, and the verdict then
 says how likely a good build was to pass it. Every verdict states α, n, m, the seeds and where
 they came from, and its power, assured (core/seedstats.assured_power): at the shift the record
@@ -21,15 +22,17 @@ from reprogate.core.seedstats import (
     assured_sigma,
     choose,
     declared_shift,
+    failing_side,
     mean_sd,
     metric_test,
     minimum_detectable_shift,
     percent,
+    side_words,
     target_power,
     tost_pass_chance,
 )
 from reprogate.rebuild import compare
-from reprogate.rebuild.comparisons import DIFFERENCE, EQUIVALENCE, PREDICTION, RANK_SUM, MetricTest
+from reprogate.rebuild.comparisons import DIFFERENCE, DIFFERENCE_ONE_SIDED, EQUIVALENCE, PREDICTION, RANK_SUM, RANK_SUM_ONE_SIDED, MetricTest
 from reprogate.rebuild.interval import seed_notices
 from reprogate.rebuild.stages.base import StageResult, failed, passed, skipped
 from reprogate.rebuild.state import RebuildState
@@ -60,6 +63,8 @@ def metric(state: RebuildState) -> StageResult:
     if declared.get("test") == "equivalence" and len(values) >= 2:
         return _equivalence(state, declared, reference, values, alpha)
     test_name = metric_test(declared)
+    side = failing_side(declared)
+    sided = side_words(side, name)
     if len(values) == 1:
         stored = declared.get("interval")
         if not isinstance(stored, dict):
@@ -67,19 +72,32 @@ def metric(state: RebuildState) -> StageResult:
         low, high = float(stored["low"]), float(stored["high"])
         alpha, n, resolution = float(stored.get("alpha", alpha)), int(stored["n"]), float(stored.get("resolution", resolution))
         sigma = float(stored.get("sd", mean_sd(reference)[1] if len(reference) > 1 else 0.0))
-        inside = low <= values[0] <= high
-        choice = choose(test_name, 1, sigma, resolution)
+        inside = values[0] <= high if side == "higher" else (values[0] >= low if side == "lower" else low <= values[0] <= high)
+        choice = choose(test_name, 1, sigma, resolution, n)
         stated = _power(declared, n, 1, sigma, alpha, resolution, float(stored.get("mean", 0.0)))
-        figures = {"interval": [low, high], "resolution": resolution, "value": values[0], "values": values, "reference": reference, "rule": choice.reason}
+        figures = {
+            "interval": [low, high],
+            "resolution": resolution,
+            "value": values[0],
+            "values": values,
+            "reference": reference,
+            "rule": choice.reason,
+            "fails": side,
+        }
         test = MetricTest(PREDICTION, name, alpha, n, 1, inside, plan, stated, figures, _notice(reference))
-        detail = (
-            f"{name} {values[0]:.6g} {'inside' if inside else 'outside'} the predeclared {percent(1 - alpha)} "
-            f"prediction interval [{low:.6g}, {high:.6g}] (n={n}, m=1); {_said(stated)}"
+        where = (
+            f"{'inside' if inside else 'outside'} the predeclared {percent(1 - alpha)} prediction interval [{low:.6g}, {high:.6g}]"
+            if side == "both"
+            else f"{'not above' if side == 'higher' else 'not below'} the predeclared {percent(1 - alpha)} one-sided bound "
+            f"{high if side == 'higher' else low:.6g}"
+            if inside
+            else f"{'above' if side == 'higher' else 'below'} the predeclared {percent(1 - alpha)} one-sided bound {high if side == 'higher' else low:.6g}"
         )
+        detail = f"{name} {values[0]:.6g} {where} (n={n}, m=1; {sided}); {_said(stated)}"
         return StageResult("pass" if inside else "fail", detail, {"value": values[0]}, comparison=test)
     if len(reference) < 2:
         return failed(f"{len(values)} rebuild seeds are compared with the reference seeds; reference.metric.values lists {len(reference)}", exit_code=2)
-    result = difference_test(reference, values, alpha, resolution, test_name)
+    result = difference_test(reference, values, alpha, resolution, test_name, side)
     mean, sd = mean_sd(reference)
     stated = _power(declared, result.n, result.m, sd, alpha, resolution, mean)
     figures: dict[str, Any] = {
@@ -91,19 +109,23 @@ def metric(state: RebuildState) -> StageResult:
         "values": values,
         "reference": reference,
         "rule": result.reason,
+        "fails": side,
     }
     if result.kind == "rank-sum":
-        test = MetricTest(RANK_SUM, name, alpha, result.n, len(values), result.passed, plan, stated, figures, _notice(reference))
+        kind = RANK_SUM if side == "both" else RANK_SUM_ONE_SIDED
+        test = MetricTest(kind, name, alpha, result.n, len(values), result.passed, plan, stated, figures, _notice(reference))
         detail = (
             f"{name}: mean difference {result.difference:+.4g}, rank-sum mid-p {result.p_value:.3g} {'above' if result.passed else 'at or below'} "
-            f"α={alpha:g} (Wilcoxon rank-sum, n={result.n}, m={result.m}; {result.reason}); {_said(stated)}"
+            f"α={alpha:g} (Wilcoxon rank-sum, n={result.n}, m={result.m}; {result.reason}; {sided}); {_said(stated)}"
         )
     else:
         figures["limit"] = result.limit
-        test = MetricTest(DIFFERENCE, name, alpha, result.n, len(values), result.passed, plan, stated, figures, _notice(reference))
+        kind = DIFFERENCE if side == "both" else DIFFERENCE_ONE_SIDED
+        test = MetricTest(kind, name, alpha, result.n, len(values), result.passed, plan, stated, figures, _notice(reference))
+        bound_text = f"±{result.limit:.4g}" if side == "both" else f"{'+' if side == 'higher' else '-'}{result.limit:.4g} (the failing side)"
         detail = (
-            f"{name}: mean difference {result.difference:+.4g} {'within' if result.passed else 'beyond'} ±{result.limit:.4g} "
-            f"(two-sample t, α={alpha:g}, n={result.n}, m={result.m}, p={result.p_value:.3g}); {_said(stated)}"
+            f"{name}: mean difference {result.difference:+.4g} {'within' if result.passed else 'beyond'} {bound_text} "
+            f"(two-sample t, α={alpha:g}, n={result.n}, m={result.m}, p={result.p_value:.3g}; {sided}); {_said(stated)}"
         )
     return passed(detail, test, values=values) if result.passed else failed(detail, comparison=test, values=values)
 
@@ -135,16 +157,18 @@ def _power(declared: dict[str, Any], n: int, m: int, sigma: float, alpha: float,
     power reaches it (core/seedstats.assured_power), not the plug-in at the reference's own s."""
     target = target_power(declared)
     test_name = metric_test(declared)
+    one_sided = failing_side(declared) != "both"
     shift = declared_shift(declared, mean)
     stated: dict[str, Any] = {
         "sigma": sigma,
-        "minimum_detectable_shift": minimum_detectable_shift(n, m, assured_sigma(n, sigma, target), alpha, target, resolution, test_name, sigma),
+        "minimum_detectable_shift": minimum_detectable_shift(n, m, assured_sigma(n, sigma, target), alpha, target, resolution, test_name, sigma, one_sided),
         "at_power": target,
-        "assured": "the power reached with at least the stated probability, given the n reference seeds' spread",
+        "assured": "the power reached with at least the stated probability, given the n reference seeds' spread"
+        + ("; of a shift the worse way (one-sided)" if one_sided else ""),
     }
     if shift is not None:
         stated["shift"] = shift
-        stated["power"] = round(assured_power(n, m, shift, sigma, alpha, resolution, test_name), 4)
+        stated["power"] = round(assured_power(n, m, shift, sigma, alpha, resolution, test_name, one_sided), 4)
     return stated
 
 
