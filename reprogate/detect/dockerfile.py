@@ -117,8 +117,10 @@ def _heredoc_names(value: str) -> list[tuple[str, bool]]:
         return []
     names = []
     for i, word in enumerate(words):
+        if word is None:  # the splitter's type allows it; a word of a split string is never None
+            continue
         if word in ("<<", "<<-") and i + 1 < len(words):
-            word = word + words[i + 1]
+            word = word + (words[i + 1] or "")
         if match := _HEREDOC.match(word):
             names.append((match.group(3), match.group(1) == "-"))
     return names
@@ -298,6 +300,8 @@ def _assignments(value: str) -> list[tuple[str, str | None]]:
 
     pairs = []
     for word in WordSplitter(value).split(dequote=False):
+        if word is None:  # the splitter's type allows it; a word of a split string is never None
+            continue
         name, sep, default = word.partition("=")
         pairs.append((name, default if sep else None))
     return pairs
@@ -307,7 +311,7 @@ def _env_pairs(value: str) -> list[tuple[str, str]]:
     from dockerfile_parse.util import WordSplitter
 
     words = list(WordSplitter(value).split(dequote=False))
-    if words and "=" not in words[0]:  # legacy `ENV NAME value with spaces`
+    if words and "=" not in (words[0] or ""):  # legacy `ENV NAME value with spaces`
         name, _, rest = value.partition(" ")
         return [(name, rest.strip())]
     return [(name, default or "") for name, default in _assignments(value)]

@@ -15,6 +15,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from reprogate import __version__
 from reprogate.core import processes
@@ -82,7 +83,7 @@ def check_before_running(doc: Document, record: Path, options: RebuildOptions, c
     metric = (data.get("contract") or {}).get("metric")
     equivalence = isinstance(metric, dict) and metric.get("test") == "equivalence"
     runs = runs_for(options.seeds, data)
-    if runs > 1 and equivalence and metric.get("margin") is None:
+    if runs > 1 and equivalence and isinstance(metric, dict) and metric.get("margin") is None:
         raise RebuildUsageError(
             f"{runs} rebuild seeds with test: equivalence needs contract.metric.margin; the record declares none",
             hint="declare the equivalence margin in the record (before the drill), or drop `test: equivalence` for the two-sample t",
@@ -122,7 +123,7 @@ class Rebuilt:
     processes the code under test had left running."""
 
     verdict: Verdict
-    record: dict
+    record: dict[str, Any]
     escaped: int
 
 
@@ -191,17 +192,17 @@ def run_rebuild(record: Path, options: RebuildOptions, checked: tuple[Document, 
     return Rebuilt(verdict, written, escaped)
 
 
-def _write_rebuild_record(data: dict, of: RecordRef, folder: Path) -> FileRef:
+def _write_rebuild_record(data: dict[str, Any], of: RecordRef, folder: Path) -> FileRef:
     text = dump_yaml(data, f"Run record of a rebuild of {of.path} (reprogate rebuild); its verdict is verdict.json beside it")
     target = folder / REBUILD_RECORD
     atomic_write(target, text)
     return FileRef(str(target), "sha256:" + hashlib.sha256(text.encode()).hexdigest())
 
 
-def _environment(state: RebuildState) -> dict:
+def _environment(state: RebuildState) -> dict[str, Any]:
     """The environment the ranks got, as realized and as told from inside; then the machine; then
     side by side with the record."""
-    env: dict = {"requested": state.job.options.environment}
+    env: dict[str, Any] = {"requested": state.job.options.environment}
     if state.environment is not None:
         env["realizer"] = state.environment.choice.name
         env["why"] = state.environment.choice.reason
@@ -210,7 +211,7 @@ def _environment(state: RebuildState) -> dict:
     env["code"] = state.job.code.to_json()
     if state.probe is not None and state.probe.facts:
         env["inside"] = state.probe.inside()
-    facts: dict = {}
+    facts: dict[str, Any] = {}
     if state.fetched is not None and state.fetched.deferred:
         facts["source_changes_deferred"] = dict(state.fetched.deferred)
     if state.ranks is not None:
