@@ -164,9 +164,19 @@ def record_inputs(name: str, doc: Document, root: Path) -> Addressed:
             line = doc.locate(("container", "base_images", i, "digest")).line
             found.append(Input(name, f"container.base_images[{i}]", "base-image", f"{ref.registry}/{ref.repository}", base["digest"], line))
     found += _dataset_inputs(name, doc, data, root, notes)
-    for path, ref in _file_refs(data):
+    for path, addressed in _file_refs(data):
         where = dotted(path)
-        found.append(Input(name, where, _kind(where), ref["uri"], ref["checksum"], doc.locate((*path, "uri")).line, in_repository=_repository_copy(root, ref)))
+        found.append(
+            Input(
+                name,
+                where,
+                _kind(where),
+                addressed["uri"],
+                addressed["checksum"],
+                doc.locate((*path, "uri")).line,
+                in_repository=_repository_copy(root, addressed),
+            )
+        )
     return Addressed(tuple(found), tuple(notes))
 
 

@@ -111,7 +111,7 @@ def require_secure_transport(url: str) -> None:
 def _retry_class() -> type:
     from urllib3.util.retry import Retry
 
-    class CappedRetry(Retry):  # type: ignore[misc]
+    class CappedRetry(Retry):
         """urllib3's Retry, refusing to sleep longer than the policy allows."""
 
         def __init__(self, *args: Any, max_wait: float = 60.0, retry_after_statuses: frozenset[int] | None = None, **kwargs: Any) -> None:

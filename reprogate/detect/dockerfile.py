@@ -374,11 +374,11 @@ def _stage_step(
                 current.args[name] = value
                 scope[name] = value
     elif ins.word == "FROM":
-        written, name, platform = _from_parts(ins.value)
+        written, alias, platform = _from_parts(ins.value)
         if written is None:
             return current, scope
         resolved, missing = expand(written, global_args)
-        stage = Stage(len(found) + 1, name, written, None, platform=expand(platform, global_args)[0] if platform else None, line=ins.line)
+        stage = Stage(len(found) + 1, alias, written, None, platform=expand(platform, global_args)[0] if platform else None, line=ins.line)
         parent = by_name.get(resolved.lower())
         if parent is not None:
             stage.parent = parent.key
@@ -390,8 +390,8 @@ def _stage_step(
             stage.image = ImageRef.parse(resolved)
             stage.env.update(_image_env(stage.image))
         found.append(stage)
-        if name:
-            by_name[name.lower()] = stage
+        if alias:
+            by_name[alias.lower()] = stage
         return stage, dict(stage.env)
     elif current is None:
         return current, scope
