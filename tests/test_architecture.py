@@ -328,3 +328,16 @@ def test_only_the_command_line_imports_the_integrations() -> None:
         if _family(found.target) == "integrations" and _family(module) not in ("integrations", "cli")
     ]
     assert not problems, "\n".join(problems)
+
+
+def test_the_rebuild_options_load_no_other_rebuild_module() -> None:
+    """`init` and the command line name RebuildOptions; importing it once loaded the runner, every
+    stage, realizer and launcher (144 of reprogate's modules), because the runner was the package's
+    __init__. Now the package's __init__ imports nothing: the options load only themselves."""
+    import json
+    import subprocess
+    import sys
+
+    probe = "import json, sys, reprogate.rebuild.options; print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'reprogate')))"
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout) == ["reprogate", "reprogate.rebuild", "reprogate.rebuild.options"]

@@ -25,6 +25,7 @@ from typing import Any
 from reprogate.core.documents import DEFAULT_MAX_BYTES, load_text
 from reprogate.core.errors import CheckFailed, UsageError
 from reprogate.core.json_input import read_bounded
+from reprogate.core.shapes import table
 from reprogate.github.touched import rebuild_digest
 from reprogate.github.verdicts import terminal
 from reprogate.rebuild.verdicts import MAX_VERDICT_BYTES, parse_verdict
@@ -152,7 +153,7 @@ def files_problem(verdict: Mapping[str, Any], verdict_path: Path) -> str | None:
 
 
 def check_binding(verdict: Mapping[str, Any], path: Path, expected: Expected) -> None:
-    run = verdict.get("run") if isinstance(verdict.get("run"), dict) else {}
+    run = table(verdict, "run")
     if expected.nonce is not None and run.get("nonce") != expected.nonce:
         raise CheckFailed(f"{path}: the verdict does not carry this dispatch's nonce (--nonce): it was not made by this dispatch's rebuild")
     if expected.run_id is not None and run.get("id") != expected.run_id:
@@ -208,7 +209,7 @@ def _predicate(verdict: Mapping[str, Any], record: Mapping[str, Any], verdict_di
         said["firstDifference"] = verdict["first_difference"]
     said["digest"] = {"sha256": verdict_digest}
     contract: dict[str, Any] = {"level": ref["level"]}
-    declared = record.get("contract") if isinstance(record.get("contract"), dict) else {}
+    declared = table(record, "contract")
     for key in ("envelope", "steps"):
         if isinstance(declared.get(key), dict):
             contract[key] = declared[key]

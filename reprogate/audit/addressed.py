@@ -17,6 +17,7 @@ from typing import Any
 
 from reprogate.core.canonical import file_digest
 from reprogate.core.documents import Document, DocumentError
+from reprogate.core.shapes import table
 from reprogate.datasets.manifests import load_manifest
 from reprogate.images.registry import InvalidReference, parse_reference
 
@@ -117,7 +118,7 @@ def manifest_inputs(record: str, manifest: dict[str, Any], folder: Path | None, 
     """Every shard and file of a manifest as an input of `record`."""
     key = (str(manifest.get("id", "")), str(manifest.get("version", "")))
     namespace = manifest.get("namespace")
-    streaming = manifest.get("streaming") if isinstance(manifest.get("streaming"), dict) else {}
+    streaming = table(manifest, "streaming")
     snapshots = tuple(str(streaming[k]) for k in ("snapshot_id", "export_id") if isinstance(streaming.get(k), str) and streaming[k])
     root = shard_root(namespace, folder)
     for section, kind in (("shards", "shard"), ("files", "dataset-file")):
@@ -147,7 +148,7 @@ def record_inputs(name: str, doc: Document, root: Path) -> Addressed:
     data = doc.data if isinstance(doc.data, dict) else {}
     found: list[Input] = []
     notes: list[str] = []
-    container = data.get("container") if isinstance(data.get("container"), dict) else {}
+    container = table(data, "container")
     if container.get("used", True) and isinstance(container.get("registry"), str) and isinstance(container.get("repository"), str):
         if isinstance(container.get("digest"), str):
             where = f"{container['registry']}/{container['repository']}"
@@ -163,14 +164,24 @@ def record_inputs(name: str, doc: Document, root: Path) -> Addressed:
             line = doc.locate(("container", "base_images", i, "digest")).line
             found.append(Input(name, f"container.base_images[{i}]", "base-image", f"{ref.registry}/{ref.repository}", base["digest"], line))
     found += _dataset_inputs(name, doc, data, root, notes)
-    for path, ref in _file_refs(data):
+    for path, addressed in _file_refs(data):
         where = dotted(path)
-        found.append(Input(name, where, _kind(where), ref["uri"], ref["checksum"], doc.locate((*path, "uri")).line, in_repository=_repository_copy(root, ref)))
+        found.append(
+            Input(
+                name,
+                where,
+                _kind(where),
+                addressed["uri"],
+                addressed["checksum"],
+                doc.locate((*path, "uri")).line,
+                in_repository=_repository_copy(root, addressed),
+            )
+        )
     return Addressed(tuple(found), tuple(notes))
 
 
 def _dataset_inputs(name: str, doc: Document, data: dict[str, Any], root: Path, notes: list[str]) -> list[Input]:
-    dataset = data.get("dataset") if isinstance(data.get("dataset"), dict) else {}
+    dataset = table(data, "dataset")
     if isinstance(dataset.get("inline"), dict):
         return list(manifest_inputs(name, dataset["inline"], None, doc.locate(("dataset", "inline")).line, "dataset.inline"))
     pinned = dataset.get("manifest") if isinstance(dataset.get("manifest"), dict) else None

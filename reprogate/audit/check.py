@@ -107,8 +107,8 @@ def audit_record(record: Path, today: datetime.date, timeout: float = 10.0, retr
     name = f"{record}"
     images = verify_record(record, False, RegistryClient(timeout=timeout, retries=retries))
     image_line = doc.locate(("container", "digest")).line
-    for line in images.stdout:
-        result.add(Entry(name, "container", _image_status(line), f"image {line}", image_line))
+    for said in images.stdout:
+        result.add(Entry(name, "container", _image_status(said), f"image {said}", image_line))
     if images.code == ExitCode.INFRA:
         result.unreachable += 1
     elif images.code == ExitCode.FAILED:

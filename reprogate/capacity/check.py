@@ -15,6 +15,7 @@ from typing import Any
 
 from reprogate.capacity.models import normalised, offered
 from reprogate.capacity.pool import Pool
+from reprogate.core.shapes import table
 
 HONORED, SHORT, UNSTATED, UNKNOWN, NOT_NEEDED = "honored", "short", "unstated", "unknown", "not-needed"
 
@@ -51,9 +52,9 @@ def _interconnect(record: dict[str, Any]) -> str | None:
 
 
 def requirements(record: dict[str, Any], pool: Pool) -> list[Requirement]:
-    contract = record.get("contract") if isinstance(record.get("contract"), dict) else {}
-    envelope = contract.get("envelope") if isinstance(contract.get("envelope"), dict) else {}
-    execution = record.get("execution") if isinstance(record.get("execution"), dict) else {}
+    contract = table(record, "contract")
+    envelope = table(contract, "envelope")
+    execution = table(record, "execution")
     out: list[Requirement] = []
     models = envelope.get("gpu_models")
     at = "contract.envelope"
@@ -159,7 +160,7 @@ def _cpu(cpu: Any, pool: Pool, execution: dict[str, Any]) -> Requirement | None:
         return Requirement("cpu-kernels", f"{at}.architectures", HONORED, f"{pool.architecture} is one of {arches}")
     if not pool.cpu_capabilities:
         return Requirement("cpu-kernels", f"{at}.capability", UNKNOWN, f"the pool states no CPU capability; the record allows {allowed}")
-    env = execution.get("env") if isinstance(execution.get("env"), dict) else {}
+    env = table(execution, "env")
     pinned = str(env.get("ATEN_CPU_CAPABILITY", "")).lower() or None
     if pinned is not None:
         ok = pinned in allowed and pinned in pool.cpu_capabilities

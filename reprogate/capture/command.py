@@ -16,6 +16,7 @@ from reprogate.core.diagnostics import ExitCode
 from reprogate.core.documents import DocumentError, load_document
 from reprogate.core.errors import UsageError
 from reprogate.core.fileio import atomic_write
+from reprogate.core.shapes import table
 from reprogate.core.yamlout import dump_yaml
 from reprogate.images.registry import ImageError, RegistryClient, RegistryUnreachable
 from reprogate.output.result import CommandResult
@@ -105,9 +106,9 @@ def _plan_node(data: dict[str, Any], document: dict[str, Any], merge: Merge) -> 
     envelope = (data.get("contract") or {}).get("envelope") if isinstance(data.get("contract"), dict) else None
     if not isinstance(envelope, dict):
         return
-    devices = document.get("devices") if isinstance(document.get("devices"), dict) else {}
+    devices = table(document, "devices")
     measured = measured_node(data, devices)
-    stated = envelope.get("node") if isinstance(envelope.get("node"), dict) else {}
+    stated = table(envelope, "node")
     merge.changes.append((("contract", "envelope", "node"), {**stated, **measured}))
     merge.notes.append("contract.envelope.node: " + ", ".join(f"{k} {v}" for k, v in measured.items()) + " (measured)")
 

@@ -7,6 +7,7 @@ NVML indices are not stable across reboots.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -109,10 +110,10 @@ def _nvlinks(nv: Any, handle: Any) -> list[tuple[int, str]]:
     """The device's active NVLinks, each with the PCI bus id of its far end ("unknown" where NVML cannot say)."""
     links = []
     for link in range(getattr(nv, "NVML_NVLINK_MAX_LINKS", 18)):
-        # _try calls each lambda at once; the default binds this iteration's link all the same.
-        if _try(lambda link=link: nv.nvmlDeviceGetNvLinkState(handle, link)) != 1:
+        # _try calls each at once; partial binds this iteration's link all the same.
+        if _try(functools.partial(nv.nvmlDeviceGetNvLinkState, handle, link)) != 1:
             continue
-        remote = _try(lambda link=link: nv.nvmlDeviceGetNvLinkRemotePciInfo(handle, link))
+        remote = _try(functools.partial(nv.nvmlDeviceGetNvLinkRemotePciInfo, handle, link))
         links.append((link, _text(remote.busId) if remote is not None else "unknown"))
     return links
 

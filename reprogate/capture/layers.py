@@ -41,7 +41,8 @@ def capture_all(ctx: CaptureContext) -> dict[str, Any]:
     verdict = classify_record_sections(document.get("software"), document.get("devices"))
     if verdict is not None:
         document["compatibility"] = verdict.as_dict()
-    return without_credentials(document)
+    cleaned: dict[str, Any] = without_credentials(document)
+    return cleaned
 
 
 def without_credentials(node: Any) -> Any:

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from reprogate.core.documents import Document, PlainLoader
+from reprogate.core.shapes import table
 from reprogate.core.yamlout import dump_yaml
 
 SOURCE_KEYS = ("repository", "commit", "path", "tree", "dirty", "diff_digest", "untracked_digest", "lock_files", "job_start_installs")
@@ -39,7 +40,7 @@ def plan(record: dict[str, Any], capture: dict[str, Any], recipe_checksum: str |
             merge.changes.append(((section,), capture[section]))
     source = capture.get("source")
     if isinstance(source, dict) and source.get("present") is not False:
-        merged = copy.deepcopy(record.get("source")) if isinstance(record.get("source"), dict) else {}
+        merged = copy.deepcopy(table(record, "source"))
         for key in SOURCE_KEYS:
             merged.pop(key, None)
             if key in source:

@@ -34,7 +34,7 @@ def unpinned_installs(lock_files: list[Path], unreadable: list[tuple[Path, str]]
     pins = _pins(lock_files, unreadable if unreadable is not None else [])
     found: dict[str, dict[str, Any]] = {}
     for dist in metadata.distributions():
-        name = dist.metadata.get("Name")
+        name = dist.metadata.get("Name")  # type: ignore[attr-defined]  # typeshed's PackageMetadata omits get(), which the email Message it is has
         if not name:
             continue
         key = normalize(name)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from reprogate.core.documents import DocumentError
+from reprogate.core.shapes import rows, table
 from reprogate.datasets.manifests import load_manifest
 
 MEASURED = ("dataset_bytes", "checkpoint_bytes")
@@ -31,9 +32,10 @@ def manifest_bytes(manifest: dict[str, Any]) -> int:
 
 
 def _manifest(record: dict[str, Any], root: Path) -> dict[str, Any] | None:
-    dataset = record.get("dataset") if isinstance(record.get("dataset"), dict) else {}
-    if isinstance(dataset.get("inline"), dict):
-        return dataset["inline"]
+    dataset = table(record, "dataset")
+    inline = dataset.get("inline")
+    if isinstance(inline, dict):
+        return inline
     rel = (dataset.get("manifest") or {}).get("path") if isinstance(dataset.get("manifest"), dict) else None
     if not isinstance(rel, str):
         return None
@@ -51,8 +53,8 @@ def measured_storage(record: dict[str, Any], root: Path) -> dict[str, int]:
     manifest = _manifest(record, root)
     if manifest is not None:
         found["dataset_bytes"] = manifest_bytes(manifest)
-    state = record.get("state") if isinstance(record.get("state"), dict) else {}
-    checkpoint = state.get("checkpoint") if isinstance(state.get("checkpoint"), dict) else {}
+    state = table(record, "state")
+    checkpoint = table(state, "checkpoint")
     rel = checkpoint.get("path")
     if isinstance(rel, str):
         target = (root / rel).resolve()
@@ -65,7 +67,7 @@ def merged_storage(record: dict[str, Any], measured: dict[str, int]) -> dict[str
     """The record's storage statement with the measurements in place of what they measure; what
     was stated and not measured (read throughput, a remote checkpoint's size) stays."""
     envelope = ((record.get("contract") or {}).get("envelope") or {}) if isinstance(record.get("contract"), dict) else {}
-    stated = envelope.get("storage") if isinstance(envelope, dict) and isinstance(envelope.get("storage"), dict) else {}
+    stated = table(envelope, "storage") if isinstance(envelope, dict) else {}
     return {**stated, **measured}
 
 
@@ -74,15 +76,15 @@ def measured_node(record: dict[str, Any], devices: dict[str, Any], rank_peak: in
     execution.env pins each to), the largest peak memory of a process of the run times the ranks
     per node (`rank_peak`: init measures it; None leaves it out), and the smallest memory of the
     GPUs the capture found."""
-    execution = record.get("execution") if isinstance(record.get("execution"), dict) else {}
+    execution = table(record, "execution")
     world, nodes = execution.get("world_size"), execution.get("nodes")
     ranks = -(-world // nodes) if isinstance(world, int) and isinstance(nodes, int) and world > 0 and nodes > 0 else 1
-    env = execution.get("env") if isinstance(execution.get("env"), dict) else {}
+    env = table(execution, "env")
     threads = str(env.get("OMP_NUM_THREADS", ""))
     needs = {"cpus": ranks * (int(threads) if threads.isdigit() and int(threads) > 0 else 1)}
     if rank_peak is not None:
         needs["memory_bytes"] = rank_peak * ranks
-    gpus = devices.get("gpus") if isinstance(devices.get("gpus"), list) else []
+    gpus = rows(devices, "gpus")
     memories = [g["memory_bytes"] for g in gpus if isinstance(g, dict) and isinstance(g.get("memory_bytes"), int)]
     if memories:
         needs["gpu_memory_bytes"] = min(memories)

@@ -107,5 +107,5 @@ def with_overrides(config: Config, env: dict[str, str]) -> Config:
         "REPROGATE_REBUILD_LABEL": "rebuild_label",
         "REPROGATE_BASELINE_LABEL": "baseline_label",
     }
-    changes = {field: env[name] for name, field in mapping.items() if env.get(name)}
+    changes: dict[str, Any] = {field: env[name] for name, field in mapping.items() if env.get(name)}
     return dataclasses.replace(config, **changes) if changes else config

@@ -111,7 +111,7 @@ def require_secure_transport(url: str) -> None:
 def _retry_class() -> type:
     from urllib3.util.retry import Retry
 
-    class CappedRetry(Retry):  # type: ignore[misc]
+    class CappedRetry(Retry):
         """urllib3's Retry, refusing to sleep longer than the policy allows."""
 
         def __init__(self, *args: Any, max_wait: float = 60.0, retry_after_statuses: frozenset[int] | None = None, **kwargs: Any) -> None:
@@ -269,23 +269,24 @@ def _abort(response: Any) -> None:
 
 def _within(work: Callable[[], Reply], seconds: float) -> Reply:
     """Run `work` on a daemon thread and wait at most `seconds` (TimeoutError after that)."""
-    box: dict[str, Any] = {}
+    values: list[Reply] = []
+    errors: list[BaseException] = []
     done = threading.Event()
 
     def target() -> None:
         try:
-            box["value"] = work()
+            values.append(work())
         except BaseException as exc:  # noqa: BLE001 - handed back to the waiting thread
-            box["error"] = exc
+            errors.append(exc)
         finally:
             done.set()
 
     threading.Thread(target=target, name="reprogate-http", daemon=True).start()
     if not done.wait(seconds):
         raise TimeoutError
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    if errors:
+        raise errors[0]
+    return values[0]
 
 
 def _reason(exc: BaseException) -> str:

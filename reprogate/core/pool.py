@@ -196,6 +196,7 @@ def ordered_map(
 
     try:
         for args, tag in tasks:
+            handle: Any  # a forked task's number, a thread's Future, or the value computed here
             if forked is not None:
                 handle = forked.submit(args)
             elif threads is not None:

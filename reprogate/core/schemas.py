@@ -57,7 +57,8 @@ def schema_dir() -> Path:
 @functools.cache
 def load_schema(kind: str) -> dict[str, Any]:
     with open(schema_dir() / SCHEMA_FILES[kind], encoding="utf-8") as fh:
-        return json.load(fh)
+        schema: dict[str, Any] = json.load(fh)
+        return schema
 
 
 @functools.cache

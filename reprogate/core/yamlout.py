@@ -60,7 +60,7 @@ def _flow_scalar(value: Any) -> str | None:
         return str(value)
     if type(value) is not str or not _SAFE.fullmatch(value):
         return None
-    if ":" in value or not isinstance(resolve_plain(value), str) or _YAML11.resolve(yaml.ScalarNode, value, (True, False)) != "tag:yaml.org,2002:str":
+    if ":" in value or not isinstance(resolve_plain(value), str) or _YAML11.resolve(yaml.ScalarNode, value, (True, False)) != "tag:yaml.org,2002:str":  # type: ignore[no-untyped-call]  # types-PyYAML leaves BaseResolver.resolve unannotated
         return f"'{value}'"
     return value
 

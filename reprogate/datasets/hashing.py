@@ -55,7 +55,7 @@ class AlgorithmUnavailable(UsageError):
     """The algorithm needs an optional package that is not installed."""
 
 
-def hasher_factory(algorithm: str) -> Callable[[], Any]:
+def hasher_factory(algorithm: str) -> Callable[..., Any]:
     """A function returning a fresh hasher; raises AlgorithmUnavailable for unknown or missing ones."""
     if algorithm == "sha256":
         return hashlib.sha256

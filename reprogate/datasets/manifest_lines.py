@@ -57,7 +57,7 @@ _STRICT = json.JSONDecoder(object_pairs_hook=_unique_pairs, parse_constant=_no_c
 # the cost per line. `validate` reads strictly; verify and the digest read fast (a line with a
 # duplicate key then means what JSON.parse says it means: the last one wins).
 _FAST = json.JSONDecoder(parse_constant=_no_constant)
-_SCANNERS = {True: json.scanner.make_scanner(_STRICT), False: json.scanner.make_scanner(_FAST)}  # type: ignore[attr-defined]
+_SCANNERS = {True: json.scanner.make_scanner(_STRICT), False: json.scanner.make_scanner(_FAST)}  # type: ignore[arg-type]  # typeshed types make_scanner's argument as the scanner class; a JSONDecoder is what it takes
 # (value, end) of the JSON value at the start of a str: parse_line's lenient fast path, for loops
 # that run it inline on a million lines (a Python call per line is a measurable share of verify)
 scan_lenient = _SCANNERS[False]

@@ -326,11 +326,11 @@ def _check(doc: Document, report: VerifyOutcome, source: _Source, remote: Remote
     root = report.root
     guard = None if is_url(root) else RootGuard(root)
     checks = _Checks(doc, report, options, remote, Control(real_root=guard.real_root if guard else None))
-    total = (len(source.loaded), sum(max(e.size, 0) for e in source.loaded)) if source.loaded is not None else (None, None)
-    progress = Progress("verifying", *total, quiet=options.quiet)
+    files, size = (len(source.loaded), sum(max(e.size, 0) for e in source.loaded)) if source.loaded is not None else (None, None)
+    progress = Progress("verifying", files, size, quiet=options.quiet)
     try:
         lines_here = source.lines is not None and guard is not None
-        if lines_here:
+        if lines_here and guard is not None:  # lines_here says guard is not None; the checker needs it said here
             _check_lines(source, checks, extras, guard, algorithm, progress)
         if source.problems:
             return

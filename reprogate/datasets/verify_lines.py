@@ -10,7 +10,7 @@ wrong plus the names in it (for the order check across chunks and the search for
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from itertools import chain, islice
 from os import SEEK_END
@@ -227,7 +227,7 @@ def chunks(lines: ShardLines, learned: list[int]) -> Iterator[tuple[int, bytes]]
         yield first, piece
 
 
-def check_shard_lines(lines: ShardLines, display: str, root: str, algorithm: str, jobs: int | None, control: Control) -> Iterator[LinesResult]:
+def check_shard_lines(lines: ShardLines, display: str, root: str, algorithm: str, jobs: int | None, control: Control) -> Generator[LinesResult, None, None]:
     """LinesResult of each chunk of `lines`, in order, checked by worker processes (many lines),
     threads, or here. A chunk is read only while `control.read` is on; after that, checked only."""
     jobs = worker_count(jobs)

@@ -13,7 +13,7 @@ from reprogate.detect import base_image, dataset, driver, framework, records
 from reprogate.detect.base import LAYERS, REBUILD_LAYERS, Change, DetectContext, Detector
 
 # Every detector, by the layer it watches; a module not listed here is never asked.
-DETECTORS: dict[str, Detector] = {module.LAYER: module for module in (framework, base_image, driver, dataset, records)}  # type: ignore[misc]
+DETECTORS: dict[str, Detector] = {module.LAYER: module for module in (framework, base_image, driver, dataset, records)}
 
 
 def detectors() -> tuple[Detector, ...]:

@@ -53,6 +53,7 @@ class Detector(Protocol):
     """One watched layer: which files it reads, and the changes between two versions of one."""
 
     LAYER: str
+    __name__: str  # a detector is a module: its name says which one
 
     def matches(self, v: Versions) -> bool: ...
 

@@ -46,8 +46,8 @@ def detect_command(repo: Path, base: str | None, head: str, files_from: Path | N
     if fmt == "json":
         return CommandResult(stdout=[output.as_json(result).rstrip("\n")])
     if fmt == "sarif":
-        base = repo if files_from is not None else toplevel(repo)  # detect's paths are the repository's own
-        return render_sarif("detect", ExitCode.OK, output.findings(result), output.rule_texts(result), base)
+        top = repo if files_from is not None else toplevel(repo)  # detect's paths are the repository's own
+        return render_sarif("detect", ExitCode.OK, output.findings(result), output.rule_texts(result), top)
     done = CommandResult(stdout=output.text(result).rstrip("\n").split("\n"))
     if fmt == "github":
         done.outputs = {

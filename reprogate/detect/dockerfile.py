@@ -117,8 +117,10 @@ def _heredoc_names(value: str) -> list[tuple[str, bool]]:
         return []
     names = []
     for i, word in enumerate(words):
+        if word is None:  # the splitter's type allows it; a word of a split string is never None
+            continue
         if word in ("<<", "<<-") and i + 1 < len(words):
-            word = word + words[i + 1]
+            word = word + (words[i + 1] or "")
         if match := _HEREDOC.match(word):
             names.append((match.group(3), match.group(1) == "-"))
     return names
@@ -298,6 +300,8 @@ def _assignments(value: str) -> list[tuple[str, str | None]]:
 
     pairs = []
     for word in WordSplitter(value).split(dequote=False):
+        if word is None:  # the splitter's type allows it; a word of a split string is never None
+            continue
         name, sep, default = word.partition("=")
         pairs.append((name, default if sep else None))
     return pairs
@@ -307,7 +311,7 @@ def _env_pairs(value: str) -> list[tuple[str, str]]:
     from dockerfile_parse.util import WordSplitter
 
     words = list(WordSplitter(value).split(dequote=False))
-    if words and "=" not in words[0]:  # legacy `ENV NAME value with spaces`
+    if words and "=" not in (words[0] or ""):  # legacy `ENV NAME value with spaces`
         name, _, rest = value.partition(" ")
         return [(name, rest.strip())]
     return [(name, default or "") for name, default in _assignments(value)]
@@ -370,11 +374,11 @@ def _stage_step(
                 current.args[name] = value
                 scope[name] = value
     elif ins.word == "FROM":
-        written, name, platform = _from_parts(ins.value)
+        written, alias, platform = _from_parts(ins.value)
         if written is None:
             return current, scope
         resolved, missing = expand(written, global_args)
-        stage = Stage(len(found) + 1, name, written, None, platform=expand(platform, global_args)[0] if platform else None, line=ins.line)
+        stage = Stage(len(found) + 1, alias, written, None, platform=expand(platform, global_args)[0] if platform else None, line=ins.line)
         parent = by_name.get(resolved.lower())
         if parent is not None:
             stage.parent = parent.key
@@ -386,8 +390,8 @@ def _stage_step(
             stage.image = ImageRef.parse(resolved)
             stage.env.update(_image_env(stage.image))
         found.append(stage)
-        if name:
-            by_name[name.lower()] = stage
+        if alias:
+            by_name[alias.lower()] = stage
         return stage, dict(stage.env)
     elif current is None:
         return current, scope

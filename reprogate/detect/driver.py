@@ -270,7 +270,10 @@ def _drop_renamed_images(changes: list[Change], old: dict[str, Any], new: dict[s
 def _drop_reused_runners(changes: list[Change], old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
     """A job added or removed on runner labels that another job of the file already used (or
     still uses) does not change which drivers run the work: only new or retired labels do."""
-    runners = lambda facts: {value for key, value in facts.items() if key.startswith("jobs.") and key.endswith(".runs-on")}
+
+    def runners(facts: dict[str, Any]) -> set[Any]:
+        return {value for key, value in facts.items() if key.startswith("jobs.") and key.endswith(".runs-on")}
+
     before, after = runners(old), runners(new)
     kept = []
     for change in changes:

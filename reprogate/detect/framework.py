@@ -61,7 +61,10 @@ def _add(pins: Pins, key: tuple[str, str], pin: Pin) -> None:
     if before is None:
         pins[key] = pin
         return
-    join = lambda a, b: " | ".join(sorted({*a.split(" | "), *b.split(" | ")}))
+
+    def join(a: str, b: str) -> str:
+        return " | ".join(sorted({*a.split(" | "), *b.split(" | ")}))
+
     pins[key] = Pin(join(before.shown, pin.shown), join(before.identity, pin.identity), before.hashes | pin.hashes, before.requirement and pin.requirement)
 
 

@@ -151,7 +151,7 @@ def materialize(top: Path, rev: str, dest: Path, limit: int = MAX_TREE_BYTES) ->
     `limit` costs nothing. Links that would leave `dest` and submodules are left out (checks then
     report the file missing); no hook, filter or checkout runs. `rev` may name a tree (a record's
     `source.tree`): the rebuild writes the base's project tree this way (rebuild/code_origin.py)."""
-    entries = []
+    entries: list[tuple[str, str, str]] = []
     total = 0
     for line in git_output(top, "ls-tree", "-r", "-z", "-l", "--full-tree", rev, timeout=600).split(b"\0"):
         if not line:
@@ -169,13 +169,13 @@ def materialize(top: Path, rev: str, dest: Path, limit: int = MAX_TREE_BYTES) ->
     root = dest.resolve()
     with open_git(top, "cat-file", "--batch", stdin=subprocess.PIPE) as git:
         assert git.stdin is not None and git.stdout is not None
-        for mode, oid, path in entries:
-            git.stdin.write(oid.encode() + b"\n")
+        for file_mode, blob, path in entries:
+            git.stdin.write(blob.encode() + b"\n")
             git.stdin.flush()
             header = git.stdout.readline().split()
             if len(header) != 3 or header[1] != b"blob":
-                raise DetectError(f"git cat-file: {oid} of {path} is not a blob")
-            _write_entry(root, path, mode, git.stdout, int(header[2]))
+                raise DetectError(f"git cat-file: {blob} of {path} is not a blob")
+            _write_entry(root, path, file_mode, git.stdout, int(header[2]))
             git.stdout.read(1)  # the newline after each object
         git.stdin.close()
     return dest

@@ -12,7 +12,10 @@ from reprogate.output.sarif import RuleText
 
 
 def text(result: DetectResult) -> str:
-    short = lambda rev: rev[:12] if all(c in "0123456789abcdef" for c in rev) else rev
+
+    def short(rev: str) -> str:
+        return rev[:12] if all(c in "0123456789abcdef" for c in rev) else rev
+
     lines = [f"{result.files} file(s) changed between {short(result.base)} and {short(result.head)}"]
     if not result.changes:
         lines.append("no framework, image, driver, dataset, pinned source or record change")

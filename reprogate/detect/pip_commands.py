@@ -73,7 +73,9 @@ def shell_commands(text: str) -> list[list[str]]:
 
 
 def _commands(words: list[str]) -> list[list[str]]:
-    commands, current, skip_next = [], [], False
+    commands: list[list[str]] = []
+    current: list[str] = []
+    skip_next = False
     for word in words:
         if skip_next:
             skip_next = False

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from reprogate.detect.base import Change, DetectContext
 from reprogate.detect.versions import Versions
 
@@ -37,6 +39,6 @@ def diff(v: Versions, ctx: DetectContext) -> list[Change]:
     return changes
 
 
-def _promoted(data: dict | None) -> bool:
+def _promoted(data: dict[str, Any] | None) -> bool:
     baseline = (data or {}).get("baseline")
     return isinstance(baseline, dict) and bool(baseline.get("promoted"))

@@ -6,7 +6,7 @@ import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from reprogate.core.documents import DocumentError, load_text
 
@@ -40,7 +40,7 @@ class Versions:
         ok, value = self._data[key]
         if not ok:
             raise value
-        return value
+        return cast(T, value)  # stored by this method from compute() under this key
 
     def mentions(self, *words: bytes) -> bool:
         """Whether either side contains one of these words, case-insensitively: a YAML file that
@@ -78,5 +78,5 @@ class Versions:
             except ValueError:
                 continue
             if isinstance(data, dict) and isinstance(data.get("kind"), str) and str(data.get("apiVersion", "")).startswith("reprogate"):
-                return data["kind"]
+                return str(data["kind"])
         return None

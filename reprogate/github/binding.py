@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reprogate.core.shapes import table
 from reprogate.detect.git import DetectError, read_blobs, toplevel
 from reprogate.github.touched import parse_record, rebuild_digest
 
@@ -67,7 +68,7 @@ def job_problem(expected: Expectation, all_pass: bool) -> str | None:
 
 def refusal(verdict: dict[str, Any], expected: Expectation) -> str | None:
     """Why this verdict does not count for this run and commit (None: it counts)."""
-    run = verdict.get("run") if isinstance(verdict.get("run"), dict) else {}
+    run = table(verdict, "run")
     record = verdict.get("record") or {}
     path = os.path.normpath(str(record.get("path", "")))
     if expected.nonce is None:

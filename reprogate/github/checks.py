@@ -39,6 +39,7 @@ from typing import Any
 
 from reprogate.core.errors import InfrastructureError
 from reprogate.core.redact import redact
+from reprogate.core.shapes import table
 from reprogate.core.timestamps import utc_now
 from reprogate.github.client import GitHubClient, GitHubError, cut
 from reprogate.github.statuses import DEFAULT_CREATOR, Status, app_slug
@@ -247,9 +248,9 @@ def as_statuses(check_runs: list[dict[str, Any]], creator: str = DEFAULT_CREATOR
     for run in check_runs:
         if not isinstance(run, dict) or not ours(run, creator):
             continue
-        output = run.get("output") if isinstance(run.get("output"), dict) else {}
+        output = table(run, "output")
         state = STATES.get(str(run.get("conclusion")), "error") if run.get("status") == "completed" else "pending"
-        title = str(output.get("title") or "")  # type: ignore[union-attr]
+        title = str(output.get("title") or "")
         prefix = TITLE_PREFIX.get(state, state) + ": "  # what title_of added, if it did
         url, started, identifier = run.get("details_url"), run.get("started_at"), run.get("id")
         out.append(

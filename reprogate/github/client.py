@@ -178,7 +178,8 @@ class GitHubClient:
         path = f"/repos/{repo}/actions/workflows/{quote(workflow, safe='')}/runs"
         for run in self.paginate(path, {"event": "workflow_dispatch", "created": f">={since}"}, key="workflow_runs"):
             if correlation in str(run.get("display_title", "")):
-                return run
+                found: dict[str, Any] = run  # a workflow run object, as GitHub's API answers
+                return found
         return None
 
     def permission(self, repo: str, user: str) -> str:

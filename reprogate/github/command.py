@@ -13,6 +13,7 @@ from reprogate.core.diagnostics import ExitCode
 from reprogate.core.documents import read_text
 from reprogate.core.errors import ReprogateError, UsageError
 from reprogate.core.redact import redact
+from reprogate.core.shapes import rows, table
 from reprogate.github import checks
 from reprogate.github.binding import Expectation, head_digests, job_problem, refusal
 from reprogate.github.client import GitHubClient
@@ -281,12 +282,12 @@ def verdict_annotations(verdicts: list[dict[str, object]]) -> list[checks.Annota
     path is the one the binding accepted."""
     out: list[checks.Annotation] = []
     for verdict in verdicts:
-        record = verdict.get("record") if isinstance(verdict.get("record"), dict) else {}
-        path = str(record.get("path") or ".")  # type: ignore[union-attr]
+        record = table(verdict, "record")
+        path = str(record.get("path") or ".")
         cause = verdict.get("first_difference")
         if isinstance(cause, dict) and cause.get("text"):
             out.append(checks.Annotation(path, redact(str(cause["text"])), "failure", title="reprogate: first input that differs"))
-        for stage in verdict.get("stages") or []:  # type: ignore[union-attr]
+        for stage in rows(verdict, "stages"):
             if isinstance(stage, dict) and stage.get("status") == "fail":
                 out.append(
                     checks.Annotation(path, redact(str(stage.get("detail") or "failed")), "failure", title=f"reprogate: stage {stage.get('name')} failed")

@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from reprogate.core.shapes import table
 from reprogate.output.markdown import code_span
 from reprogate.rebuild.judged_by import JUDGING, JUDGING_IN_JOB
 
@@ -64,9 +65,9 @@ def contract_changes(base: dict[str, Any] | None, head: dict[str, Any] | None) -
 
 
 def _judging(record: dict[str, Any]) -> dict[str, Any]:
-    job = record.get("job") if isinstance(record.get("job"), dict) else {}
+    job = table(record, "job")
     judged = {k: record.get(k) for k in JUDGING}
-    judged["job"] = {k: job.get(k) for k in JUDGING_IN_JOB}  # type: ignore[union-attr]
+    judged["job"] = {k: job.get(k) for k in JUDGING_IN_JOB}
     return judged
 
 

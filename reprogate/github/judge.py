@@ -76,9 +76,9 @@ def assess(repo: Path, config_path: Path | None, config: Config, base: str, head
             )
             _invalid_record(found, base_record.path)
         if base_record.path in head_records:
-            changes = contract_changes(base_record.data, head_records[base_record.path].data)
-            if changes:
-                found.contract_changes[base_record.path] = changes
+            contract = contract_changes(base_record.data, head_records[base_record.path].data)
+            if contract:
+                found.contract_changes[base_record.path] = contract
     for path in promoted:
         digest = rebuild_digest(head_records[path].data)
         if digest:

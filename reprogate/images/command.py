@@ -13,7 +13,8 @@ from reprogate.core.errors import ReprogateError, UsageError
 from reprogate.core.fileio import atomic_write
 from reprogate.detect.dockerfile import DockerfileError, from_lines
 from reprogate.images.engine import connect
-from reprogate.images.registry import ImageError, RegistryClient, RegistryUnreachable, parse_reference
+from reprogate.images.registry import ImageError, RegistryUnreachable, parse_reference
+from reprogate.images.registry import RegistryClient as RegistryClient  # the command line names it from here
 from reprogate.output.result import CommandResult, worst
 
 
@@ -119,7 +120,8 @@ def dockerfile_pins(path: Path, write: bool, client: RegistryClient | None = Non
     text = read_text(path, str(path))  # bounded, UTF-8, never waits on a FIFO; errors name the file
     client = client or RegistryClient()
     resolved: dict[str, str] = {}
-    lines, code = [], ExitCode.OK
+    lines: list[str] = []
+    code = ExitCode.OK
     try:
         entries = from_lines(text)
     except DockerfileError as exc:  # a FROM nested or grown past the bounds: unusable input, named by line

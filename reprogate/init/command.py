@@ -44,7 +44,8 @@ from reprogate.datasets import manifest_digest
 from reprogate.datasets.build import BuildError, BuildOptions, build_manifest, manifest_fields
 from reprogate.datasets.verify import VerifyOptions, verify
 from reprogate.init.arguments import ArgumentsPin, arguments_pin, mentions, torchrun_world_size
-from reprogate.init.discover import Found, discover
+from reprogate.init.discover import Found
+from reprogate.init.discover import discover as discover  # the command line names it from here
 from reprogate.init.draft import LEVELS, Plan, before_reference, complete, trace_text
 from reprogate.init.imported import ImportedReference
 from reprogate.init.reference import run_reference

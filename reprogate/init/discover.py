@@ -79,6 +79,6 @@ def discover(project: Path, root: Path) -> Found:
     chosen = preferred or configs
     found.config = chosen[0] if len(chosen) >= 1 else None
     if len(chosen) > 1:
-        found.notes.append(f"several configuration files: took {found.config.relative_to(root).as_posix()} (--config chooses another)")
+        found.notes.append(f"several configuration files: took {chosen[0].relative_to(root).as_posix()} (--config chooses another)")
     found.recipe = next((f for f in (project / "Dockerfile", root / "Dockerfile") if f.is_file()), None)
     return found

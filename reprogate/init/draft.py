@@ -18,6 +18,7 @@ from reprogate import __version__
 from reprogate.core.errors import CheckFailed, UsageError
 from reprogate.core.seedstats import POWER, assured_power, assured_sigma, grid_step, mean_sd, minimum_detectable_shift, seeds_needed
 from reprogate.core.semantics import CURRENT_TEXT
+from reprogate.core.shapes import table
 from reprogate.core.timestamps import utc_now
 from reprogate.rebuild.compare import metrics
 from reprogate.rebuild.interval import compute
@@ -66,7 +67,7 @@ def _round_up(value: float) -> float:
     if value <= 0 or not math.isfinite(value):
         return value
     scale = 10 ** (math.floor(math.log10(value)) - 2)
-    return math.ceil(value / scale - 1e-9) * scale
+    return float(math.ceil(value / scale - 1e-9) * scale)
 
 
 def _metric(plan: Plan, name: str, values: list[float], notes: list[str]) -> dict[str, Any]:
@@ -212,7 +213,7 @@ def envelope(record: dict[str, Any], meta: dict[str, Any], level: str, gpus: lis
         found["driver_branch"] = ["R" + driver.split(".")[0]]
     if isinstance(meta.get("torch"), str):
         found["framework"] = {"name": "torch", "release": _release(meta["torch"])}
-    cpu = meta.get("cpu") if isinstance(meta.get("cpu"), dict) else {}
+    cpu = table(meta, "cpu")
     if level == "bitwise" and not gpus and cpu.get("capability"):
         found["cpu"] = {"capability": [str(cpu["capability"])], "architectures": [str(cpu.get("architecture") or platform.machine())]}
         if cpu.get("mkl_cbwr"):

@@ -26,9 +26,9 @@ from reprogate.core.errors import CheckFailed, InfrastructureError, UsageError
 from reprogate.core.fileio import atomic_write
 from reprogate.core.progress import Activity
 from reprogate.core.yamlout import dump_yaml
-from reprogate.rebuild import job_for
 from reprogate.rebuild.inject import make_writable
 from reprogate.rebuild.options import RebuildOptions
+from reprogate.rebuild.runner import job_for
 from reprogate.rebuild.stages import DOING, STAGES
 from reprogate.rebuild.state import RebuildState
 

@@ -13,7 +13,6 @@ import fnmatch
 import functools
 import re
 from pathlib import Path
-from types import ModuleType
 
 from reprogate.lockfiles import conda_env, conda_lock, pipfile, poetry, requirements, uv
 from reprogate.lockfiles.base import Locked, LockFileError, LockFormat, load_toml, load_yaml, normalize, shaped
@@ -22,15 +21,15 @@ __all__ = ["FORMATS", "LockFileError", "LockFormat", "Locked", "all_patterns", "
 
 
 # Every format, by the name records give it; the order is the order files are matched in.
-FORMATS: dict[str, LockFormat] = {module.FORMAT: module for module in (requirements, uv, poetry, pipfile, conda_env, conda_lock)}  # type: ignore[misc]
+FORMATS: dict[str, LockFormat] = {module.FORMAT: module for module in (requirements, uv, poetry, pipfile, conda_env, conda_lock)}
 
 
-def _formats() -> list[ModuleType]:
-    return list(FORMATS.values())  # type: ignore[arg-type]
+def _formats() -> list[LockFormat]:
+    return list(FORMATS.values())
 
 
 @functools.lru_cache(maxsize=1)
-def _matchers() -> tuple[list[ModuleType], re.Pattern[str], re.Pattern[str]]:
+def _matchers() -> tuple[list[LockFormat], re.Pattern[str], re.Pattern[str]]:
     """Every format's name globs in one expression and its path globs in another, one named
     group per format: detect asks about every changed file, so 50,000 paths must not mean
     50,000 x globs fnmatch calls."""
@@ -48,7 +47,7 @@ def _matchers() -> tuple[list[ModuleType], re.Pattern[str], re.Pattern[str]]:
 
 
 @functools.lru_cache(maxsize=65536)
-def format_for(path: str | Path) -> ModuleType | None:
+def format_for(path: str | Path) -> LockFormat | None:
     """The parser module for a file (matched case-insensitively on its name, or on its path for
     globs that name a folder), or None if no format claims it."""
     text = str(path).replace("\\", "/").lower()

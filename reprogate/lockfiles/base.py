@@ -102,7 +102,8 @@ def load_toml(text: str) -> dict[str, Any]:
     """TOML lock files (uv.lock, poetry.lock, pyproject.toml) on every supported Python: tomllib
     from 3.11, tomli before; errors become LockFileError."""
     try:
-        return tomllib.loads(text)
+        data: dict[str, Any] = tomllib.loads(text)
+        return data
     except tomllib.TOMLDecodeError as exc:
         raise LockFileError(f"TOML: {exc}") from None
     except RecursionError:  # tomllib parses nested arrays and inline tables recursively

@@ -25,14 +25,16 @@ from reprogate.core.redact import redact
 from reprogate.core.seedstats import percent
 from reprogate.output import workflow
 from reprogate.output.result import CommandResult
-from reprogate.rebuild import Chosen, check_before_running, compare, run_rebuild
+from reprogate.rebuild import compare
 from reprogate.rebuild.interval import store
 from reprogate.rebuild.launchers import kubernetes
-from reprogate.rebuild.options import RebuildOptions
+from reprogate.rebuild.options import RebuildOptions as RebuildOptions  # the command line names it from here (one import per command)
 from reprogate.rebuild.planner import plan
-from reprogate.rebuild.preflight import PreflightOptions, render_text, run_preflight
+from reprogate.rebuild.preflight import PreflightOptions as PreflightOptions  # the command line names it from here
+from reprogate.rebuild.preflight import render_text, run_preflight
 from reprogate.rebuild.report import markdown, render
 from reprogate.rebuild.run_binding import check_nonce, fresh_output
+from reprogate.rebuild.runner import Chosen, check_before_running, run_rebuild
 from reprogate.rebuild.stages.preflight import time_limit
 from reprogate.rebuild.verdicts import read_verdict
 from reprogate.runtime.trace import TraceError, check_event

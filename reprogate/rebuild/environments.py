@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from reprogate.core.shapes import table
 from reprogate.rebuild.state import Event, RebuildState
 
 MAX_PACKAGES = 12  # package rows beyond this are counted, not listed
@@ -140,7 +141,7 @@ def side_by_side(record: dict[str, Any], rebuilt: RebuiltSide, reference_events:
     """Rows of {what, reference, rebuilt, same} for the verdict and the report; a reference value
     read from the reference trace's meta carries reference_from: "reference trace"."""
     meta = _reference_meta(reference_events)
-    meta_cpu = meta.get("cpu") if isinstance(meta.get("cpu"), dict) else {}
+    meta_cpu = table(meta, "cpu")
     lock_reference, lock_rebuilt = _lock_pair(record, rebuilt)
     # (what, the record's value, the reference trace's meta's, the rebuild's, whether the meta's comes
     # first): a CPU's kernels and MKL mode are what the ranks ran with, so the trace says them first

@@ -20,6 +20,7 @@ from typing import Any
 
 from reprogate.core.documents import DocumentError, load_text
 from reprogate.core.errors import InfrastructureError, UsageError
+from reprogate.core.shapes import table
 from reprogate.detect.git import DetectError, read_blobs, resolve, toplevel
 
 CONTRACT_SECTIONS = ("contract", "seeds", "reference")  # what "reproduced" means; fresh seeds are drawn from their digest
@@ -68,12 +69,12 @@ def from_base(record: Path, head: dict[str, Any], rev: str) -> Judged:
         raise UsageError(f"{rel} at {sha[:12]} is not a run record; it cannot judge the rebuild")
     merged = {k: v for k, v in head.items() if k not in JUDGING}
     merged.update({k: base[k] for k in JUDGING if k in base})
-    base_job = base.get("job") if isinstance(base.get("job"), dict) else {}
+    base_job = table(base, "job")
     if isinstance(merged.get("job"), dict):
         job = {k: v for k, v in merged["job"].items() if k not in JUDGING_IN_JOB}
         job.update({k: base_job[k] for k in JUDGING_IN_JOB if k in base_job})
         merged["job"] = job
-    head_job = head.get("job") if isinstance(head.get("job"), dict) else {}
+    head_job = table(head, "job")
     changed = tuple(k for k in JUDGING if _canonical(base.get(k)) != _canonical(head.get(k))) + tuple(
         f"job.{k}" for k in JUDGING_IN_JOB if _canonical(base_job.get(k)) != _canonical(head_job.get(k))
     )

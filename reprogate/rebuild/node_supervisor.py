@@ -44,7 +44,7 @@ def main(spec_fd: int, status_fd: int) -> int:
             pid, how = os.wait()
         except ChildProcessError:
             break
-        rank = running.pop(pid, None)
+        rank: int | None = running.pop(pid, None)
         if rank is not None:
             status.write(f"{rank} {os.waitstatus_to_exitcode(how)}\n")
     return 0

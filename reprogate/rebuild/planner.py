@@ -32,6 +32,7 @@ from reprogate.core.seedstats import (
     seeds_needed,
     target_power,
 )
+from reprogate.core.shapes import table
 from reprogate.rebuild.interval import IntervalError, checked_alpha, reference_values
 
 SHOWN_M = (1, 2, 3, 5, 10, 20)
@@ -207,12 +208,16 @@ def run_cost(data: dict[str, Any], price: float | None) -> RunCost:
     run = run if isinstance(run, dict) else {}
     seconds = run.get("seconds")
     seconds = float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and math.isfinite(seconds) and seconds > 0 else None
-    execution = data.get("execution") if isinstance(data.get("execution"), dict) else {}
-    nodes = execution.get("nodes") if isinstance(execution.get("nodes"), int) and execution["nodes"] > 0 else 1
+    execution = table(data, "execution")
+    nodes = execution.get("nodes")
+    if not (isinstance(nodes, int) and nodes > 0):
+        nodes = 1
     gpus = run.get("gpus")
     if not (isinstance(gpus, int) and not isinstance(gpus, bool) and gpus >= 0):
         listed = (data.get("devices") or {}).get("gpus") if isinstance(data.get("devices"), dict) else None
-        world = execution.get("world_size") if isinstance(execution.get("world_size"), int) else 1
+        world = execution.get("world_size")
+        if not isinstance(world, int):
+            world = 1
         gpus = world if isinstance(listed, list) and listed else 0
     return RunCost(seconds, gpus, nodes, price)
 

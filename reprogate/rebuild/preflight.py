@@ -251,7 +251,8 @@ def _run_ranks(report: PreflightOutcome, ranks: dict[int, dict[str, str]], optio
                     code = procs[rank].wait()
                     name = current[rank][0]
                     if code != 0 and report.failed_stage is None and not report.could_not_start:
-                        tail = (procs[rank].stderr.read() if procs[rank].stderr else b"").decode(errors="replace").strip().splitlines()[-3:]
+                        stderr = procs[rank].stderr
+                        tail = (stderr.read() if stderr else b"").decode(errors="replace").strip().splitlines()[-3:]
                         _fail(
                             report,
                             name if name != "startup" else "framework-op",

@@ -19,6 +19,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from reprogate.core.shapes import table
+
 SEED_SPACE = 2**31 - 1  # what every framework's manual_seed takes
 
 
@@ -66,7 +68,7 @@ def runs_for(asked: int | None, data: dict[str, Any]) -> int:
 
 def plan(data: dict[str, Any], digest: str, runs: int) -> SeedPlan:
     """`runs` seeds in all (`--seeds`)."""
-    seeds = data.get("seeds") if isinstance(data.get("seeds"), dict) else {}
+    seeds = table(data, "seeds")
     level = (data.get("contract") or {}).get("level")
     values = ((data.get("reference") or {}).get("metric") or {}).get("values") or []
     used = {s for s in [seeds.get("global"), *(seeds.get("evaluation") or []), *(v.get("seed") for v in values if isinstance(v, dict))] if isinstance(s, int)}

@@ -55,7 +55,8 @@ class RebuildJob:
 
     @property
     def data(self) -> dict[str, Any]:
-        return self.doc.data
+        data: dict[str, Any] = self.doc.data  # a run record: check_before_running refused anything but a mapping
+        return data
 
     @property
     def checked_out(self) -> dict[str, Any]:

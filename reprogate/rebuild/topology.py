@@ -17,6 +17,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from reprogate.core.shapes import table
+
 
 @dataclass
 class Topology:
@@ -51,7 +53,7 @@ def topology(data: dict[str, Any], placement: dict[Any, str], local_ranks: dict[
         for rank in sorted(placed):
             local_ranks[rank] = seen[placed[rank]]
             seen[placed[rank]] += 1
-    execution = data.get("execution") if isinstance(data.get("execution"), dict) else {}
+    execution = table(data, "execution")
     for entry in (execution or {}).get("rank_mapping") or []:
         if not isinstance(entry, dict) or entry.get("rank") not in placed:
             continue
@@ -63,7 +65,7 @@ def topology(data: dict[str, Any], placement: dict[Any, str], local_ranks: dict[
             found.remapped.append(f"rank {rank} was local rank {local_ranks.get(rank)} on {placed[rank]}, the reference's was {entry['local_rank']}")
     if found.remapped:
         found.changes.append("rank-remap")
-    host = data.get("host") if isinstance(data.get("host"), dict) else {}
+    host = table(data, "host")
     recorded = (host or {}).get("hostname_sha256")
     if isinstance(recorded, str) and nodes and not any(_name_digest(n) == recorded for n in nodes):
         found.changes.append("node-change")

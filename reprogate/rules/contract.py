@@ -74,6 +74,7 @@ def stored_interval_recomputes(ctx: RuleContext) -> Iterator[Diagnostic]:
     numbers = [get(v, "value") for _, v in items(values)]
     if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in [low, high, alpha, *numbers]) or len(numbers) < 2:
         return  # the schema and statistical-has-interval say what is missing
+    assert isinstance(low, (int, float)) and isinstance(high, (int, float)) and isinstance(alpha, (int, float))  # checked just above
     if not 0 < alpha < 1:
         return
 
@@ -192,7 +193,9 @@ def seeds_say_what_they_can(ctx: RuleContext) -> Iterator[Diagnostic]:
     a = float(alpha) if isinstance(alpha, (int, float)) and 0 < alpha < 1 else 0.05
     mean, sigma = mean_sd(numbers)
     shift, target = declared_shift(metric, mean), target_power(metric)
-    resolution = metric.get("resolution") if isinstance(metric.get("resolution"), (int, float)) else 0.0
+    resolution = metric.get("resolution")
+    if not isinstance(resolution, (int, float)):
+        resolution = 0.0
     test, n = metric_test(metric), len(numbers)
     one_sided = failing_side(metric) != "both"
     if shift is None or sigma <= 0:

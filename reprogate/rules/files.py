@@ -39,7 +39,7 @@ def resolve(ctx: RuleContext, rel: str, folder: bool = False) -> Path:
             ctx.cache[key] = _resolve(ctx, rel, folder)
         except AddressError as exc:
             ctx.cache[key] = exc
-    found = ctx.cache[key]
+    found: Path | AddressError = ctx.cache[key]
     if isinstance(found, AddressError):
         raise found
     return found
@@ -50,7 +50,8 @@ def file_stat(ctx: RuleContext, real: Path) -> os.stat_result:
     key = ("stat", real)
     if key not in ctx.cache:
         ctx.cache[key] = real.stat()
-    return ctx.cache[key]
+    st: os.stat_result = ctx.cache[key]
+    return st
 
 
 def _resolve(ctx: RuleContext, rel: str, folder: bool = False) -> Path:
@@ -83,7 +84,8 @@ def bytes_digest(ctx: RuleContext, real: Path) -> str:
     key = ("sha256", str(real), st.st_size, st.st_mtime_ns)
     if key not in ctx.cache:
         ctx.cache[key] = file_digest(real)
-    return ctx.cache[key]
+    digest: str = ctx.cache[key]
+    return digest
 
 
 def load_addressed(ctx: RuleContext, real: Path) -> Document:
@@ -95,7 +97,7 @@ def load_addressed(ctx: RuleContext, real: Path) -> Document:
             ctx.cache[key] = load_manifest(real, display_path(real), ctx.max_bytes)  # any YAML/JSON; .jsonl manifests stream
         except DocumentError as exc:
             ctx.cache[key] = exc
-    value = ctx.cache[key]
+    value: Document | DocumentError = ctx.cache[key]
     if isinstance(value, DocumentError):
         first = value.diagnostics[0]
         raise AddressError("addressed-unreadable", f"cannot parse {display_path(real)}:{first.location.line}:{first.location.col}: {first.message}")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic
+from reprogate.core.shapes import table
 from reprogate.rules.base import RuleContext, get
 from reprogate.rules.files import AddressError, resolve
 from reprogate.runtime.trace import leading_meta_events
@@ -67,7 +68,7 @@ def reference_disagreements(data: Any, events: Iterable[Mapping[str, Any]], trac
                 f"{trace_name} records none (its meta, rank {silent.get('rank', 0)})"
             )
             out.append(Disagreement(("job", "config", "hash_of"), "trace-meta-config", said))
-    cpu = [(m, m.get("cpu")) for m in metas if isinstance(m.get("cpu"), dict)]
+    cpu = [(m, table(m, "cpu")) for m in metas if isinstance(m.get("cpu"), dict)]
     capabilities = get(data, "contract", "envelope", "cpu", "capability")
     if isinstance(capabilities, list) and capabilities:
         allowed = {str(c).lower() for c in capabilities}

@@ -40,7 +40,7 @@ def installed_packages(path: list[str] | None = None) -> dict[str, str]:
     the 87 packages of a torch venv, a fifth of that this way)."""
     packages: dict[str, str] = {}
     parser = HeaderParser()
-    for dist in metadata.distributions(**({"path": path} if path is not None else {})):
+    for dist in metadata.distributions(path=path) if path is not None else metadata.distributions():
         text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
         headers = parser.parsestr(text.split("\n\n", 1)[0])
         name, version = headers.get("Name"), headers.get("Version")

@@ -58,7 +58,8 @@ def _wait_for_orders(control: Path) -> dict[str, Any] | None:
             return None
         if go.exists():
             try:
-                return json.loads(go.read_text(encoding="utf-8"))
+                told: dict[str, Any] | None = json.loads(go.read_text(encoding="utf-8"))
+                return told
             except ValueError:  # being written; it is renamed into place, but be patient anyway
                 pass
         time.sleep(POLL)

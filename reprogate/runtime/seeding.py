@@ -57,7 +57,7 @@ def seed_everything(seed: int, rank: int = 0, deterministic: bool = True, allow_
 
     if portable_cpu:
         check_portable(torch)
-        torch.backends.mkldnn.enabled = False
+        torch.backends.mkldnn.enabled = False  # type: ignore[assignment]  # torch types the flag as its ContextProp descriptor; a bool is what it takes
     os.environ.setdefault("PYTHONHASHSEED", str(seed))  # for subprocesses (DataLoader workers)
     if deterministic:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # before any CUDA context

@@ -321,7 +321,7 @@ def test_the_gate_and_the_rebuild_bind_verdicts_to_the_same_record_digest() -> N
 
     from reprogate.core.documents import load_document
     from reprogate.github.touched import rebuild_digest
-    from reprogate.rebuild import record_digest
+    from reprogate.rebuild.state import record_digest
 
     data = load_document(EXAMPLES / "tiny" / "records" / "tiny.yaml").data
     promoted = dict(data, baseline={"promoted": True, "by": "maintainer"})

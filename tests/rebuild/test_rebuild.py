@@ -398,7 +398,7 @@ def test_a_pull_request_that_widens_its_own_interval_is_judged_by_the_bases(cli:
     from support import git
 
     from reprogate.core.documents import load_document
-    from reprogate.rebuild import record_digest
+    from reprogate.rebuild.state import record_digest
 
     base = as_base(project)
 

@@ -1,5 +1,5 @@
 """The rebuild stages' contract (rebuild/stages/__init__.py, rebuild/state.py) and the runner's
-walk over it (rebuild/__init__.py): each stage needs only what an earlier stage provides, its code
+walk over it (rebuild/runner.py): each stage needs only what an earlier stage provides, its code
 reads and sets only the state fields it declares, each field is set once; the walk runs the stages
 in runbook order, stops at the first failure and reports every later stage not run. The walk is
 driven by stub stages (no realizer, no ranks, no torch)."""
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from support.verdicts import STAGES as RUNBOOK
 
-import reprogate.rebuild as rebuild
+import reprogate.rebuild.runner as rebuild
 from reprogate.core.diagnostics import ExitCode
 from reprogate.core.schemas import load_schema, validator
 from reprogate.rebuild.comparisons import DIFFERENCE, EQUIVALENCE, EXACT, PREDICTION, MetricTest, StepTest
@@ -283,7 +283,7 @@ def test_a_verdict_with_every_field_is_what_the_schema_describes() -> None:
 
 
 def test_the_realizer_and_launcher_are_chosen_in_one_place() -> None:
-    """Chosen before anything runs (rebuild/__init__.py) and carried by the job; a stage that chose
+    """Chosen before anything runs (rebuild/runner.py) and carried by the job; a stage that chose
     again could realize or launch something else than what the refusals were checked for."""
     package = Path(rebuild.__file__).parent
     choosers = []
@@ -292,7 +292,7 @@ def test_the_realizer_and_launcher_are_chosen_in_one_place() -> None:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "choose":
                 if isinstance(node.func.value, ast.Name) and node.func.value.id in ("realizers", "launchers"):
                     choosers.append(f"{path.relative_to(package.parent)}:{node.lineno}")
-    assert choosers and all(where.startswith("rebuild/__init__.py:") for where in choosers), choosers
+    assert choosers and all(where.startswith("rebuild/runner.py:") for where in choosers), choosers
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from reprogate.core.shapes import table
 from reprogate.rebuild.realizers.base import Realized
 
 
@@ -77,7 +78,7 @@ class Launcher(Protocol):
 
 def gpus_per_node(data: dict[str, Any], nodes: int) -> int:
     """GPUs the record's run used on each node: by the node each GPU sits in, else spread evenly."""
-    devices = data.get("devices") if isinstance(data.get("devices"), dict) else {}
+    devices = table(data, "devices")
     gpus = [g for g in (devices or {}).get("gpus") or [] if isinstance(g, dict)]
     if not gpus:
         return 0
@@ -89,7 +90,7 @@ def gpus_per_node(data: dict[str, Any], nodes: int) -> int:
 
 def record_shape(data: dict[str, Any], world_size: int | None = None, time_limit: float | None = None) -> Shape:
     """The shape a rebuild of this record must have (--world-size may ask for another; the envelope judges it)."""
-    execution = data.get("execution") if isinstance(data.get("execution"), dict) else {}
+    execution = table(data, "execution")
     nodes = int((execution or {}).get("nodes") or 1)
     world = int(world_size or (execution or {}).get("world_size") or 1)
     return Shape(world, nodes, gpus_per_node(data, nodes), time_limit)

@@ -34,6 +34,7 @@ from typing import Any
 from reprogate.core.errors import InfrastructureError, UsageError
 from reprogate.core.fileio import atomic_write, read_written_by_code
 from reprogate.core.redact import redact
+from reprogate.core.shapes import table
 from reprogate.rebuild.launchers.base import Shape, record_shape
 from reprogate.rebuild.ranks import rank_variables
 from reprogate.rebuild.realizers.base import Realized
@@ -147,13 +148,13 @@ def rendered(
     stage would make them under `workdir`, the claim's mount point."""
 
     shape = record_shape(data, world_size, time_limit)
-    execution = data.get("execution") if isinstance(data.get("execution"), dict) else {}
+    execution = table(data, "execution")
     env = rank_variables((execution or {}).get("env") or {}, workdir, workdir / ".reprogate" / "runtime", host={})
     backend = ((execution or {}).get("collective") or {}).get("backend") or ("nccl" if shape.gpus_per_node else "gloo")
     env.update({"REPROGATE_PREFLIGHT_BACKEND": str(backend), "REPROGATE_PREFLIGHT_TIMEOUT": str(preflight_timeout)})
     folder = workdir / "runs" / "preflight"
-    job = data.get("job") if isinstance(data.get("job"), dict) else {}
-    source = data.get("source") if isinstance(data.get("source"), dict) else {}
+    job = table(data, "job")
+    source = table(data, "source")
     cwd = workdir / str((job or {}).get("workdir") or (source or {}).get("path") or ".")
     namespace, claim = settings()
     name = job_name(str((data.get("metadata") or {}).get("name") or "rebuild"))
@@ -165,7 +166,7 @@ def image_of(data: dict[str, Any], override: str | None = None) -> str:
     """The image pods run: --image, else the record's by its pinned digest (never a tag)."""
     if override:
         return override
-    box = data.get("container") if isinstance(data.get("container"), dict) else {}
+    box = table(data, "container")
     if not box or box.get("used") is False or not box.get("digest"):
         raise UsageError(
             "the kubernetes launcher runs the record's image by digest; the record pins no container digest",
@@ -188,7 +189,8 @@ def _context_namespace() -> str | None:
         _, current = config.list_kube_config_contexts(config_file=os.environ.get("KUBECONFIG"))
     except Exception:  # noqa: BLE001 - no kubeconfig: in-cluster or none
         return None
-    return (current or {}).get("context", {}).get("namespace")
+    namespace = (current or {}).get("context", {}).get("namespace")
+    return str(namespace) if namespace is not None else None
 
 
 def api() -> Any:

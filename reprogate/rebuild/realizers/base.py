@@ -96,7 +96,8 @@ class Realized(Protocol):
 
 
 class Realizer(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...  # read-only: each realizer's NAME
 
     def realize(self, request: RealizeRequest) -> Realized: ...
 

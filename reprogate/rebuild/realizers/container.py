@@ -27,6 +27,7 @@ from typing import Any
 
 from reprogate.core.errors import InfrastructureError, UsageError
 from reprogate.core.redact import redact
+from reprogate.core.shapes import table
 from reprogate.images.engine import connect
 from reprogate.rebuild.realizers.base import RankProcess, RankStart, RealizeFailed, RealizeRequest
 
@@ -228,7 +229,7 @@ class ContainerRealizer:
         try:
             for event in client.api.pull(repository, tag=tag, stream=True, decode=True):
                 if isinstance(event, dict):
-                    detail = event.get("errorDetail") if isinstance(event.get("errorDetail"), dict) else {}
+                    detail = table(event, "errorDetail")
                     error = event.get("error") or detail.get("message")
                     if error:
                         errors.append(str(error))

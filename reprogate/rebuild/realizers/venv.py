@@ -440,6 +440,11 @@ class VenvRealizer:
         log = request.workdir / "logs" / "realize-venv.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         building.mkdir()
+
+        def fresh_building() -> None:
+            shutil.rmtree(building, ignore_errors=True)
+            building.mkdir()
+
         box = _build_sandbox(request, building, [uv, interpreter, lock, *local_index_paths(indexes)], [cache])
         with Activity(f"building the venv from {lock.name} with uv (cached by the lock's digest afterwards)"):
             try:
@@ -448,7 +453,7 @@ class VenvRealizer:
                     build_environment(runner, request.workdir, cache, credentials=True),  # creates a venv: no package code runs
                     log,
                     "uv could not create a Python " + python + " environment",
-                    before_retry=lambda: (shutil.rmtree(building, ignore_errors=True), building.mkdir()),
+                    before_retry=fresh_building,
                     sandbox=box,
                     not_the_lock=(
                         "the lock was not looked at yet: this runner lacks the Python the record names, or its indexes "

@@ -1,6 +1,6 @@
 """The eleven rebuild stages, in the runbook's diagnosis order, listed here and nowhere else.
 
-The runner (rebuild/__init__.py) stops at the first failure and marks the rest not-run; a stage
+The runner (rebuild/runner.py) stops at the first failure and marks the rest not-run; a stage
 that does not apply says `skipped` and why; a comparison that cannot be made is a failure, not a
 pass. Each stage names the state fields it needs from earlier stages and those it sets
 (rebuild/state.py); each field is set by one stage, once.

@@ -5,6 +5,7 @@ proved the workers (the runbook's order: prove the machine before the big downlo
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from reprogate.core.canonical import file_digest
 from reprogate.core.errors import ReprogateError
@@ -39,7 +40,7 @@ def artifacts(state: RebuildState) -> StageResult:
     job = state.job
     fetched: list[str] = []
     deferred: dict[str, str] = {}
-    reference_events: list[dict] = []
+    reference_events: list[dict[str, Any]] = []
     tree = job.section("source", "tree")
     try:
         source_path = job.section("source", "path")

@@ -75,7 +75,7 @@ def metric(state: RebuildState) -> StageResult:
         inside = values[0] <= high if side == "higher" else (values[0] >= low if side == "lower" else low <= values[0] <= high)
         choice = choose(test_name, 1, sigma, resolution, n)
         stated = _power(declared, n, 1, sigma, alpha, resolution, float(stored.get("mean", 0.0)))
-        figures = {
+        figures: dict[str, Any] = {
             "interval": [low, high],
             "resolution": resolution,
             "value": values[0],
@@ -100,7 +100,7 @@ def metric(state: RebuildState) -> StageResult:
     result = difference_test(reference, values, alpha, resolution, test_name, side)
     mean, sd = mean_sd(reference)
     stated = _power(declared, result.n, result.m, sd, alpha, resolution, mean)
-    figures: dict[str, Any] = {
+    figures = {
         "difference": result.difference,
         "sd_pooled": result.sd_pooled,
         "df": result.df,

@@ -9,6 +9,7 @@ README documents — and a fresh rendezvous port.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from reprogate.core.errors import ReprogateError
 from reprogate.core.fileio import read_written_by_code
@@ -102,7 +103,7 @@ def _run_seeds(state: RebuildState, done_runs: list[SeedRun]) -> StageResult:
     return passed(f"{len(seeds)} seed(s) {seeds} x {job.world_size} rank(s) ran to step {steps} in {sum(r.seconds for r in done_runs):.1f} s", seeds=seeds)
 
 
-def _configuration_differs(config: object, events: list[dict]) -> str:
+def _configuration_differs(config: object, events: list[dict[str, Any]]) -> str:
     """For a configuration pinned from the trace (code, job.config.hash_of: trace): the first
     rank whose Tracer(config=...) digest is not the pinned hash, or that records none. `init`
     makes the reference before the hash exists, and so is not checked here."""
