@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from support import EXAMPLES, REPO, git
 
 HOOKS = REPO / ".pre-commit-hooks.yaml"
@@ -85,7 +86,11 @@ def test_pre_commit_runs_the_hook_on_a_commit(tmp_path: Path) -> None:
     assert passed.returncode == 0, passed.stdout[-4000:] + passed.stderr[-2000:]
     assert "reprogate validate" in passed.stdout and "Passed" in passed.stdout
     assert "skipped" not in passed.stdout, "no workflow, trace or vocabulary file is handed to the hook"
-    assert "10 document(s) checked, 10 valid" in passed.stdout  # 7 records, 2 manifests, .reprogate.yaml
+    # every record, manifest and .reprogate.yaml of the examples (the integration examples' too), each once
+    hook = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())[0]
+    documents = [p for p in git(project, "ls-files").splitlines() if re.search(hook["files"], p)]
+    assert len(documents) == 22 and not [p for p in documents if "/workflows/" in p], documents
+    assert f"{len(documents)} document(s) checked, {len(documents)} valid" in passed.stdout
     record = project / "records" / "drill.yaml"
     record.write_text(record.read_text().replace("level: statistical", "level: nearly", 1))
     failed = subprocess.run(command, cwd=project, capture_output=True, text=True, env=env, timeout=900)

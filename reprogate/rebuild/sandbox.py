@@ -47,6 +47,7 @@ from types import MappingProxyType
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 from reprogate.core.fileio import create_for_code
+from reprogate.core.processes import end_tree
 
 if TYPE_CHECKING:
     from reprogate.rebuild.realizers.base import RankStart
@@ -205,6 +206,9 @@ class Sandbox:
         return NodeRanks(proc, status_read, tuple(s.rank for s in starts))
 
 
+STATUS_LINE_LIMIT = 64  # bytes of an unfinished status line kept; the supervisor writes `RANK CODE`
+
+
 class NodeRanks:
     """The ranks of one node's sandbox: their exit codes as the supervisor reports them."""
 
@@ -237,19 +241,17 @@ class NodeRanks:
                 return
             self._pending += chunk
             *lines, self._pending = self._pending.split(b"\n")
+            self._pending = self._pending[-STATUS_LINE_LIMIT:]  # a status line is `RANK CODE`: a longer one is no report
             for line in lines:
                 rank, _, code = line.decode("ascii", "replace").partition(" ")
                 if rank.isdigit() and int(rank) in self.ranks and code.lstrip("-").isdigit():
                     self.codes.setdefault(int(rank), int(code))
 
     def kill(self) -> None:
-        """End the sandbox, and with it every process in it."""
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, 9)
-            except ProcessLookupError:
-                pass
-        self.proc.wait()
+        """End the sandbox and every process in it, and wait until they are gone: the ranks run
+        in sessions of their own inside its PID namespace and die only after bwrap does, so
+        without the wait the rebuild would find them still there and call them escaped."""
+        end_tree(self.proc)
         self._drain()
 
 

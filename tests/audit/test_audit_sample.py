@@ -13,7 +13,8 @@ Cli = Callable[..., Result]
 
 def _offline(project: Path) -> Path:
     """The example project without the records whose images live on an outside registry (the
-    tests reach loopback only); what is left: startup.yaml, tiny.yaml and tiny-2node.yaml, plus copies of startup.yaml."""
+    tests reach loopback only); what is left: startup.yaml, tiny.yaml and tiny-2node.yaml, four copies of startup.yaml, and the
+    integration examples' four records (argparse, transformers, lightning, mlflow)."""
     for name in ("behavioral", "bitwise", "drill", "statistical"):
         (project / "records" / f"{name}.yaml").unlink()
     for i in range(4):
@@ -30,7 +31,7 @@ def test_the_same_seed_picks_the_same_records_and_another_seed_others(cli: Cli, 
     first = cli("audit", "--sample", "2", "--seed", "202611", str(project), cwd=project)
     again = cli("audit", "--sample", "2", "--seed", "202611", str(project), cwd=project)
     assert first.exit_code == 0, first.output
-    assert _sampled(first) == _sampled(again) and _sampled(first).startswith("sampled 2 of 7 record(s) with seed 202611")
+    assert _sampled(first) == _sampled(again) and _sampled(first).startswith("sampled 2 of 11 record(s) with seed 202611")
     picks = {_sampled(cli("audit", "--sample", "2", "--seed", str(seed), str(project), cwd=project)).split(": ", 1)[1] for seed in range(8)}
     assert len(picks) > 1
 

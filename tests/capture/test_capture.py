@@ -49,7 +49,8 @@ def test_clean_repository(repo: Path) -> None:
     assert source["commit"] == git(repo, "rev-parse", "HEAD")
     assert source["dirty"] is False and "diff_digest" not in source and "untracked_digest" not in source
     assert source["lock_files"] == [
-        {"path": "requirements.txt", "checksum": "sha256:" + hashlib.sha256((repo / "requirements.txt").read_bytes()).hexdigest(), "format": "pip-requirements"}
+        {"path": path, "checksum": "sha256:" + hashlib.sha256((repo / path).read_bytes()).hexdigest(), "format": "pip-requirements"}
+        for path in ("requirements.txt", "tiny/requirements.txt")  # the flagship example's own lock (tiny/requirements.in beside it is no lock)
     ]
 
 
@@ -60,8 +61,9 @@ def test_a_resolvers_input_is_watched_but_not_pinned_as_a_lock(repo: Path) -> No
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "inputs")
     paths = [entry["path"] for entry in layer(repo, source_layer)["lock_files"]]
-    assert paths == ["requirements.txt"]
-    assert layer(repo, source_layer, lock_globs=["*.in"])["lock_files"][0]["path"] == "requirements.txt", "not even when the watch globs name it"
+    assert paths == ["requirements.txt", "tiny/requirements.txt"]
+    watched = [entry["path"] for entry in layer(repo, source_layer, lock_globs=["*.in"])["lock_files"]]
+    assert not [path for path in watched if path.endswith(".in")], "not even when the watch globs name it"
 
 
 def test_dirty_repository_records_the_digest_of_its_diff(repo: Path) -> None:
