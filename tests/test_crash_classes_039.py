@@ -1,0 +1,163 @@
+"""Issue 39, item 1 ("parse once at the boundary"): the crash classes fuzzing found, each a reader
+that used a document before its shape was checked, minimised and run through the real command.
+Each was exit 4 ("internal error") or a traceback; each is now the documented exit code (2 for
+input that is not of the right shape, 1 for a rule broken) with a message naming the file, the
+line where there is one, and the field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support import EXAMPLES, REPO
+
+from reprogate.core.diagnostics import ExitCode
+
+RECORD = "tiny/records/tiny.yaml"
+TRACE = "tiny/reference/trace.jsonl"
+TRACE_CHECKSUM = "4168c900c93b8a2509d62735497b1aee25025eaa8a94dbb61d14d2a643897eaa"
+
+
+def reprogate(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The installed command as a workflow runs it: a process, its exit code and its output."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("REPROGATE_TRACEBACK", None)
+    return subprocess.run([sys.executable, "-m", "reprogate", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def said(done: subprocess.CompletedProcess[str]) -> str:
+    out = done.stdout + done.stderr
+    assert "Traceback" not in out and "internal error" not in out, out
+    return out
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A copy of the examples: the tiny record is valid and offline."""
+    shutil.copytree(EXAMPLES, tmp_path / "p")
+    return tmp_path / "p"
+
+
+# 1. a reference trace's meta with a rank that is not an integer ---------------------------------
+
+
+def test_validate_names_the_trace_line_of_a_meta_rank_that_is_a_string(project: Path) -> None:
+    trace = project / TRACE
+    lines = trace.read_text().splitlines()
+    meta = json.loads(lines[1])
+    meta["rank"] = "1"  # beside rank 0: was TypeError ('<' between str and int) in the meta sort
+    lines[1] = json.dumps(meta)
+    trace.write_text("\n".join(lines) + "\n")
+    record = project / RECORD
+    record.write_text(record.read_text().replace(TRACE_CHECKSUM, hashlib.sha256(trace.read_bytes()).hexdigest()))
+    done = reprogate("validate", RECORD, cwd=project)
+    out = said(done)
+    assert done.returncode == ExitCode.FAILED, out
+    assert f'{RECORD}:99:5  reference.trace.path  the reference trace {TRACE}: line 2: rank is an integer, not "1"' in out, out
+
+
+# 2. + 3. the interval's inputs: a metric whose square is no float, sections of the wrong shape ---
+
+
+def _metric_value(project: Path, value: str) -> None:
+    record = project / RECORD
+    record.write_text(record.read_text().replace("value: 0.9619470238685608", f"value: {value}"))
+
+
+@pytest.mark.parametrize("value", ["1e160", "1e200"])
+def test_interval_refuses_a_metric_beyond_what_the_statistics_compute_on(project: Path, value: str) -> None:
+    _metric_value(project, value)  # schema-valid; was OverflowError in seedstats.mean_sd
+    before = (project / RECORD).read_text()
+    for args in (("interval", RECORD), ("interval", "--plan", RECORD)):
+        done = reprogate(*args, cwd=project)
+        out = said(done)
+        assert done.returncode == ExitCode.USAGE, out
+        assert f"{RECORD}:104:19: reference.metric.values[0].value: {float(value):g} is beyond ±1e+100" in out, out
+    assert (project / RECORD).read_text() == before
+
+
+def test_validate_reports_a_metric_beyond_what_the_statistics_compute_on(project: Path) -> None:
+    _metric_value(project, "1e160")
+    done = reprogate("validate", RECORD, cwd=project)
+    out = said(done)
+    assert done.returncode == ExitCode.FAILED, out
+    assert f"{RECORD}:104:19  reference.metric.values[0].value  1e+160 is beyond ±1e+100" in out, out
+
+
+@pytest.mark.parametrize(
+    ("edit", "where"),
+    [
+        (("contract:\n  level: bitwise\n", "contract: [1]\ncontract_was:\n  level: bitwise\n"), "18:1: contract: expected a mapping, found a list"),
+        (("resolution: 0.0", "resolution: abc"), '29:5: contract.metric.resolution: expected a number from 0 to 1e+100, found a string ("abc")'),
+        (
+            ("  metric:\n    name: val_loss\n    values:", "  metric: 7\n  metric_was:\n    name: val_loss\n    values:"),
+            "101:3: reference.metric: expected a mapping, found a number",
+        ),
+        (("- {seed: 2, value: 0.966174840927124}", "- [2]"), "105:9: reference.metric.values[1]: expected a mapping {seed, value}, found a list"),
+    ],
+    ids=["contract-list", "resolution-word", "reference-metric-number", "value-list"],
+)
+def test_interval_names_the_field_of_an_input_of_the_wrong_shape(project: Path, edit: tuple[str, str], where: str) -> None:
+    record = project / RECORD
+    text = record.read_text()
+    assert edit[0] in text
+    record.write_text(text.replace(edit[0], edit[1], 1))
+    before = record.read_text()
+    for args in (("interval", RECORD), ("interval", "--plan", RECORD)):
+        done = reprogate(*args, cwd=project)
+        out = said(done)
+        assert done.returncode == ExitCode.USAGE, out
+        assert f"{RECORD}:{where}" in out, out
+    assert record.read_text() == before  # nothing written
+
+
+FLOW_METRIC = "  metric: {name: val_loss, direction: lower, split: validation, alpha: 0.05, test: robust, detect: {relative: 0.045}, resolution: 0.0}\n"
+
+
+def _flow_metric(project: Path) -> Path:
+    record = project / RECORD
+    text = record.read_text()
+    start, end = text.index("  metric:\n    name: val_loss"), text.index("  envelope:")
+    record.write_text(text[:start] + FLOW_METRIC + text[end:])
+    return record
+
+
+@pytest.mark.parametrize("alpha", [(), ("--alpha", "0.1")], ids=["contract-alpha", "alpha-option"])
+def test_interval_stores_into_a_metric_written_in_flow_style(project: Path, alpha: tuple[str, ...]) -> None:
+    """A valid record whose contract.metric is one {...} line (was FlowStyle, exit 4): the metric
+    entry is rewritten in block style with its interval, every other line as it was."""
+    import yaml
+
+    record = _flow_metric(project)
+    before = record.read_text()
+    assert reprogate("validate", RECORD, cwd=project).returncode == ExitCode.OK
+    done = reprogate("interval", *alpha, RECORD, cwd=project)
+    out = said(done)
+    assert done.returncode == ExitCode.OK, out
+    after = record.read_text()
+    metric = yaml.safe_load(after)["contract"]["metric"]
+    assert metric["interval"]["n"] == 20 and metric["alpha"] == metric["interval"]["alpha"] == (0.1 if alpha else 0.05)
+    assert {k: v for k, v in metric.items() if k not in ("interval", "alpha")} == {
+        k: v for k, v in yaml.safe_load(FLOW_METRIC)["metric"].items() if k != "alpha"
+    }
+    head, tail = before.split(FLOW_METRIC)
+    assert after.startswith(head) and after.endswith(tail)
+    assert reprogate("validate", RECORD, cwd=project).returncode == ExitCode.OK
+
+
+def test_interval_refuses_a_record_that_is_one_flow_mapping_and_leaves_it_unchanged(tmp_path: Path) -> None:
+    values = "[{seed: 1, value: 1}, {seed: 2, value: 2}]"
+    text = f"{{apiVersion: reprogate/v1, kind: RunRecord, contract: {{metric: {{name: a}}}}, reference: {{metric: {{values: {values}}}}}}}\n"
+    (tmp_path / "r.yaml").write_text(text)
+    done = reprogate("interval", "r.yaml", cwd=tmp_path)
+    out = said(done)
+    assert done.returncode == ExitCode.USAGE, out
+    assert "r.yaml: the record is written as one flow mapping ({...})" in out, out
+    assert (tmp_path / "r.yaml").read_text() == text
