@@ -256,3 +256,34 @@ def test_capacity_reads_a_slurm_node_without_tmpdisk_as_stating_no_scratch(proje
     found = {r["name"]: r for r in json.loads(done.stdout)["requirements"]}
     assert found["nodes"]["status"] == "honored" and found["nodes"]["reason"].endswith("the pool gives 2")
     assert found["local-scratch"]["status"] == "unknown" and "the pool states no local scratch" in found["local-scratch"]["reason"]
+
+
+# 6. audit --retiring on a record whose manifest has shards: 5, or a NUL in its namespace -------
+
+MANIFEST = "tiny/data/tiny.manifest.yaml"
+
+
+@pytest.mark.parametrize(
+    ("edit", "why"),
+    [
+        (
+            ("shards:\n- {name: shard-000.txt", "shards: 5\nshards_were:\n- {name: shard-000.txt"),
+            f"{MANIFEST}:10: shards: must be of type array, not integer (5)",
+        ),
+        (
+            ("algorithm: sha256\n", 'algorithm: sha256\nnamespace: "a\\0b"\n'),
+            f"{MANIFEST}:8: namespace: holds a NUL character",
+        ),  # was ValueError: embedded null byte
+    ],
+    ids=["shards-number", "nul-namespace"],
+)
+def test_audit_retiring_names_a_manifest_it_cannot_list_and_does_not_pass(project: Path, edit: tuple[str, str], why: str) -> None:
+    manifest = project / MANIFEST
+    text = manifest.read_text()
+    assert edit[0] in text
+    manifest.write_text(text.replace(edit[0], edit[1], 1))  # was TypeError: 'int' object is not iterable
+    done = reprogate("audit", "--retiring", "s3://example-datasets/", RECORD, cwd=project)
+    out = said(done)
+    assert done.returncode == ExitCode.USAGE, out  # what the manifest lists is not known: never "nothing is lost"
+    assert f"error: {RECORD}: dataset.manifest {MANIFEST}: cannot be used ({why}" in out, out
+    assert "1 dataset manifest(s) could not be read" in out, out
