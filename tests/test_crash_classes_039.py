@@ -268,7 +268,7 @@ MANIFEST = "tiny/data/tiny.manifest.yaml"
     [
         (
             ("shards:\n- {name: shard-000.txt", "shards: 5\nshards_were:\n- {name: shard-000.txt"),
-            f"{MANIFEST}:10: shards: must be of type array, not integer (5)",
+            f"{MANIFEST}:12: shards: must be of type array, not integer (5)",
         ),
         (
             ("algorithm: sha256\n", 'algorithm: sha256\nnamespace: "a\\0b"\n'),
