@@ -13,10 +13,13 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from click.testing import Result
 from support import EXAMPLES, REPO
+from support.gate import FakeGitHub, commit, pr_event, require_octokit, statuses
 
 from reprogate.core.diagnostics import ExitCode
 
@@ -48,19 +51,37 @@ def project(tmp_path: Path) -> Path:
 # 1. a reference trace's meta with a rank that is not an integer ---------------------------------
 
 
-def test_validate_names_the_trace_line_of_a_meta_rank_that_is_a_string(project: Path) -> None:
-    trace = project / TRACE
+def _string_rank(root: Path) -> None:
+    trace = root / TRACE
     lines = trace.read_text().splitlines()
     meta = json.loads(lines[1])
-    meta["rank"] = "1"  # beside rank 0: was TypeError ('<' between str and int) in the meta sort
+    meta["rank"] = "1"
     lines[1] = json.dumps(meta)
     trace.write_text("\n".join(lines) + "\n")
-    record = project / RECORD
+    record = root / RECORD
     record.write_text(record.read_text().replace(TRACE_CHECKSUM, hashlib.sha256(trace.read_bytes()).hexdigest()))
+
+
+def test_validate_names_the_trace_line_of_a_meta_rank_that_is_a_string(project: Path) -> None:
+    _string_rank(project)  # rank "1" beside rank 0: was TypeError ('<' between str and int) in the meta sort
     done = reprogate("validate", RECORD, cwd=project)
     out = said(done)
     assert done.returncode == ExitCode.FAILED, out
     assert f'{RECORD}:99:5  reference.trace.path  the reference trace {TRACE}: line 2: rank is an integer, not "1"' in out, out
+
+
+def test_the_gate_judges_a_record_whose_trace_meta_has_a_string_rank_invalid_not_crashed(
+    run_gate: Callable[..., Result], github: FakeGitHub, repo: Path
+) -> None:
+    """The gate validates the head's records with the same rule: the pull request is refused as
+    an invalid record (`failure`), never `error` from a crash (exit 4)."""
+    require_octokit()
+    base, head = commit(repo, _string_rank)
+    result = run_gate(pr_event("opened", base, head))
+    assert "internal error" not in result.output and "Traceback" not in result.output, result.output
+    assert result.exit_code != ExitCode.INTERNAL, result.output
+    assert statuses(github) == [("reprogate/reproduction", "failure")], result.output
+    assert "rank is an integer" in result.output, result.output
 
 
 # 2. + 3. the interval's inputs: a metric whose square is no float, sections of the wrong shape ---
