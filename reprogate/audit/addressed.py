@@ -17,8 +17,10 @@ from typing import Any
 
 from reprogate.core.canonical import file_digest
 from reprogate.core.documents import Document, DocumentError
+from reprogate.core.schema_check import schema_diagnostics
 from reprogate.core.shapes import table
-from reprogate.datasets.manifests import load_manifest
+from reprogate.datasets.manifest_lines import ManifestLineError, ShardLines
+from reprogate.datasets.manifests import LineDocument, load_manifest
 from reprogate.images.registry import InvalidReference, parse_reference
 
 
@@ -46,6 +48,7 @@ class Addressed:
 
     inputs: tuple[Input, ...]
     notes: tuple[str, ...] = ()
+    unusable: tuple[str, ...] = ()  # manifests whose shards could not be listed: what they hold is not known (exit 2)
 
 
 def _kind(where: str) -> str:
@@ -133,7 +136,7 @@ def manifest_inputs(record: str, manifest: dict[str, Any], folder: Path | None, 
                 record,
                 f"{prefix}.{section}[{i}]",
                 kind,
-                shard_location(namespace, entry["name"], folder),
+                shard_location(namespace, _located(entry["name"], f"{prefix}.{section}[{i}]", line), folder),
                 entry.get("checksum") if isinstance(entry.get("checksum"), str) else None,
                 line,
                 key,
@@ -141,6 +144,36 @@ def manifest_inputs(record: str, manifest: dict[str, Any], folder: Path | None, 
                 snapshots=snapshots,
                 root=root,
             )
+
+
+class ManifestUnusable(ValueError):
+    """A dataset manifest whose shards cannot be listed as they are (the wrong shape, a NUL in a
+    name or its namespace): the message names the file, line and field."""
+
+
+def checked_manifest(doc: Document) -> dict[str, Any]:
+    """A manifest's data once it is of the shape manifest_inputs reads: its schema (the header
+    alone for JSON Lines, whose lines are each checked as they are read) and no NUL in its
+    namespace or a name, which no path or URI can hold. ManifestUnusable otherwise."""
+    data = doc.data
+    header = doc
+    if isinstance(data, dict) and isinstance(data.get("shards"), ShardLines):
+        header = LineDocument(doc.path, {**data, "shards": []}, doc.syntax, text=doc.text)
+    problems = schema_diagnostics(header, "DatasetManifest") if isinstance(data, dict) else []
+    if not isinstance(data, dict) or data.get("kind") != "DatasetManifest":
+        raise ManifestUnusable(f"{doc.path}: not a dataset manifest (kind: DatasetManifest)")
+    if problems:
+        first = problems[0]
+        raise ManifestUnusable(f"{doc.path}:{first.location.line}: {first.field or '-'}: {first.message}")
+    if "\0" in data.get("namespace", ""):
+        raise ManifestUnusable(f"{doc.path}:{doc.locate(('namespace',)).line}: namespace: holds a NUL character, which no folder or URI can")
+    return data
+
+
+def _located(entry_name: str, where: str, line: int) -> str:
+    if "\0" in entry_name:
+        raise ManifestUnusable(f"{where}: line {line}: name holds a NUL character, which no path or URI can")
+    return entry_name
 
 
 def record_inputs(name: str, doc: Document, root: Path) -> Addressed:
@@ -163,27 +196,22 @@ def record_inputs(name: str, doc: Document, root: Path) -> Addressed:
                 continue
             line = doc.locate(("container", "base_images", i, "digest")).line
             found.append(Input(name, f"container.base_images[{i}]", "base-image", f"{ref.registry}/{ref.repository}", base["digest"], line))
-    found += _dataset_inputs(name, doc, data, root, notes)
-    for path, addressed in _file_refs(data):
+    unusable: list[str] = []
+    found += _dataset_inputs(name, doc, data, root, notes, unusable)
+    for path, ref in _file_refs(data):
         where = dotted(path)
-        found.append(
-            Input(
-                name,
-                where,
-                _kind(where),
-                addressed["uri"],
-                addressed["checksum"],
-                doc.locate((*path, "uri")).line,
-                in_repository=_repository_copy(root, addressed),
-            )
-        )
-    return Addressed(tuple(found), tuple(notes))
+        found.append(Input(name, where, _kind(where), ref["uri"], ref["checksum"], doc.locate((*path, "uri")).line, in_repository=_repository_copy(root, ref)))
+    return Addressed(tuple(found), tuple(notes), tuple(unusable))
 
 
-def _dataset_inputs(name: str, doc: Document, data: dict[str, Any], root: Path, notes: list[str]) -> list[Input]:
+def _dataset_inputs(name: str, doc: Document, data: dict[str, Any], root: Path, notes: list[str], unusable: list[str]) -> list[Input]:
     dataset = table(data, "dataset")
     if isinstance(dataset.get("inline"), dict):
-        return list(manifest_inputs(name, dataset["inline"], None, doc.locate(("dataset", "inline")).line, "dataset.inline"))
+        try:
+            return list(manifest_inputs(name, dataset["inline"], None, doc.locate(("dataset", "inline")).line, "dataset.inline"))
+        except ManifestUnusable as exc:
+            unusable.append(f"dataset.inline cannot be used ({exc}); its shards are not listed")
+            return []
     pinned = dataset.get("manifest") if isinstance(dataset.get("manifest"), dict) else None
     if pinned is None:
         return []
@@ -198,10 +226,12 @@ def _dataset_inputs(name: str, doc: Document, data: dict[str, Any], root: Path, 
         return found
     path = root / rel
     try:
-        manifest = load_manifest(path, rel).data
-    except (DocumentError, OSError) as exc:
+        loaded = load_manifest(path, rel)
+    except (DocumentError, OSError, ValueError) as exc:
         notes.append(f"dataset.manifest {rel}: cannot be read ({exc}); its shards are not listed")
         return found
-    if isinstance(manifest, dict):
-        found += manifest_inputs(name, manifest, path.parent, line, f"dataset.manifest({rel})")
+    try:
+        found += list(manifest_inputs(name, checked_manifest(loaded), path.parent, line, f"dataset.manifest({rel})"))
+    except (ManifestUnusable, ManifestLineError) as exc:
+        unusable.append(f"dataset.manifest {rel}: cannot be used ({exc}); its shards are not listed")
     return found

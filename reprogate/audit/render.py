@@ -111,6 +111,7 @@ def _retiring_summary(report: RetiringReport) -> str:
         + (f", {_size(lost_bytes)}" if lost_bytes else "")
         + f"); {len(report.retired) - len(report.lost) - open_} input(s) kept by a copy checked now"
         + (f"; {open_} input(s) unconfirmed (a copy could not be asked)" if open_ else "")
+        + (f"; {len(report.unusable)} dataset manifest(s) could not be read, so what they list is not known" if report.unusable else "")
     )
 
 
@@ -134,7 +135,7 @@ def _retired_json(item: Retired) -> dict[str, Any]:
 
 def render_retiring(report: RetiringReport, fmt: str, notes: list[str]) -> CommandResult:
     """What retiring the target takes from each record, in `fmt`."""
-    notes = [*notes, *report.notes, *report.unreachable]
+    notes = [*notes, *(f"error: {u}" for u in report.unusable), *report.notes, *report.unreachable]
     summary = _retiring_summary(report)
     by_record: dict[str, list[Retired]] = {}
     for item in report.retired:
@@ -148,6 +149,7 @@ def render_retiring(report: RetiringReport, fmt: str, notes: list[str]) -> Comma
             "summary": summary,
             "records": [{"file": name, "loses": any(i.lost for i in items), "inputs": [_retired_json(i) for i in items]} for name, items in by_record.items()],
             "unreachable": report.unreachable,
+            "unusable": report.unusable,
             "notes": notes,
         }
         return CommandResult(report.code, [json.dumps(payload, indent=2)], notes)

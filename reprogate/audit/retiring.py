@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from reprogate.audit.addressed import Input, manifest_inputs, record_inputs
+from reprogate.audit.addressed import Input, checked_manifest, manifest_inputs, record_inputs
 from reprogate.audit.copies import Copy, CopyChecker, image_location, is_image
 from reprogate.core.config import repository_root
 from reprogate.core.diagnostics import ExitCode
@@ -175,6 +175,7 @@ class RetiringReport:
     retired: list[Retired] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     unreachable: list[str] = field(default_factory=list)  # what did not answer
+    unusable: list[str] = field(default_factory=list)  # a record's manifest whose shards could not be listed: the audit cannot say what it loses
 
     @property
     def lost(self) -> list[Retired]:
@@ -188,6 +189,8 @@ class RetiringReport:
     def code(self) -> ExitCode:
         if self.lost:
             return ExitCode.FAILED
+        if self.unusable:
+            return ExitCode.USAGE
         return ExitCode.INFRA if self.unconfirmed or self.unreachable else ExitCode.OK
 
 
@@ -231,13 +234,12 @@ def retiring(
         found = record_inputs(name, doc, repository_root(record.parent))
         every += found.inputs
         report.notes += [f"{name}: {note}" for note in found.notes]
+        report.unusable += [f"{name}: {note}" for note in found.unusable]
     for path in manifests:  # a manifest in the repository says where else the same shards live
         try:
-            data = load_manifest(path, path.as_posix()).data
-        except (DocumentError, OSError):
-            continue
-        if isinstance(data, dict):
-            besides += manifest_inputs(path.as_posix(), data, path.parent, 1, "manifest")
+            besides += list(manifest_inputs(path.as_posix(), checked_manifest(load_manifest(path, path.as_posix())), path.parent, 1, "manifest"))
+        except (DocumentError, OSError, ValueError) as exc:  # ManifestUnusable, ManifestLineError: it counts as no copy
+            report.notes.append(f"{path.as_posix()}: not counted as a copy ({exc})")
     elsewhere: dict[str, dict[str, Input]] = {}
     for item in (*every, *besides):
         if item.digest and item.location and not target.covers(item):

@@ -12,6 +12,7 @@ from reprogate.capacity.pool import Pool, load_pool, slurm_pool
 from reprogate.core.diagnostics import Diagnostic, ExitCode, Location, Severity
 from reprogate.core.documents import Document, load_document
 from reprogate.core.errors import UsageError
+from reprogate.core.schema_check import schema_diagnostics
 from reprogate.output.findings import annotate, summary_markdown
 from reprogate.output.result import CommandResult
 from reprogate.output.workflow import visible
@@ -57,6 +58,12 @@ def capacity_command(record: Path, cluster: str, fmt: str, shared: str | None = 
     doc = load_document(record)
     if not isinstance(doc.data, dict) or doc.data.get("kind") != "RunRecord":
         raise UsageError(f"{record}: not a run record (kind: RunRecord)")
+    # the requirements read the envelope, execution and devices as the schema says they are
+    # (a topology matrix of rows, a list of driver branches): a record of another shape is
+    # refused here, naming its fields, never read half-way
+    problems = schema_diagnostics(doc, "RunRecord")
+    if problems:
+        raise UsageError(f"{record}: not a valid run record", diagnostics=problems[:20], hint="`reprogate validate` lists every finding")
     pool = pool_from(cluster, parse_size(shared, "--shared-bytes") if shared is not None else None)
     found = requirements(doc.data, pool)
     failed = [r for r in found if not r.ok]

@@ -13,6 +13,7 @@ the word of a guess.
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -103,13 +104,51 @@ def usable(state: str) -> bool:
     return not state.endswith("*") and not ({flag.upper() for flag in state.split("+")} & UNUSABLE)
 
 
-def _capabilities(features: set[str], arch: str | None) -> tuple[str, ...]:
+def _capabilities(features: AbstractSet[str], arch: str | None) -> tuple[str, ...]:
     """What torch's CPU dispatch can run on nodes with these features: every x86-64 CPU runs `default`."""
     lowered = {f.lower() for f in features}
     for feature, runs in CAPABILITY_FEATURES.items():
         if feature in lowered:
             return runs
     return ("default",) if arch == "x86_64" else ()
+
+
+@dataclass(frozen=True)
+class SlurmNode:
+    """One `scontrol show node -o` line as the pool reads it: a count Slurm leaves out (a node
+    without `TmpDisk`) or words as something else is None, never read as a number."""
+
+    name: str
+    state: str
+    gpus: tuple[str | None, int]  # (GRES type, count)
+    features: frozenset[str]
+    tmp_disk_bytes: int | None
+    cpus: int | None
+    memory_bytes: int | None
+    arch: str | None
+
+    @property
+    def usable(self) -> bool:
+        return usable(self.state)
+
+
+def _count(value: str | None, unit: int = 1) -> int | None:
+    return int(value) * unit if value is not None and value.isascii() and value.isdigit() else None
+
+
+def slurm_node(line: dict[str, str]) -> SlurmNode:
+    """The node's facts from its fields (`fields` of one line), each checked as it is read."""
+    features = set(line.get("AvailableFeatures", line.get("Features", "")).split(",")) - {"", "(null)"}
+    return SlurmNode(
+        name=line.get("NodeName", "?"),
+        state=line.get("State", "?"),
+        gpus=_gres_gpus(line.get("Gres", "")),
+        features=frozenset(features),
+        tmp_disk_bytes=_count(line.get("TmpDisk"), MiB),
+        cpus=_count(line.get("CPUTot")),
+        memory_bytes=_count(line.get("RealMemory"), MiB),
+        arch=line.get("Arch"),
+    )
 
 
 def slurm_pool(partition: str, shared_bytes: int | None = None) -> Pool:
@@ -125,26 +164,25 @@ def slurm_pool(partition: str, shared_bytes: int | None = None) -> Pool:
     if not lines:
         raise UsageError(f"--cluster slurm:{partition}: Slurm knows no such partition")
     node_list = lines[0].get("Nodes", "")
-    every = [fields(line) for line in client("scontrol", "show", "node", "-o", node_list).splitlines() if line.strip()] if node_list else []
+    every = [slurm_node(fields(line)) for line in client("scontrol", "show", "node", "-o", node_list).splitlines() if line.strip()] if node_list else []
     if not every:
         raise UsageError(f"--cluster slurm:{partition}: the partition has no nodes")
     unavailable: list[str] = []
     state = lines[0].get("State", "UP")
     if state != "UP":
         unavailable.append(f"partition {partition} is {state}")
-    nodes = [n for n in every if usable(n.get("State", ""))] if state == "UP" else []
-    unavailable += [f"{n.get('NodeName', '?')} is {n.get('State', '?')}" for n in every if not usable(n.get("State", ""))]
+    nodes = [n for n in every if n.usable] if state == "UP" else []
+    unavailable += [f"{n.name} is {n.state}" for n in every if not n.usable]
     limit = lines[0].get("MaxNodes", "UNLIMITED")
-    count = min(len(nodes), int(limit)) if limit.isdigit() else len(nodes)
-    gres = [_gres_gpus(n.get("Gres", "")) for n in nodes]
-    features = [set(n.get("AvailableFeatures", n.get("Features", "")).split(",")) - {"", "(null)"} for n in nodes]
+    count = min(len(nodes), int(limit)) if limit.isascii() and limit.isdigit() else len(nodes)
+    gres = [n.gpus for n in nodes]
+    features = [n.features for n in nodes]
     branches = [next((f for f in sorted(fs) if re.fullmatch(r"R[0-9]{3}", f)), None) for fs in features]
     links = [next((f for f in sorted(fs) if f.lower() in ("nvlink", "pcie")), None) for fs in features]
-    scratch = [int(n["TmpDisk"]) * MiB for n in nodes if n.get("TmpDisk", "0").isdigit()]
-    cpus = [int(n["CPUTot"]) for n in nodes if n.get("CPUTot", "").isdigit()]
-    memory = [int(n["RealMemory"]) * MiB for n in nodes if n.get("RealMemory", "").isdigit()]
-    arches = [n.get("Arch") for n in nodes]
-    arch = _common(arches)
+    scratch = [n.tmp_disk_bytes for n in nodes if n.tmp_disk_bytes is not None]
+    cpus = [n.cpus for n in nodes if n.cpus is not None]
+    memory = [n.memory_bytes for n in nodes if n.memory_bytes is not None]
+    arch = _common([n.arch for n in nodes])
     return Pool(
         name=partition,
         nodes=count,

@@ -137,7 +137,7 @@ def _training_determinism(data: dict[str, Any], document: dict[str, Any], root: 
     if isinstance(rel, str) and (root / rel).is_file():
         try:
             metas = leading_meta_events(root / rel)
-        except (OSError, UnicodeDecodeError):
+        except (OSError, ValueError):  # TraceError (a meta of the wrong shape) and UnicodeDecodeError are ValueErrors
             metas = []
     found = next((m["determinism"] for m in sorted(metas, key=lambda m: m.get("rank", 0)) if isinstance(m.get("determinism"), dict)), None)
     if found is not None:

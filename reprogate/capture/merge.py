@@ -113,6 +113,23 @@ class FlowStyle(Exception):
     """The entry sits inside a one-line {...} mapping, which cannot be edited line by line."""
 
 
+def splice_path(text: str, path: tuple[str, ...], data: dict[str, Any]) -> str:
+    """`text` with the entry at `path` set to its value in `data` (the whole document as it is to
+    be); where that entry sits in a flow mapping (`metric: {name: acc, ...}`), the nearest
+    enclosing entry in block style is rewritten whole from `data`, in block style. FlowStyle
+    when the document itself is one flow mapping."""
+    for depth in range(len(path), 0, -1):
+        part = path[:depth]
+        value: Any = data
+        for key in part:
+            value = value[key]
+        try:
+            return splice(text, part, value)
+        except FlowStyle:
+            continue
+    raise FlowStyle("the document")
+
+
 def _node_for(root: Any, path: tuple[str, ...]) -> tuple[Any, Any, Any]:
     """(parent mapping node, key node, value node) of a key path; key/value None if absent."""
     parent = root

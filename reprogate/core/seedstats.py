@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -62,6 +62,7 @@ Widening = Literal["half-step", "variance", "none"]  # how the resolution r ente
 Side = Literal["both", "higher", "lower"]  # which deviation of the rebuild fails: either (two-sided), or only a higher / a lower one
 TESTS: tuple[TestName, ...] = ("difference", "seeds", "robust", "equivalence")
 RANK_ANY_GRID_SEEDS = 20  # test: robust judges m >= 3 by ranks on a coarse grid too from this many reference seeds
+MAX_MAGNITUDE = 1e100  # the largest |metric| the statistics take: the shape's cubes and the power's squares of it stay finite floats
 BAND_SHARE = 2.0  # test: robust at m = 1 holds the reference's band [x_(j), x_(n+1-j)], j = floor(BAND_SHARE · α · (n + 1))
 
 
@@ -71,16 +72,29 @@ def mean_sd(values: Sequence[float]) -> tuple[float, float]:
     n = len(values)
     if n and all(v == values[0] for v in values):
         return float(values[0]), 0.0
-    mean = math.fsum(values) / n
-    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
-    return mean, sd
+    # computed on the values scaled by a power of two (exact) so that no square overflows: a
+    # schema-valid metric of 1e160 squares past the largest float, and its sd is still a float
+    scale = _scale(values)
+    scaled = [v / scale for v in values]
+    mean = math.fsum(scaled) / n
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in scaled) / (n - 1)) if n > 1 else 0.0
+    return mean * scale, sd * scale
+
+
+def _scale(values: Iterable[float]) -> float:
+    """A power of two near the largest magnitude (1 for none or zeros): dividing by it is exact
+    and brings every value to at most 1, so sums of squares stay finite."""
+    largest = max((abs(v) for v in values if math.isfinite(v)), default=0.0)
+    return math.ldexp(1.0, math.frexp(largest)[1]) if largest > 0 else 1.0
 
 
 def pooled_sd(reference: Sequence[float], rebuilt: Sequence[float]) -> float:
     n, m = len(reference), len(rebuilt)
     _, sx = mean_sd(reference)
     _, sy = mean_sd(rebuilt)
-    return math.sqrt(((n - 1) * sx * sx + (m - 1) * sy * sy) / (n + m - 2))
+    scale = _scale((sx, sy))
+    sx, sy = sx / scale, sy / scale
+    return math.sqrt(((n - 1) * sx * sx + (m - 1) * sy * sy) / (n + m - 2)) * scale
 
 
 def floor(*means: float) -> float:
@@ -141,7 +155,7 @@ def effective_sd(sd: float, m: int, resolution: float, widening: Widening) -> fl
     """The spread the t's bound is computed from: s itself, or at m = 1 with `variance`
     widening sqrt(s² + SHEPPARD_SHARE · r²/12)."""
     if widening == "variance" and m == 1:
-        return math.sqrt(sd * sd + SHEPPARD_SHARE * resolution * resolution / 12)
+        return math.hypot(sd, math.sqrt(SHEPPARD_SHARE / 12) * resolution)  # hypot: no square overflows
     return sd
 
 

@@ -41,7 +41,7 @@ from reprogate.core.errors import InfrastructureError
 from reprogate.core.redact import redact
 from reprogate.core.shapes import table
 from reprogate.core.timestamps import utc_now
-from reprogate.github.client import GitHubClient, GitHubError, cut
+from reprogate.github.client import GitHubClient, GitHubError, GitHubUnreachable, cut
 from reprogate.github.statuses import DEFAULT_CREATOR, Status, app_slug
 
 PUBLISH = ("both", "check-run", "status")
@@ -166,18 +166,18 @@ def complete(client: GitHubClient, repo: str, sha: str, name: str, out: CheckOut
     further 50 is one more update (GitHub appends them). The conclusion is `out.state`, which the
     caller judged from the verdicts alone. A refusal of any of these (4xx) completes the run with a
     short summary instead (`_completed_anyway`): never left in progress."""
-    open_runs = [r for r in client.check_runs(repo, sha, name) if r.get("status") != "completed" and isinstance(r.get("id"), int) and ours(r, creator)]
+    open_runs = _open_runs(client, repo, sha, name, creator)
     this_run = [r for r in open_runs if out.details_url and r.get("details_url") == out.details_url]
     started = utc_now()
     progress: dict[str, Any] = {"status": "in_progress", "started_at": started, "output": _output(CheckOutput("pending", "judging the rebuild's verdicts", ""))}
     if out.details_url:
         progress["details_url"] = out.details_url
     if this_run or open_runs:
-        run_id = int(max(this_run or open_runs, key=lambda r: int(r["id"]))["id"])
+        run_id = max(run_id_of(r) or 0 for r in this_run or open_runs)
         answers = [client.update_check_run(repo, run_id, progress)]
     else:
         answers = [client.create_check_run(repo, {"name": name, "head_sha": sha, "external_id": EXTERNAL_ID, **progress})]
-        run_id = int(answers[0]["id"])
+        run_id = run_id_of(answers[0]) or _created_again(client, repo, sha, name, creator, out, started)
     parts = list(batches(out.annotations)) or [[]]
     final: dict[str, Any] = {"status": "completed", "conclusion": conclusion(out.state), "completed_at": utc_now(), "output": _output(out, parts[0])}
     try:
@@ -197,13 +197,38 @@ def supersede(client: GitHubClient, repo: str, sha: str, name: str, out: CheckOu
     the name says otherwise than the status; another rebuild's run is never touched."""
     if not out.details_url:
         return []
-    runs = [r for r in client.check_runs(repo, sha, name) if r.get("status") != "completed" and isinstance(r.get("id"), int) and ours(r, creator)]
+    runs = _open_runs(client, repo, sha, name, creator)
     done = []
     for run in runs:
         if run.get("details_url") == out.details_url:
             body = {"status": "completed", "conclusion": conclusion(out.state), "completed_at": utc_now(), "output": _output(out)}
-            done.append(client.update_check_run(repo, int(run["id"]), body))
+            done.append(client.update_check_run(repo, run_id_of(run) or 0, body))
     return done
+
+
+def run_id_of(answer: dict[str, Any]) -> int | None:
+    """A check run's `id` as GitHub gives it, a positive integer; None for anything else (absent,
+    "7", true, 0): the one field every update names, read here and nowhere else."""
+    found = answer.get("id")
+    return found if isinstance(found, int) and not isinstance(found, bool) and found > 0 else None
+
+
+def _open_runs(client: GitHubClient, repo: str, sha: str, name: str, creator: str) -> list[dict[str, Any]]:
+    """This commit's open check runs of the name that are ours and name their id."""
+    return [r for r in client.check_runs(repo, sha, name) if r.get("status") != "completed" and run_id_of(r) is not None and ours(r, creator)]
+
+
+def _created_again(client: GitHubClient, repo: str, sha: str, name: str, creator: str, out: CheckOutput, started: str) -> int:
+    """The id of the run just created, when GitHub's answer to the create gave none that can be
+    used: this commit's open run of ours, this rebuild's (its link) or the one started now. None
+    found is GitHub misbehaving (exit 3): the check stays as GitHub keeps it, and the job says why."""
+    runs = _open_runs(client, repo, sha, name, creator)
+    mine = [r for r in runs if out.details_url and r.get("details_url") == out.details_url] or [r for r in runs if r.get("started_at") == started] or runs
+    if not mine:
+        raise GitHubUnreachable(
+            f"POST /repos/{repo}/check-runs: GitHub's answer has no check run id (a positive integer `id`), and no open run of ours is listed"
+        )
+    return max(run_id_of(r) or 0 for r in mine)
 
 
 def _refused(exc: GitHubError) -> bool:

@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from reprogate.core.diagnostics import ExitCode
 from reprogate.core.errors import InfrastructureError, ReprogateError
@@ -136,6 +136,8 @@ class GitHubClient:
                 raise GitHubUnreachable(f"GET {path}: the answer lists something other than objects (GitHub's lists hold objects)")
             yield from data
             url = _next_link(reply.headers.get("Link", ""))
+            if url is not None and not _is_url(url):
+                raise GitHubUnreachable(f"GET {path}: the Link header's rel=\"next\" is not a URL ({cut(redact(url), 120)}); GitHub's links are absolute URLs")
 
     # operations ------------------------------------------------------------------------------------
 
@@ -261,6 +263,16 @@ def _message(reply: Reply) -> str | None:
         return None
     message = data.get("message", "")
     return (message if isinstance(message, str) else "")[:300]
+
+
+def _is_url(text: str) -> bool:
+    """An absolute http(s) URL with a host, as GitHub's pagination links are; `http://[::1/x` is not."""
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        return False
+    return parts.scheme.lower() in ("http", "https") and bool(parts.hostname) and not any(c.isspace() or c == "\0" for c in text)
 
 
 def _next_link(header: str) -> str | None:

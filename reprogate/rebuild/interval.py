@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from reprogate import __version__
-from reprogate.capture.merge import splice
-from reprogate.core.documents import load_document
+from reprogate.capture.merge import FlowStyle, splice_path
+from reprogate.core.diagnostics import Diagnostic, field_path
+from reprogate.core.documents import Document, load_document, load_text
 from reprogate.core.errors import CheckFailed, UsageError
 from reprogate.core.fileio import atomic_write
-from reprogate.core.seedstats import failing_side, metric_test, shape
+from reprogate.core.seedstats import MAX_MAGNITUDE, failing_side, metric_test, shape
 from reprogate.core.timestamps import utc_now
 from reprogate.rebuild.stats import prediction_interval
 
@@ -33,12 +35,79 @@ class IntervalError(CheckFailed):
     """The record lacks what the interval is computed from (exit 1; the record is left unchanged)."""
 
 
+@dataclass(frozen=True)
+class ShapeError:
+    """Where a record's interval inputs are of the wrong shape: the field's path and what is wrong."""
+
+    path: tuple[str | int, ...]
+    message: str
+
+
+def shape_errors(data: object) -> list[ShapeError]:
+    """What the interval reads, checked before it is read: `contract` and `reference` and their
+    `metric` mappings, `reference.metric.values` a list of {seed, value}, the resolution a number,
+    each within MAX_MAGNITUDE. The schema allows 1e160 as a metric; its square does not fit a
+    float, so the record is refused rather than computed into inf or an OverflowError."""
+    if not isinstance(data, dict):
+        return [ShapeError((), f"a run record is a mapping, not {_kind(data)}")]
+    found: list[ShapeError] = []
+    for section in ("contract", "reference"):
+        part = data.get(section)
+        if part is not None and not isinstance(part, dict):
+            found.append(ShapeError((section,), f"expected a mapping, found {_kind(part)}"))
+        elif isinstance(part, dict) and part.get("metric") is not None and not isinstance(part["metric"], dict):
+            found.append(ShapeError((section, "metric"), f"expected a mapping, found {_kind(part['metric'])}"))
+    metric = data["contract"]["metric"] if isinstance(data.get("contract"), dict) and isinstance(data["contract"].get("metric"), dict) else {}
+    resolution = metric.get("resolution")
+    if resolution is not None and not (_number(resolution) and 0 <= resolution <= MAX_MAGNITUDE):
+        found.append(ShapeError(("contract", "metric", "resolution"), f"expected a number from 0 to {MAX_MAGNITUDE:g}, found {_shown(resolution)}"))
+    reference = data["reference"]["metric"] if isinstance(data.get("reference"), dict) and isinstance(data["reference"].get("metric"), dict) else {}
+    values = reference.get("values")
+    where: tuple[str | int, ...] = ("reference", "metric", "values")
+    if values is not None and not isinstance(values, list):
+        found.append(ShapeError(where, f"expected a list of {{seed, value}}, found {_kind(values)}"))
+    for i, item in enumerate(values if isinstance(values, list) else []):
+        if not isinstance(item, dict):
+            found.append(ShapeError((*where, i), f"expected a mapping {{seed, value}}, found {_kind(item)}"))
+        elif not _number(item.get("value")):
+            found.append(ShapeError((*where, i, "value"), f"expected a number, found {_shown(item.get('value'))}"))
+        elif not (math.isfinite(item["value"]) and abs(item["value"]) <= MAX_MAGNITUDE):
+            found.append(ShapeError((*where, i, "value"), f"{item['value']:g} is beyond ±{MAX_MAGNITUDE:g}, the largest metric the seed statistics compute on"))
+    return found
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _kind(value: object) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", type(None): "nothing"}.get(type(value), "a number")
+
+
+def _shown(value: object) -> str:
+    return f"{_kind(value)} ({json.dumps(value, default=str)[:40]})"
+
+
+def refuse_shape(doc: Document) -> None:
+    """The record's interval inputs checked at the boundary: UsageError (exit 2) naming the
+    file, line and field of each one of the wrong shape, before anything is computed or written."""
+    errors = shape_errors(doc.data)
+    if errors:
+        diagnostics = [Diagnostic(doc.path, e.message, "interval-input-shape", location=doc.locate(e.path), field=field_path(e.path)) for e in errors]
+        raise UsageError(
+            f"{doc.path}: the interval's inputs are not of the right shape", diagnostics=diagnostics, hint="run `reprogate validate` on the record"
+        )
+
+
 def compute(data: dict[str, Any], alpha: float | None = None) -> dict[str, Any]:
-    metric = (data.get("contract") or {}).get("metric")
+    metric = (data.get("contract") or {}).get("metric") if isinstance(data.get("contract"), dict) else None
     if not isinstance(metric, dict):
         raise IntervalError("contract.metric is not declared")
     values = reference_values(data)
     a = checked_alpha(alpha if alpha is not None else metric.get("alpha", 0.05), "--alpha" if alpha is not None else "contract.metric.alpha")
+    shaped = [e for e in shape_errors(data) if e.path[:3] == ("contract", "metric", "resolution")]
+    if shaped:
+        raise UsageError(f"contract.metric.resolution: {shaped[0].message}")
     resolution = float(metric.get("resolution", 0.0) or 0.0)
     test = metric_test(metric)
     side = failing_side(metric)
@@ -64,6 +133,11 @@ def reference_values(data: dict[str, Any]) -> list[float]:
         raise IntervalError("reference.metric.values must be a list of {seed, value} with numeric values; run `reprogate validate`") from None
     if not all(math.isfinite(v) for v in values):
         raise IntervalError("reference.metric.values holds a value that is not a finite number")
+    beyond = next((i for i, v in enumerate(values) if abs(v) > MAX_MAGNITUDE), None)
+    if beyond is not None:
+        raise IntervalError(
+            f"reference.metric.values[{beyond}].value: {values[beyond]:g} is beyond ±{MAX_MAGNITUDE:g}, the largest metric the seed statistics compute on"
+        )
     if len(values) < 2:
         raise IntervalError(f"reference.metric.values holds {len(values)} seed(s); at least 2 are needed (5 or more recommended)")
     return values
@@ -103,16 +177,27 @@ def store(record: Path, alpha: float | None = None) -> dict[str, Any]:
     doc = load_document(record)
     if not isinstance(doc.data, dict) or doc.data.get("kind") != "RunRecord":
         raise UsageError(f"{record} is not a run record (kind: RunRecord)")
+    refuse_shape(doc)
     interval = compute(doc.data, alpha)
     # --alpha sets the contract's α too: an interval at one α and a contract at another would
     # state one and apply the other (validate refuses such a record)
-    if doc.syntax == "json":
-        doc.data["contract"]["metric"]["interval"] = interval
+    doc.data["contract"]["metric"]["interval"] = interval
+    if alpha is not None or doc.syntax == "json":
         doc.data["contract"]["metric"]["alpha"] = interval["alpha"]
+    if doc.syntax == "json":
         atomic_write(record, json.dumps(doc.data, indent=2, ensure_ascii=False) + "\n")
-    else:
-        text = splice(record.read_text(encoding="utf-8"), ("contract", "metric", "interval"), interval)
+        return interval
+    try:
+        text = splice_path(record.read_text(encoding="utf-8"), ("contract", "metric", "interval"), doc.data)
         if alpha is not None:
-            text = splice(text, ("contract", "metric", "alpha"), interval["alpha"])
-        atomic_write(record, text)
+            text = splice_path(text, ("contract", "metric", "alpha"), doc.data)
+    except FlowStyle:
+        raise UsageError(
+            f"{record}: the record is written as one flow mapping ({{...}}); the interval cannot be added without rewriting all of it",
+            hint="write the record in block style (one key per line), or as JSON, and run `reprogate interval` again",
+        ) from None
+    # what is written must read back as the record with its interval, or nothing is written
+    if load_text(text, doc.path).data != doc.data:
+        raise UsageError(f"{record}: storing the interval would change more than contract.metric; the record is left unchanged")
+    atomic_write(record, text)
     return interval

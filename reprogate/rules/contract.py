@@ -10,7 +10,18 @@ import math
 from collections.abc import Iterator
 
 from reprogate.core.diagnostics import Diagnostic, Severity
-from reprogate.core.seedstats import assured_power, declared_shift, failing_side, interval_bounds, mean_sd, metric_test, percent, shape, target_power
+from reprogate.core.seedstats import (
+    MAX_MAGNITUDE,
+    assured_power,
+    declared_shift,
+    failing_side,
+    interval_bounds,
+    mean_sd,
+    metric_test,
+    percent,
+    shape,
+    target_power,
+)
 from reprogate.rules.base import RuleContext, get, items
 
 
@@ -75,8 +86,8 @@ def stored_interval_recomputes(ctx: RuleContext) -> Iterator[Diagnostic]:
     if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in [low, high, alpha, *numbers]) or len(numbers) < 2:
         return  # the schema and statistical-has-interval say what is missing
     assert isinstance(low, (int, float)) and isinstance(high, (int, float)) and isinstance(alpha, (int, float))  # checked just above
-    if not 0 < alpha < 1:
-        return
+    if not 0 < alpha < 1 or any(abs(x) > MAX_MAGNITUDE for x in numbers):
+        return  # seeds_say_what_they_can names a value beyond what the statistics compute on
 
     metric = get(ctx.data, "contract", "metric")
     resolution = get(metric, "resolution")
@@ -159,6 +170,15 @@ def seeds_say_what_they_can(ctx: RuleContext) -> Iterator[Diagnostic]:
             Severity.NOTICE,
         )
     if len(numbers) < 2 or len(numbers) != len(values):
+        return
+    beyond = next((i for i, x in enumerate(numbers) if abs(x) > MAX_MAGNITUDE), None)
+    if beyond is not None:  # schema-valid, but its square is no float: no statistic of these seeds can be computed
+        yield ctx.finding(
+            ("reference", "metric", "values", beyond, "value"),
+            f"{numbers[beyond]:g} is beyond ±{MAX_MAGNITUDE:g}, the largest metric the seed statistics compute on",
+            "metric-out-of-range",
+            "record the metric in units that keep it within range (a loss of 1e160 is a diverged run, not a reference)",
+        )
         return
 
     where = ("reference", "metric", "values")

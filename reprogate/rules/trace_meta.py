@@ -18,7 +18,7 @@ from reprogate.core.diagnostics import Diagnostic
 from reprogate.core.shapes import table
 from reprogate.rules.base import RuleContext, get
 from reprogate.rules.files import AddressError, resolve
-from reprogate.runtime.trace import leading_meta_events
+from reprogate.runtime.trace import TraceError, leading_meta_events
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,13 @@ def reference_trace_meta_agrees(ctx: RuleContext) -> Iterator[Diagnostic]:
     if key not in ctx.cache:
         try:
             ctx.cache[key] = leading_meta_events(real)
+        except TraceError as exc:  # a meta of the wrong shape (a rank "1"): said, never compared
+            ctx.cache[key] = exc
         except (OSError, UnicodeDecodeError):
             ctx.cache[key] = []
+    if isinstance(ctx.cache[key], TraceError):
+        said = f"the reference trace {rel}: {ctx.cache[key]}: its meta cannot be compared with the record"
+        yield ctx.finding(("reference", "trace", "path"), said, "trace-meta-shape", "remake the reference trace with reprogate.trace's Tracer")
+        return
     for found in reference_disagreements(ctx.data, ctx.cache[key], f"the reference trace {rel}"):
         yield ctx.finding(found.path, found.message, found.code, HINT)

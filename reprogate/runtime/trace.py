@@ -104,10 +104,12 @@ def meta_events(events: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 def leading_meta_events(path: Path) -> list[dict[str, Any]]:
     """The meta events at the head of a trace file (a Tracer writes meta first; a combined
-    reference trace sorts meta events first), without reading the steps that follow."""
+    reference trace sorts meta events first), without reading the steps that follow. Each meta
+    passes check_event (an integer rank: the readers sort and name ranks by it), else TraceError
+    naming the line and the field."""
     metas: list[dict[str, Any]] = []
     with open(path, encoding="utf-8") as fh:
-        for line in fh:
+        for number, line in enumerate(fh, 1):
             if not line.strip():
                 continue
             try:
@@ -116,5 +118,5 @@ def leading_meta_events(path: Path) -> list[dict[str, Any]]:
                 break
             if not isinstance(event, dict) or event.get("type") != "meta":
                 break
-            metas.append(event)
+            metas.append(check_event(event, f"line {number}"))
     return metas

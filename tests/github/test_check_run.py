@@ -184,3 +184,46 @@ def test_any_refusal_of_the_check_run_completes_it_with_a_short_summary(post_sta
     [run] = github.check_runs
     assert run["status"] == "completed" and run["conclusion"] == "failure"
     assert "GitHub refused the full report (HTTP 422)" in run["output"]["summary"]
+
+
+# issue 39 crash class 7: GitHub's check-run answers read at the client's boundary ---------------
+
+
+@pytest.mark.parametrize("identifier", [None, "7", 0], ids=["missing", "string", "zero"])
+def test_a_created_check_run_without_an_integer_id_is_found_again_and_completed(
+    post_status: Run, github: FakeGitHub, repo: Path, tmp_path: Path, identifier: object
+) -> None:
+    """An answer to checks/create whose `id` is not a positive integer (was KeyError / int() on it,
+    exit 4, the run left in progress): the run is looked up again among this commit's own open
+    runs and completed; the verdict's state is its conclusion."""
+    head = git(repo, "rev-parse", "HEAD")
+    path = write(tmp_path, bound_verdict(repo, head, TINY, "fail", "steps"))
+    original = github.answer
+
+    def answer(method: str, path_: str, body: object) -> tuple[int, dict[str, str], object]:
+        """GitHub's own answer, its id taken away or replaced; bytes: sent as they are, unchecked by the OpenAPI description."""
+        status, headers, made = original(method, path_, body)
+        if github.requests[-1][3] == "checks/create" and isinstance(made, dict):
+            made = json.dumps({k: v for k, v in made.items() if k != "id"} | ({} if identifier is None else {"id": identifier})).encode()
+        return status, headers, made
+
+    github.answer = answer  # type: ignore[method-assign]
+    done = post_status(repo, head, "--from-verdict", path, "--expect-records", json.dumps([TINY]), "--publish", "check-run")
+    assert "internal error" not in done.output, done.output
+    assert done.exit_code == 0, done.output
+    [run] = github.check_runs
+    assert run["status"] == "completed" and run["conclusion"] == "failure"
+
+
+def test_a_check_run_list_whose_link_header_is_no_url_is_refused_not_followed(post_status: Run, github: FakeGitHub, repo: Path, tmp_path: Path) -> None:
+    """A `Link: <not a url>; rel="next"` on checks/list-for-ref (was a crash following it, exit 4,
+    the run left in progress): GitHub misbehaving is exit 3, naming the header, and nothing is
+    posted on a partial list."""
+    head = git(repo, "rev-parse", "HEAD")
+    path = write(tmp_path, bound_verdict(repo, head, TINY, "fail", "steps"))
+    github.faults["checks/list-for-ref"] = [(200, {"Link": '<http://[::1/x>; rel="next"'}, {"total_count": 0, "check_runs": []})]
+    done = post_status(repo, head, "--from-verdict", path, "--expect-records", json.dumps([TINY]), "--publish", "check-run")
+    assert "internal error" not in done.output, done.output
+    assert done.exit_code == 3, done.output
+    assert "Link header" in done.output and "next" in done.output, done.output
+    assert github.check_runs == []
