@@ -53,16 +53,24 @@ def test_the_command_line_checks_the_repository_and_prints_a_section() -> None:
     assert missing.returncode == 1 and "no '## [9.9.9] - DATE' section" in missing.stderr
 
 
+UNRELEASED = "## [Unreleased]\n"
+major, minor, _ = __version__.split(".")
+NEXT = f"{major}.{int(minor) + 1}.0"  # the next release, however far the tree is
+
+
 def filled(text: str) -> str:
     """Unreleased with one change under Added (what the lead writes from the fragments)."""
-    return text.replace("## [Unreleased]\n\n### Added\n", "## [Unreleased]\n\n### Added\n\n- Something new.\n", 1)
+    assert UNRELEASED in text
+    rest = text.split(UNRELEASED, 1)[1].lstrip("\n")
+    rest = rest.removeprefix("### Added\n\n")  # an Unreleased that keeps its empty headings
+    return text.split(UNRELEASED, 1)[0] + UNRELEASED + "\n### Added\n\n- Something new.\n\n" + rest
 
 
 def released(text: str, version: str, date: str) -> str:
     """Unreleased filled, named `version` (its empty headings dropped), its link reference updated."""
-    empty = "## [Unreleased]\n\n### Added\n\n### Changed\n\n### Fixed\n\n### Security\n"
-    assert empty in text
-    new = text.replace(empty, f"## [{version}] - {date}\n\n### Added\n\n- Something new.\n", 1)
+    head, rest = filled(text).split(UNRELEASED, 1)
+    rest = rest.replace("\n### Changed\n\n### Fixed\n\n### Security\n\n", "\n", 1)  # empty headings, where kept
+    new = head + f"## [{version}] - {date}\n" + rest
     return new.replace(
         f"[Unreleased]: https://github.com/reprogate/reprogate/compare/v{__version__}...HEAD\n",
         f"[{version}]: https://github.com/reprogate/reprogate/compare/v{__version__}...v{version}\n",
@@ -70,33 +78,33 @@ def released(text: str, version: str, date: str) -> str:
 
 
 def test_the_leads_bump_passes_at_every_step() -> None:
-    """Fill Unreleased (version unchanged, or bumped ahead); then name it 0.6.0 and bump."""
-    assert problems(filled(TEXT), "0.5.0") == []
-    assert problems(filled(TEXT), "0.6.0") == [], "a tree bumped before its section is named"
-    bumped = released(TEXT, "0.6.0", "2026-12-15")
-    assert problems(bumped, "0.6.0") == []
-    with_new_unreleased = bumped.replace("## [0.6.0]", "## [Unreleased]\n\n## [0.6.0]", 1)
-    with_new_unreleased += "[Unreleased]: https://github.com/reprogate/reprogate/compare/v0.6.0...HEAD\n"
-    assert problems(with_new_unreleased, "0.6.0") == []
+    """Fill Unreleased (version unchanged, or bumped ahead); then name it the next release and bump."""
+    assert problems(filled(TEXT), __version__) == []
+    assert problems(filled(TEXT), NEXT) == [], "a tree bumped before its section is named"
+    bumped = released(TEXT, NEXT, "2027-01-15")
+    assert problems(bumped, NEXT) == [], bumped[:3000]
+    with_new_unreleased = bumped.replace(f"## [{NEXT}]", f"## [Unreleased]\n\n## [{NEXT}]", 1)
+    with_new_unreleased += f"[Unreleased]: https://github.com/reprogate/reprogate/compare/v{NEXT}...HEAD\n"
+    assert problems(with_new_unreleased, NEXT) == []
 
 
 @pytest.mark.parametrize(
     "change, version, expected",
     [
         # a bump with nothing said for it: the tree claims a release the changelog does not have
-        (lambda t: t, "0.6.0", "the package is 0.6.0 but the newest release here is 0.5.0"),
-        # the section named, the version not bumped (two trees would both say 0.5.0)
-        (lambda t: released(t, "0.6.0", "2026-12-15"), "0.5.0", "the package is 0.5.0 but the newest release here is 0.6.0"),
+        (lambda t: t, NEXT, f"the package is {NEXT} but the newest release here is {__version__}"),
+        # the section named, the version not bumped (two trees would both say the same version)
+        (lambda t: released(t, NEXT, "2027-01-15"), __version__, f"the package is {__version__} but the newest release here is {NEXT}"),
         # 0.5.0's own form, before this change
-        (lambda t: t.replace("## [0.5.0] - 2026-12-01", "## 0.5.0 — 2026-12-01"), "0.5.0", "is neither '## [Unreleased]' nor"),
-        (lambda t: t.replace("### Security\n\nFound by", "### Fixed (attacks)\n\nFound by", 1), "0.5.0", "'### Fixed (attacks)' is not one of"),
-        (lambda t: t.replace("### Changed\n\nWhat an existing record or workflow means:", "### Fixed\n\nWhat", 1), "0.5.0", "repeats a subsection (Fixed"),
-        (lambda t: t.replace("[0.4.0]: https://github.com/reprogate/reprogate/compare/v0.3.1...v0.4.0\n", ""), "0.5.0", "no link reference '[0.4.0]"),
-        (lambda t: t.replace("## [0.4.0] - 2026-12-01", "## [0.6.1] - 2026-12-01"), "0.5.0", "0.5.0 is listed above 0.6.1"),
-        (lambda t: t.replace("## [0.4.0] - 2026-12-01", "## [0.4.0] - 2027-01-01"), "0.5.0", "dated 2026-12-01, before 0.4.0"),
-        (lambda t: t.replace("Semantic Versioning", "semver"), "0.5.0", "does not say 'Semantic Versioning'"),
-        (lambda t: t.replace("**exit codes**", "**codes**"), "0.5.0", "does not say 'exit codes'"),
-        (lambda t: t.replace("## [Unreleased]", "## [Unreleased]\n\n## [Unreleased]", 1), "0.5.0", "more than one '## [Unreleased]'"),
+        (lambda t: t.replace("## [0.5.0] - 2026-12-01", "## 0.5.0 — 2026-12-01"), __version__, "is neither '## [Unreleased]' nor"),
+        (lambda t: t.replace("### Security\n\nFound by", "### Fixed (attacks)\n\nFound by", 1), __version__, "'### Fixed (attacks)' is not one of"),
+        (lambda t: t.replace("### Changed\n\nWhat an existing record or workflow means:", "### Fixed\n\nWhat", 1), __version__, "repeats a subsection (Fixed"),
+        (lambda t: t.replace("[0.4.0]: https://github.com/reprogate/reprogate/compare/v0.3.1...v0.4.0\n", ""), __version__, "no link reference '[0.4.0]"),
+        (lambda t: t.replace("## [0.4.0] - 2026-12-01", "## [0.6.1] - 2026-12-01"), __version__, "is listed above 0.6.1"),
+        (lambda t: t.replace("## [0.4.0] - 2026-12-01", "## [0.4.0] - 2027-01-01"), __version__, "dated 2026-12-01, before 0.4.0"),
+        (lambda t: t.replace("Semantic Versioning", "semver"), __version__, "does not say 'Semantic Versioning'"),
+        (lambda t: t.replace("**exit codes**", "**codes**"), __version__, "does not say 'exit codes'"),
+        (lambda t: t.replace("## [Unreleased]", "## [Unreleased]\n\n## [Unreleased]", 1), __version__, "more than one '## [Unreleased]'"),
     ],
 )
 def test_a_changelog_out_of_form_fails(change: object, version: str, expected: str) -> None:

@@ -61,9 +61,9 @@ def test_text_findings_are_file_line_col_field_message_with_hints(cli: Cli, proj
     result = cli("validate", "records/drill.yaml", cwd=project)
     assert result.exit_code == 1
     lines = result.output.splitlines()
-    assert "records/drill.yaml:54:1  container.digest  required field 'digest' is missing" in lines
+    assert "records/drill.yaml:55:1  container.digest  required field 'digest' is missing" in lines
     assert any(line.startswith("    hint: a tag can move; pin the manifest digest") and "skopeo inspect" in line for line in lines)
-    assert "records/drill.yaml:78:3  source.dirtyy  unknown field 'dirtyy'" in lines
+    assert "records/drill.yaml:79:3  source.dirtyy  unknown field 'dirtyy'" in lines
     assert "    hint: did you mean 'dirty'?" in lines
     assert any("source.dirty  must be of type boolean" in line for line in lines)
     assert lines[-1].endswith("(3 error(s), 3 warning(s))")  # the illustrative drill cannot be rebuilt either
@@ -173,8 +173,8 @@ def test_github_format_annotations_summary_and_outputs(cli: Cli, project: Path, 
     result = cli("validate", "--format", "github", "records/drill.yaml", cwd=project)
     assert result.exit_code == 1
     annotations = [line for line in result.output.splitlines() if line.startswith("::error ")]
-    assert "::error file=records/drill.yaml,line=54,col=1,title=reprogate%3A container.digest::required field 'digest' is missing" in annotations[0]
-    assert "| `records/drill.yaml` | 54:1 | `container.digest` | error |" in summary.read_text()
+    assert "::error file=records/drill.yaml,line=55,col=1,title=reprogate%3A container.digest::required field 'digest' is missing" in annotations[0]
+    assert "| `records/drill.yaml` | 55:1 | `container.digest` | error |" in summary.read_text()
     assert "valid=false\n" in outputs.read_text() and "documents=1\n" in outputs.read_text()
 
 
