@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from support import GIT_ENV, REPO, git, require_tool
 
@@ -133,6 +134,18 @@ def test_ruff_check_and_ruff_format_pass() -> None:
     for command in (["check", "--no-cache", "."], ["format", "--check", "--no-cache", "."]):
         result = subprocess.run([*ruff(), *command], cwd=REPO, capture_output=True, text=True)
         assert result.returncode == 0, f"ruff {' '.join(command)} (fix with: ruff check --fix . && ruff format .)\n{result.stdout}{result.stderr}"
+
+
+def test_mypy_strict_passes() -> None:
+    """pyproject.toml's [tool.mypy] (strict, on reprogate/) holds at 0 errors; .pre-commit-config.yaml
+    runs the same. The dev extra pins mypy and the stubs, so a missing mypy fails where CI is set
+    (a developer's machine without the dev extra skips)."""
+    if importlib.util.find_spec("mypy") is None:
+        if "CI" in os.environ:
+            pytest.fail("mypy is missing where CI is set; the dev extra pins it (pip install -e . --group dev)")
+        pytest.skip("mypy not installed (it is in the dev extra)")
+    result = subprocess.run([sys.executable, "-m", "mypy"], cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0 and "Success" in result.stdout, f"python -m mypy (configured in pyproject.toml)\n{result.stdout}{result.stderr}"
 
 
 def test_pre_commit_runs_the_ruff_the_dev_extra_pins() -> None:

@@ -198,9 +198,10 @@ def record_inputs(name: str, doc: Document, root: Path) -> Addressed:
             found.append(Input(name, f"container.base_images[{i}]", "base-image", f"{ref.registry}/{ref.repository}", base["digest"], line))
     unusable: list[str] = []
     found += _dataset_inputs(name, doc, data, root, notes, unusable)
-    for path, ref in _file_refs(data):
+    for path, entry in _file_refs(data):  # a file reference's dict (the `ref` above is a parsed image reference)
         where = dotted(path)
-        found.append(Input(name, where, _kind(where), ref["uri"], ref["checksum"], doc.locate((*path, "uri")).line, in_repository=_repository_copy(root, ref)))
+        line = doc.locate((*path, "uri")).line
+        found.append(Input(name, where, _kind(where), entry["uri"], entry["checksum"], line, in_repository=_repository_copy(root, entry)))
     return Addressed(tuple(found), tuple(notes), tuple(unusable))
 
 

@@ -80,6 +80,7 @@ class CopyChecker:
         if location.startswith("/"):
             return self._ask_local(Path(location), size, digest, algorithm)
         if location.lower().startswith(("http://", "https://")):
+            found_size: int | None  # --deep reads the bytes and knows; a HEAD may state no size
             try:
                 if self.deep:
                     found_size, found = self.remote.digest(location, algorithm, None, size)

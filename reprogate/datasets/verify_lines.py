@@ -111,6 +111,13 @@ def _check_lines(result: LinesResult, piece: bytes, first_line: int, display: st
     if last:
         parts.append(last)
     unterminated = first_line + len(parts) - 1 if last else -1
+    # Typed, not checked again: a line's JSON is anything (Any) until the validity test below (the
+    # inline one of the common shape, else the schema, which requires all three) has passed, and
+    # only then are these used as the str, int and str they are: no cast or isinstance per shard.
+    shard: Any
+    name: str
+    expected: int
+    checksum: str
     for line, raw in enumerate(parts, first_line):
         shard = None
         if len(raw) < MAX_LINE:  # parse_line's fast path, inline: one object, nothing after it

@@ -137,7 +137,7 @@ def instructions(text: str) -> list[Instruction]:
     lines = ["#\n" if not line.strip() else line if line.endswith("\n") else line + "\n" for line in text.splitlines()]
     bodies: dict[int, tuple[str, ...]] = {}
     while True:
-        structure = DockerfileParser(fileobj=io.BytesIO("".join(lines).encode("utf-8"))).structure
+        structure = DockerfileParser(fileobj=io.BytesIO("".join(lines).encode("utf-8"))).structure  # type: ignore[arg-type]  # the stub says IO[str]; dockerfile-parse reads fileobj "rb", as bytes
         pending = next(
             (s for s in structure if s["instruction"] in HEREDOC_INSTRUCTIONS and s["startline"] not in bodies and _heredoc_names(s["value"])),
             None,

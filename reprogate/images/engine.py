@@ -36,10 +36,13 @@ def where() -> str:
     return os.environ.get("DOCKER_HOST") or "the default Docker socket (set DOCKER_HOST for Podman: unix:///run/podman/podman.sock)"
 
 
-def connect(timeout: float) -> Engine:
-    """The engine at DOCKER_HOST, pinged; InfrastructureError when there is none (or no SDK)."""
+def connect(timeout: int) -> Engine:
+    """The engine at DOCKER_HOST, pinged; InfrastructureError when there is none (or no SDK).
+
+    `timeout` is whole seconds: the SDK's clients take an int."""
     try:
         import docker
+        import docker.constants  # a submodule: `import docker` loads it today, but does not promise to
     except ImportError:
         raise InfrastructureError("talking to a container engine needs the docker package: pip install 'reprogate[docker]'") from None
     ours = str(docker.constants.DEFAULT_DOCKER_API_VERSION)

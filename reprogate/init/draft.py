@@ -181,7 +181,7 @@ def traced_configuration(plan: Plan, events: dict[int, list[dict[str, Any]]]) ->
             hint="pass what the script computed to the Tracer: Tracer(config={k: v for k, v in globals().items() if k in config_keys}, ...) "
             "as nanoGPT's train.py collects its `config` dict; or write it to a YAML file the script reads and pin that",
         )
-    found = sorted(set(digests.values()))
+    found: list[str] = sorted({digest for digest in digests.values() if digest is not None})  # none is None: `silent` raised
     if len(found) > 1:
         raise CheckFailed(
             f"{plan.config} computed different configurations on different ranks or seeds ({', '.join(found)}): no one value to pin",

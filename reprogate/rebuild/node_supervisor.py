@@ -44,9 +44,9 @@ def main(spec_fd: int, status_fd: int) -> int:
             pid, how = os.wait()
         except ChildProcessError:
             break
-        rank: int | None = running.pop(pid, None)
-        if rank is not None:
-            status.write(f"{rank} {os.waitstatus_to_exitcode(how)}\n")
+        exited = running.pop(pid, None)  # the rank of that child; None for one not ours
+        if exited is not None:
+            status.write(f"{exited} {os.waitstatus_to_exitcode(how)}\n")
     return 0
 
 

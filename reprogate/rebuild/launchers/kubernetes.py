@@ -27,7 +27,7 @@ import re
 import shlex
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -326,10 +326,11 @@ class KubernetesGroup:
                 atomic_write(self.logs / f"pod{index}.log", redact(str(text)))  # replaces a link a rank left there, never writes through it
             except Exception:  # noqa: BLE001 - a pod that never started has no log
                 pass
-        for delete in (
+        deletions: tuple[Callable[[], object], ...] = (  # typed: a tuple of lambdas would join to an untyped callable
             lambda: self.batch.delete_namespaced_job(self.name, self.namespace, propagation_policy="Background"),
             lambda: self.core.delete_namespaced_service(self.name, self.namespace),
-        ):
+        )
+        for delete in deletions:
             try:
                 delete()
             except Exception as exc:  # noqa: BLE001

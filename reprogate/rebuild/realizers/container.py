@@ -92,7 +92,7 @@ class ContainerEnvironment:
     kind = NAME
     # What the engine CLI of `command` needs on a node: its socket, its config (registry
     # credentials stay in the CLI's own files, never in the container) and its runtime folder.
-    command_environment = (
+    command_environment: tuple[str, ...] = (
         "HOME",
         "XDG_RUNTIME_DIR",
         "DOCKER_HOST",

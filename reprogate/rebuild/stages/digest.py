@@ -9,6 +9,7 @@ the environment holds inside (Python, packages, OS) is told by rank 0 in the pre
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from reprogate.core.errors import ReprogateError
@@ -61,7 +62,7 @@ def digest(state: RebuildState) -> StageResult:
     state.on_close(realized.close)
     state.environment = Environment(choice, realized, sandbox.described(box, choice.name, launcher))
     facts = realized.facts
-    what = {
+    describe: dict[str, Callable[[], str]] = {  # typed: a dict of lambdas would join to an untyped callable
         "container": lambda: (
             f"image {facts.get('image_id', '?')[:19]} ({facts.get('image_source')}; {facts.get('engine')})"
             + (f", pinned digest {facts['digest_verified_by_engine']} confirmed by the engine" if facts.get("digest_verified_by_engine") else "")
@@ -70,7 +71,8 @@ def digest(state: RebuildState) -> StageResult:
             f"venv from {facts.get('lock_file')} ({facts.get('lock_digest', '')[:19]}..., cache {facts.get('cache')}, {facts.get('seconds', 0):.1f} s)"
         ),
         "current": lambda: "the Python environment reprogate runs in (nothing rebuilt: the record asks for it)",
-    }[realized.kind]()
+    }
+    what = describe[realized.kind]()
     if realized.kind == "current":  # nothing was realized, so nothing is verified: say so, never pass
         return skipped(what)
     return passed(f"{options.environment} environment: {what}", realizer=realized.kind)
