@@ -129,15 +129,21 @@ def build_environment(runner: Mapping[str, str], workdir: Path, uv_cache: Path, 
     return env
 
 
+INDEX_FLAGS = ("--index", "--default-index", "--index-url", "--extra-index-url")
+
+
 def local_index_paths(arguments: list[str]) -> list[Path]:
     """Local folders and files among uv's index arguments (find-links, file:// indexes): the
-    build sandbox shows them."""
+    build sandbox shows them. A file:// index is a tree of pages whose links leave the index
+    folder (a mirror's `simple/absl-py/index.html` links `../../files/absl_py-....whl`), so the
+    folder that holds the index is shown too: the operator's mirror, read-only."""
     found = []
     for flag, value in zip(arguments, arguments[1:], strict=False):
-        if flag in ("--find-links", "--index", "--default-index", "--index-url", "--extra-index-url"):
+        if flag == "--find-links" or flag in INDEX_FLAGS:
             path = value[len("file://") :] if value.startswith("file://") else value
             if path.startswith("/"):
-                found.append(Path(path))
+                folder = Path(path.rstrip("/") or "/")
+                found.append(folder.parent if flag in INDEX_FLAGS and folder.parent != folder else folder)
     return found
 
 
