@@ -39,6 +39,9 @@ def test_a_local_mirrors_wheels_are_shown_to_the_build_sandbox_not_only_its_page
         (work / folder).mkdir(parents=True)
     arguments = ["--index-url", f"file://{index}", "--find-links", str(tmp_path / "wheels")]
     assert local_index_paths(arguments) == [tmp_path / "mirror", tmp_path / "wheels"]  # an index's tree; a find-links folder itself
+    home = Path.home()
+    assert local_index_paths(["--index-url", f"file://{home}/simple"]) == [home / "simple"], "never the runner's home whole"
+    assert local_index_paths(["--index-url", "file:///simple", "--extra-index-url", "file:///home/simple"]) == [Path("/simple"), Path("/home/simple")]
     box = sandbox.for_builds(work, work / "venv", [Path(uv).parent, *local_index_paths(arguments[:2])], [work / "cache"])
     (work / "requirements.in").write_text("tinypkg\n")
     env = {"PATH": "/usr/bin:/bin", "HOME": str(work / "home"), "TMPDIR": str(work / "tmp"), "UV_CACHE_DIR": str(work / "cache")}

@@ -136,15 +136,23 @@ def local_index_paths(arguments: list[str]) -> list[Path]:
     """Local folders and files among uv's index arguments (find-links, file:// indexes): the
     build sandbox shows them. A file:// index is a tree of pages whose links leave the index
     folder (a mirror's `simple/absl-py/index.html` links `../../files/absl_py-....whl`), so the
-    folder that holds the index is shown too: the operator's mirror, read-only."""
+    folder that holds the index is shown too: the operator's mirror, read-only — unless that
+    folder is the file system's root, a home folder or holds one (an index kept at `~/simple`
+    would show the runner's credentials to the build steps; its own folder is shown then)."""
     found = []
     for flag, value in zip(arguments, arguments[1:], strict=False):
         if flag == "--find-links" or flag in INDEX_FLAGS:
             path = value[len("file://") :] if value.startswith("file://") else value
             if path.startswith("/"):
                 folder = Path(path.rstrip("/") or "/")
-                found.append(folder.parent if flag in INDEX_FLAGS and folder.parent != folder else folder)
+                found.append(folder.parent if flag in INDEX_FLAGS and _may_show_whole(folder.parent) else folder)
     return found
+
+
+def _may_show_whole(folder: Path) -> bool:
+    """Whether the build sandbox may show `folder` whole: not `/`, not a home folder, nor one that holds a home."""
+    homes = {Path.home(), Path("/root"), Path("/home")}
+    return folder != folder.parent and not any(folder == home or folder in home.parents for home in homes)
 
 
 def _build_sandbox(request: RealizeRequest, building: Path, readable: list[str | Path], writable: list[Path]) -> Sandbox | None:
