@@ -95,7 +95,9 @@ def test_init_from_mlflow_makes_a_record_that_rebuilds(cli: Cli, store: dict[str
     assert record["job"]["config"]["argv"] == FLAGS
     trace = [json.loads(line) for line in (repo / "reference" / "train" / "trace.jsonl").read_text().splitlines()]
     assert next(e for e in trace if e["type"] == "meta")["seed"] == 1, "the logged trace of seed 1's run"
-    rebuilt = cli("rebuild", "records/train.yaml", "--out", str(tmp_path / "out"), cwd=repo)
+    # --seeds 1: the trace seed's replay only. The fresh seeds a rebuild draws follow the record's
+    # digest, which holds MLflow's random run ids, so a test of them would fail α of its runs.
+    rebuilt = cli("rebuild", "records/train.yaml", "--seeds", "1", "--out", str(tmp_path / "out"), cwd=repo)
     assert rebuilt.exit_code == 0, rebuilt.output
     assert stage(verdict(tmp_path / "out"), "model-state")["status"] == "pass"
 
