@@ -146,7 +146,9 @@ def _env(pairs: tuple[str, ...]) -> dict[str, str]:
     metavar="RUN_ID",
     help="Make the record from these MLflow runs (one per seed; repeatable) instead of running the seeds (pip install 'reprogate[mlflow]').",
 )
-@click.option("--mlflow-experiment", default=None, metavar="NAME", help="With --from-mlflow and no run ids: the runs of this experiment ...")
+@click.option(
+    "--mlflow-experiment", default=None, metavar="NAME", help="Instead of --from-mlflow run ids: make the record from the runs of this experiment ..."
+)
 @click.option("--mlflow-filter", default="", metavar="FILTER", help="... that match this MLflow search filter, e.g. \"params.lr = '0.01'\".")
 @click.option("--tracking-uri", default=None, metavar="URI", help="The MLflow tracking store (default $MLFLOW_TRACKING_URI).")
 @click.option("--mlflow-seed-param", default="seed", show_default=True, help="The run parameter that holds the seed.")

@@ -610,6 +610,27 @@ def target_power(metric: object) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1 else POWER
 
 
+TRACE_LEVELS = ("bitwise", "behavioral")  # the contracts whose first rebuild run replays the reference's own seed
+
+
+def trace_replays(level: object) -> int:
+    """The runs of a rebuild that judge no fresh metric seed: 1 where the contract compares a
+    trace step by step (its first run replays the reference's seed for that), else 0."""
+    return 1 if level in TRACE_LEVELS else 0
+
+
+def runs_for_judged(level: object, judged: int) -> int:
+    """The runs per rebuild (`contract.metric.rebuild_seeds`) that judge the metric on `judged`
+    fresh seeds: the trace replay comes on top of them."""
+    return judged + trace_replays(level)
+
+
+def judged_seeds(level: object, runs: int) -> int:
+    """The rebuild seeds the metric is judged on when a rebuild runs `runs` in all: without the
+    trace replay, except that a single run is judged on that replay (at least one)."""
+    return max(1, runs - trace_replays(level))
+
+
 def percent(share: float) -> str:
     """A share as an exact percentage: 0.95 -> "95 %", 0.975 -> "97.5 %"."""
     return f"{round(share * 100, 6):g} %"
@@ -623,6 +644,7 @@ __all__ = [
     "MAX_PLANNED_SEEDS",
     "POWER",
     "TESTS",
+    "TRACE_LEVELS",
     "Choice",
     "Kind",
     "Shape",
@@ -638,6 +660,7 @@ __all__ = [
     "floor",
     "grid_step",
     "interval_bounds",
+    "judged_seeds",
     "interval_half_width",
     "mean_sd",
     "metric_test",
@@ -646,11 +669,13 @@ __all__ = [
     "pooled_sd",
     "power",
     "rank_sum_p",
+    "runs_for_judged",
     "reference_band",
     "seeds_needed",
     "shape",
     "side_words",
     "t_level",
     "target_power",
+    "trace_replays",
     "tost_pass_chance",
 ]

@@ -16,7 +16,17 @@ from typing import Any
 
 from reprogate import __version__
 from reprogate.core.errors import CheckFailed, UsageError
-from reprogate.core.seedstats import POWER, assured_power, assured_sigma, grid_step, mean_sd, minimum_detectable_shift, seeds_needed
+from reprogate.core.seedstats import (
+    POWER,
+    assured_power,
+    assured_sigma,
+    grid_step,
+    mean_sd,
+    minimum_detectable_shift,
+    runs_for_judged,
+    seeds_needed,
+    trace_replays,
+)
 from reprogate.core.semantics import CURRENT_TEXT
 from reprogate.core.shapes import table
 from reprogate.core.timestamps import utc_now
@@ -70,11 +80,18 @@ def _round_up(value: float) -> float:
     return float(math.ceil(value / scale - 1e-9) * scale)
 
 
-def _metric(plan: Plan, name: str, values: list[float], notes: list[str]) -> dict[str, Any]:
+def _replay_words(level: str) -> str:
+    """What a trace-comparing contract's extra rebuild run is for, said where init counts it."""
+    return f" (one more run replays the reference's seed for the {level} trace comparison)" if trace_replays(level) else ""
+
+
+def _metric(plan: Plan, level: str, name: str, values: list[float], notes: list[str]) -> dict[str, Any]:
     """The metric's contract: its resolution from the evaluation grid the values sit on (unless
     given), the test (`robust`; one-sided where `--fail-on worse` says so), and a shift to catch that the rebuild seeds the gate will run
     catch at 80 % power, assured: either the shift given with the rebuild seeds it needs, or the
-    shift SUGGESTED_SEEDS rebuild seeds catch; `rebuild_seeds` says how many either way."""
+    shift SUGGESTED_SEEDS rebuild seeds catch; `rebuild_seeds` says how many either way. It counts
+    every run: where the contract compares a trace (bitwise, behavioral) the first replays the
+    reference's seed and judges no fresh one, so it comes on top of the seeds that catch the shift."""
 
     resolution = plan.resolution if plan.resolution is not None else grid_step(values)
     if plan.resolution is None and resolution:
@@ -102,10 +119,10 @@ def _metric(plan: Plan, name: str, values: list[float], notes: list[str]) -> dic
             seeds_needed(n, assured_sigma(n, sd, target), shift, 0.05, target, resolution, test=test, reference_sd=sd, one_sided=one_sided) if n >= 2 else None
         )
         if needed is not None and needed <= MOST_WRITTEN_SEEDS:
-            metric["rebuild_seeds"] = needed
+            metric["rebuild_seeds"] = runs_for_judged(level, needed)
             notes.append(
-                f"{name}: contract.metric.rebuild_seeds is {needed}, the rebuild seeds that catch the declared shift {shift:.4g} "
-                f"at {target:.0%} power with {n} reference seeds (`reprogate interval RECORD --plan` prices it)"
+                f"{name}: contract.metric.rebuild_seeds is {metric['rebuild_seeds']}: {needed} fresh rebuild seed(s) catch the declared shift {shift:.4g} "
+                f"at {target:.0%} power with {n} reference seeds{_replay_words(level)} (`reprogate interval RECORD --plan` prices it)"
             )
         else:
             caught = assured_power(n, SUGGESTED_SEEDS, shift, sd, 0.05, resolution, test, one_sided) if n >= 2 else 0.0
@@ -116,12 +133,13 @@ def _metric(plan: Plan, name: str, values: list[float], notes: list[str]) -> dic
     elif n >= 2 and sd > 0:
         shift = _round_up(minimum_detectable_shift(n, SUGGESTED_SEEDS, assured_sigma(n, sd, POWER), 0.05, POWER, resolution, test, sd, one_sided))
         metric["detect"] = {"absolute": shift}
-        metric["rebuild_seeds"] = SUGGESTED_SEEDS
+        metric["rebuild_seeds"] = runs_for_judged(level, SUGGESTED_SEEDS)
         notes.append(
-            f"{name}: contract.metric.detect is {shift:.3g}, the smallest shift {SUGGESTED_SEEDS} rebuild seeds catch at 80 % power"
+            f"{name}: contract.metric.detect is {shift:.3g}, the smallest shift {SUGGESTED_SEEDS} fresh rebuild seeds catch at 80 % power"
             + (" the worse way (one-sided, fail_on: worse)" if one_sided else "")
             + " with "
-            f"{n} reference seeds, and contract.metric.rebuild_seeds is {SUGGESTED_SEEDS}, so every rebuild (the gate's included) runs them; "
+            f"{n} reference seeds, and contract.metric.rebuild_seeds is {metric['rebuild_seeds']}{_replay_words(level)}, "
+            "so every rebuild (the gate's included) runs them; "
             "set the shift that must be caught with --detect (`reprogate interval RECORD --plan` prices it)"
         )
     return metric
@@ -285,7 +303,7 @@ def complete(
             )
         reference["metric"] = {"name": metric, "values": values}
         if len(values) >= 2:
-            contract["metric"] = _metric(plan, metric, [float(v["value"]) for v in values], notes)
+            contract["metric"] = _metric(plan, level, metric, [float(v["value"]) for v in values], notes)
             record["reference"] = reference
             record["contract"] = contract
             contract["metric"]["interval"] = compute(record)

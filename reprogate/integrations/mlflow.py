@@ -24,12 +24,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 from reprogate.core.canonical import CanonicalError, canonical_digest
 from reprogate.core.documents import DocumentError, load_document
 from reprogate.core.errors import InfrastructureError, UsageError
 from reprogate.core.git import GitError, run_git
-from reprogate.core.gittree import tree_id
+from reprogate.core.gittree import changed_paths, folder_files, recorded_files, tree_id
 from reprogate.datasets import manifest_digest
 from reprogate.init.command import InitOptions, given_path, layout
 from reprogate.init.discover import discover
@@ -102,7 +104,12 @@ def _artifacts(client: Any, run_id: str, path: str | None = None, depth: int = 0
 
 def _run_ids(client: Any, query: MlflowQuery) -> list[str]:
     if query.run_ids:
-        return list(dict.fromkeys(query.run_ids))
+        twice = next((run_id for i, run_id in enumerate(query.run_ids) if run_id in query.run_ids[:i]), None)
+        if twice is not None:
+            raise MlflowReferenceError(
+                f"run {twice} is listed twice: each reference seed is one run", hint="list each run once (one --from-mlflow RUN_ID a seed)"
+            )
+        return list(query.run_ids)
     if query.experiment is None:
         raise UsageError("--from-mlflow needs run ids, or --mlflow-experiment NAME (with --mlflow-filter)")
     try:
@@ -187,9 +194,14 @@ def _same_params(runs: list[LoggedRun], seed_param: str) -> None:
                 "they are not seeds of one reference",
                 hint="list the runs of one configuration (--mlflow-filter \"params.lr = '0.01'\")",
             )
-    seeds = [run.seed for run in runs]
-    if len(set(seeds)) != len(seeds):
-        raise MlflowReferenceError(f"two runs logged the same seed ({', '.join(map(str, seeds))}): each reference seed once")
+    by_seed: dict[int, LoggedRun] = {}
+    for run in runs:
+        other = by_seed.setdefault(run.seed, run)
+        if other is not run:
+            raise MlflowReferenceError(
+                f"runs {other.run_id} and {run.run_id} logged the same seed {run.seed}: each reference seed once",
+                hint="list one run a seed (by id, or narrow --mlflow-filter, e.g. to one run name)",
+            )
 
 
 def _flags_ran(runs: list[LoggedRun], entrypoint: list[str]) -> None:
@@ -219,8 +231,10 @@ def _same_value(given: str, logged: str) -> bool:
         return False
 
 
-def _commit(runs: list[LoggedRun], project: Path, root: Path) -> tuple[str | None, list[str]]:
-    """The commit the runs were made at, when its project folder is the one being pinned."""
+def _commit(runs: list[LoggedRun], project: Path, root: Path, manifest: Path | None = None) -> tuple[str | None, list[str]]:
+    """The commit the runs were made at, when its project folder is the one being pinned: the
+    same tree, or the same but for the dataset manifest init wrote there (a second init of the
+    same runs finds it). Otherwise the paths that differ are named, MLflow's own store first."""
     commits = sorted({run.commit for run in runs if run.commit})
     if not commits:
         return None, ["the MLflow runs carry no git commit tag (mlflow.source.git.commit): the record pins the project folder as it is now"]
@@ -238,12 +252,31 @@ def _commit(runs: list[LoggedRun], project: Path, root: Path) -> tuple[str | Non
         ) from None
     here = tree_id(project)
     rel = project.relative_to(root).as_posix()
-    if tree != here:
-        raise MlflowReferenceError(
-            f"the runs were made at commit {commit[:12]}, whose {rel}/ is tree {tree[:12]}; the folder here is tree {here[:12]}",
-            hint=f"check the project out as it was: git checkout {commit[:12]} -- {rel} (or make the reference anew: reprogate init)",
-        )
-    return commit, []
+    if tree == here:
+        return commit, []
+    then = recorded_files(top, tree) or {}
+    differ = changed_paths(then, folder_files(project))
+    if manifest is not None and differ == {"changed": [], "added": [_within(manifest, project)], "removed": []}:
+        return commit, [f"the project folder is commit {commit[:12]}'s but for the dataset manifest {_within(manifest, project)} (init writes it)"]
+    shown = "; ".join(f"{kind}: {', '.join(paths[:5])}" + (f" and {len(paths) - 5} more" if len(paths) > 5 else "") for kind, paths in differ.items() if paths)
+    stores = sorted({p.split("/", 1)[0] for p in differ["added"] if p.split("/", 1)[0] in ("mlruns", "mlartifacts", "mlflow.db")})
+    hint = (
+        f"keep MLflow's store and artifacts outside {rel}/ (they are in {', '.join(s + '/' for s in stores)}): move them out and make the runs "
+        "again with an experiment whose artifact_location is outside it (docs/mlflow.md)"
+        if stores
+        else f"check the project out as it was: git checkout {commit[:12]} -- {rel}, and move out what it did not have "
+        "(or make the reference anew: reprogate init)"
+    )
+    raise MlflowReferenceError(
+        f"the runs were made at commit {commit[:12]}, whose {rel}/ is tree {tree[:12]}; the folder here is tree {here[:12]} ({shown})", hint=hint
+    )
+
+
+def _within(path: Path, folder: Path) -> str:
+    try:
+        return path.resolve().relative_to(folder.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
 
 
 def _matches_logged(client: Any, runs: list[LoggedRun], local: Path | None, what: str, digest: Any, query: MlflowQuery, folder: Path) -> None:
@@ -275,7 +308,7 @@ def read_reference(
     runs = [_logged(client, run_id, query) for run_id in _run_ids(client, query)]
     _same_params(runs, query.seed_param)
     _flags_ran(runs, entrypoint)
-    commit, notes = _commit(runs, project, root)
+    commit, notes = _commit(runs, project, root, manifest)
     prefix = query.trace_path.strip("/") + "/"
     traced = next((r for r in runs if any(p.startswith(prefix) and p.endswith(".jsonl") for p, _ in r.artifacts)), runs[0])
     runs = [traced, *(r for r in runs if r is not traced)]
@@ -338,6 +371,28 @@ def _cpu(metas: Sequence[Mapping[str, Any]], origin: str) -> dict[str, Any]:
     return found
 
 
+def _missing_store(uri: str) -> str | None:
+    """The file or folder a local store's URI names, when it is not there: MLflow would make an
+    empty store at a mistyped path, and init must write nothing. Servers are asked, not checked."""
+    if uri.startswith("sqlite:"):
+        try:
+            from sqlalchemy.engine import make_url
+            from sqlalchemy.exc import ArgumentError
+        except ImportError:
+            return None
+        try:
+            database = make_url(uri).database
+        except ArgumentError:
+            return None
+        return database if database and database != ":memory:" and not Path(database).is_file() else None
+    if uri.startswith("file:"):
+        folder = url2pathname(urlparse(uri).path)
+        return folder if not Path(folder).is_dir() else None
+    if "://" not in uri:
+        return uri if not Path(uri).is_dir() else None
+    return None
+
+
 def import_into(options: InitOptions, query: MlflowQuery, seeds_given: bool = False) -> None:
     """Fill `options` (seeds, metric, the imported reference) from the store, for run_init."""
     if seeds_given:
@@ -345,6 +400,12 @@ def import_into(options: InitOptions, query: MlflowQuery, seeds_given: bool = Fa
     uri = query.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
     if not uri:
         raise UsageError("--from-mlflow needs the tracking store: --tracking-uri URI (e.g. sqlite:///mlflow.db) or MLFLOW_TRACKING_URI")
+    missing = _missing_store(uri)
+    if missing is not None:
+        raise MlflowReferenceError(
+            f"the tracking store {uri} does not exist: there is no {missing}",
+            hint="check the path (sqlite:////abs/path.db has four slashes, sqlite:///rel/path.db is relative to here): init reads a store, it makes none",
+        )
     query = dataclasses.replace(query, tracking_uri=uri)
     root, project, _, _ = layout(options)
     found = discover(project, root)

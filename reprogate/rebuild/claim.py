@@ -87,11 +87,12 @@ def bounded_claim(
     cpu = machine.cpu if machine is not None else {}
     kernels = f", torch CPU kernels {cpu['cpu_capability']}, MKL_CBWR {cpu.get('mkl_cbwr', '?')}" if cpu.get("cpu_capability") else ""
     gpus = ", ".join(machine.gpu_models if machine is not None else ()) or "CPU"
-    described = (
-        f"{gpus} ({machine.machine if machine is not None else '?'}{kernels}), {(machine.os if machine is not None else None) or 'unknown OS'}, "
-        f"torch {(machine.torch if machine is not None else None) or '?'}, "
-        f"{machine.world_size if machine is not None else job.world_size} rank(s) over {ranks.backend if ranks is not None else '?'}"
-    )
+    if machine is None:  # the rebuild stopped before its environment ran: nothing of the machine is known
+        described = f"a machine the rebuild stopped before probing ({job.world_size} rank(s) asked for)"
+    else:
+        described = f"{gpus} ({machine.machine}{kernels}), {machine.os or 'unknown OS'}, torch {machine.torch or 'not found'}, {machine.world_size} rank(s)" + (
+            f" over {ranks.backend}" if ranks is not None else ", no process group started"
+        )
     replayed = failed is None
     environment = _environment(state)
     if state.environment is not None and state.environment.choice.name == "current":

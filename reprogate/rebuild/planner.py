@@ -29,8 +29,10 @@ from reprogate.core.seedstats import (
     metric_test,
     minimum_detectable_shift,
     percent,
+    runs_for_judged,
     seeds_needed,
     target_power,
+    trace_replays,
 )
 from reprogate.core.shapes import table
 from reprogate.rebuild.interval import IntervalError, checked_alpha, reference_values
@@ -75,6 +77,7 @@ class Cell:
     extra_reference_runs: int  # reference seeds to run once beyond the record's
     extra_reference_gpu_hours: float | None
     catches_declared: bool | None  # None: no shift declared
+    runs: int = 0  # training runs per rebuild: m, plus the trace replay's of a bitwise or behavioral contract
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -87,6 +90,7 @@ class Cell:
             "extra_reference_runs": self.extra_reference_runs,
             "extra_reference_gpu_hours": self.extra_reference_gpu_hours,
             "catches_declared_shift": self.catches_declared,
+            "runs_per_rebuild": self.runs,
         }
 
 
@@ -116,6 +120,7 @@ class Plan:
     declared: float | None
     equivalence: bool = False  # the record asks for Welch TOST at m >= 2
     one_sided: bool = False  # fail_on: worse: the shifts are the worse way, caught by the one-sided test
+    level: str | None = None  # the contract's level: bitwise and behavioral add a run that replays the trace's seed
 
     def _hours(self, hours: float | None, cost: float | None) -> str:
         if hours is None:
@@ -139,7 +144,11 @@ class Plan:
             )
         if self.equivalence:
             out += ["note: the record asks for test: equivalence (Welch TOST at m >= 2); this plans the two-sample t, the default test"]
-        out += ["", f"smallest shift caught at {percent(self.power)} power, by rebuild seeds m (each seed is one training run per rebuild):"]
+        replay = trace_replays(self.level)
+        each = "each seed is one training run per rebuild" + (
+            f", and one more run replays the reference's seed for the {self.level} trace comparison" if replay else ""
+        )
+        out += ["", f"smallest shift caught at {percent(self.power)} power, by rebuild seeds m ({each}):"]
         out += [
             f"  m={m:<3} {shift:.4g}  ({shift / self.sigma:.2f} sd)" if self.sigma > 0 else f"  m={m:<3} {shift:.4g}" for m, shift in self.detectable.items()
         ]
@@ -176,8 +185,9 @@ class Plan:
                 out.append(f"  with the record's {self.n} reference seeds as they are: m={self.as_is.m}" + (f", {kept} per rebuild" if kept != "-" else ""))
             settle = self.as_is or cell
             out.append(
-                f"  to have every rebuild (the gate's included) run it: contract.metric.rebuild_seeds: {settle.m}"
-                + ("" if settle is cell else f" (or {cell.m} once the reference has n={cell.n})")
+                f"  to have every rebuild (the gate's included) run it: contract.metric.rebuild_seeds: {runs_for_judged(self.level, settle.m)}"
+                + ("" if settle is cell else f" (or {runs_for_judged(self.level, cell.m)} once the reference has n={cell.n})")
+                + (" (m + 1: the trace replay's run counts)" if replay else "")
             )
         return out
 
@@ -192,6 +202,7 @@ class Plan:
             "test": self.test or "difference",
             "sided": "one" if self.one_sided else "two",
             "declared_shift": self.declared,
+            "trace_replay_runs": trace_replays(self.level),
             "run": {"seconds": self.cost.seconds, "gpus": self.cost.gpus, "nodes": self.cost.nodes, "gpu_hour_cost": self.cost.price, "hours": self.cost.unit},
             "minimum_detectable_shift": {str(m): (None if math.isinf(v) else v) for m, v in self.detectable.items()},
             "needs": [{"label": need.label, "shift": need.shift, "m": need.m, "m_by_n": {str(k): v for k, v in need.n_for_m.items()}} for need in self.needs],
@@ -235,6 +246,8 @@ def plan(data: dict[str, Any], alpha_override: float | None = None, gpu_hour_cos
     n = len(values)
     mean, sigma = mean_sd(values)
     cost = run_cost(data, gpu_hour_cost)
+    level = (data.get("contract") or {}).get("level")
+    level = level if isinstance(level, str) else None
 
     def detectable(k: int, m: int) -> float:
         return minimum_detectable_shift(k, m, assured_sigma(k, sigma, target), alpha, target, resolution, test, sigma, one_sided)
@@ -261,11 +274,12 @@ def plan(data: dict[str, Any], alpha_override: float | None = None, gpu_hour_cos
                     m,
                     choose(test, m, sigma, resolution, k).kind,
                     caught,
-                    cost.gpu_hours(m),
-                    cost.money(m),
+                    cost.gpu_hours(runs_for_judged(level, m)),
+                    cost.money(runs_for_judged(level, m)),
                     k - n,
                     cost.gpu_hours(k - n) if k > n else None,
                     None if declared is None else caught <= declared,
+                    runs_for_judged(level, m),
                 )
             )
     catching = [cell for cell in cells if cell.catches_declared]
@@ -289,6 +303,7 @@ def plan(data: dict[str, Any], alpha_override: float | None = None, gpu_hour_cos
         declared,
         metric.get("test") == "equivalence",
         one_sided,
+        level,
     )
 
 

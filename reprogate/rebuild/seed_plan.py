@@ -19,6 +19,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from reprogate.core.seedstats import TRACE_LEVELS, trace_replays
 from reprogate.core.shapes import table
 
 SEED_SPACE = 2**31 - 1  # what every framework's manual_seed takes
@@ -59,7 +60,8 @@ def fresh_seeds(digest: str, count: int, used: set[int]) -> list[int]:
 
 def runs_for(asked: int | None, data: dict[str, Any]) -> int:
     """How many runs: `--seeds` when given, else the contract's `metric.rebuild_seeds` (what the
-    planner priced; the base's under --contract-from, so a pull request cannot lower it), else 1."""
+    planner priced; the base's under --contract-from, so a pull request cannot lower it), else 1.
+    Both count every run, the trace replay of a bitwise or behavioral contract included."""
     if asked is not None:
         return asked
     declared = ((data.get("contract") or {}).get("metric") or {}).get("rebuild_seeds")
@@ -73,11 +75,11 @@ def plan(data: dict[str, Any], digest: str, runs: int) -> SeedPlan:
     values = ((data.get("reference") or {}).get("metric") or {}).get("values") or []
     used = {s for s in [seeds.get("global"), *(seeds.get("evaluation") or []), *(v.get("seed") for v in values if isinstance(v, dict))] if isinstance(s, int)}
     runs = max(1, runs)
-    trace_seed = seeds.get("global") if level in ("bitwise", "behavioral") else None
-    if level in ("bitwise", "behavioral") and not isinstance(trace_seed, int):
+    trace_seed = seeds.get("global") if level in TRACE_LEVELS else None
+    if level in TRACE_LEVELS and not isinstance(trace_seed, int):
         evaluation = [s for s in seeds.get("evaluation") or [] if isinstance(s, int)]
         trace_seed = evaluation[0] if evaluation else 0
-    wanted = runs - (1 if trace_seed is not None else 0)
+    wanted = runs - trace_replays(level)
     replay = [s for s in seeds.get("replay") or [] if isinstance(s, int)]
     if wanted == 0:
         return SeedPlan(trace_seed, (trace_seed,) if trace_seed is not None else (), "trace-replay")

@@ -165,6 +165,48 @@ def test_what_the_store_cannot_fill_is_refused_naming_the_run(cli: Cli, store: d
         said = _refused(cli, store, "--from-mlflow", first)
     finally:
         extra.unlink()
-    assert "the runs were made at commit" in said and "the folder here is tree" in said
+    assert "the runs were made at commit" in said and "the folder here is tree" in said and "added: notes.txt" in said
+    store_inside = store["repo"] / "train" / "mlruns" / "0" / "meta.yaml"  # MLflow's default artifact root, made inside the project
+    store_inside.parent.mkdir(parents=True)
+    store_inside.write_text("artifact_location: mlruns/0\n")
+    try:
+        said = _refused(cli, store, "--from-mlflow", first)
+    finally:
+        subprocess.run(["rm", "-rf", str(store["repo"] / "train" / "mlruns")], check=True)
+    assert "added: mlruns/0/meta.yaml" in said and "keep MLflow's store and artifacts outside train/ (they are in mlruns/)" in said
     said = _refused(cli, store, "--from-mlflow", "0" * 32)
     assert "0" * 32 in said
+    said = _refused(cli, store, "--from-mlflow", first, "--from-mlflow", store["runs"][1], "--from-mlflow", first)
+    assert f"run {first} is listed twice" in said, "not a record of fewer seeds than were named"
+    twin = _fake_run(store, dict(params), {"val_loss": 1.0})  # seed 1 again
+    said = _refused(cli, store, "--from-mlflow", first, "--from-mlflow", twin)
+    assert f"runs {first} and {twin} logged the same seed 1" in said
+    typo = store["tmp"] / "no-such" / "mlflow.db"
+    said = _refused(cli, store, "--from-mlflow", first, "--tracking-uri", f"sqlite:///{typo}")
+    assert f"there is no {typo}" in said and not typo.parent.exists(), "MLflow would have made an empty store there"
+
+
+def test_a_second_init_of_the_same_runs_takes_the_manifest_the_first_wrote(tmp_path: Path) -> None:
+    """The first init writes the dataset manifest into the project folder after checking it
+    against the runs' commit; a second one (--force, to add a seed) must not refuse that folder
+    for it, and must still refuse anything else that differs, naming it."""
+    from reprogate.integrations.mlflow import LoggedRun, MlflowReferenceError, _commit
+
+    repo = tmp_path / "repo"
+    (repo / "train" / "data").mkdir(parents=True)
+    (repo / "train" / "train.py").write_text("print('train')\n")
+    (repo / "train" / "data" / "train.txt").write_text("abc\n")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "the runs' commit")
+    commit = git(repo, "rev-parse", "HEAD")
+    runs = [LoggedRun("r1", 1, {}, {}, commit, ())]
+    manifest = repo / "train" / "data" / "data.manifest.yaml"
+    manifest.write_text("apiVersion: reprogate/v1\n")
+    with pytest.raises(MlflowReferenceError, match="added: data/data.manifest.yaml"):
+        _commit(runs, repo / "train", repo)
+    found, notes = _commit(runs, repo / "train", repo, manifest)
+    assert found == commit and "but for the dataset manifest data/data.manifest.yaml" in notes[0]
+    (repo / "train" / "train.py").write_text("print('changed')\n")
+    with pytest.raises(MlflowReferenceError, match="changed: train.py; added: data/data.manifest.yaml"):
+        _commit(runs, repo / "train", repo, manifest)

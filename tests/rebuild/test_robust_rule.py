@@ -215,9 +215,9 @@ def test_init_writes_robust_and_fail_on_worse_where_asked() -> None:
 
     base = Plan(name="n", project="p", tree="t", entrypoint=["python"], config="c", config_hash="h", realizer="current", world_size=1, seeds=[1])
     values = [1.0 + 0.01 * math.sin(i) for i in range(10)]
-    two = _metric(base, "val_loss", values, [])
+    two = _metric(base, "statistical", "val_loss", values, [])
     notes: list[str] = []
-    one = _metric(dataclasses.replace(base, fail_on="worse"), "val_loss", values, notes)
+    one = _metric(dataclasses.replace(base, fail_on="worse"), "statistical", "val_loss", values, notes)
     assert two["test"] == one["test"] == "robust" and "fail_on" not in two and one["fail_on"] == "worse"
     assert one["detect"]["absolute"] < two["detect"]["absolute"] and "one-sided, fail_on: worse" in notes[-1]
     sd = mean_sd(values)[1]

@@ -144,7 +144,9 @@ def test_the_planner_prices_each_n_and_m_in_gpu_hours(cli: Any, project: Path) -
     found = json.loads(done.stdout)
     assert found["run"] == {"seconds": 5400.0, "gpus": 16, "nodes": 2, "gpu_hour_cost": 2.5, "hours": "GPU-h"}
     cells = {(c["n"], c["m"]): c for c in found["cells"]}
-    assert cells[(20, 3)]["gpu_hours_per_rebuild"] == pytest.approx(72.0) and cells[(20, 3)]["cost_per_rebuild"] == pytest.approx(180.0)
+    # the tiny record is bitwise: each rebuild runs one more, replaying the trace's seed, so m = 3 is 4 runs
+    assert found["trace_replay_runs"] == 1 and cells[(20, 3)]["runs_per_rebuild"] == 4
+    assert cells[(20, 3)]["gpu_hours_per_rebuild"] == pytest.approx(96.0) and cells[(20, 3)]["cost_per_rebuild"] == pytest.approx(240.0)
     assert cells[(40, 1)]["extra_reference_runs"] == 20 and cells[(40, 1)]["extra_reference_gpu_hours"] == pytest.approx(480.0)
     best = found["recommended"]
     assert best["catches_declared_shift"] and best["minimum_detectable_shift"] <= found["declared_shift"]
@@ -155,7 +157,8 @@ def test_the_planner_prices_each_n_and_m_in_gpu_hours(cli: Any, project: Path) -
     assert "24 GPU-h a run, 60 at 2.5 an hour" in text.output and f"n={best['n']}, m={best['m']}" in text.output
     kept = found["recommended_with_the_reference_as_is"]
     assert kept["n"] == found["n"] and kept["m"] >= best["m"]
-    assert f"contract.metric.rebuild_seeds: {kept['m']}" in text.output
+    assert f"contract.metric.rebuild_seeds: {kept['m'] + 1}" in text.output and "m + 1: the trace replay's run counts" in text.output
+    assert "one more run replays the reference's seed for the bitwise trace comparison" in text.output
 
 
 def test_without_gpus_the_planner_counts_node_hours_and_without_seconds_only_runs(cli: Any, project: Path) -> None:

@@ -65,8 +65,47 @@ def test_a_declared_shift_the_gate_s_seeds_catch_below_the_declared_power_is_war
     assert "one seed: the record declares no contract.metric.rebuild_seeds" in said and "below the declared 80 %" in said
     edit_record(record, lambda r: r["contract"]["metric"].update(rebuild_seeds=3))
     assert found(record) == [("shift-below-power", "warning")]  # three catch it less than 80 % of the time too
-    edit_record(record, lambda r: r["contract"]["metric"].update(rebuild_seeds=9))
+    edit_record(record, lambda r: r["contract"]["metric"].update(rebuild_seeds=10))  # nine judge it: the first replays the trace seed
     assert found(record) == []
+
+
+def test_the_trace_replay_is_not_counted_as_a_seed_that_judges_the_metric(cli: Any, project: Path) -> None:
+    """A bitwise record whose rebuild_seeds catch the shift only if the trace replay judged it too
+    (what init 0.6.0 wrote) is warned, and the warning says why; a statistical one is not."""
+    import yaml
+
+    record = project / RECORD
+    assert yaml.safe_load(record.read_text())["contract"]["level"] == "bitwise"
+
+    def warned(runs: int, level: str = "bitwise") -> bool:
+        edit_record(record, lambda r: (r["contract"].update(level=level), r["contract"]["metric"].update(detect={"relative": 0.02}, rebuild_seeds=runs)))
+        return ("shift-below-power", "warning") in found(record)
+
+    needed = next(runs for runs in range(1, 21) if not warned(runs))
+    assert needed >= 3 and warned(needed - 1)
+    said = cli("validate", str(record)).output
+    assert f"rebuild_seeds: {needed - 1}, of which the first replays the trace's seed for the bitwise comparison: {needed - 2} judge" in said
+    assert not warned(needed - 1, "statistical"), "a statistical contract judges every run"
+
+
+def test_one_fresh_seed_against_too_few_reference_seeds_for_the_band_is_told(cli: Any, project: Path) -> None:
+    """Issue 40: at n = 5, m = 1 no rule holds α on skewed or non-converging seeds (the rebuild's
+    one seed comes from a tail five reference seeds have not seen); validate says so, and what
+    settles it, where the metric is judged on one fresh seed; not where the one run replays the
+    trace's seed (the tiny example), nor from 9 reference seeds (the band) or 3 judged seeds."""
+    import yaml
+
+    record = project / RECORD
+    values = [float(v["value"]) for v in yaml.safe_load(record.read_text())["reference"]["metric"]["values"]][:5]
+    assert len(values) == 5 and with_values(cli, record, values) == []  # bitwise, one run: the trace replay judges the metric
+    assert with_values(cli, record, values, rebuild_seeds=2) == [("one-seed-few-references", "notice")]
+    said = cli("validate", str(record)).output
+    assert "one fresh rebuild seed against 5 reference seeds, too few for the reference's band (from 9 seeds" in said
+    assert "set contract.metric.rebuild_seeds to 4 or more" in said
+    assert with_values(cli, record, values, rebuild_seeds=4) == []
+    assert ("one-seed-few-references", "notice") not in with_values(
+        cli, record, [v + 0.0001 * i for i, v in enumerate([*values, *values[:4]])], rebuild_seeds=2
+    )
 
 
 def test_a_record_that_names_no_test_keeps_the_old_one_and_is_told(cli: Any, project: Path) -> None:
