@@ -61,7 +61,13 @@ class Walk:
         self.pruned = [glob_to_regex(p) for p in folders]
         self.include = _matcher(include)
         self.exclude_all = _matcher(excludes)
-        self.exclude = _matcher([p for p in excludes if not (p.endswith("/**") and len(p) > 3 and _is_literal(p[:-3]))])
+        tested = [p for p in excludes if not (p.endswith("/**") and len(p) > 3 and _is_literal(p[:-3]))]
+        # An exclude without `/` is of file names (`*.tmp`, the default): one pattern of them all,
+        # applied to a folder's listing at once, so that a folder with no other glob to test stays
+        # on the fast path that takes its files as they are.
+        names = [p for p in tested if "/" not in p]
+        self.name_exclude = re.compile("|".join(f"(?:{glob_to_regex(p).pattern})" for p in names)) if names else None
+        self.exclude = _matcher([p for p in tested if "/" in p])
         self.real_root = os.path.realpath(root)
         self.inside = self.real_root.rstrip("/") + "/"
         self.skip_ids: set[tuple[int, int]] = set()
@@ -126,6 +132,9 @@ class Walk:
                         keys.append(entry.name + "/" if entry.is_dir() else entry.name)
                 except OSError:
                     continue
+        if self.name_exclude is not None:
+            excluded = self.name_exclude.match
+            keys = [key for key in keys if key[-1] == "/" or not excluded(key)]
         if self.temporaries is not None and os.path.realpath(folder) == self.temporaries[0]:
             prefix = self.temporaries[1]
             keys = [key for key in keys if not (key.startswith(prefix) and key.endswith(".tmp"))]

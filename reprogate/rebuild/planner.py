@@ -8,7 +8,8 @@ power (assured: reached with at least that probability given the reference's own
 its price in GPU-hours from the record's reference run (`reference.run`: seconds and GPUs of one
 run; `execution.nodes`), times `--gpu-hour-cost` when given. It recommends the cheapest (n, m)
 that catches the declared shift (contract.metric.detect): the fewest rebuild seeds, since they
-are paid on every rebuild, and of those the fewest reference seeds. A shift no m up to
+are paid on every rebuild, and of those the fewest reference seeds; never one rebuild seed
+against fewer reference seeds than the band needs, which skewed seed sets fail falsely. A shift no m up to
 MAX_PLANNED_SEEDS catches says that the reference has too few seeds: more rebuild seeds cannot
 make up for them.
 """
@@ -22,9 +23,11 @@ from typing import Any
 from reprogate.core.seedstats import (
     MAX_PLANNED_SEEDS,
     assured_sigma,
+    band_minimum,
     choose,
     declared_shift,
     failing_side,
+    holds_tails,
     mean_sd,
     metric_test,
     minimum_detectable_shift,
@@ -78,6 +81,7 @@ class Cell:
     extra_reference_gpu_hours: float | None
     catches_declared: bool | None  # None: no shift declared
     runs: int = 0  # training runs per rebuild: m, plus the trace replay's of a bitwise or behavioral contract
+    holds_tails: bool = True  # False: one rebuild seed and too few reference seeds for the band (core/seedstats.holds_tails)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -91,6 +95,7 @@ class Cell:
             "extra_reference_gpu_hours": self.extra_reference_gpu_hours,
             "catches_declared_shift": self.catches_declared,
             "runs_per_rebuild": self.runs,
+            "holds_skewed_seeds": self.holds_tails,
         }
 
 
@@ -161,7 +166,9 @@ class Plan:
         out.append(f"  {'n':>4} {'m':>4}  {'test':<10} {'shift caught':>14}  {'per rebuild':>22}  {'once':>14}")
         for cell in self.cells:
             shift = "none" if math.isinf(cell.detectable) else f"{cell.detectable:.4g}"
-            mark = "  catches the declared shift" if cell.catches_declared else ""
+            mark = ("  catches the declared shift" if cell.catches_declared else "") + (
+                "" if cell.holds_tails else f"  (one seed, n < {band_minimum(self.alpha)}: α not held on skewed seeds)"
+            )
             once = (
                 "-"
                 if not cell.extra_reference_runs
@@ -280,9 +287,10 @@ def plan(data: dict[str, Any], alpha_override: float | None = None, gpu_hour_cos
                     cost.gpu_hours(k - n) if k > n else None,
                     None if declared is None else caught <= declared,
                     runs_for_judged(level, m),
+                    holds_tails(k, m, alpha),
                 )
             )
-    catching = [cell for cell in cells if cell.catches_declared]
+    catching = [cell for cell in cells if cell.catches_declared and cell.holds_tails]  # none is recommended that a skewed seed set fails falsely
     recommended = min(catching, key=lambda cell: (cell.m, cell.n)) if catching else None
     kept = [cell for cell in catching if cell.n == n]
     as_is = min(kept, key=lambda cell: cell.m) if kept else None

@@ -179,3 +179,21 @@ def test_the_minimum_detectable_shift_of_the_rank_sum_is_planned_below_the_t() -
     t = minimum_detectable_shift(10, 3, 1.0, 0.05, 0.8, 0.0, "difference")
     ranked = minimum_detectable_shift(10, 3, 1.0, 0.05, 0.8, 0.0, "seeds")
     assert ranked > t  # the rank-sum test is planned with less efficiency: its stated power stays honest
+
+
+def test_the_planner_recommends_no_single_rebuild_seed_against_too_few_reference_seeds(cli: Any, project: Path) -> None:
+    """A cell of one rebuild seed and fewer reference seeds than the band needs is shown, marked,
+    and never recommended: skewed seed sets fail it falsely (issue 40)."""
+    record = project / RECORD
+    edit_record(
+        record,
+        lambda r: (r["contract"]["metric"].update(detect={"relative": 0.5}), r["reference"]["metric"].update(values=r["reference"]["metric"]["values"][:5])),
+    )
+    assert cli("interval", str(record)).exit_code == 0
+    found = json.loads(cli("interval", str(record), "--plan", "--format", "json").stdout)
+    cells = {(c["n"], c["m"]): c for c in found["cells"]}
+    assert cells[(5, 1)]["catches_declared_shift"] and not cells[(5, 1)]["holds_skewed_seeds"] and cells[(10, 1)]["holds_skewed_seeds"]
+    assert (found["recommended"]["n"], found["recommended"]["m"]) == (10, 1), "one seed once the reference has the band"
+    assert found["recommended_with_the_reference_as_is"]["m"] >= 2
+    text = cli("interval", str(record), "--plan").output
+    assert "(one seed, n < 9: α not held on skewed seeds)" in text
