@@ -13,6 +13,7 @@ from reprogate.core.diagnostics import Diagnostic, Severity
 from reprogate.core.seedstats import (
     MAX_MAGNITUDE,
     TAIL_SEEDS,
+    assured_at_least,
     assured_power,
     band_minimum,
     declared_shift,
@@ -245,7 +246,7 @@ def seeds_say_what_they_can(ctx: RuleContext) -> Iterator[Diagnostic]:
     one_sided = failing_side(metric) != "both"
     if shift is None or sigma <= 0:
         return
-    if assured_power(n, 20, shift, sigma, a, float(resolution), test, one_sided) < target - 1e-6:
+    if not assured_at_least(n, 20, shift, sigma, a, target - 1e-6, float(resolution), test, one_sided):
         yield ctx.finding(
             ("contract", "metric", "detect"),
             f"the declared shift ({shift:.4g}, {shift / sigma:.2f} sd of the reference seeds) is caught with power below "
@@ -255,8 +256,9 @@ def seeds_say_what_they_can(ctx: RuleContext) -> Iterator[Diagnostic]:
             Severity.WARNING,
         )
         return
-    caught = assured_power(n, m, shift, sigma, a, float(resolution), test, one_sided)
-    if caught < target - 1e-6:  # the assurance's bisection stops a hair below a shift caught at exactly the target
+    # the assurance's bisection stops a hair below a shift caught at exactly the target
+    if not assured_at_least(n, m, shift, sigma, a, target - 1e-6, float(resolution), test, one_sided):
+        caught = assured_power(n, m, shift, sigma, a, float(resolution), test, one_sided)
         said = f"contract.metric.rebuild_seeds: {runs}" if declared else "one seed: the record declares no contract.metric.rebuild_seeds"
         if trace_replays(level) and runs > 1:
             said += f", of which the first replays the trace's seed for the {level} comparison: {m} judge the metric"

@@ -197,3 +197,22 @@ def test_the_planner_recommends_no_single_rebuild_seed_against_too_few_reference
     assert found["recommended_with_the_reference_as_is"]["m"] >= 2
     text = cli("interval", str(record), "--plan").output
     assert "(one seed, n < 9: α not held on skewed seeds)" in text
+
+
+def test_the_one_evaluation_power_check_agrees_with_the_bisection() -> None:
+    """validate asks assured_at_least of every record (one power evaluation); it must say what
+    the bisection of assured_power says, away from the bisection's own 1e-6."""
+    from reprogate.core.seedstats import assured_at_least
+
+    rng = random.Random(5)
+    checked = 0
+    for _ in range(300):
+        n, m = rng.choice([3, 5, 10, 20]), rng.choice([1, 2, 3, 5, 20])
+        shift, sd, test = rng.uniform(0.1, 5.0), rng.uniform(0.2, 2.0), rng.choice([None, "seeds", "robust"])
+        target, resolution, one_sided = rng.choice([0.5, 0.8, 0.9]), rng.choice([0.0, 0.05]), rng.random() < 0.3
+        stated = assured_power(n, m, shift, sd, 0.05, resolution, test, one_sided)
+        if abs(stated - target) < 1e-5:
+            continue
+        assert assured_at_least(n, m, shift, sd, 0.05, target, resolution, test, one_sided) == (stated >= target), (n, m, shift, sd, test, target)
+        checked += 1
+    assert checked > 250
