@@ -18,7 +18,7 @@ import pytest
 from click.testing import Result
 from support import REPO, git, require_tool
 from support.gate import FakeGitHub, bump_lock, pr_event, statuses
-from support.verdicts import bound_verdict, make_verdict
+from support.verdicts import bound_verdict, make_verdict, typed
 from test_action import action_tree, cache_key, fake_venv, run_script  # noqa: F401 (fake_venv is a fixture)
 
 from reprogate.github.verdicts import terminal
@@ -157,7 +157,7 @@ def test_a_rank_that_prints_no_module_named_changes_only_the_kind_of_failure(kin
     defect = environment_defect(environment, detail)  # type: ignore[arg-type]
     assert (defect is None) == (kind == "current")
     for verdict in (make_verdict("fail", "preflight"), make_verdict("fail", "preflight", infrastructure=True)):
-        assert terminal([verdict], [], []).state in ("failure", "error")
+        assert terminal([typed(verdict)], [], []).state in ("failure", "error")
 
 
 # --- the frozen verdict ---

@@ -17,7 +17,7 @@ import pytest
 from click.testing import Result
 from support import REPO, git, require_tool
 from support.gate import FakeGitHub, commit, dispatches, pr_event, statuses, trusted_run
-from support.verdicts import bound_verdict, make_verdict
+from support.verdicts import bound_verdict, make_verdict, typed
 from test_action import fake_venv  # noqa: F401 (a fixture)
 
 from reprogate.attest.badge import badge
@@ -200,9 +200,9 @@ def test_a_pass_that_contradicts_itself_is_never_reproduced(kind: str, cli: Run,
     that ran: not what a finished rebuild writes. Neither the badge, the statement's outcome nor
     the status reads it as a reproduction."""
     verdict = _contradicting(kind)
-    assert badge([verdict])["color"] != "brightgreen"
-    assert outcome(verdict) == "inconclusive"
-    assert terminal([verdict], [], []).state == "error"
+    assert badge([typed(verdict)])["color"] != "brightgreen"
+    assert outcome(typed(verdict)) == "inconclusive"
+    assert terminal([typed(verdict)], [], []).state == "error"
     path = tmp_path / "verdict.json"
     path.write_text(json.dumps(verdict))
     done = cli("badge", str(path), cwd=tmp_path)

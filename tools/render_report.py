@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from reprogate.rebuild.report import markdown  # noqa: E402 - the checkout's own package, found by the line above
+from reprogate.rebuild.verdicts import read_verdict  # noqa: E402
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 PAGE = """<!doctype html>
@@ -135,7 +136,7 @@ def render(source: Path, out: Path, npm: Path, width: int = 780, open_details: b
         raise FileNotFoundError("no Chromium found (set CHROMIUM, or apt-get install chromium)")
     if not (npm / "node_modules" / "mermaid" / "dist" / "mermaid.min.js").is_file() or not (npm / "node_modules" / "markdown-it").is_dir():
         raise FileNotFoundError(f"{npm}: no mermaid or markdown-it in node_modules (.ci/run installs them)")
-    report = markdown(json.loads(source.read_text(encoding="utf-8"))) if source.suffix == ".json" else source.read_text(encoding="utf-8")
+    report = markdown(read_verdict(source)) if source.suffix == ".json" else source.read_text(encoding="utf-8")
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.md").write_text(report, encoding="utf-8")
     result: dict[str, object] = {"html": str(out / "report.html")}

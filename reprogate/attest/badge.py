@@ -9,12 +9,13 @@ green.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from reprogate.attest.statement import OUTCOMES
 from reprogate.core.errors import UsageError
 from reprogate.github.verdicts import terminal
+from reprogate.rebuild.verdict import Verdict
 
 COLORS = {"reproduced": "brightgreen", "not-reproduced": "red", "inconclusive": "orange"}
 MESSAGES = {"reproduced": "reproduced", "not-reproduced": "not reproduced", "inconclusive": "inconclusive"}
@@ -22,7 +23,7 @@ MAX_LABEL = 64
 
 
 def badge(
-    verdicts: Sequence[Mapping[str, Any]],
+    verdicts: Sequence[Verdict],
     missing: Sequence[str] = (),
     label: str = "reproduction",
     job_problem: str | None = None,
@@ -34,7 +35,7 @@ def badge(
     (`job_problem`, github.binding.job_problem) makes it inconclusive, as it makes the status `error`."""
     if not label or len(label) > MAX_LABEL or any(ord(c) < 0x20 or ord(c) == 0x7F for c in label):
         raise UsageError(f"--label: 1 to {MAX_LABEL} printable characters")
-    said = OUTCOMES[terminal([dict(v) for v in verdicts], [], list(missing), list(refused), job_problem=job_problem).state]
+    said = OUTCOMES[terminal(verdicts, [], list(missing), list(refused), job_problem=job_problem).state]
     return {"schemaVersion": 1, "label": label, "message": MESSAGES[said], "color": COLORS[said]}
 
 

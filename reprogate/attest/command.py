@@ -14,6 +14,7 @@ from reprogate.core.fileio import atomic_write
 from reprogate.github.binding import Expectation, job_problem
 from reprogate.output.result import CommandResult
 from reprogate.rebuild.run_binding import check_nonce
+from reprogate.rebuild.verdict import Verdict
 from reprogate.rebuild.verdicts import read_verdict
 
 
@@ -57,21 +58,23 @@ def badge_command(verdicts: list[Path], out: Path | None, label: str, expected: 
     """A verdict file that is not there is missing (an inconclusive badge); one that is there must
     be a verdict; a passing one counts only when the record it names (in the checkout) has its
     record digest and its rebuild record beside it its checksum (inconclusive otherwise)."""
-    read, missing, refused = [], [], []
+    read: list[Verdict] = []
+    missing: list[str] = []
+    refused: list[str] = []
     for path in verdicts:
         if not path.exists():
             missing.append(str(path))
             continue
         data = read_verdict(path)
         check_binding(data, path, expected)
-        why = files_problem(data, path) if data.get("verdict") == "pass" else None
+        why = files_problem(data, path) if data.passed else None
         if why is not None:
             refused.append(f"{path}: not counted: {why}")
             continue
         read.append(data)
     problem = None
     if rebuild_result is not None:
-        problem = job_problem(Expectation(expected.nonce, expected.run_id, rebuild_result, "", {}), all(v.get("verdict") == "pass" for v in read))
+        problem = job_problem(Expectation(expected.nonce, expected.run_id, rebuild_result, "", {}), all(v.passed for v in read))
     text = json.dumps(badge(read, missing, label, problem, refused)) + "\n"
     notes = [f"{path}: no verdict there (counted as missing: inconclusive)" for path in missing] + refused
     if out is None:

@@ -24,10 +24,14 @@ from typing import Any
 
 from reprogate.core.documents import DEFAULT_MAX_BYTES, load_text
 from reprogate.core.errors import CheckFailed, UsageError
+from reprogate.core.frozen import thaw
 from reprogate.core.json_input import read_bounded
 from reprogate.core.shapes import table
 from reprogate.github.touched import rebuild_digest
 from reprogate.github.verdicts import terminal
+from reprogate.rebuild.run_binding import RunBinding
+from reprogate.rebuild.verdict import Verdict
+from reprogate.rebuild.verdict_environment import VerdictEnvironment
 from reprogate.rebuild.verdicts import MAX_VERDICT_BYTES, parse_verdict
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -50,7 +54,7 @@ _RUNNER_TEXT = {
     "launcher": "launcher",
     "backend": "backend",
 }
-_BINDING = {"nonce": "nonce", "id": "runId", "attempt": "runAttempt", "repository": "repository", "base": "base"}
+_BINDING = {"nonce": "nonce", "id": "runId", "attempt": "runAttempt", "repository": "repository", "base": "base"}  # verdict.run key -> predicate key
 
 
 @dataclass(frozen=True)
@@ -90,9 +94,9 @@ class Statement:
         return "".join(f"{s.sha256}  {s.name}\n" for s in self.subjects)
 
 
-def outcome(verdict: Mapping[str, Any]) -> str:
+def outcome(verdict: Verdict) -> str:
     """reproduced, not-reproduced or inconclusive: the state the gate would post for this one verdict."""
-    return OUTCOMES[terminal([dict(verdict)], [], []).state]
+    return OUTCOMES[terminal([verdict], [], []).state]
 
 
 def _subject_name(text: str, what: str) -> str:
@@ -102,9 +106,9 @@ def _subject_name(text: str, what: str) -> str:
     return PurePath(os.path.normpath(text)).as_posix()
 
 
-def _record(verdict: Mapping[str, Any], given: Path | None) -> tuple[Subject, dict[str, Any]]:
+def _record(verdict: Verdict, given: Path | None) -> tuple[Subject, dict[str, Any]]:
     """The record the verdict is about, checked against its digest; its subject and its data."""
-    named = str(verdict["record"]["path"])
+    named = verdict.record.path
     path = given if given is not None else Path(named)
     raw = read_bounded(path, DEFAULT_MAX_BYTES, "the record the verdict names", "a run record")
     try:
@@ -114,7 +118,7 @@ def _record(verdict: Mapping[str, Any], given: Path | None) -> tuple[Subject, di
     data = load_text(text, str(path), "json" if path.suffix.lower() == ".json" else "yaml").data
     if not isinstance(data, dict):
         raise UsageError(f"{path}: not a run record (a mapping at the top level)")
-    if rebuild_digest(data) != verdict["record"]["digest"]:
+    if rebuild_digest(data) != verdict.record.digest:
         raise CheckFailed(
             f"{path}: its digest is not the verdict's record.digest: the record was changed after the rebuild (or is another record)",
             hint="attest the verdict with the record as it was rebuilt (check out the commit the rebuild ran on; --record names its path)",
@@ -122,16 +126,16 @@ def _record(verdict: Mapping[str, Any], given: Path | None) -> tuple[Subject, di
     return Subject(_subject_name(named, "the verdict's record.path"), hashlib.sha256(raw).hexdigest()), data
 
 
-def _rebuild_record(verdict: Mapping[str, Any], verdict_path: Path) -> Subject:
+def _rebuild_record(verdict: Verdict, verdict_path: Path) -> Subject:
     """rebuild-record.yaml beside the verdict (an artifact moves both together), its SHA-256 the verdict's."""
-    ref = verdict.get("rebuild_record")
-    if not isinstance(ref, dict):
+    ref = verdict.rebuild_record
+    if ref is None:
         raise UsageError(f"{verdict_path}: the verdict names no rebuild record (rebuild_record), so there is nothing to pair the record with")
-    name = PurePath(str(ref.get("path", ""))).name
+    name = PurePath(ref.path).name
     path = verdict_path.parent / _subject_name(name, "the verdict's rebuild_record.path")
     raw = read_bounded(path, DEFAULT_MAX_BYTES, "the rebuild record the verdict names", "a rebuild record")
     digest = hashlib.sha256(raw).hexdigest()
-    if ref.get("checksum") != f"sha256:{digest}":
+    if ref.checksum != f"sha256:{digest}":
         raise CheckFailed(
             f"{path}: its SHA-256 is not the verdict's rebuild_record.checksum: it is not the rebuild record this verdict was written with",
             hint="keep verdict.json and rebuild-record.yaml of one rebuild together (the rebuild's out-dir, uploaded as one artifact)",
@@ -139,7 +143,7 @@ def _rebuild_record(verdict: Mapping[str, Any], verdict_path: Path) -> Subject:
     return Subject(name, digest)
 
 
-def files_problem(verdict: Mapping[str, Any], verdict_path: Path) -> str | None:
+def files_problem(verdict: Verdict, verdict_path: Path) -> str | None:
     """Why the verdict is not about the files it names, or None: the record at its path (from
     the working directory: the checkout of the rebuilt commit) must have its record digest, and
     the rebuild record beside it its checksum. The badge believes a pass only then, as the
@@ -152,80 +156,81 @@ def files_problem(verdict: Mapping[str, Any], verdict_path: Path) -> str | None:
     return None
 
 
-def check_binding(verdict: Mapping[str, Any], path: Path, expected: Expected) -> None:
-    run = table(verdict, "run")
-    if expected.nonce is not None and run.get("nonce") != expected.nonce:
+def check_binding(verdict: Verdict, path: Path, expected: Expected) -> None:
+    run = verdict.run
+    if expected.nonce is not None and run.nonce != expected.nonce:
         raise CheckFailed(f"{path}: the verdict does not carry this dispatch's nonce (--nonce): it was not made by this dispatch's rebuild")
-    if expected.run_id is not None and run.get("id") != expected.run_id:
-        raise CheckFailed(f"{path}: the verdict was made in run {str(run.get('id'))[:20]}, not in run {expected.run_id} (--run-id)")
+    if expected.run_id is not None and run.run_id != expected.run_id:
+        raise CheckFailed(f"{path}: the verdict was made in run {str(run.run_id)[:20]}, not in run {expected.run_id} (--run-id)")
 
 
-def _typed(source: Mapping[str, Any], keys: Mapping[str, str], kind: type) -> dict[str, Any]:
-    return {out: source[key] for key, out in keys.items() if isinstance(source.get(key), kind) and not isinstance(source.get(key), bool)}
+def _texts(env: VerdictEnvironment, keys: Mapping[str, str]) -> dict[str, Any]:
+    """The facts `keys` names that are strings, under their predicate names."""
+    return {out: value for key, out in keys.items() if (value := env.text(key)) is not None}
 
 
-def _strings(value: Any) -> list[str] | None:
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else None
-
-
-def _environment(env: Mapping[str, Any]) -> dict[str, Any]:
-    found: dict[str, Any] = {"requested": env.get("requested") if env.get("requested") in ("reference", "candidate") else "reference"}
-    found.update(_typed(env, {"realizer": "realizer", "sandbox": "sandbox"}, str))
-    image = _typed(env, _IMAGE, str)
-    if (digests := _strings(env.get("repo_digests"))) is not None:
-        image["repoDigests"] = digests
+def _environment(env: VerdictEnvironment) -> dict[str, Any]:
+    found: dict[str, Any] = {"requested": env.requested}
+    found.update(_texts(env, {"realizer": "realizer", "sandbox": "sandbox"}))
+    image = _texts(env, _IMAGE)
+    if (digests := env.strings("repo_digests")) is not None:
+        image["repoDigests"] = list(digests)
     if image:
         found["image"] = image
-    if lock := _typed(env, _LOCK, str):
+    if lock := _texts(env, _LOCK):
         found["lock"] = lock
     return found
 
 
-def _runner(verdict: Mapping[str, Any]) -> dict[str, Any]:
-    env = verdict.get("environment") or {}
-    found: dict[str, Any] = {"tool": verdict["tool"], "startedAt": verdict["started_at"], "seconds": verdict["seconds"]}
-    found.update(_typed(env, _RUNNER_TEXT, str))
+def _runner(verdict: Verdict) -> dict[str, Any]:
+    env = verdict.environment
+    found: dict[str, Any] = {"tool": verdict.tool, "startedAt": verdict.started_at, "seconds": verdict.seconds}
+    found.update(_texts(env, _RUNNER_TEXT))
     for key, out in (("world_size", "worldSize"), ("nodes", "nodes")):
-        if isinstance(env.get(key), int) and not isinstance(env.get(key), bool) and env[key] >= 1:
-            found[out] = env[key]
+        if (count := env.count(key)) is not None:
+            found[out] = count
     for key, out in (("gpu_models", "gpuModels"), ("nodes_used", "nodesUsed")):
-        if (values := _strings(env.get(key))) is not None:
-            found[out] = values
-    if isinstance(verdict["claim"].get("placement"), dict):
-        found["placement"] = verdict["claim"]["placement"]
+        if (values := env.strings(key)) is not None:
+            found[out] = list(values)
+    if verdict.claim.placement is not None:
+        found["placement"] = thaw(verdict.claim.placement)
     return found
 
 
-def _predicate(verdict: Mapping[str, Any], record: Mapping[str, Any], verdict_digest: str) -> dict[str, Any]:
-    ref, claim = verdict["record"], verdict["claim"]
+def _predicate(verdict: Verdict, record: Mapping[str, Any], verdict_digest: str) -> dict[str, Any]:
+    ref, claim = verdict.record, verdict.claim
     said: dict[str, Any] = {
-        "result": verdict["verdict"],
+        "result": "pass" if verdict.passed else "fail",
         "outcome": outcome(verdict),
-        "diagnosis": verdict["diagnosis"],
-        "exitCode": verdict.get("exit_code", 0 if verdict["verdict"] == "pass" else 1),
-        "infrastructure": bool(verdict.get("infrastructure", False)),
+        "diagnosis": verdict.diagnosis,
+        "exitCode": verdict.exit_code,
+        "infrastructure": verdict.infrastructure,
     }
-    if isinstance(verdict.get("first_difference"), dict):
-        said["firstDifference"] = verdict["first_difference"]
+    if verdict.first_difference is not None:
+        said["firstDifference"] = verdict.first_difference.to_json()
     said["digest"] = {"sha256": verdict_digest}
-    contract: dict[str, Any] = {"level": ref["level"]}
+    contract: dict[str, Any] = {"level": ref.level}
     declared = table(record, "contract")
     for key in ("envelope", "steps"):
         if isinstance(declared.get(key), dict):
             contract[key] = declared[key]
-    run = verdict.get("run") or {}
     return {
         "verdict": said,
-        "record": {"path": ref["path"], "name": ref.get("name"), "digest": ref["digest"], "level": ref["level"]},
+        "record": ref.to_json(),
         "contract": contract,
-        "environment": _environment(verdict.get("environment") or {}),
-        "seeds": verdict["seeds"],
-        "compared": list(claim["compared"]),
-        "tests": list(verdict["tests"]),
-        "claim": {"replayed": claim["replayed"], "text": claim["text"], "notCovered": list(claim["not_covered"])},
+        "environment": _environment(verdict.environment),
+        "seeds": verdict.seeds.to_json(),
+        "compared": list(claim.compared),
+        "tests": [t.to_json() for t in verdict.tests],
+        "claim": {"replayed": claim.replayed, "text": claim.text, "notCovered": list(claim.not_covered)},
         "runner": _runner(verdict),
-        "binding": {"recordDigest": ref["digest"], **_typed(run, _BINDING, str)},
+        "binding": {"recordDigest": ref.digest, **_binding(verdict.run)},
     }
+
+
+def _binding(run: RunBinding) -> dict[str, str]:
+    """The run the verdict names, under the predicate's names (only what it names)."""
+    return {_BINDING[key]: value for key, value in run.as_json().items()}
 
 
 def make_statement(verdict_path: Path, record_path: Path | None = None, expected: Expected = Expected()) -> Statement:

@@ -21,11 +21,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from reprogate.core.shapes import table
 from reprogate.detect.git import DetectError, read_blobs, toplevel
 from reprogate.github.touched import parse_record, rebuild_digest
+from reprogate.rebuild.verdict import Verdict
 
 JOB_RESULTS = frozenset({"success", "failure", "cancelled", "skipped"})
 
@@ -66,21 +65,20 @@ def job_problem(expected: Expectation, all_pass: bool) -> str | None:
     return None
 
 
-def refusal(verdict: dict[str, Any], expected: Expectation) -> str | None:
+def refusal(verdict: Verdict, expected: Expectation) -> str | None:
     """Why this verdict does not count for this run and commit (None: it counts)."""
-    run = table(verdict, "run")
-    record = verdict.get("record") or {}
-    path = os.path.normpath(str(record.get("path", "")))
+    run = verdict.run
+    path = os.path.normpath(verdict.record.path)
     if expected.nonce is None:
         return "the status job was given no nonce (--nonce, the dispatch's nonce input), so no verdict can be bound to its dispatch"
-    if run.get("nonce") != expected.nonce:
+    if run.nonce != expected.nonce:
         return f"the verdict for {path} does not carry this dispatch's nonce: it was not made by this rebuild"
-    if expected.run_id is not None and run.get("id") != expected.run_id:
-        return f"the verdict for {path} was made in run {str(run.get('id'))[:20]}, not in this run ({expected.run_id})"
+    if expected.run_id is not None and run.run_id != expected.run_id:
+        return f"the verdict for {path} was made in run {str(run.run_id)[:20]}, not in this run ({expected.run_id})"
     want = expected.digests.get(path)
     if want is None:
         return f"{path} cannot be read at {expected.head[:12]} here, so its digest cannot be checked (check out the head in the status job)"
-    if record.get("digest") != want:
+    if verdict.record.digest != want:
         return f"the verdict's record digest is not that of {path} at {expected.head[:12]}"
     return None
 

@@ -13,7 +13,6 @@ from reprogate.core.diagnostics import ExitCode
 from reprogate.core.documents import read_text
 from reprogate.core.errors import ReprogateError, UsageError
 from reprogate.core.redact import redact
-from reprogate.core.shapes import rows, table
 from reprogate.github import checks
 from reprogate.github.binding import Expectation, head_digests, job_problem, refusal
 from reprogate.github.client import GitHubClient
@@ -27,6 +26,7 @@ from reprogate.output.markdown import code_span, plain
 from reprogate.output.result import CommandResult
 from reprogate.rebuild.report import markdown
 from reprogate.rebuild.run_binding import check_nonce
+from reprogate.rebuild.verdict import Verdict
 from reprogate.rebuild.verdicts import read_verdict
 
 # Settings the composite action passes from its inputs. They come from the workflow file, which
@@ -158,7 +158,7 @@ def status_command(request: StatusRequest) -> CommandResult:
     ctx = request.context or os.environ.get("REPROGATE_STATUS_CONTEXT") or DEFAULT_STATUS_CONTEXT
     url = request.target_url or run_url_from_env()
     lines: list[str] = []
-    posted_verdicts: list[dict[str, object]] = []
+    posted_verdicts: list[Verdict] = []
     if request.verdicts:
         judged = _judge_verdicts(list(request.verdicts), expected, nonce, request.rebuild_result, commit, base)
         posted, text, lines, posted_verdicts = judged.state, judged.description, judged.notes, judged.accepted
@@ -231,7 +231,7 @@ class Judged:
     state: str
     description: str
     notes: list[str]
-    accepted: list[dict[str, object]]  # the verdicts bound to this dispatch
+    accepted: list[Verdict]  # the verdicts bound to this dispatch
 
 
 def _expected_records(raw: str | None) -> list[str] | None:
@@ -248,54 +248,55 @@ def _expected_records(raw: str | None) -> list[str] | None:
 
 def _judge_verdicts(paths: list[Path], expected: list[str] | None, nonce: str | None, job_result: str | None, commit: str, base: str | None) -> Judged:
 
-    verdicts, unreadable, notes = [], [], []
+    verdicts: list[Verdict] = []
+    unreadable: list[str] = []
+    notes: list[str] = []
     for path in paths:
         try:
             verdicts.append(read_verdict(path))
         except ReprogateError as exc:  # missing, empty, not JSON, another shape: never leave the check pending
             unreadable.append(str(path))
             notes.append(exc.message)
-    named = [str((v.get("record") or {}).get("path", "")) for v in verdicts]
+    named = [v.record.path for v in verdicts]
     expectation = Expectation(nonce, os.environ.get("GITHUB_RUN_ID") or None, job_result, commit, head_digests(Path("."), commit, [*(expected or []), *named]))
-    accepted, refused, named_by_refused = [], [], set()
+    accepted: list[Verdict] = []
+    refused: list[str] = []
+    named_by_refused: set[str] = set()
     for verdict in verdicts:
         why = refusal(verdict, expectation)
         if why is None:
             accepted.append(verdict)
         else:
             refused.append(why)
-            named_by_refused.add(os.path.normpath(str((verdict.get("record") or {}).get("path", ""))))
+            named_by_refused.add(os.path.normpath(verdict.record.path))
             notes.append(f"refused: {why}")
-    rebuilt = {os.path.normpath(str((v.get("record") or {}).get("path", ""))) for v in accepted}
+    rebuilt = {os.path.normpath(v.record.path) for v in accepted}
     missing = [r for r in expected or [] if os.path.normpath(r) not in rebuilt | named_by_refused]  # a refused one is named once, as refused
     notes += [f"no verdict for {r}" for r in missing]
-    job = job_problem(expectation, bool(accepted) and all(v.get("verdict") == "pass" for v in accepted))
+    job = job_problem(expectation, bool(accepted) and all(v.passed for v in accepted))
     if job:
         notes.append(job)
     done = terminal(accepted, unreadable, missing, refused, job, base)
     return Judged(done.state, done.description, notes, accepted)
 
 
-def verdict_annotations(verdicts: list[dict[str, object]]) -> list[checks.Annotation]:
+def verdict_annotations(verdicts: list[Verdict]) -> list[checks.Annotation]:
     """The check run's annotations, at each rebuilt record: every stage that failed (its detail)
     and the first input that differs (the diagnosis' cause). Their text is redacted; the record
     path is the one the binding accepted."""
     out: list[checks.Annotation] = []
     for verdict in verdicts:
-        record = table(verdict, "record")
-        path = str(record.get("path") or ".")
-        cause = verdict.get("first_difference")
-        if isinstance(cause, dict) and cause.get("text"):
-            out.append(checks.Annotation(path, redact(str(cause["text"])), "failure", title="reprogate: first input that differs"))
-        for stage in rows(verdict, "stages"):
-            if isinstance(stage, dict) and stage.get("status") == "fail":
-                out.append(
-                    checks.Annotation(path, redact(str(stage.get("detail") or "failed")), "failure", title=f"reprogate: stage {stage.get('name')} failed")
-                )
+        path = verdict.record.path or "."
+        cause = verdict.first_difference
+        if cause is not None and cause.text:
+            out.append(checks.Annotation(path, redact(cause.text), "failure", title="reprogate: first input that differs"))
+        for stage in verdict.stages:
+            if stage.status == "fail":
+                out.append(checks.Annotation(path, redact(stage.detail or "failed"), "failure", title=f"reprogate: stage {stage.name} failed"))
     return out
 
 
-def _report_body(verdicts: list[dict[str, object]], notes: list[str], description: str) -> str:
+def _report_body(verdicts: list[Verdict], notes: list[str], description: str) -> str:
     """The comment, rendered here from the verdicts this job accepted: nothing the rebuild folder
     holds besides them (its report.md) is posted."""
 

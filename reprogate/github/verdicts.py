@@ -9,11 +9,12 @@ Anything that is not a clean verdict for every expected record is `error`, never
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from reprogate.github.client import DESCRIPTION_LIMIT
 from reprogate.github.trust import DIGEST_LENGTH, short_digest, with_base
+from reprogate.rebuild.verdict import Verdict
 
 
 @dataclass(frozen=True)
@@ -35,27 +36,26 @@ def _digest_list(prefix: str, digests: list[str]) -> str:
     return f"{prefix}; record{'s' if len(digests) > 1 else ''} {','.join(shown)}"
 
 
-def contradicts_itself(verdict: dict[str, Any]) -> str | None:
+def contradicts_itself(verdict: Verdict) -> str | None:
     """Why a verdict that says `pass` cannot be one, or None. `rebuild` never writes such a
     verdict; one that does was not made by a finished rebuild (a hand-made or half-written file),
     and a pass is believed only when the rest of the verdict says so too."""
-    stages = [s for s in verdict.get("stages") or [] if isinstance(s, dict)]
-    if verdict.get("infrastructure"):
+    if verdict.infrastructure:
         return "it also says the infrastructure stopped it"
-    if verdict.get("diagnosis"):
-        return f"it names a failing stage ({str(verdict.get('diagnosis'))[:40]})"
-    if any(s.get("status") == "fail" for s in stages):
+    if verdict.diagnosis:
+        return f"it names a failing stage ({verdict.diagnosis[:40]})"
+    if any(s.status == "fail" for s in verdict.stages):
         return "one of its stages failed"
-    if not any(s.get("status") == "pass" for s in stages):
+    if not any(s.status == "pass" for s in verdict.stages):
         return "no stage of it passed"
-    failed_tests = [t for t in verdict.get("tests") or [] if isinstance(t, dict) and t.get("passed") is not True]
+    failed_tests = [t for t in verdict.tests if not t.passed]
     if failed_tests:
-        return f"its test {str(failed_tests[0].get('test'))[:40]!r} did not pass"
+        return f"its test {failed_tests[0].kind[:40]!r} did not pass"
     return None
 
 
 def terminal(
-    verdicts: list[dict[str, Any]],
+    verdicts: Sequence[Verdict],
     unreadable: list[str],
     missing: list[str],
     refused: list[str] | None = None,
@@ -74,23 +74,23 @@ def terminal(
         return Terminal("error", with_base(f"rebuild verdict(s) {what} (cancelled, timed out or crashed): inconclusive", base))
     if not verdicts:
         return Terminal("error", with_base("the rebuild produced no verdict: inconclusive", base))
-    contradicted = [v for v in verdicts if v.get("verdict") == "pass" and contradicts_itself(v)]
+    contradicted = [v for v in verdicts if v.passed and contradicts_itself(v)]
     if contradicted:
         return Terminal("error", with_base(f"a verdict says pass but {contradicts_itself(contradicted[0])}: inconclusive", base))
-    failed = [v for v in verdicts if v.get("verdict") != "pass" and not v.get("infrastructure")]
-    broken = [v for v in verdicts if v.get("verdict") != "pass" and v.get("infrastructure")]
+    failed = [v for v in verdicts if not v.passed and not v.infrastructure]
+    broken = [v for v in verdicts if not v.passed and v.infrastructure]
     if failed:
         first = failed[0]
-        name = (first.get("record") or {}).get("name") or (first.get("record") or {}).get("path") or "record"
-        return Terminal("failure", with_base(f"not reproduced: {str(name)[:60]} first differs at {first.get('diagnosis')}", base))
+        name = first.record.name or first.record.path or "record"
+        return Terminal("failure", with_base(f"not reproduced: {name[:60]} first differs at {first.diagnosis}", base))
     if broken:
-        return Terminal("error", with_base(f"rebuild could not run ({broken[0].get('diagnosis')}): inconclusive", base))
+        return Terminal("error", with_base(f"rebuild could not run ({broken[0].diagnosis}): inconclusive", base))
     if job_problem:
         return Terminal("error", with_base(f"{job_problem}: inconclusive", base))
     on = f"; base {base[:DIGEST_LENGTH]}" if base else ""
-    digests = [short_digest(str((v.get("record") or {}).get("digest", ""))) for v in verdicts]
+    digests = [short_digest(v.record.digest) for v in verdicts]
     if len(verdicts) == 1:
-        level = str((verdicts[0].get("record") or {}).get("level", ""))
+        level = verdicts[0].record.level
         return Terminal("success", _digest_list(f"reproduced: {level} contract held{on}", digests))
     return Terminal("success", _digest_list(f"reproduced: {len(verdicts)} records{on}", digests))
 

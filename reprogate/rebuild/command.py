@@ -36,22 +36,24 @@ from reprogate.rebuild.report import markdown, render
 from reprogate.rebuild.run_binding import check_nonce, fresh_output
 from reprogate.rebuild.runner import Chosen, check_before_running, run_rebuild
 from reprogate.rebuild.stages.preflight import time_limit
+from reprogate.rebuild.verdict import Verdict
 from reprogate.rebuild.verdicts import read_verdict
 from reprogate.runtime.trace import TraceError, check_event
 from reprogate.runtime.trace import order as trace_order
 
 
-def text_summary(verdict: dict[str, Any]) -> list[str]:
+def text_summary(verdict: Verdict) -> list[str]:
+    record = verdict.record
     lines = [
-        f"rebuild of {verdict['record']['path']} ({verdict['record']['level']} contract): {verdict['verdict'].upper()}"
-        + (f", diagnosis: {verdict['diagnosis']}" if verdict["diagnosis"] else "")
+        f"rebuild of {record.path} ({record.level} contract): {'PASS' if verdict.passed else 'FAIL'}"
+        + (f", diagnosis: {verdict.diagnosis}" if verdict.diagnosis else "")
     ]
-    for stage in verdict["stages"]:
-        lines.append(f"  {stage['name']:<12} {stage['status']:<8} {stage['seconds']:6.1f} s  {stage['detail']}")
-    tail = next((s.get("log_tail") for s in verdict["stages"] if s.get("log_tail")), None)
+    for stage in verdict.stages:
+        lines.append(f"  {stage.name:<12} {stage.status:<8} {stage.seconds:6.1f} s  {stage.detail}")
+    tail = verdict.log_tail
     if tail:
         lines += ["  log tail:", *("    " + line for line in tail.splitlines()[-10:])]
-    lines.append("claim: " + verdict["claim"]["text"])
+    lines.append("claim: " + verdict.claim.text)
     return lines
 
 
@@ -94,9 +96,10 @@ def rebuild_command(record: Path, options: RebuildOptions, output_dir: Path | No
         if not existed and not any(output_dir.iterdir()):
             output_dir.rmdir()  # refused before anything was written: the folder it made goes again
         raise
-    verdict = rebuilt.verdict.to_json()
+    written = rebuilt.verdict.to_json()
+    verdict = Verdict.from_json(written, str(output_dir / "verdict.json"))  # as every reader reads it: its text redacted, its shape the schema's
     report = redact(markdown(verdict))  # the verdict's text is redacted already; what the report adds to it (names, values) is too
-    atomic_write(output_dir / "verdict.json", json.dumps(verdict, indent=2) + "\n")
+    atomic_write(output_dir / "verdict.json", json.dumps(written, indent=2) + "\n")
     atomic_write(output_dir / "report.md", report)
     result = CommandResult(
         rebuilt.verdict.code(),
@@ -109,20 +112,20 @@ def rebuild_command(record: Path, options: RebuildOptions, output_dir: Path | No
         ended = f"ended {rebuilt.escaped} process(es) the code under test had left running (detached from its ranks) before writing the verdict"
         result.stderr.insert(0, ended)
     if fmt == "json":
-        result.stdout = [json.dumps(verdict, indent=2)]
+        result.stdout = [json.dumps(written, indent=2)]
         return result
     result.stdout = text_summary(verdict)
     if fmt == "github":
-        failed = next((s for s in verdict["stages"] if s["status"] == "fail"), None)
+        failed = next((s for s in verdict.stages if s.status == "fail"), None)
         if failed:
             result.stdout.insert(
                 0,
-                workflow.annotation("error", f"{failed['name']}: {failed['detail']}", verdict["record"]["path"], title=f"reprogate rebuild: {failed['name']}"),
+                workflow.annotation("error", f"{failed.name}: {failed.detail}", verdict.record.path, title=f"reprogate rebuild: {failed.name}"),
             )
         result.summary = report
         result.outputs = {
-            "verdict": verdict["verdict"],
-            "diagnosis": verdict["diagnosis"] or "",
+            "verdict": "pass" if verdict.passed else "fail",
+            "diagnosis": verdict.diagnosis or "",
             "report-path": str(output_dir / "report.md"),
             "out-dir": str(output_dir),
         }
@@ -218,4 +221,4 @@ def compare_command(
 
 def report_command(verdict_path: Path, fmt: str) -> CommandResult:
     verdict = read_verdict(verdict_path)
-    return CommandResult(ExitCode.OK if verdict.get("verdict") == "pass" else ExitCode.FAILED, render(verdict, fmt).splitlines())
+    return CommandResult(ExitCode.OK if verdict.passed else ExitCode.FAILED, render(verdict, fmt).splitlines())

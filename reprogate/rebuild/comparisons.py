@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from reprogate.core.frozen import freeze, thaw
 from reprogate.rebuild.seed_plan import SeedPlan
 
 EXACT = "exact step values"
@@ -106,3 +107,83 @@ class MetricTest:
 
 
 Comparison = StepTest | MetricTest
+
+
+@dataclass(frozen=True)
+class StatedTest:
+    """A comparison as the verdict states it: its test and result typed, its parameters (α, n, m,
+    the tolerance, the figures, the power) as they were written, read-only and in their order.
+
+    The verdict schema leaves a test's parameters open (each test states its own), so a verdict
+    read back holds this, not the StepTest or MetricTest that wrote it: those carry what the file
+    does not (the seed plan's trace seed), and a verdict made by an older reprogate states fewer
+    figures. The typed properties below are every parameter a reader of a verdict uses."""
+
+    kind: str
+    passed: bool
+    stated: Mapping[str, Any]  # the whole test as written (test and passed included), frozen
+
+    @staticmethod
+    def of(comparison: Comparison) -> StatedTest:
+        """The comparison as the verdict states it."""
+        return StatedTest.from_json(comparison.to_json())
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> StatedTest:
+        """One entry of a verdict's `tests` (which the schema checked: `test` a string, `passed` a boolean)."""
+        return StatedTest(str(data["test"]), data["passed"] is True, freeze(data))
+
+    def to_json(self) -> dict[str, Any]:
+        found: dict[str, Any] = thaw(self.stated)
+        return found
+
+    @property
+    def parameters(self) -> tuple[tuple[str, Any], ...]:
+        """Every stated field but the test's name and its result, in the order written."""
+        return tuple((key, value) for key, value in self.stated.items() if key not in ("test", "passed"))
+
+    @property
+    def power(self) -> Mapping[str, Any]:
+        found = self.stated.get("power")
+        return found if isinstance(found, Mapping) else {}
+
+    @property
+    def seeds_note(self) -> str:
+        return _text(self.stated.get("seeds_note"))
+
+    @property
+    def notice(self) -> str:
+        return _text(self.stated.get("notice"))
+
+    @property
+    def step_points(self) -> bool:
+        """Whether it is a steps test that names its points by step, rank and quantity (a verdict
+        written before those names states only the step)."""
+        return self.kind in (EXACT, TOLERANCE) and "max_deviation_rank" in self.stated
+
+    @property
+    def first_outside(self) -> tuple[Any, Any, Any]:
+        """The first point outside: its step (None: none), rank and quantity, as stated."""
+        return self.stated.get("first_outside"), self.stated.get("first_outside_rank"), self.stated.get("first_outside_quantity")
+
+    @property
+    def largest(self) -> tuple[Any, Any, Any, Any]:
+        """The largest difference (None: no finite value in the rebuild), its step (None: not
+        stated), rank and quantity, as stated."""
+        found = self.stated
+        return found.get("max_deviation"), found.get("max_deviation_step"), found.get("max_deviation_rank"), found.get("max_deviation_quantity")
+
+    @property
+    def quantities(self) -> tuple[Any, ...] | None:
+        """The quantities a steps test judged (None: not stated)."""
+        found = self.stated.get("quantities")
+        return tuple(found) if isinstance(found, tuple) else None
+
+    @property
+    def tolerance(self) -> tuple[Any, Any]:
+        """A steps test's abs and rel as stated (0.0 where not stated; not checked to be numbers)."""
+        return self.stated.get("abs", 0.0), self.stated.get("rel", 0.0)
+
+
+def _text(value: Any) -> str:
+    return str(value) if value else ""

@@ -16,8 +16,8 @@ red line crosses the blue exactly where a point is outside. A verdict written be
 has only the mean loss over ranks (`curves`): its figures are computed from that and labelled so.
 
 A pass needs no chart above the fold: one sentence (equal at every step, or the largest
-difference and its margin to the tolerance), the charts folded in `<details>`. Reads the verdict
-JSON (the report renders any verdict file), so every field is checked before it is used.
+difference and its margin to the tolerance), the charts folded in `<details>`. Reads the typed
+verdict (rebuild/verdict.py: the schema checked every field before it was built).
 """
 
 from __future__ import annotations
@@ -28,39 +28,35 @@ from typing import Any
 
 from reprogate.output.markdown import code_span
 from reprogate.output.xychart import Series, XYChart, mermaid
-from reprogate.rebuild.step_figures import MAX_DRAWN, Figures, Judged, Point, Tolerance, from_json, of_points, runs_of
+from reprogate.rebuild.comparisons import TOLERANCE
+from reprogate.rebuild.step_figures import MAX_DRAWN, Figures, Judged, Point, Tolerance, of_points, runs_of
+from reprogate.rebuild.verdict import Verdict
 
 MAX_POINTS = MAX_DRAWN  # points per series; beyond, each point stands for a run of steps
 RED, BLUE, GREY = "#cf222e", "#0969da", "#6e7781"
 DECADES = 8  # the least span of the log axis
 
 
-def _curve(points: Any) -> dict[int, float]:
+def _curve(points: Sequence[Sequence[Any]]) -> dict[int, float]:
     found: dict[int, float] = {}
-    for point in points if isinstance(points, list) else []:
-        if isinstance(point, list | tuple) and len(point) == 2:
-            step, value = point
-            if isinstance(step, int) and isinstance(value, int | float) and math.isfinite(value):
-                found[step] = float(value)
+    for step, value in points:
+        if isinstance(value, int | float) and math.isfinite(value):
+            found[step] = float(value)
     return found
 
 
-def _curves(verdict: dict[str, Any]) -> tuple[dict[int, float], dict[int, float]]:
-    found = verdict.get("curves")
-    curves: dict[str, Any] = found if isinstance(found, dict) else {}
-    return _curve(curves.get("reference")), _curve(curves.get("rebuilt"))
+def _curves(verdict: Verdict) -> tuple[dict[int, float], dict[int, float]]:
+    return _curve(verdict.curves.get("reference", ())), _curve(verdict.curves.get("rebuilt", ()))
 
 
-def _judged_by_tests(verdict: dict[str, Any]) -> tuple[Judged, Tolerance | None]:
+def _judged_by_tests(verdict: Verdict) -> tuple[Judged, Tolerance | None]:
     """How a verdict without per-rank figures judged the loss: bitwise exactly; the steps stage's
     tolerance when it judged the loss; otherwise not step by step."""
-    found = verdict.get("record")
-    record: dict[str, Any] = found if isinstance(found, dict) else {}
-    if record.get("level") == "bitwise":
+    if verdict.record.level == "bitwise":
         return "exact", Tolerance(0.0, 0.0)
-    for test in verdict.get("tests") or []:
-        if isinstance(test, dict) and test.get("test") == "step tolerance" and "loss" in (test.get("quantities") or ["loss"]):
-            bounds = [test.get("abs", 0.0), test.get("rel", 0.0)]
+    for test in verdict.tests:
+        if test.kind == TOLERANCE and "loss" in (test.quantities or ("loss",)):
+            bounds = test.tolerance
             if not all(isinstance(b, int | float) and not isinstance(b, bool) and 0 <= b < math.inf for b in bounds):
                 return "not judged", None  # the verdict schema leaves a test's fields open: a tolerance that is no number is not drawn
             tolerance = Tolerance(float(bounds[0]), float(bounds[1]))
@@ -68,10 +64,10 @@ def _judged_by_tests(verdict: dict[str, Any]) -> tuple[Judged, Tolerance | None]
     return "not judged", None
 
 
-def loss_figures(verdict: dict[str, Any]) -> Figures | None:
+def loss_figures(verdict: Verdict) -> Figures | None:
     """The verdict's loss figures: its `loss` (per rank), or, for a verdict written before them,
     the mean loss over ranks of its curves on their common steps; None without a step both reached."""
-    found = from_json(verdict.get("loss"))
+    found = verdict.loss
     if found is not None:
         return found if found.steps else None
     reference, rebuilt = _curves(verdict)
@@ -132,7 +128,7 @@ def difference_chart(loss: Figures) -> str:
     )
 
 
-def curves_chart(verdict: dict[str, Any]) -> str:
+def curves_chart(verdict: Verdict) -> str:
     """The two loss curves, mean over ranks (blue reference, red rebuild over it), on the steps both reached."""
     reference, rebuilt = _curves(verdict)
     steps = sorted(set(reference) & set(rebuilt))
@@ -177,7 +173,7 @@ def _crossing(loss: Figures) -> str:
     return f"first exceeded at {outside.where} ({_size(outside)})" if outside is not None else "never exceeded by the loss"
 
 
-def difference_legend(loss: Figures, verdict: dict[str, Any]) -> str:
+def difference_legend(loss: Figures, verdict: Verdict) -> str:
     """The words under the difference chart: every series by colour, the first divergence, the tolerance."""
     first = loss.first_difference
     assert first is not None
@@ -207,16 +203,15 @@ def _no_tolerance(loss: Figures) -> str:
     return "none on the loss (the steps stage judged other quantities, or no step tolerance is stated)"
 
 
-def _cause(verdict: dict[str, Any], loss: Figures) -> str:
+def _cause(verdict: Verdict, loss: Figures) -> str:
     """Where the trace differs first, when that is before the loss does (the diagnosis's cause)."""
-    cause = verdict.get("first_difference")
-    if not isinstance(cause, dict) or not isinstance(cause.get("step"), int) or cause.get("field") == "loss":
+    cause = verdict.first_difference
+    if cause is None or cause.field == "loss":
         return ""
     first = loss.first_difference
-    if first is not None and cause["step"] >= first.step:
+    if first is not None and cause.step >= first.step:
         return ""
-    rank = f", rank {cause['rank']}" if isinstance(cause.get("rank"), int) else ""
-    return f" The trace differs earlier, in {code_span(str(cause.get('field')))} at step {cause['step']}{rank} (the diagnosis above)."
+    return f" The trace differs earlier, in {code_span(cause.field)} at step {cause.step}, rank {cause.rank} (the diagnosis above)."
 
 
 def _fold(summary: str, blocks: Sequence[str]) -> list[str]:
@@ -227,7 +222,7 @@ def _fold(summary: str, blocks: Sequence[str]) -> list[str]:
 CURVES_LEGEND = "Legend — **blue line**: the reference's loss, mean over ranks; **red line**: the rebuild's, drawn over it (where they agree, only red shows)."
 
 
-def lead(loss: Figures, verdict: dict[str, Any]) -> str:
+def lead(loss: Figures, verdict: Verdict) -> str:
     """The section's first sentence: the first difference, the largest, the tolerance — each
     named by its step and rank (or as the mean over ranks)."""
     first, largest = loss.first_difference, loss.largest
@@ -243,13 +238,13 @@ def lead(loss: Figures, verdict: dict[str, Any]) -> str:
     return text + _cause(verdict, loss)
 
 
-def section(verdict: dict[str, Any]) -> list[str]:
+def section(verdict: Verdict) -> list[str]:
     """The report's `### Loss` lines: the difference chart above the fold for a failure, a sentence
     and folded charts for a pass or a loss that did not move; nothing without two curves."""
     loss = loss_figures(verdict)
     if loss is None:
         return []
-    passed = verdict.get("verdict") == "pass"
+    passed = verdict.passed
     curves = curves_chart(verdict)
     curves_block = f"{curves}\n\n{CURVES_LEGEND}" if curves else ""
     lines = ["### Loss", "", lead(loss, verdict), ""]

@@ -15,11 +15,15 @@ promoted through the baseline label — never a bypass. Every stage, in runbook 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
+from reprogate.core.frozen import thaw
 from reprogate.output.markdown import cell, code_block, code_span, inline, one_line, plain
 from reprogate.rebuild import loss_chart
-from reprogate.rebuild.comparisons import EXACT, TOLERANCE
+from reprogate.rebuild.comparisons import StatedTest
+from reprogate.rebuild.verdict import StageRecord, Verdict
+from reprogate.rebuild.verdict_environment import ComparedRow
 
 ICONS = {"pass": "✅", "fail": "❌", "skipped": "⏭️", "not-run": "⏸️"}
 PROMOTE = (
@@ -83,21 +87,21 @@ def _cell(text: Any) -> str:
     return cell(str(text))
 
 
-def _whose_code(verdict: dict[str, Any]) -> list[str]:
+def _whose_code(verdict: Verdict) -> list[str]:
     """Who wrote the evidence (rebuild/code_origin.py): the base's reviewed tree, or the pull
     request's own code, which only the approval of the rebuild vouches for."""
-    code = (verdict.get("environment") or {}).get("code")
-    if not isinstance(code, dict):
+    code = verdict.environment.code
+    if code is None:
         return []
-    if code.get("ran") == "pull-request":
+    if code.ran == "pull-request":
         return [
-            f"**Evidence from the pull request's own code:** {_inline(code.get('detail', ''))}. That code wrote the traces and digests compared; "
+            f"**Evidence from the pull request's own code:** {_inline(code.detail)}. That code wrote the traces and digests compared; "
             "the approval of this rebuild is what vouches for it.",
             "",
         ]
-    if code.get("ran") == "base":
+    if code.ran == "base":
         line = "**Reviewed code:** only environment pins changed, so the base's project tree ran in this pull request's environment."
-        if code.get("environment_changed") is True:
+        if code.environment_changed:
             line += (
                 " That environment (the packages, image or recipe the pull request pins) is code too and ran with the training;"
                 " the approval of this rebuild is what vouches for it."
@@ -106,142 +110,131 @@ def _whose_code(verdict: dict[str, Any]) -> list[str]:
     return []
 
 
-def markdown(verdict: dict[str, Any]) -> str:
-    passed = verdict["verdict"] == "pass"
-    record = verdict["record"]
-    stopped = not passed and verdict.get("exit_code") in (2, 3)  # nothing compared: not a failed reproduction
+def markdown(verdict: Verdict) -> str:
+    passed = verdict.passed
+    record = verdict.record
+    stopped = not passed and verdict.exit_code in (2, 3)  # nothing compared: not a failed reproduction
     outcome = "passed" if passed else ("could not run" if stopped else "failed")
     icon = ICONS["pass"] if passed else ("⚠️" if stopped else ICONS["fail"])
-    name = record.get("name") or record.get("path")  # the verdict schema requires the path, not the name
-    head = f"## {icon} Reproduction {outcome}: {code_span(str(name))} ({plain(str(record['level']))} contract)"
+    name = record.name or record.path  # the verdict schema requires the path, not the name
+    head = f"## {icon} Reproduction {outcome}: {code_span(str(name))} ({plain(str(record.level))} contract)"
     lines = [head, ""]
     if stopped:
-        lines += [f"**Diagnosis:** the rebuild stopped at the **{plain(str(verdict['diagnosis']))}** stage before anything was compared.", ""]
+        lines += [f"**Diagnosis:** the rebuild stopped at the **{plain(str(verdict.diagnosis))}** stage before anything was compared.", ""]
     elif not passed:
         lines += [diagnosis_line(verdict), ""]
     lines += _whose_code(verdict)
-    failing = [stage for stage in verdict["stages"] if stage["status"] == "fail"]
+    failing = [stage for stage in verdict.stages if stage.status == "fail"]
     if failing:
         lines += [*_stage_table(failing), ""]
     lines += loss_chart.section(verdict)
-    claim = verdict["claim"]
-    lines += ["### Claim", "", _inline(claim["text"]), ""]
-    if claim["not_covered"]:
-        lines += ["This claim does not cover:", *[f"- {_cell(item)}" for item in claim["not_covered"]], ""]
-    compared = (verdict.get("environment") or {}).get("compared") or []
+    claim = verdict.claim
+    lines += ["### Claim", "", _inline(claim.text), ""]
+    if claim.not_covered:
+        lines += ["This claim does not cover:", *[f"- {_cell(item)}" for item in claim.not_covered], ""]
+    compared = verdict.environment.compared
     if compared:
         lines += ["### Environment: reference and rebuild", "", "| | reference (the record) | rebuild (inside the ranks' environment) |", "|---|---|---|"]
-        lines += [f"| {_cell(row['what'])} | {_reference_cell(row)} | {'' if row['same'] else '≠ '}{_cell(row['rebuilt'])} |" for row in compared]
+        lines += [f"| {_cell(row.what)} | {_reference_cell(row)} | {'' if row.same else '≠ '}{_cell(thaw(row.rebuilt))} |" for row in compared]
         lines.append("")
-    if verdict["tests"]:
+    if verdict.tests:
         lines += ["### Tests", "", "| test | result | details |", "|---|---|---|"]
-        for test in verdict["tests"]:
-            lines.append(f"| {_cell(test['test'])} | {'pass' if test['passed'] is True else 'fail'} | {_cell(_test_details(test))} |")
+        for test in verdict.tests:
+            lines.append(f"| {_cell(test.kind)} | {'pass' if test.passed else 'fail'} | {_cell(_test_details(test))} |")
         lines.append("")
-        for test in verdict["tests"]:
-            stated = test.get("power") or {}
+        for test in verdict.tests:
+            stated = test.power
             if stated:
-                lines.append(f"- {_cell(test['test'])}: " + _cell(", ".join(f"{k.replace('_', ' ')} {_short(v)}" for k, v in stated.items())))
-            if test.get("seeds_note"):
-                lines.append(f"- seeds: {_cell(test['seeds_note'])}")
-            if test.get("notice"):
-                lines.append(f"- notice: {_cell(test['notice'])}")
+                lines.append(f"- {_cell(test.kind)}: " + _cell(", ".join(f"{k.replace('_', ' ')} {_short(v)}" for k, v in stated.items())))
+            if test.seeds_note:
+                lines.append(f"- seeds: {_cell(test.seeds_note)}")
+            if test.notice:
+                lines.append(f"- notice: {_cell(test.notice)}")
         lines.append("")
-    tail = next((s.get("log_tail") for s in verdict["stages"] if s.get("log_tail")), None)
+    tail = verdict.log_tail
     if tail:
         lines += ["### Log tail of the failing run", "", *code_block(tail, "text"), ""]
     if not passed:
         lines += ["### Way forward", "", way_forward(verdict), ""]
-    lines += ["<details>", f"<summary>{_stages_summary(verdict['stages'])}</summary>", "", *_stage_table(verdict["stages"]), "", "</details>", ""]
-    logs = verdict.get("logs") or []
+    lines += ["<details>", f"<summary>{_stages_summary(verdict.stages)}</summary>", "", *_stage_table(verdict.stages), "", "</details>", ""]
+    logs = verdict.logs
     if logs:
         shown = ", ".join(code_span(str(log)) for log in logs[:8]) + (f" and {len(logs) - 8} more" if len(logs) > 8 else "")
         lines += [f"The training script's output of every rank is kept beside this report: {shown}.", ""]
     lines.append(
-        f"<sub>{plain(str(verdict['tool']))} · record digest {code_span(str(record['digest'])[20:36] + '…')} · "
-        f"{verdict['seconds']:.1f} s · {plain(str(verdict['started_at']))}</sub>"
+        f"<sub>{plain(str(verdict.tool))} · record digest {code_span(str(record.digest)[20:36] + '…')} · "
+        f"{verdict.seconds:.1f} s · {plain(str(verdict.started_at))}</sub>"
     )
     return "\n".join(lines) + "\n"
 
 
-STEP_POINTS = {"first_outside": "first outside", "max_deviation": "largest difference"}
+STEP_POINTS = ("first_outside", "max_deviation")  # a steps test's points, shown as one figure each
 
 
-def _test_details(test: dict[str, Any]) -> str:
+def _test_details(test: StatedTest) -> str:
     """A test's parameters, `key=value`; a steps test's first point outside and largest
     difference as one figure each, named by quantity, step and rank and written as the stage
     detail and the loss section write them (3 significant digits)."""
-    skip = {"test", "passed", "values", "reference", "power", "seeds_note", "notice"}
-    points = test.get("test") in (EXACT, TOLERANCE) and "max_deviation_rank" in test
-    shown = {k: v for k, v in test.items() if k not in skip and not (points and k.startswith(tuple(STEP_POINTS)))}
-    words = [f"{k}={_short(v)}" for k, v in shown.items()]
+    skip = {"values", "reference", "power", "seeds_note", "notice"}
+    points = test.step_points
+    words = [f"{k}={_short(v)}" for k, v in test.parameters if k not in skip and not (points and k.startswith(STEP_POINTS))]
     if points:
-        outside = test.get("first_outside")
+        outside, rank, quantity = test.first_outside
         if outside is not None:
-            words.append(f"first outside: {test.get('first_outside_quantity')} at step {outside}, rank {test.get('first_outside_rank')}")
-        largest = test.get("max_deviation")
-        if test.get("max_deviation_step") is not None:
+            words.append(f"first outside: {quantity} at step {outside}, rank {rank}")
+        largest, step, rank, quantity = test.largest
+        if step is not None:
             size = f"{largest:.3g}" if isinstance(largest, int | float) else "no finite value in the rebuild"
-            where = f"step {test.get('max_deviation_step')}, rank {test.get('max_deviation_rank')}"
-            words.append(f"largest difference: {size} ({test.get('max_deviation_quantity')} at {where})")
+            words.append(f"largest difference: {size} ({quantity} at step {step}, rank {rank})")
     return ", ".join(words)
 
 
-def _stage_table(stages: list[dict[str, Any]]) -> list[str]:
+def _stage_table(stages: Sequence[StageRecord]) -> list[str]:
     rows = ["| stage | result | time | detail |", "|---|---|---|---|"]
     for stage in stages:
-        rows.append(
-            f"| {_cell(stage['name'])} | {ICONS.get(stage['status'], '')} {_cell(stage['status'])} | {stage['seconds']:.1f} s | {_cell(stage['detail'])} |"
-        )
+        rows.append(f"| {_cell(stage.name)} | {ICONS.get(stage.status, '')} {_cell(stage.status)} | {stage.seconds:.1f} s | {_cell(stage.detail)} |")
     return rows
 
 
 STATUS_WORDS = {"pass": "passed", "fail": "failed", "skipped": "skipped", "not-run": "not run"}
 
 
-def _stages_summary(stages: list[dict[str, Any]]) -> str:
+def _stages_summary(stages: Sequence[StageRecord]) -> str:
     """The fold's one line: how many stages ended how ("All 11 stages: 9 passed, 1 failed, 1 not run")."""
     counts: dict[str, int] = {}
     for stage in stages:
-        counts[str(stage["status"])] = counts.get(str(stage["status"]), 0) + 1
+        counts[stage.status] = counts.get(stage.status, 0) + 1
     if set(counts) == {"pass"}:
         return f"All {len(stages)} stages passed"
     return f"All {len(stages)} stages: " + ", ".join(f"{n} {STATUS_WORDS.get(status, status)}" for status, n in counts.items())
 
 
-def _reference_cell(row: dict[str, Any]) -> str:
+def _reference_cell(row: ComparedRow) -> str:
     """A reference value; one the record did not capture, read from the reference trace, says so."""
-    value = _cell(row["reference"])
-    return f"{value} *(from the reference trace)*" if row.get("reference_from") == "reference trace" else value
+    value = _cell(thaw(row.reference))
+    return f"{value} *(from the reference trace)*" if row.from_trace else value
 
 
-def diagnosis_line(verdict: dict[str, Any]) -> str:
+def diagnosis_line(verdict: Verdict) -> str:
     """The cause first, the stage where it shows second: the first scalar of the trace that
     differs (an input such as `lr` before the loss and the weights it goes on to change), then the
     first stage that failed. Without a traced difference, the stage alone."""
-    stage = f"**{plain(str(verdict['diagnosis']))}**"
-    cause = verdict.get("first_difference")
-    if isinstance(cause, dict) and cause.get("text"):
-        role = "an input to the step" if cause.get("role") == "input" else "computed by the step"
-        first = "the first value the trace records outside the contract" if cause.get("judged") == "tolerance" else "the first difference the trace records"
-        return f"**Diagnosis:** {_inline(one_line(str(cause['text'])))} ({role}, {first}); the first stage that fails is {stage}."
+    stage = f"**{plain(str(verdict.diagnosis))}**"
+    cause = verdict.first_difference
+    if cause is not None and cause.text:
+        role = "an input to the step" if cause.role == "input" else "computed by the step"
+        first = "the first value the trace records outside the contract" if cause.judged == "tolerance" else "the first difference the trace records"
+        return f"**Diagnosis:** {_inline(one_line(cause.text))} ({role}, {first}); the first stage that fails is {stage}."
     return f"**Diagnosis:** the first difference is at the {stage} stage."
 
 
-def failing_cause(verdict: dict[str, Any]) -> str | None:
-    """What the failing stage blames (its `cause`), where it said; None for a verdict that does not say."""
-    stage = next((s for s in verdict.get("stages") or [] if isinstance(s, dict) and s.get("name") == verdict.get("diagnosis")), None)
-    cause = stage.get("cause") if stage else None
-    return cause if isinstance(cause, str) else None
-
-
-def way_forward(verdict: dict[str, Any]) -> str:
+def way_forward(verdict: Verdict) -> str:
     """What to do about a failed rebuild: what the failing stage blames where it says (a pinned
     lock file or image is not the runner), else the advice for the stage that failed first."""
-    if verdict.get("infrastructure"):
+    if verdict.infrastructure:
         return INFRASTRUCTURE
-    stage = str(verdict.get("diagnosis"))
-    cause = failing_cause(verdict)
+    stage = str(verdict.diagnosis)
+    cause = verdict.cause
     specific = BY_CAUSE.get(cause or "") or WAY_FORWARD.get(stage, "")
     tail = " reprogate has no bypass flag: whatever makes the gate pass is stated in the record, where reviewers see it."
     runner = cause == "runner" or (cause is None and stage == "preflight")
@@ -250,6 +243,7 @@ def way_forward(verdict: dict[str, Any]) -> str:
 
 
 def _short(value: Any) -> str:
+    value = thaw(value)
     if isinstance(value, float):
         return f"{value:.4g}"
     if isinstance(value, list) and all(isinstance(v, float) for v in value):
@@ -257,5 +251,7 @@ def _short(value: Any) -> str:
     return str(value)
 
 
-def render(verdict: dict[str, Any], fmt: str) -> str:
-    return json.dumps(verdict, indent=2) + "\n" if fmt == "json" else markdown(verdict)
+def render(verdict: Verdict, fmt: str) -> str:
+    """The verdict as JSON (as this reprogate reads it: what an older one left out is filled in as
+    `Verdict.from_json` says) or as the Markdown report."""
+    return json.dumps(verdict.to_json(), indent=2) + "\n" if fmt == "json" else markdown(verdict)

@@ -15,8 +15,10 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from reprogate.core.errors import UsageError
 from reprogate.core.git import GitError, run_git
@@ -42,6 +44,13 @@ class RunBinding:
     run_id: str | None = None
     attempt: str | None = None
     repository: str | None = None
+    base: str | None = None  # the base commit the dispatch judged against, where the verdict says (the schema's run.base)
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any] | None) -> RunBinding:
+        """`verdict.run` of a verdict file (which the schema checked; None: a verdict without one)."""
+        found = data or {}
+        return RunBinding(found.get("nonce"), found.get("id"), found.get("attempt"), found.get("repository"), found.get("base"))
 
     @classmethod
     def from_environment(cls, nonce: str | None) -> RunBinding:
@@ -56,7 +65,7 @@ class RunBinding:
         )
 
     def as_json(self) -> dict[str, str]:
-        pairs = {"nonce": self.nonce, "id": self.run_id, "attempt": self.attempt, "repository": self.repository}
+        pairs = {"nonce": self.nonce, "id": self.run_id, "attempt": self.attempt, "repository": self.repository, "base": self.base}
         return {key: value for key, value in pairs.items() if value is not None}
 
 

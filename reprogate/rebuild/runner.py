@@ -32,6 +32,7 @@ from reprogate.rebuild import launchers, realizers, sandbox
 from reprogate.rebuild.claim import bounded_claim
 from reprogate.rebuild.code_origin import CodeOrigin, decide, own_code
 from reprogate.rebuild.compare import loss_curve
+from reprogate.rebuild.comparisons import StatedTest
 from reprogate.rebuild.environments import RebuiltSide, side_by_side
 from reprogate.rebuild.inject import make_writable
 from reprogate.rebuild.judged_by import from_base
@@ -46,7 +47,8 @@ from reprogate.rebuild.stages import DOING, STAGES
 from reprogate.rebuild.stages.base import StageResult
 from reprogate.rebuild.stages.compare import first_difference, loss_figures
 from reprogate.rebuild.state import RebuildJob, RebuildState, record_digest
-from reprogate.rebuild.verdict import FileRef, RecordRef, SeedsUsed, StageRecord, Verdict
+from reprogate.rebuild.verdict import FileRef, RecordRef, SeedsUsed, StageRecord, StatedCause, Verdict
+from reprogate.rebuild.verdict_environment import VerdictEnvironment
 from reprogate.validate.runner import Options, validate_document
 
 REBUILD_RECORD = "rebuild-record.yaml"
@@ -250,9 +252,9 @@ def _verdict(
         record=of,
         run=RunBinding.from_environment(job.options.nonce),
         stages=stages,
-        environment=_environment(state),
+        environment=VerdictEnvironment(_environment(state)),
         seeds=seeds,
-        tests=tests,
+        tests=tuple(StatedTest.of(t) for t in tests),
         curves={"reference": loss_curve(state.reference_events), "rebuilt": loss_curve(runs[0].events) if runs else []},
         started_at=started_at,
         seconds=seconds,
@@ -260,6 +262,6 @@ def _verdict(
         claim=bounded_claim(state, stages, tests, failed, seeds.rebuilt),
         rebuild_record=record_file,
         logs=logs,
-        first_difference=cause.to_json() if (cause := first_difference(state, failed.name if failed else None)) else None,
-        loss=figures.to_json() if (figures := loss_figures(state)) else None,
+        first_difference=StatedCause.from_json(cause.to_json(), as_read=False) if (cause := first_difference(state, failed.name if failed else None)) else None,
+        loss=loss_figures(state),
     )

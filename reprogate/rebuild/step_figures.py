@@ -222,7 +222,7 @@ def _finite(event: Mapping[str, Any], quantity: str, key: Key, side: str) -> flo
 
 def from_json(data: Any) -> Figures | None:
     """The verdict's `loss` figures, or None when the verdict has none (or they are not figures)."""
-    if not isinstance(data, Mapping) or not isinstance(data.get("drawn"), list):
+    if not isinstance(data, Mapping) or not isinstance(data.get("drawn"), list | tuple):
         return None
     judged = data.get("judged")
     if judged not in ("exact", "tolerance", "not judged"):
@@ -233,7 +233,13 @@ def from_json(data: Any) -> Figures | None:
         return None
     drawn = tuple(p for p in (Point.from_json(d) for d in data["drawn"]) if p is not None)
     span, steps, reference_steps, compared = data.get("span"), data.get("steps"), data.get("reference_steps"), data.get("compared")
-    if not (isinstance(span, list) and len(span) == 2 and _integer(span[0]) and _integer(span[1])) or not _integer(steps):
+    if not _integer(steps):
+        return None
+    if span is None and steps == 0:
+        found_span = None  # no step both traces reached: nothing to span (to_json writes null)
+    elif isinstance(span, list | tuple) and len(span) == 2 and _integer(span[0]) and _integer(span[1]):
+        found_span = (span[0], span[1])
+    else:
         return None
     return Figures(
         str(data.get("quantity") or "loss"),
@@ -241,7 +247,7 @@ def from_json(data: Any) -> Figures | None:
         tolerance,
         data.get("per") != "mean over ranks",
         compared if _integer(compared) else len(drawn),
-        (span[0], span[1]),
+        found_span,
         steps,
         reference_steps if _integer(reference_steps) else steps,
         Point.from_json(data.get("first_difference")),

@@ -1,9 +1,11 @@
-"""Fuzz harness: verdict files, through the reader (bounded JSON, the verdict schema) and what
-consumes a verdict that passed it: the Markdown and JSON report (`reprogate report`), the
-rebuild's text summary and the status job's terminal state.
+"""Fuzz harness: verdict files, through the reader (bounded JSON, the verdict schema, the typed
+`Verdict` it builds) and what consumes a verdict that passed it: the Markdown and JSON report
+(`reprogate report`), the rebuild's text summary, the status job's terminal state and its check
+run's annotations, and the statement's view of its environment.
 
 Expected: a ReprogateError from the reader (UsageError naming the field); nothing from the
-consumers, since the schema allows whatever reached them. Seeds: verdicts of the shape
+consumers, since the schema allows whatever reached them. Whatever the reader accepts reads back
+as itself: its JSON builds the same value and writes the same JSON (a finding otherwise). Seeds: verdicts of the shape
 `reprogate rebuild` writes (tests/support/verdicts.py), passing, failing and stopped.
 """
 
@@ -20,10 +22,13 @@ sys.path.insert(0, str(REPO / "tests"))
 from support.verdicts import STAGES, make_verdict
 
 with instrumented():
+    from reprogate.attest.statement import outcome
     from reprogate.core.errors import ReprogateError
+    from reprogate.github.command import verdict_annotations
     from reprogate.github.verdicts import terminal
     from reprogate.rebuild.command import text_summary
     from reprogate.rebuild.report import markdown, render
+    from reprogate.rebuild.verdict import Verdict
     from reprogate.rebuild.verdicts import read_verdict
 
 FOLDER = Path(tempfile.mkdtemp(prefix="reprogate-fuzz-verdicts-"))
@@ -64,6 +69,12 @@ def one(data: bytes) -> None:
     render(verdict, "text")
     text_summary(verdict)
     terminal([verdict], [], [])
+    outcome(verdict)
+    verdict_annotations([verdict])
+    written = verdict.to_json()
+    again = Verdict.from_json(json.loads(json.dumps(written)), str(path))
+    if again != verdict or again.to_json() != written:
+        raise AssertionError("a verdict the reader accepted does not read back as itself")
 
 
 if __name__ == "__main__":

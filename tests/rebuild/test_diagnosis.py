@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from click.testing import Result
 from support import edit_record
+from support.verdicts import typed
 
 from reprogate.core.gittree import tree_id
 from reprogate.rebuild.compare import first_difference, loss_figures, step_events
@@ -47,7 +48,7 @@ def test_a_changed_learning_rate_is_named_as_the_first_difference(cli: Cli, proj
     assert cause["field"] == "lr" and cause["role"] == "input" and cause["step"] == 1
     assert cause["reference"] == pytest.approx(0.01) and cause["rebuilt"] == pytest.approx(0.011)
     assert cause["text"] == "`lr` differs from step 1, rank 0: 0.011 in the rebuild vs 0.01 in the reference"
-    report = markdown(verdict)
+    report = markdown(typed(verdict))
     diagnosis = next(line for line in report.splitlines() if line.startswith("**Diagnosis:**"))
     assert diagnosis.index("`lr` differs from step 1, rank 0") < diagnosis.index(f"**{verdict['diagnosis']}**")
     assert cli("validate", str(project.parent / "out" / "verdict.json")).exit_code == 0  # the new field is in the verdict schema

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.verdicts import make_verdict
+from support.verdicts import make_verdict, typed
 
 from reprogate.core.schemas import validator
 from reprogate.rebuild.command import report_command
@@ -82,7 +82,7 @@ def charts(text: str) -> list[dict[str, Any]]:
 def test_a_bitwise_failure_plots_the_log_difference_with_the_first_divergence_marked_and_no_tolerance() -> None:
     reference = reference_curve()
     rebuilt = perturbed(reference, 8, 2.5e-4)
-    text = markdown(verdict_with({"reference": reference, "rebuilt": rebuilt}))
+    text = markdown(typed(verdict_with({"reference": reference, "rebuilt": rebuilt})))
     loss = text.split("### Loss\n\n", 1)[1].split("\n### ", 1)[0]
     above = loss.split("<details>", 1)[0]
     (chart,) = charts(above)
@@ -105,7 +105,7 @@ def test_a_bitwise_failure_plots_the_log_difference_with_the_first_divergence_ma
 def test_a_behavioral_failure_draws_the_tolerance_the_steps_stage_applies() -> None:
     reference = reference_curve()
     rebuilt = perturbed(reference, 10, 2e-3)
-    text = markdown(verdict_with({"reference": reference, "rebuilt": rebuilt}, "behavioral", {"abs": 1e-4, "rel": 1e-4}))
+    text = markdown(typed(verdict_with({"reference": reference, "rebuilt": rebuilt}, "behavioral", {"abs": 1e-4, "rel": 1e-4})))
     (chart,) = charts(text.split("### Loss", 1)[1].split("<details>", 1)[0])
     _, difference, tolerance = chart["series"]
     for (step, value), allowed in zip(reference, tolerance, strict=True):
@@ -121,7 +121,7 @@ def test_a_tolerance_on_other_quantities_draws_no_tolerance_line_for_the_loss() 
     reference = reference_curve()
     verdict = verdict_with({"reference": reference, "rebuilt": perturbed(reference, 3, 1e-3)}, "behavioral", {"abs": 1e-4, "rel": 0.0})
     verdict["tests"][0]["quantities"] = ["grad_norm"]
-    text = markdown(verdict)
+    text = markdown(typed(verdict))
     (chart, _) = charts(text)
     assert len(chart["series"]) == 2
     assert "**Tolerance**: none on the loss (the steps stage judged other quantities, or no step tolerance is stated), so there is no tolerance line." in text
@@ -130,11 +130,11 @@ def test_a_tolerance_on_other_quantities_draws_no_tolerance_line_for_the_loss() 
 
 def test_a_pass_states_the_loss_in_one_sentence_and_folds_its_charts() -> None:
     reference = reference_curve()
-    equal = section(verdict_with({"reference": reference, "rebuilt": reference}, passed=True))
+    equal = section(typed(verdict_with({"reference": reference, "rebuilt": reference}, passed=True)))
     assert equal[2] == "The rebuild's loss equals the reference's at every one of the 80 steps both recorded (mean over ranks)."
     assert equal[4:6] == ["<details>", "<summary>The loss curves</summary>"]
     within = "\n".join(
-        section(verdict_with({"reference": reference, "rebuilt": perturbed(reference, 1, 1e-6)}, "behavioral", {"abs": 1e-4, "rel": 0.0}, passed=True))
+        section(typed(verdict_with({"reference": reference, "rebuilt": perturbed(reference, 1, 1e-6)}, "behavioral", {"abs": 1e-4, "rel": 0.0}, passed=True)))
     )
     assert "Tolerance 0.0001: never exceeded by the loss." in within
     assert within.split("<details>", 1)[0].count("```mermaid") == 0 and within.count("```mermaid") == 2
@@ -144,7 +144,7 @@ def test_a_pass_states_the_loss_in_one_sentence_and_folds_its_charts() -> None:
 def test_a_long_run_keeps_at_most_max_points_and_its_largest_difference() -> None:
     reference = [[s, 3.0 / math.sqrt(s)] for s in range(1, 5001)]
     rebuilt = [[s, v + (0.5 if s == 2718 else 1e-6 if s >= 1234 else 0.0)] for s, v in reference]
-    text = markdown(verdict_with({"reference": reference, "rebuilt": rebuilt}))
+    text = markdown(typed(verdict_with({"reference": reference, "rebuilt": rebuilt})))
     (difference_chart, curves_chart) = charts(text)
     marker, difference = difference_chart["series"]
     assert len(difference) == MAX_POINTS and difference_chart["x"] == (1, 5000)
@@ -156,12 +156,12 @@ def test_a_long_run_keeps_at_most_max_points_and_its_largest_difference() -> Non
 
 def test_a_rebuild_that_stopped_early_is_drawn_on_the_steps_it_reached_and_says_so() -> None:
     reference = reference_curve()
-    text = markdown(verdict_with({"reference": reference, "rebuilt": perturbed(reference, 5, 1e-3)[:30]}))
+    text = markdown(typed(verdict_with({"reference": reference, "rebuilt": perturbed(reference, 5, 1e-3)[:30]})))
     (chart, _) = charts(text)
     assert chart["x"] == (1, 30) and all(len(s) == 30 for s in chart["series"])
     assert "The rebuild recorded 30 of the reference's 80 steps (last: 30); later steps are not drawn." in text
-    assert loss_figures(verdict_with({"reference": reference, "rebuilt": []})) is None
-    assert "### Loss" not in markdown(verdict_with({"reference": reference, "rebuilt": []}))
+    assert loss_figures(typed(verdict_with({"reference": reference, "rebuilt": []}))) is None
+    assert "### Loss" not in markdown(typed(verdict_with({"reference": reference, "rebuilt": []})))
 
 
 def test_the_environment_takes_what_the_record_lacks_from_the_reference_trace_and_says_so() -> None:
@@ -226,7 +226,7 @@ def test_the_rendered_report_draws_every_chart_readably_at_a_comment_width(kind:
     result = json.loads(done.stdout)
     folded, unfolded = result["report"], result["report-open"]
     assert folded["errors"] == [] and unfolded["errors"] == []
-    expected = charts(markdown(verdict))
+    expected = charts(markdown(typed(verdict)))
     assert len(unfolded["charts"]) == len(expected) and all(chart["drawn"] for chart in unfolded["charts"])
     for chart in unfolded["charts"]:
         assert 2 <= len(chart["x_labels"]) <= 12, chart["x_labels"]
@@ -236,13 +236,13 @@ def test_the_rendered_report_draws_every_chart_readably_at_a_comment_width(kind:
         width, height = png_size(Path(shot["png"]))
         assert width == CONTENT_WIDTH + 16 and height == shot["height"]
     assert unfolded["height"] > folded["height"], "the folded stages and curves open below"
-    assert (tmp_path / "shot" / "report.md").read_text() == markdown(verdict)
+    assert (tmp_path / "shot" / "report.md").read_text() == markdown(typed(verdict))
 
 
 def test_a_zero_tolerance_at_a_zero_loss_stays_on_the_chart() -> None:
     reference = [[s, 0.0 if s == 3 else 1.0] for s in range(1, 11)]
     rebuilt = [[s, v + 1e-3] for s, v in reference]
-    text = markdown(verdict_with({"reference": reference, "rebuilt": rebuilt}, "behavioral", {"abs": 0.0, "rel": 1e-4}))
+    text = markdown(typed(verdict_with({"reference": reference, "rebuilt": rebuilt}, "behavioral", {"abs": 0.0, "rel": 1e-4})))
     (chart, _) = charts(text)
     bottom, top = chart["y"]
     assert all(bottom <= v <= top for series in chart["series"] for v in series)

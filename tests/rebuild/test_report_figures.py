@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from support import REPO, edit_record
+from support.verdicts import typed
 
 from reprogate.cli import main
 from reprogate.rebuild.report import markdown
@@ -51,7 +52,7 @@ def _drill(folder: Path, level: str) -> tuple[dict[str, Any], str, Path]:
     result = CliRunner().invoke(main, ["rebuild", str(project / RECORD), "--out", str(out)], catch_exceptions=False)
     assert result.exit_code == 1, result.output
     verdict = json.loads((out / "verdict.json").read_text())
-    return verdict, markdown(verdict), out
+    return verdict, markdown(typed(verdict)), out
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ driven by stub stages (no realizer, no ranks, no torch)."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import json
 import sys
@@ -21,7 +22,7 @@ from support.verdicts import STAGES as RUNBOOK
 import reprogate.rebuild.runner as rebuild
 from reprogate.core.diagnostics import ExitCode
 from reprogate.core.schemas import load_schema, validator
-from reprogate.rebuild.comparisons import DIFFERENCE, EQUIVALENCE, EXACT, PREDICTION, MetricTest, StepTest
+from reprogate.rebuild.comparisons import DIFFERENCE, EQUIVALENCE, EXACT, PREDICTION, MetricTest, StatedTest, StepTest
 from reprogate.rebuild.options import RebuildOptions
 from reprogate.rebuild.realizers.base import Choice
 from reprogate.rebuild.run_binding import RunBinding
@@ -31,6 +32,7 @@ from reprogate.rebuild.stages.base import StageResult, failed, passed, skipped
 from reprogate.rebuild.state import PROVIDED, Environment, Fetched, Machine, Probe, Ranks, RebuildState, Runs, SeedRun
 from reprogate.rebuild.topology import topology
 from reprogate.rebuild.verdict import Claim, FileRef, RecordRef, SeedsUsed, StageRecord, Verdict
+from reprogate.rebuild.verdict_environment import VerdictEnvironment
 
 # properties of RebuildState that read a stage's field
 DERIVED = {"reference_events": "fetched", "packages": "probe"}
@@ -155,7 +157,9 @@ def walk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., tuple
         monkeypatch.setattr(rebuild, "STAGES", stubs.stages())
         options = RebuildOptions(workdir=workdir, root=tmp_path, output=tmp_path / "out")
         rebuilt = rebuild.run_rebuild(record, options)
-        return stubs, json.loads(json.dumps(rebuilt.verdict.to_json())), options
+        written = json.loads(json.dumps(rebuilt.verdict.to_json()))
+        assert Verdict.from_json(written, "verdict.json") == rebuilt.verdict, "every verdict a rebuild writes reads back as itself"
+        return stubs, written, options
 
     run.made = made  # type: ignore[attr-defined]
     return run
@@ -254,9 +258,9 @@ def _full_verdict() -> Verdict:
         record=RecordRef("records/tiny.yaml", "tiny", "canonical-v1:sha256:" + "0" * 64, "statistical"),
         run=RunBinding("n" * 16, "123", "1", "o/r"),
         stages=stages,
-        environment={"requested": "reference", "realizer": "venv"},
+        environment=VerdictEnvironment({"requested": "reference", "realizer": "venv"}),
         seeds=SeedsUsed((11, 12), (1, 2, 3, 4, 5), (11, 12), "fresh"),
-        tests=tests,
+        tests=tuple(StatedTest.of(t) for t in tests),
         curves={"reference": [(1, 2.0)], "rebuilt": [(1, 2.0)]},
         started_at="2026-12-01T00:00:00Z",
         seconds=3.25,
@@ -280,6 +284,10 @@ def test_a_verdict_with_every_field_is_what_the_schema_describes() -> None:
     assert verdict.code() == ExitCode.FAILED and verdict.failed_stage is verdict.stages[-1]
     with pytest.raises(AttributeError):
         verdict.__setattr__("passed", True)
+    read = Verdict.from_json(found, "verdict.json")
+    assert read.to_json() == found, "read back, it writes the same JSON (its text is not redacted twice)"
+    assert read.stages[:-1] == verdict.stages[:-1] and read.stages[-1].detail == found["stages"][-1]["detail"], "only the redacted text differs"
+    assert dataclasses.replace(read, stages=verdict.stages) == verdict
 
 
 def test_the_realizer_and_launcher_are_chosen_in_one_place() -> None:

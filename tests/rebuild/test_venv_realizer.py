@@ -22,6 +22,7 @@ import yaml
 from click.testing import Result
 from support import FIXTURES, git
 from support.locked import locked_record
+from support.verdicts import typed
 
 from reprogate.core.canonical import file_digest
 from reprogate.rebuild.report import markdown
@@ -352,5 +353,5 @@ def test_a_lock_missing_a_dependency_is_a_defect_of_the_lock_not_of_the_runner(c
     assert "re-lock with `uv pip compile --generate-hashes`, it lacks typing_extensions" in detail
     stage = next(s for s in verdict["stages"] if s["name"] == "preflight")
     assert stage["cause"] == "lock-file"
-    forward = markdown(verdict).split("### Way forward\n\n", 1)[1].split("\n\n", 1)[0]
+    forward = markdown(typed(verdict)).split("### Way forward\n\n", 1)[1].split("\n\n", 1)[0]
     assert "runner, not the change" not in forward and "lock file is incomplete, not the runner" in forward, "the advice follows the diagnosis"

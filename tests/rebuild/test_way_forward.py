@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from support import verdicts
+from support.verdicts import typed
 
 from reprogate.core.schemas import validator
 from reprogate.rebuild.report import WAY_FORWARD, markdown
@@ -16,7 +17,7 @@ def make_verdict(verdict: str, diagnosis: str | None = None, infrastructure: boo
 
 
 def forward(diagnosis: str, infrastructure: bool = False) -> str:
-    text = markdown(make_verdict("fail", diagnosis, infrastructure))
+    text = markdown(typed(make_verdict("fail", diagnosis, infrastructure)))
     return text.split("### Way forward\n\n", 1)[1].split("\n\n", 1)[0]
 
 
@@ -42,7 +43,7 @@ def test_an_inconclusive_rebuild_says_rerun_not_promote() -> None:
 
 
 def test_a_passing_rebuild_has_no_way_forward() -> None:
-    assert "Way forward" not in markdown(make_verdict("pass"))
+    assert "Way forward" not in markdown(typed(make_verdict("pass")))
 
 
 def blaming(cause: str) -> str:
@@ -52,7 +53,7 @@ def blaming(cause: str) -> str:
             stage["cause"] = cause
             stage["detail"] = "preflight failed at framework: torch cannot be imported; the venv made from requirements.txt cannot import typing_extensions"
     assert not list(validator("Verdict").iter_errors(verdict))
-    return markdown(verdict).split("### Way forward\n\n", 1)[1].split("\n\n", 1)[0]
+    return markdown(typed(verdict)).split("### Way forward\n\n", 1)[1].split("\n\n", 1)[0]
 
 
 def test_the_advice_follows_what_the_failing_stage_blames() -> None:

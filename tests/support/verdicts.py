@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from reprogate.rebuild.verdict import Verdict
+
 STAGES = ["artifacts", "digest", "preflight", "dataset", "config", "envelope", "run", "batches", "model-state", "steps", "metric"]
 
 
@@ -57,3 +59,8 @@ def bound_verdict(repo: Path, sha: str, path: str, verdict: str = "pass", diagno
     data["record"]["path"] = path
     data["run"] = {"nonce": nonce}
     return data
+
+
+def typed(data: dict[str, Any]) -> Verdict:
+    """`data` as every reader of a verdict takes it: held to the schema and built (Verdict.from_json)."""
+    return Verdict.from_json(data, "verdict.json")
