@@ -192,8 +192,9 @@ def _assignments(text: str) -> str:
         if lead is None:
             continue
         value = _VALUE.match(text, lead.end())
-        if value is None:
-            continue
+        at = lead.end() + (text[lead.end() : lead.end() + 1] in ('"', "'"))
+        if value is None or text.startswith(MARK, at):
+            continue  # no value, or one already redacted (the unquoted value stops at its `]`): redact twice, the same text
         shown = _value_shown(lead.group("name"), value.group(0))
         if shown != value.group(0):
             out += [text[done : lead.end()], shown]

@@ -98,3 +98,21 @@ ORDINARY = [
 @pytest.mark.parametrize("text", ORDINARY)
 def test_record_content_that_is_no_credential_is_left_as_it_is(text: str) -> None:
     assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "token=[redacted]",
+        "password: [redacted]",
+        "env: A_SECRET=[redacted] and more",
+        '"client_secret": "[redacted]"',
+        "HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz1234 then api_key=sk-abcdefghijklmnopqrstuvwxyz",
+        "https://user:pass@example.com/x?token=abc123456789&sig=zz",
+    ],
+)
+def test_redacting_twice_gives_the_same_text(text: str) -> None:
+    """A verdict's text is redacted when written and may pass the redactor again when it leaves
+    (a report, a check run): the second pass must change nothing (it added a `]` to `token=[redacted]`)."""
+    once = redact(text)
+    assert redact(once) == once and "]]" not in once
