@@ -200,6 +200,29 @@ def _named(subject: str) -> re.Pattern[str]:
     return re.compile(r"(?i)(?:^|[\s\"'=\[/(,])" + parts + r"(?:$|[\s\"'=<>!~;\[\]@,:)])")
 
 
+_SEPARATOR_TO_DASH = str.maketrans("_.", "--")
+_BEFORE = frozenset("\"'=[/(,")  # and whitespace, as the pattern's \s
+_AFTER = frozenset("\"'=<>!~;[]@,:)")
+
+
+def _names(line: str, subject: str) -> bool:
+    """Whether `line` names `subject` as `_named`'s pattern would find it, without compiling a
+    pattern per subject (a lock file's ten thousand bumped pins are ten thousand subjects): both
+    lower-cased with `_` and `.` as `-`, one character for one, then the name found between
+    the characters the pattern takes for its edges."""
+    folded = line.lower().translate(_SEPARATOR_TO_DASH)
+    name = "-".join(part for part in re.split(r"[-_.]+", subject)).lower()
+    if len(folded) != len(line) or not name or not name.isascii():
+        return _named(subject).search(line) is not None  # a case fold that changes lengths: the pattern itself
+    at = folded.find(name)
+    while at != -1:
+        end = at + len(name)
+        if (at == 0 or folded[at - 1] in _BEFORE or folded[at - 1].isspace()) and (end == len(folded) or folded[end] in _AFTER or folded[end].isspace()):
+            return True
+        at = folded.find(name, at + 1)
+    return False
+
+
 def _text_line(side: _Side, change: Change) -> int:
     """The first line naming the subject (`torch==2.5.1`, `name = "torch"`, a manifest's
     `- name: shards/x`; for `shard shards/x` its last word), the one also holding the changed
@@ -214,8 +237,7 @@ def _text_line(side: _Side, change: Change) -> int:
             return flagged[0]
     elif subject and not subject.startswith(("CUDA", "FROM", "jobs")):
         for name in dict.fromkeys((subject, subject.rsplit(" ", 1)[-1])):
-            pattern = _named(name)
-            named = [n for n in _candidates(side, name) if pattern.search(lines[n - 1])]
+            named = [n for n in _candidates(side, name) if _names(lines[n - 1], name)]
             with_value = [n for n in named if token and token in lines[n - 1]]
             if with_value or named:
                 return (with_value or named)[0]
