@@ -43,6 +43,7 @@ from reprogate.runtime.trace import trace_events
 COMMIT_TAG = "mlflow.source.git.commit"
 MAX_ARTIFACT_BYTES = 1024 * 1024 * 1024  # as a rebuild reads a rank's trace
 MAX_RUNS = 100
+REMOTE_NAMES = frozenset({"databricks", "databricks-uc", "uc"})  # tracking URIs without `://` that name no local folder
 
 
 class MlflowReferenceError(UsageError):
@@ -374,7 +375,8 @@ def _cpu(metas: Sequence[Mapping[str, Any]], origin: str) -> dict[str, Any]:
 def _missing_store(uri: str) -> str | None:
     """The file or folder a local store's URI names, when it is not there: MLflow would make an
     empty store at a mistyped path, and init must write nothing. Servers are asked, not checked."""
-    if uri.startswith("sqlite:"):
+    scheme = urlparse(uri).scheme.split("+", 1)[0].lower() if "://" in uri else ""
+    if scheme == "sqlite":
         try:
             from sqlalchemy.engine import make_url
             from sqlalchemy.exc import ArgumentError
@@ -388,7 +390,7 @@ def _missing_store(uri: str) -> str | None:
     if uri.startswith("file:"):
         folder = url2pathname(urlparse(uri).path)
         return folder if not Path(folder).is_dir() else None
-    if "://" not in uri:
+    if "://" not in uri and uri.split(":", 1)[0] not in REMOTE_NAMES:
         return uri if not Path(uri).is_dir() else None
     return None
 
