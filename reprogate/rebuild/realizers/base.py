@@ -12,6 +12,7 @@ says when realizing failed) is asked of the Realizer itself.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -92,24 +93,25 @@ class LockPin:
 
 
 @dataclass(frozen=True)
-class Identity:
+class Identity(ABC):
     """What a realizer made, as the rest of the rebuild may know it. Each realizer subclasses this
     (frozen, its own typed fields) and overrides what differs; the defaults are those of an
     environment that is no image and installs no lock. Nothing outside this package reads a
-    realizer's fields: it asks these methods, so a new realizer changes no stage."""
+    realizer's fields: it asks these methods, so a new realizer changes no stage. `summary` and
+    `claim_words` are abstract: an identity that cannot say what it is cannot be made."""
 
     def rebuilt(self) -> bool:
         """Whether anything was realized: False (the interpreter reprogate runs in) makes the
         digest stage skip, never pass, since nothing was verified."""
         return True
 
+    @abstractmethod
     def summary(self) -> str:
         """The digest stage's detail: what was realized and how it was verified."""
-        raise NotImplementedError
 
+    @abstractmethod
     def claim_words(self, which: str) -> str:
         """The claim's "replayed ... in <this>": the `which` (reference or candidate) environment, in words."""
-        raise NotImplementedError
 
     def claim_limits(self) -> tuple[str, ...]:
         """What the claim must add to what it does not cover because of this environment."""
@@ -128,7 +130,9 @@ class Identity:
         return None
 
     def amend_record(self, data: dict[str, Any]) -> None:
-        """Write what was realized into `data`, the rebuild record's copy of the checked-out record."""
+        """Write what was realized into `data`, the rebuild record's copy of the checked-out record
+        (by default nothing: the record's own pins stand)."""
+        return
 
     def to_json(self) -> dict[str, Any]:
         """The verdict's account of it (merged into `environment`): every field that is set, by its name."""
