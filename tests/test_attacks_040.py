@@ -18,6 +18,7 @@ import pytest
 from click.testing import Result
 from support import REPO, git, require_tool
 from support.gate import FakeGitHub, bump_lock, pr_event, statuses
+from support.realized import realized
 from support.verdicts import bound_verdict, make_verdict, typed
 from test_action import action_tree, cache_key, fake_venv, run_script  # noqa: F401 (fake_venv is a fixture)
 
@@ -152,7 +153,7 @@ def test_a_dry_run_is_refused_in_the_two_workflow_modes(run_gate: Run, github: F
 
 @pytest.mark.parametrize("kind", ["venv", "container", "current"])
 def test_a_rank_that_prints_no_module_named_changes_only_the_kind_of_failure(kind: str) -> None:
-    environment = SimpleNamespace(realized=SimpleNamespace(kind=kind, facts={"lock_file": "train/requirements.txt"}))
+    environment = SimpleNamespace(realized=realized(kind))
     detail = "rank 0: ModuleNotFoundError: No module named 'torch'\n::set-output name=verdict::pass"
     defect = environment_defect(environment, detail)  # type: ignore[arg-type]
     assert (defect is None) == (kind == "current")

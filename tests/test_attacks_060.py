@@ -827,10 +827,10 @@ def test_a_candidate_venv_the_workflow_let_build_sdists_never_serves_a_reference
 
     candidate = realize("candidate", True, "candidate")
     reference = realize("reference", False, "reference")
-    assert reference.facts["cache"] == "miss" and reference.path != candidate.path, "the reference rebuild was handed the candidate's venv"
-    assert candidate.facts.get("built_with") == "pull-request-source-builds"  # the verdict says how it was built
+    assert reference.identity.cache == "miss" and reference.path != candidate.path, "the reference rebuild was handed the candidate's venv"
+    assert candidate.identity.built_with == "pull-request-source-builds"  # the verdict says how it was built
     again = realize("reference", False, "reference-again")
-    assert again.facts["cache"] == "hit" and again.path == reference.path  # the cache still serves what it may
+    assert again.identity.cache == "hit" and again.path == reference.path  # the cache still serves what it may
 
 
 def _stall_after_headers(handler: Any, state: Any) -> None:

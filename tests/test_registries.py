@@ -62,6 +62,34 @@ def test_every_realizer_and_launcher_module_is_registered() -> None:
             assert type(mapping[name]).__module__ == module.__name__
 
 
+def test_the_realizer_names_the_cli_and_schemas_list_are_the_registered_ones() -> None:
+    """The one place outside the registry that spells realizer names: what a person or a record
+    may ask for (the --realizer choices, the schemas' enums). A realizer added to REALIZERS and
+    not there cannot be chosen; one listed there and not registered is refused at run time."""
+    import json
+
+    import click
+    from support import REPO
+
+    from reprogate.cli.init import init
+    from reprogate.cli.rebuild import rebuild
+
+    registered = set(realizers.REALIZERS)
+    for command in (rebuild, init):
+        choice = next(p.type for p in command.params if p.name == "realizer")
+        assert isinstance(choice, click.Choice) and set(choice.choices) == registered, f"{command.name} --realizer"
+
+    def enums(node: object, key: str = "") -> list[tuple[str, set[str]]]:
+        if isinstance(node, dict):
+            found = [(key, set(node["enum"]))] if key in ("realizer", "candidate") and "enum" in node else []
+            return found + [e for k, v in node.items() for e in enums(v, k)]
+        return [e for v in node for e in enums(v)] if isinstance(node, list) else []
+
+    for name in ("run-record", "capture"):
+        listed = enums(json.loads((REPO / "schemas" / f"{name}.schema.json").read_text()))
+        assert len(listed) == 3 and all(names == registered for _, names in listed), (name, listed)
+
+
 def test_every_detector_and_lock_format_module_is_registered() -> None:
     import reprogate.detect as detect
     import reprogate.lockfiles as lockfiles

@@ -89,7 +89,7 @@ def run_reference(draft: dict[str, Any], root: Path, seeds: list[int], timeout: 
         runs.events = {run.seed: list(run.events) for run in (state.runs.seeds if state.runs else ())}
         runs.seconds = [run.seconds for run in (state.runs.seeds if state.runs else ()) if run.seconds > 0]
         runs.probe = dict(state.probe.facts) if state.probe is not None else {}
-        runs.realized = dict(state.environment.realized.facts) if state.environment is not None else {}
+        runs.realized = state.environment.realized.identity.to_json() if state.environment is not None else {}
         runs.backend = state.ranks.backend if state.ranks is not None else "gloo"
         runs.scratch_bytes = folder_bytes(workdir)
     finally:

@@ -24,6 +24,7 @@ from reprogate.rebuild.comparisons import (
     MetricTest,
     StepTest,
 )
+from reprogate.rebuild.realizers import REALIZERS
 from reprogate.rebuild.state import RebuildJob, RebuildState
 from reprogate.rebuild.topology import Topology, topology
 from reprogate.rebuild.verdict import Claim, StageRecord
@@ -95,11 +96,8 @@ def bounded_claim(
         )
     replayed = failed is None
     environment = _environment(state)
-    if state.environment is not None and state.environment.choice.name == "current":
-        limits.append(
-            "the environment was not rebuilt: the record asks to run in the Python environment reprogate is installed in "
-            "(job.environment.realizer: current), so a lock-file or image change is not exercised"
-        )
+    if state.environment is not None:
+        limits.extend(state.environment.realized.identity.claim_limits())
     if job.judged_note:
         limits.append(job.judged_note)
     if job.code.ran == "pull-request":
@@ -169,27 +167,9 @@ def _environment(state: RebuildState) -> str:
     which = state.job.options.environment
     if state.fetched is None:  # the digest stage never ran
         return "no realized environment"
-    kind = state.job.realizer.name
-    facts = state.environment.realized.facts if state.environment is not None else {}
-    if kind == "container":
-        image = str(facts.get("image_id", "?"))[:19]
-        source = (
-            f"built from {facts['built_from']}"
-            if facts.get("built_from")
-            else (
-                f"pinned digest {facts['digest_verified_by_engine']} confirmed by the engine"
-                if facts.get("digest_verified_by_engine")
-                else str(facts.get("image_source", ""))
-            )
-        )
-        return f"the {which} environment: image {image} ({source})"
-    if kind == "venv":
-        if not facts.get("lock_file"):
-            return f"the {which} environment: a venv that could not be made"
-        return f"the {which} environment: a venv from {facts['lock_file']} ({facts.get('lock_digest', '?')})"
-    if kind == "current":
-        return "reprogate's own Python environment"
-    return kind
+    if state.environment is None:  # the digest stage failed: the realizer says what it could not make
+        return REALIZERS[state.job.realizer.name].unrealized(which)
+    return state.environment.realized.identity.claim_words(which)
 
 
 def _retention(job: RebuildJob) -> str | None:

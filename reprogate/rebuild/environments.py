@@ -2,9 +2,10 @@
 
 A reviewer of a lock-file or image pull request wants one table: which Python, torch, image, lock
 file, OS, CPU kernels and packages the reference ran with, and which the rebuild ran with. The
-reference side comes from the record's captured sections; the rebuilt side from the realizer's facts
-and from the probe run inside the realized environment, so it is what the ranks really saw, not
-what was asked for; the reference's CPU kernels come from its trace's meta (what its ranks ran
+reference side comes from the record's captured sections; the rebuilt side from the realizer's
+identity (realizers.base.Identity: its image and installed lock, in its own words) and from the
+probe run inside the realized environment, so it is what the ranks really saw, not what was
+asked for; the reference's CPU kernels come from its trace's meta (what its ranks ran
 with) before the host capture (what the machine would have picked). A value the record did not
 capture is taken from that meta where the meta holds it (torch's version, the CPU architecture,
 the world size; process_facts and the Tracer write them) and the row says so (`reference_from`);
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reprogate.core.shapes import table
+from reprogate.rebuild.realizers.base import Identity
 from reprogate.rebuild.state import Event, RebuildState
 
 MAX_PACKAGES = 12  # package rows beyond this are counted, not listed
@@ -55,7 +57,7 @@ class RebuiltSide:
 
     requested: str  # reference or candidate
     realizer: str | None = None
-    realized: Mapping[str, Any] = field(default_factory=dict)  # the realizer's own account (image id, lock file and digest)
+    realized: Identity | None = None  # the realizer's own account (image id, lock file and digest); None: nothing was realized
     python: str | None = None
     os: str | None = None
     architecture: str | None = None  # platform.machine() inside the ranks' environment (the probe's)
@@ -71,7 +73,7 @@ class RebuiltSide:
         return cls(
             requested=state.job.options.environment,
             realizer=environment.choice.name if environment is not None else None,
-            realized=environment.realized.facts if environment is not None else {},
+            realized=environment.realized.identity if environment is not None else None,
             python=(probe.python if probe is not None else None) or (machine.python if machine is not None else None),
             os=(probe.facts.get("os_pretty") if probe is not None else None) or (machine.os if machine is not None else None),
             architecture=probe.facts.get("machine") if probe is not None else None,
@@ -83,16 +85,8 @@ class RebuiltSide:
         )
 
 
-def _rebuilt_image(rebuilt: RebuiltSide) -> Any:
-    if rebuilt.realizer != "container":
-        return "no container"
-    facts = rebuilt.realized
-    image = str(facts.get("image_id") or "?")
-    if facts.get("built_from"):
-        return f"{image} (built from {facts['built_from']})"
-    if facts.get("digest_verified_by_engine"):
-        return f"{facts['digest_verified_by_engine']} (confirmed by the engine)"
-    return image
+def _rebuilt_image(rebuilt: RebuiltSide) -> str:
+    return "no container" if rebuilt.realized is None else rebuilt.realized.image_words()
 
 
 def _locks(record: dict[str, Any]) -> Any:
@@ -129,12 +123,12 @@ def _reference_meta(events: Sequence[Event]) -> Event:
 def _lock_pair(record: dict[str, Any], rebuilt: RebuiltSide) -> tuple[Any, Any]:
     """The lock file the rebuild installed, beside the record's pin of that same file (a record
     may pin several lock files; only the installed one is comparable)."""
-    installed = rebuilt.realized.get("lock_file")
-    if not installed:
+    installed = rebuilt.realized.installed_lock() if rebuilt.realized is not None else None
+    if installed is None:
         return _locks(record), "none installed"
     pins = {str(e.get("path")): str(e.get("checksum", "")) for e in _get(record, "source", "lock_files") or [] if isinstance(e, dict)}
-    pinned = pins.get(str(installed))
-    return (f"{installed} {pinned[:19]}" if pinned else None), f"{installed} {str(rebuilt.realized.get('lock_digest', ''))[:19]}"
+    pinned = pins.get(installed.path)
+    return (f"{installed.path} {pinned[:19]}" if pinned else None), f"{installed.path} {installed.digest[:19]}"
 
 
 def side_by_side(record: dict[str, Any], rebuilt: RebuiltSide, reference_events: Sequence[Event] = ()) -> list[dict[str, Any]]:

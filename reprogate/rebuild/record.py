@@ -50,7 +50,6 @@ def rebuild_record(state: RebuildState, of: RecordRef, passed: bool, started_at:
     job = state.job
     data = copy.deepcopy(job.checked_out)
     data.pop("baseline", None)
-    realized = state.environment.realized.facts if state.environment is not None else {}
     name = str(job.name or "run")
     meta = data.setdefault("metadata", {})
     meta["name"] = f"{name}-rebuild"[:128]
@@ -75,25 +74,8 @@ def rebuild_record(state: RebuildState, of: RecordRef, passed: bool, started_at:
     if packages:
         software["packages"] = dict(packages)
     data["software"] = software
-    kind = realized.get("realizer")
-    if kind == "container":
-        box = dict(data.get("container") or {}) if isinstance(data.get("container"), dict) else {}
-        box.pop("used", None)
-        box["image_id"] = realized.get("image_id")
-        if realized.get("built_from"):
-            box["built_from"] = realized["built_from"]
-            box.pop("digest", None)
-            box.pop("platform_digest", None)
-        box.setdefault("registry", "localhost")
-        box.setdefault("repository", "reprogate-candidate")
-        data["container"] = box
-    elif kind == "venv":
-        source = data.setdefault("source", {"dirty": False})
-        locks = [e for e in source.get("lock_files") or [] if isinstance(e, dict)]
-        for entry in locks:
-            if entry.get("path") == realized.get("lock_file"):
-                entry["checksum"] = realized.get("lock_digest")
-        source["lock_files"] = locks
+    if state.environment is not None:  # the image that ran, the lock file installed: the realizer's identity writes its own part
+        state.environment.realized.identity.amend_record(data)
     execution = data.setdefault("execution", {})
     execution["world_size"] = job.world_size
     if state.ranks is not None:

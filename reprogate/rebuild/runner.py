@@ -103,7 +103,7 @@ def check_before_running(doc: Document, record: Path, options: RebuildOptions, c
     realizer = realizers.choose(data, options.realizer, options.environment)
     launcher = launchers.choose(data, options.launcher)
     foreign = (code or own_code()).foreign(options.environment)
-    unsafe = sandbox.refusal(realizer.name, launcher.name, foreign, options.allow_unsandboxed)
+    unsafe = sandbox.refusal(realizers.REALIZERS[realizer.name].isolation, launcher.name, foreign, options.allow_unsandboxed)
     if unsafe is not None:
         hint = "install bubblewrap on the runner, or pass --allow-unsandboxed where the runner is ephemeral (the claim then says so)"
         raise InfrastructureError(unsafe, hint=hint)
@@ -208,7 +208,7 @@ def _environment(state: RebuildState) -> dict[str, Any]:
     if state.environment is not None:
         env["realizer"] = state.environment.choice.name
         env["why"] = state.environment.choice.reason
-        env.update({f"realized_{k}" if k in env else k: v for k, v in state.environment.realized.facts.items() if k != "realizer"})
+        env.update({f"realized_{k}" if k in env else k: v for k, v in state.environment.realized.identity.to_json().items()})
         env["sandbox"] = state.environment.sandbox
     env["code"] = state.job.code.to_json()
     if state.probe is not None and state.probe.facts:

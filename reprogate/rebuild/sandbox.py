@@ -50,10 +50,9 @@ from reprogate.core.fileio import create_for_code
 from reprogate.core.processes import end_tree
 
 if TYPE_CHECKING:
-    from reprogate.rebuild.realizers.base import RankStart
+    from reprogate.rebuild.realizers.base import Isolation, RankStart
 
 NAME = "bubblewrap"
-SANDBOXED_REALIZERS = ("venv", "current")  # the container realizer's ranks have the engine's namespaces
 # What bwrap itself is started with: nothing a record or the runner's environment chose.
 LAUNCHER_ENVIRONMENT: Mapping[str, str] = MappingProxyType({"PATH": "/usr/bin:/bin", "LC_ALL": "C"})
 SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys")
@@ -306,30 +305,31 @@ def for_builds(workdir: Path, building: Path, readable: Sequence[Path], writable
     return replace(ranks, readable=(*ranks.readable, *shown), writable=(*ranks.writable, *written), network="host")
 
 
-def applies(realizer: str, launcher: str) -> bool:
-    """Ranks this module sandboxes: local processes of the venv and current realizers (Slurm and
-    Kubernetes ranks run where their scheduler starts them; containers have their own namespaces)."""
-    return realizer in SANDBOXED_REALIZERS and launcher == "local"
+def applies(realizer: Isolation, launcher: str) -> bool:
+    """Ranks this module sandboxes: local processes of a realizer whose ranks are local processes
+    (venv, current: `Isolation.local_ranks_sandboxed`); Slurm and Kubernetes ranks run where their
+    scheduler starts them, and a container's have the engine's namespaces."""
+    return realizer.local_ranks_sandboxed and launcher == "local"
 
 
-def refusal(realizer: str, launcher: str, foreign: str | None, allow_unsandboxed: bool) -> str | None:
+def refusal(realizer: Isolation, launcher: str, foreign: str | None, allow_unsandboxed: bool) -> str | None:
     """Why a rebuild must not start unsandboxed (None: it may start). `foreign` says what code
     other than the base's the rebuild runs (a candidate environment, the pull request's project
     tree or environment pins), None when it runs none: then it needs the sandbox — in its ranks,
-    and in the venv realizer's build steps on this machine, whatever the launcher — unless the
-    workflow says otherwise."""
-    here = applies(realizer, launcher) or realizer == "venv"
+    and in a realizer's build steps on this machine (the venv's: `Isolation.builds_here`),
+    whatever the launcher — unless the workflow says otherwise."""
+    here = applies(realizer, launcher) or realizer.builds_here
     if not here or foreign is None or allow_unsandboxed:
         return None
     why = unavailable()
     return None if why is None else f"{foreign}, and its ranks cannot be sandboxed here: {why}"
 
 
-def described(sandbox: Sandbox | None, realizer: str, launcher: str) -> str:
+def described(sandbox: Sandbox | None, realizer: Isolation, launcher: str) -> str:
     """What the claim says about the ranks' sandbox."""
     if not applies(realizer, launcher):
-        if realizer == "container":
-            return "container"
+        if realizer.own:
+            return realizer.own
         return f"as the {launcher} launcher starts ranks (on the host's network: a multi-node launcher's ranks meet over it)"
     if sandbox is not None:
         return (
@@ -343,7 +343,6 @@ __all__ = [
     "ETC_SHOWN",
     "LAUNCHER_ENVIRONMENT",
     "NAME",
-    "SANDBOXED_REALIZERS",
     "SYSTEM_FOLDERS",
     "NodeRank",
     "NodeRanks",

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from support.realized import container_identity, realized, venv_identity
 from support.verdicts import make_verdict
 
 from reprogate.core.documents import Document
@@ -21,7 +22,7 @@ from reprogate.core.schemas import load_schema
 from reprogate.rebuild.claim import bounded_claim
 from reprogate.rebuild.comparisons import EXACT, TOLERANCE, MetricTest, StepTest
 from reprogate.rebuild.options import RebuildOptions
-from reprogate.rebuild.realizers.base import Choice
+from reprogate.rebuild.realizers.base import Choice, Identity
 from reprogate.rebuild.seed_plan import SeedPlan
 from reprogate.rebuild.state import Environment, Fetched, Machine, Ranks, RebuildJob, RebuildState
 from reprogate.rebuild.verdict import StageRecord
@@ -46,13 +47,15 @@ PINNED = "sha256:" + "cd" * 32
 def context(
     tmp_path: Path,
     realizer: str | None = "current",
-    facts: dict[str, Any] | None = None,
+    identity: Identity | None = None,
     record: dict[str, Any] | None = None,
     machine: dict[str, Any] | None = None,
     environment: str = "reference",
+    realized_one: bool = True,
 ) -> RebuildState:
-    """A rebuild's state after its stages: realized by `realizer` (None: nothing was realized),
-    on the machine `machine` describes (its placement and launcher are the ranks')."""
+    """A rebuild's state after its stages: realized by `realizer` (None: the digest stage never
+    ran; `realized_one` False: it ran and failed), on the machine `machine` describes (its
+    placement and launcher are the ranks')."""
     data = copy.deepcopy(record if record is not None else RECORD)
     said = dict(MACHINE if machine is None else machine)
     choice = Choice(realizer or "venv", f"the record asks for {realizer}")
@@ -60,8 +63,8 @@ def context(
     state = RebuildState(job)
     if realizer is not None:
         state.fetched = Fetched((), (), tmp_path / "runtime")
-        realized = SimpleNamespace(kind=realizer, facts={"realizer": realizer, **(facts or {})}, close=lambda: None)
-        state.environment = Environment(choice, realized, "bubblewrap")  # type: ignore[arg-type]
+        if realized_one:
+            state.environment = Environment(choice, realized(realizer, identity), "bubblewrap")
     launcher = SimpleNamespace(name=said.get("launcher", "local"), ranks_run_here=True)
     placement = {int(k): v for k, v in (said.get("placement") or {}).items()}
     state.ranks = Ranks(launcher, SimpleNamespace(nodes=1), SimpleNamespace(stop=lambda: None), said.get("backend", "?"), "", placement=placement)  # type: ignore[arg-type]
@@ -106,32 +109,32 @@ def test_a_pass_in_the_current_environment_says_so_and_that_nothing_was_rebuilt(
 
 
 @pytest.mark.parametrize(
-    "facts, expected",
+    "identity, expected",
     [
         (
-            {"image_id": IMAGE_ID, "digest_verified_by_engine": PINNED},
+            container_identity(IMAGE_ID, digest_verified_by_engine=PINNED),
             f"the reference environment: image {IMAGE_ID[:19]} (pinned digest {PINNED} confirmed by the engine)",
         ),
         (
-            {"image_id": IMAGE_ID, "built_from": "train/Dockerfile", "image_source": "built from train/Dockerfile in this checkout"},
+            container_identity(IMAGE_ID, "built from train/Dockerfile in this checkout", built_from="train/Dockerfile"),
             f"the reference environment: image {IMAGE_ID[:19]} (built from train/Dockerfile)",
         ),
         (
-            {"image_id": IMAGE_ID, "image_source": "--image registry.example/x:1"},
+            container_identity(IMAGE_ID, "--image registry.example/x:1"),
             f"the reference environment: image {IMAGE_ID[:19]} (--image registry.example/x:1)",
         ),
     ],
 )
-def test_a_pass_in_a_container_names_the_image_and_how_it_was_verified(tmp_path: Path, facts: dict[str, Any], expected: str) -> None:
-    found = claim(context(tmp_path, "container", facts), make_verdict("pass"))
+def test_a_pass_in_a_container_names_the_image_and_how_it_was_verified(tmp_path: Path, identity: Identity, expected: str) -> None:
+    found = claim(context(tmp_path, "container", identity), make_verdict("pass"))
     assert f"replayed from an empty worker in {expected}, on " in found["text"]
     assert IMAGE_ID not in found["text"], "the image ID is shortened to sha256: and 12 hex digits"
     assert not any("not rebuilt" in item for item in found["not_covered"])
 
 
 def test_a_pass_in_a_venv_names_the_lock_file_and_its_digest(tmp_path: Path) -> None:
-    facts = {"lock_file": "train/requirements.txt", "lock_digest": "sha256:" + "0f" * 32}
-    found = claim(context(tmp_path, "venv", facts, environment="candidate"), make_verdict("pass"))
+    identity = venv_identity("train/requirements.txt", "sha256:" + "0f" * 32)
+    found = claim(context(tmp_path, "venv", identity, environment="candidate"), make_verdict("pass"))
     assert f"in the candidate environment: a venv from train/requirements.txt (sha256:{'0f' * 32}), on " in found["text"]
     assert not any("not rebuilt" in item for item in found["not_covered"])
 
@@ -158,14 +161,21 @@ def test_a_failure_says_not_reproduced_and_names_the_first_failing_stage(tmp_pat
 def test_a_rebuild_stopped_before_any_comparison_is_not_called_a_difference(tmp_path: Path, code: int, why: str) -> None:
     verdict = make_verdict("fail", "digest", infrastructure=code == 3)
     verdict["exit_code"] = code
-    found = claim(context(tmp_path, "venv", facts={}), verdict)
+    found = claim(context(tmp_path, "venv", realized_one=False), verdict)
     assert found["text"] == f"tiny-markov-mlp could not be rebuilt, so nothing was compared: the digest stage stopped it with {why} (digest fail)."
     assert "NOT reproduced" not in found["text"] and "None" not in found["text"]
 
 
 def test_a_venv_that_could_not_be_made_is_not_named_by_a_missing_lock(tmp_path: Path) -> None:
-    found = claim(context(tmp_path, "venv", facts={}), make_verdict("fail", "model-state"))
+    found = claim(context(tmp_path, "venv", realized_one=False), make_verdict("fail", "digest"))
     assert "a venv that could not be made" in found["text"] and "None" not in found["text"]
+
+
+def test_an_image_that_could_not_be_had_is_not_named_by_a_missing_id(tmp_path: Path) -> None:
+    """The digest stage failed (the registry lost the pinned digest): no image ID to shorten."""
+    found = claim(context(tmp_path, "container", realized_one=False), make_verdict("fail", "digest"))
+    assert "Rebuilt in the reference environment: an image that could not be had, on " in found["text"], found["text"]
+    assert "?" not in found["text"] and "()" not in found["text"]
 
 
 def test_what_was_compared_follows_the_stages_that_passed(tmp_path: Path) -> None:
@@ -260,7 +270,7 @@ def test_the_limits_name_container_retention_lifetime_and_envelope(tmp_path: Pat
     record["container"] = {"used": False, "reason": "runs where reprogate is installed"}
     record["dataset"] = {"inline": {"retention": {"expires": "2027-06-30"}}}
     record["contract"]["lifetime"] = {"expires": "2027-12-31"}
-    limits = claim(context(tmp_path, "venv", {"lock_file": "requirements.txt", "lock_digest": "sha256:00"}, record=record), make_verdict("pass"))["not_covered"]
+    limits = claim(context(tmp_path, "venv", venv_identity("requirements.txt", "sha256:00"), record=record), make_verdict("pass"))["not_covered"]
     assert "no container: runs where reprogate is installed" in limits
     assert "exact reproduction expires with the dataset's retention on 2027-06-30" in limits
     assert "the contract holds until 2027-12-31" in limits

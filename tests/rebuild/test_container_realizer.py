@@ -207,4 +207,4 @@ def test_a_candidate_recipe_outside_the_checkout_is_refused_before_the_engine_is
     data = {"source": {"build_recipe": {"path": recipe}}}
     request = RealizeRequest(data, checkout, tmp_path / "work", "candidate", tmp_path / "cache", tmp_path / "runtime")
     with pytest.raises(UsageError, match="resolves outside the checkout"):
-        ContainerRealizer._build(None, request, recipe, {}, tmp_path / "log")
+        ContainerRealizer._build(None, request, recipe, tmp_path / "log")

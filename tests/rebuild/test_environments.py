@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
+from support.realized import realized, venv_identity
 from support.rebuilds import make_state
 
 from reprogate.rebuild.environments import UNKNOWN, RebuiltSide, side_by_side
@@ -30,7 +30,7 @@ PACKAGES = {"numpy": "2.1.3", "torch": "2.13.0+cpu", "filelock": "3.20.0"}
 REBUILT = RebuiltSide(
     requested="candidate",
     realizer="venv",
-    realized={"realizer": "venv", "lock_file": "train/requirements.txt", "lock_digest": "sha256:8e423e1426b2cccccccccccccc"},
+    realized=venv_identity("train/requirements.txt", "sha256:8e423e1426b2cccccccccccccc"),
     python="3.11.7",
     os="Debian GNU/Linux 12 (bookworm)",
     torch="2.13.0+cpu",
@@ -75,8 +75,8 @@ def test_the_rebuilt_column_is_what_the_ranks_told_and_the_envelope_found(tmp_pa
     state = make_state(tmp_path / "record.yaml", RECORD, tmp_path, tmp_path)
     empty = RebuiltSide.of(state)
     assert (empty.realizer, empty.python, empty.torch, empty.packages) == (None, None, None, None), "nothing realized: nothing claimed"
-    realized = SimpleNamespace(kind="venv", facts={"realizer": "venv", "lock_file": "train/requirements.txt", "lock_digest": "sha256:8e42"})
-    state.environment = Environment(Choice("venv", "the record asks for it"), realized, "bubblewrap")  # type: ignore[arg-type]
+    installed = venv_identity("train/requirements.txt", "sha256:8e42")
+    state.environment = Environment(Choice("venv", "the record asks for it"), realized("venv", installed), "bubblewrap")
     state.probe = Probe({"python": "3.11.7", "os_pretty": "Debian GNU/Linux 12 (bookworm)", "packages": PACKAGES})
     state.machine = Machine(nodes=1, world_size=2, python="3.11.6", os="debian-12", torch="2.13.0+cpu", cpu={"cpu_model": "AMD EPYC"})
     side = RebuiltSide.of(state)

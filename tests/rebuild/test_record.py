@@ -7,15 +7,15 @@ from __future__ import annotations
 import copy
 import hashlib
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from support import EXAMPLES
+from support.realized import container_identity, realized, venv_identity
 from support.rebuilds import make_state
 
 from reprogate.core.documents import load_document
 from reprogate.core.schemas import validator
-from reprogate.rebuild.realizers.base import Choice
+from reprogate.rebuild.realizers.base import Choice, Identity
 from reprogate.rebuild.record import rebuild_record
 from reprogate.rebuild.state import Environment, Probe, RebuildState, Runs, SeedRun
 from reprogate.rebuild.verdict import RecordRef
@@ -25,13 +25,12 @@ OF = RecordRef("examples/tiny/records/tiny.yaml", "tiny-markov-mlp", "canonical-
 LOCK = "sha256:" + "ab" * 32
 
 
-def _state(tmp_path: Path, data: dict[str, Any] | None = None, realizer: str = "venv") -> RebuildState:
+def _state(tmp_path: Path, data: dict[str, Any] | None = None, realizer: str = "venv", identity: Identity | None = None) -> RebuildState:
     record = copy.deepcopy(data if data is not None else load_document(RECORD).data)
     record["source"]["lock_files"] = [{"path": "tiny/project/requirements.txt", "checksum": "sha256:" + "00" * 32}]
     state = make_state(RECORD, record, EXAMPLES.parent, tmp_path)
-    facts = {"realizer": realizer, "lock_file": "tiny/project/requirements.txt", "lock_digest": LOCK}
-    realized = SimpleNamespace(kind=realizer, facts=facts, close=lambda: None)
-    state.environment = Environment(Choice(realizer, "the record asks for it"), realized, "bubblewrap")  # type: ignore[arg-type]
+    identity = identity or venv_identity("tiny/project/requirements.txt", LOCK)
+    state.environment = Environment(Choice(realizer, "the record asks for it"), realized(realizer, identity), "bubblewrap")
     state.probe = Probe({"python": "3.12.1", "packages": {"torch": "2.13.0+cpu", "numpy": "2.1.3"}})
     traces = [f'{{"type": "step", "step": 1, "rank": {rank}, "loss": 2.0}}\n'.encode() for rank in (0, 1)]  # as the run stage judged them
     metric = str(record["contract"]["metric"]["name"])
@@ -89,9 +88,8 @@ def test_a_container_rebuild_names_the_image_it_ran(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
     data = copy.deepcopy(load_document(RECORD).data)
-    state = _state(tmp_path, data, realizer="container")
-    assert state.environment is not None
-    state.environment.realized.facts.update(image_id="sha256:" + "cd" * 32, built_from="tiny/Dockerfile")
+    built = container_identity("sha256:" + "cd" * 32, "built from tiny/Dockerfile in this checkout", built_from="tiny/Dockerfile")
+    state = _state(tmp_path, data, realizer="container", identity=built)
     written = rebuild_record(state, OF, True, "2026-12-01T00:00:00Z", out)
     box = written["container"]
     assert box["image_id"] == "sha256:" + "cd" * 32 and box["built_from"] == "tiny/Dockerfile"

@@ -17,6 +17,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from support.realized import realized
 from support.verdicts import STAGES as RUNBOOK
 
 import reprogate.rebuild.runner as rebuild
@@ -98,9 +99,7 @@ LOCAL = SimpleNamespace(name="local", ranks_run_here=True)
 # What a stub stage puts into each field it provides: the runner and the verdict read them after the walk.
 FILL: dict[str, Callable[[Path], Any]] = {
     "fetched": lambda tmp: Fetched(("project/train.py",), tuple(EVENTS), tmp / "runtime"),
-    "environment": lambda tmp: Environment(
-        Choice("current", "stub"), SimpleNamespace(kind="current", facts={"realizer": "current"}, close=lambda: None), "none (stub)"
-    ),  # type: ignore[arg-type]
+    "environment": lambda tmp: Environment(Choice("current", "stub"), realized("current"), "none (stub)"),
     "probe": lambda tmp: Probe({"python": "3.12.0", "packages": {"torch": "2.13.0"}}),
     "ranks": lambda tmp: Ranks(LOCAL, SimpleNamespace(nodes=1), SimpleNamespace(stop=lambda: None), "gloo", "no GPU"),  # type: ignore[arg-type]
     "machine": lambda tmp: Machine(nodes=1, world_size=1, machine="x86_64"),
@@ -314,9 +313,9 @@ def test_the_realizer_and_launcher_are_chosen_in_one_place() -> None:
 def test_a_module_the_pinned_environment_lacks_is_its_defect_not_the_runners(kind: str, says: str | None) -> None:
     from reprogate.rebuild.stages.preflight import environment_defect
 
-    realized = SimpleNamespace(kind=kind, facts={"lock_file": "train/requirements.txt"})
-    environment = Environment(Choice(kind, "test"), realized, "bubblewrap")  # type: ignore[arg-type]
+    environment = Environment(Choice(kind, "test"), realized(kind), "bubblewrap")
     detail = "rank 0 on localhost: torch cannot be imported: No module named 'typing_extensions'"
     found = environment_defect(environment, detail)
-    assert found == says or (says is not None and found is not None and found.startswith(says)), found
+    assert (found is None) == (says is None) and (found is None or says is None or found.words.startswith(says)), found
+    assert found is None or found.cause == ("lock-file" if kind == "venv" else "image"), found
     assert environment_defect(environment, "rank 0 on localhost exited 1 before it was ready") is None

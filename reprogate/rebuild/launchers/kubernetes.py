@@ -374,7 +374,8 @@ class KubernetesLauncher:
             raise _api_error(f"reading claim {claim} in namespace {namespace}", exc) from None
 
     def start(self, realized: Realized, argv: list[str], env: Mapping[str, str], shape: Shape, cwd: Path, logs: Path) -> KubernetesGroup:
-        if realized.kind != "container":
+        image = realized.image_reference
+        if image is None:
             raise UsageError(
                 f"the kubernetes launcher runs images; the record's environment was realized as {realized.kind}",
                 hint="declare the record's container, or rebuild with --realizer container",
@@ -382,7 +383,6 @@ class KubernetesLauncher:
         core, batch = api()
         namespace, claim = settings()
         assert claim is not None  # admit checked
-        image = str(getattr(realized, "reference", "") or realized.facts.get("image_id"))
         work = _work_root(logs)
         name = job_name(f"{logs.parent.name}-{uuid.uuid4().hex[:8]}")  # unique: concurrent rebuilds share a namespace
         service, job = manifests(name, namespace, image, shape, argv, env, cwd, logs, work, claim)

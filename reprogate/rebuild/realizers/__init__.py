@@ -1,5 +1,9 @@
 """Realizers: how a rebuild gets the environment its ranks run in. One module each, listed here.
 
+Each module holds its `Realizer` (with its `Isolation`), its `Realized` environment and that
+environment's `Identity` (realizers/base.py); the rest of the rebuild asks those, never a name,
+so a new realizer is its module and one line in REALIZERS (ARCHITECTURE.md, "Realizers").
+
 `choose` reads the record: `job.environment.realizer` when it says (for a candidate rebuild,
 `job.environment.candidate` first: a record whose reference ran in reprogate's own interpreter
 can still have a pull request's lock file made into a venv); otherwise a record that ran in

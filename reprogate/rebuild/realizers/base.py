@@ -3,15 +3,20 @@
 A rebuild realizes either the environment the record pins (`reference`) or the one the checked-out
 tree declares (`candidate`: the pull request's lock file, its Dockerfile built into an image, a
 new image reference). The result, a Realized environment, can start processes inside itself and
-says what it is (facts for the envelope, the claim and the rebuild record).
+says what it is through its `identity`: a frozen value of the realizer's own type, asked by the
+digest stage, the preflight, the claim, the verdict, the side-by-side and the rebuild record for
+what each says of it, so no code outside this package reads a realizer's keys or compares its
+name. What a realizer is before it realizes anything (how its ranks are isolated, what the claim
+says when realizing failed) is asked of the Realizer itself.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from reprogate.core.errors import CheckFailed
 
@@ -67,13 +72,90 @@ class RankProcess(Protocol):
     def kill(self) -> None: ...
 
 
+EnvironmentCause = Literal["lock-file", "image"]  # what a defect of the realized environment blames (stages.base.Cause, less the runner)
+
+
+@dataclass(frozen=True)
+class Defect:
+    """Why a module the ranks cannot import is the pinned environment's defect (exit 1), not the
+    runner's: what it blames and what to do, in words."""
+
+    cause: EnvironmentCause
+    words: str
+
+
+@dataclass(frozen=True)
+class LockPin:
+    """A lock file a realized environment was installed from: its path in the record and the digest of what was installed."""
+
+    path: str
+    digest: str
+
+
+@dataclass(frozen=True)
+class Identity(ABC):
+    """What a realizer made, as the rest of the rebuild may know it. Each realizer subclasses this
+    (frozen, its own typed fields) and overrides what differs; the defaults are those of an
+    environment that is no image and installs no lock. Nothing outside this package reads a
+    realizer's fields: it asks these methods, so a new realizer changes no stage. `summary` and
+    `claim_words` are abstract: an identity that cannot say what it is cannot be made."""
+
+    def rebuilt(self) -> bool:
+        """Whether anything was realized: False (the interpreter reprogate runs in) makes the
+        digest stage skip, never pass, since nothing was verified."""
+        return True
+
+    @abstractmethod
+    def summary(self) -> str:
+        """The digest stage's detail: what was realized and how it was verified."""
+
+    @abstractmethod
+    def claim_words(self, which: str) -> str:
+        """The claim's "replayed ... in <this>": the `which` (reference or candidate) environment, in words."""
+
+    def claim_limits(self) -> tuple[str, ...]:
+        """What the claim must add to what it does not cover because of this environment."""
+        return ()
+
+    def image_words(self) -> str:
+        """The side-by-side's rebuilt "image" cell."""
+        return "no container"
+
+    def installed_lock(self) -> LockPin | None:
+        """The lock file installed, for the side-by-side's "lock file" row (None: none installed)."""
+        return None
+
+    def missing_module(self, module: str) -> Defect | None:
+        """Whether a rank's missing `module` is this environment's defect (None: the runner's, exit 3)."""
+        return None
+
+    def amend_record(self, data: dict[str, Any]) -> None:
+        """Write what was realized into `data`, the rebuild record's copy of the checked-out record
+        (by default nothing: the record's own pins stand)."""
+        return
+
+    def to_json(self) -> dict[str, Any]:
+        """The verdict's account of it (merged into `environment`): every field that is set, by its name."""
+        found = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {name: list(value) if isinstance(value, tuple) else value for name, value in found.items() if value is not None}
+
+
 class Realized(Protocol):
     """A place to run the entrypoint's ranks."""
 
-    kind: str  # container, venv or current
+    kind: str  # the realizer's NAME (words only: what differs per realizer is asked of `identity`)
     python: str  # the interpreter inside, as a path valid there
-    facts: dict[str, Any]  # identity: image id and digests, lock digest, python, engine ...
     command_environment: tuple[str, ...]  # host variables `command`'s line needs where it starts (an engine CLI's socket and config)
+
+    @property
+    def identity(self) -> Identity:
+        """What was realized (image id and digests, lock digest, engine ...), as the realizer's own frozen type."""
+        ...
+
+    @property
+    def image_reference(self) -> str | None:
+        """The image a scheduler's node runs (name@digest; one built here by its ID); None: the environment is no image."""
+        ...
 
     def spawn(self, argv: list[str], env: Mapping[str, str], cwd: Path, log: Path) -> RankProcess:
         """Start argv inside the environment with exactly `env`, output to `log`."""
@@ -95,11 +177,28 @@ class Realized(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class Isolation:
+    """How a realizer's ranks and build steps are kept from the runner, known before it realizes
+    anything (rebuild/sandbox.py decides with it whether to box ranks, and whether to refuse)."""
+
+    local_ranks_sandboxed: bool  # its ranks are local processes, started in the bubblewrap sandbox under the local launcher
+    builds_here: bool = False  # realizing runs code on this machine whatever the launcher (a venv's uv steps and sdists' build backends)
+    own: str = ""  # what isolates its ranks instead, as the claim says it (a container's namespaces); "" where nothing does
+
+
 class Realizer(Protocol):
     @property
     def name(self) -> str: ...  # read-only: each realizer's NAME
 
+    @property
+    def isolation(self) -> Isolation: ...
+
     def realize(self, request: RealizeRequest) -> Realized: ...
+
+    def unrealized(self, which: str) -> str:
+        """The claim's words for the `which` environment when realizing it failed (no identity)."""
+        ...
 
 
 @dataclass

@@ -22,6 +22,7 @@ import os
 import re
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +30,72 @@ from reprogate.core.errors import InfrastructureError, UsageError
 from reprogate.core.redact import redact
 from reprogate.core.shapes import table
 from reprogate.images.engine import connect
-from reprogate.rebuild.realizers.base import RankProcess, RankStart, RealizeFailed, RealizeRequest
+from reprogate.rebuild.realizers.base import Defect, Identity, Isolation, RankProcess, RankStart, RealizeFailed, RealizeRequest
 
 NAME = "container"
 LABEL = "io.reprogate.rebuild"
 ENGINE_TIMEOUT = 60
+
+
+@dataclass(frozen=True)
+class ContainerIdentity(Identity):
+    """The image the ranks ran in and how the engine vouched for it."""
+
+    engine: str  # the engine that answered (images/engine.py)
+    docker_host: str
+    image_source: str  # where the image came from, in words: the record's pinned digest, --image, a build
+    image_id: str
+    repo_digests: tuple[str, ...] | None = None  # what the engine lists for a pulled image
+    digest_verified_by_engine: str | None = None  # the record's pinned digest, found among them
+    build_seconds: float | None = None
+    built_from: str | None = None  # the checkout's build recipe, for a candidate image built here
+
+    def summary(self) -> str:
+        verified = f", pinned digest {self.digest_verified_by_engine} confirmed by the engine" if self.digest_verified_by_engine else ""
+        return f"image {self.image_id[:19]} ({self.image_source}; {self.engine})" + verified
+
+    def claim_words(self, which: str) -> str:
+        if self.built_from:
+            source = f"built from {self.built_from}"
+        elif self.digest_verified_by_engine:
+            source = f"pinned digest {self.digest_verified_by_engine} confirmed by the engine"
+        else:
+            source = self.image_source
+        return f"the {which} environment: image {self.image_id[:19] or '?'} ({source})"
+
+    def image_words(self) -> str:
+        if self.built_from:
+            return f"{self.image_id or '?'} (built from {self.built_from})"
+        if self.digest_verified_by_engine:
+            return f"{self.digest_verified_by_engine} (confirmed by the engine)"
+        return self.image_id or "?"
+
+    def missing_module(self, module: str) -> Defect:
+        package = module.split(".")[0]
+        words = f"the image cannot import {module}: the image the record pins lacks it, not the runner; rebuild the image with {package} installed"
+        return Defect("image", words)
+
+    def amend_record(self, data: dict[str, Any]) -> None:
+        """The image that ran; one built here has no registry digest to claim."""
+        box = dict(data.get("container") or {}) if isinstance(data.get("container"), dict) else {}
+        box.pop("used", None)
+        box["image_id"] = self.image_id
+        if self.built_from:
+            box["built_from"] = self.built_from
+            box.pop("digest", None)
+            box.pop("platform_digest", None)
+        box.setdefault("registry", "localhost")
+        box.setdefault("repository", "reprogate-candidate")
+        data["container"] = box
+
+
+@dataclass(frozen=True)
+class Pulled:
+    """A pulled image: its ID, what the engine lists for it and the pinned digest found among them."""
+
+    image_id: str
+    repo_digests: tuple[str, ...]
+    verified: str | None
 
 
 class ContainerProcess:
@@ -106,13 +168,13 @@ class ContainerEnvironment:
     )
 
     def __init__(
-        self, client: Any, image_id: str, request: RealizeRequest, facts: dict[str, Any], mounts: dict[str, str], gpus: bool, reference: str | None = None
+        self, client: Any, image_id: str, request: RealizeRequest, identity: ContainerIdentity, mounts: dict[str, str], gpus: bool, reference: str | None = None
     ) -> None:
         self.client = client
         self.image_id = image_id
-        self.reference = reference or image_id  # what another node's engine can pull: name@digest; an image built here only by ID
+        self.image_reference: str = reference or image_id  # what another node's engine can pull: name@digest; an image built here only by ID
         self.python = "python"  # the image's own, found on its PATH
-        self.facts = facts
+        self.identity = identity
         self.mounts = mounts  # host path -> mode; mounted at the same path inside
         self.gpus = gpus
         self.started: list[ContainerProcess] = []
@@ -172,7 +234,7 @@ class ContainerEnvironment:
             line += ["-e", key]
         if self.gpus:
             line += ["--gpus", "all"]
-        return [*line, self.reference, *argv]
+        return [*line, self.image_reference, *argv]
 
     def close(self) -> None:
         for process in self.started:
@@ -190,36 +252,41 @@ class ContainerEnvironment:
 
 class ContainerRealizer:
     name = NAME
+    isolation = Isolation(local_ranks_sandboxed=False, own="container")  # the engine's namespaces: no bubblewrap around them
+
+    def unrealized(self, which: str) -> str:
+        return f"the {which} environment: an image that could not be had"
 
     def realize(self, request: RealizeRequest) -> ContainerEnvironment:
         connected = connect(ENGINE_TIMEOUT)
         client = connected.client
         container = request.data.get("container") or {}
         recipe = (request.data.get("source") or {}).get("build_recipe")
-        facts: dict[str, Any] = {"realizer": NAME, "engine": connected.name, "docker_host": os.environ.get("DOCKER_HOST", "default socket")}
+        engine, docker_host = connected.name, os.environ.get("DOCKER_HOST", "default socket")
         log = request.workdir / "logs" / "realize-container.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         reference = None
         if request.image:
-            image_id = self._pull(client, request.image, None, facts, log)
-            facts["image_source"] = f"--image {request.image}"
+            pulled = self._pull(client, request.image, None, log)
+            identity = ContainerIdentity(engine, docker_host, f"--image {request.image}", pulled.image_id, pulled.repo_digests, pulled.verified)
             reference = request.image if "@sha256:" in request.image else None
         elif request.environment == "candidate" and isinstance(recipe, dict) and recipe.get("path"):
-            image_id = self._build(client, request, str(recipe["path"]), facts, log)
+            image_id, seconds = self._build(client, request, str(recipe["path"]), log)
+            source = f"built from {recipe['path']} in this checkout"
+            identity = ContainerIdentity(engine, docker_host, source, image_id, build_seconds=seconds, built_from=str(recipe["path"]))
         else:
             if not container.get("digest"):
                 raise UsageError("the record declares a container without a digest to pull")
             name = f"{container['registry']}/{container['repository']}"
             reference = f"{name}@{container['digest']}"
-            image_id = self._pull(client, reference, container["digest"], facts, log)
-            facts["image_source"] = "the record's pinned digest"
-        facts["image_id"] = image_id
+            pulled = self._pull(client, reference, container["digest"], log)
+            identity = ContainerIdentity(engine, docker_host, "the record's pinned digest", pulled.image_id, pulled.repo_digests, pulled.verified)
         gpus = bool((request.data.get("devices") or {}).get("gpus")) if isinstance(request.data.get("devices"), dict) else False
         mounts = {str(request.workdir.resolve()): "rw", str(request.runtime.resolve()): "ro"}
-        return ContainerEnvironment(client, image_id, request, facts, mounts, gpus, reference)
+        return ContainerEnvironment(client, identity.image_id, request, identity, mounts, gpus, reference)
 
     @staticmethod
-    def _pull(client: Any, reference: str, pinned: str | None, facts: dict[str, Any], log: Path) -> str:
+    def _pull(client: Any, reference: str, pinned: str | None, log: Path) -> Pulled:
         import docker
 
         name, _, digest = reference.partition("@")
@@ -250,18 +317,15 @@ class ContainerRealizer:
             image = client.images.get(reference)
         except Exception as exc:  # noqa: BLE001
             raise RealizeFailed(f"{reference}: pulled, but the engine does not list it ({type(exc).__name__})") from None
-        repo_digests = list(image.attrs.get("RepoDigests") or [])
-        facts["repo_digests"] = repo_digests
-        if pinned:
-            if not any(d.endswith(pinned) for d in repo_digests):
-                raise RealizeFailed(
-                    f"the engine holds {image.id[:19]} for {reference}, whose repo digests {repo_digests or '[]'} do not include the pinned {pinned}"
-                )
-            facts["digest_verified_by_engine"] = pinned
-        return str(image.id)
+        repo_digests = [str(d) for d in image.attrs.get("RepoDigests") or []]
+        if pinned and not any(d.endswith(pinned) for d in repo_digests):
+            listed = repo_digests or "[]"
+            raise RealizeFailed(f"the engine holds {image.id[:19]} for {reference}, whose repo digests {listed} do not include the pinned {pinned}")
+        return Pulled(str(image.id), tuple(repo_digests), pinned or None)
 
     @staticmethod
-    def _build(client: Any, request: RealizeRequest, recipe: str, facts: dict[str, Any], log: Path) -> str:
+    def _build(client: Any, request: RealizeRequest, recipe: str, log: Path) -> tuple[str, float]:
+        """The candidate image built from the checkout's `recipe`: its ID and how long the build took."""
         import docker
 
         root = request.root.resolve()
@@ -301,8 +365,7 @@ class ContainerRealizer:
                 raise RealizeFailed(f"building {recipe}: the engine did not report the image it built", log_tail=redact("\n".join(lines[-20:])))
             image_id = found[-1]
         image = client.images.get(image_id)
-        facts.update({"image_source": f"built from {recipe} in this checkout", "build_seconds": round(time.monotonic() - started, 3), "built_from": recipe})
-        return str(image.id)
+        return str(image.id), round(time.monotonic() - started, 3)
 
 
 def _pull_error(reference: str, message: str) -> Exception:

@@ -39,7 +39,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +48,7 @@ from reprogate.core.history import find_version
 from reprogate.core.progress import Activity
 from reprogate.core.redact import redact
 from reprogate.rebuild import sandbox
-from reprogate.rebuild.realizers.base import RankProcess, RankStart, RealizeRequest
+from reprogate.rebuild.realizers.base import Defect, Identity, Isolation, LockPin, RankProcess, RankStart, RealizeRequest
 from reprogate.rebuild.realizers.local import LocalProcess, start_local_ranks
 
 if TYPE_CHECKING:
@@ -335,13 +335,55 @@ def _discard(folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+@dataclass(frozen=True)
+class VenvIdentity(Identity):
+    """The lock file a venv was made from, and how (the cache key, whether the cache served it)."""
+
+    lock_file: str  # its path in the record
+    lock_digest: str  # of what was installed: the record's pin for a reference, the checkout's file for a candidate
+    lock_from: str  # the checkout, or the commit the pinned version came from
+    lock_format: str
+    python_requested: str
+    uv: str  # uv's version
+    cache_key: str
+    built_with: str | None = None  # what besides the lock decided its content (built_with below)
+    cache: str = "miss"  # hit, miss, or "modified: rebuilt"
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        return f"venv from {self.lock_file} ({self.lock_digest[:19]}..., cache {self.cache}, {self.seconds:.1f} s)"
+
+    def claim_words(self, which: str) -> str:
+        return f"the {which} environment: a venv from {self.lock_file} ({self.lock_digest})"
+
+    def installed_lock(self) -> LockPin:
+        return LockPin(self.lock_file, self.lock_digest)
+
+    def missing_module(self, module: str) -> Defect:
+        return Defect(
+            "lock-file",
+            f"the venv made from {self.lock_file} cannot import {module}: the lock file is incomplete (a dependency of its pins is missing), "
+            f"not the runner; re-lock with `uv pip compile --generate-hashes`, it lacks {module.split('.')[0]}",
+        )
+
+    def amend_record(self, data: dict[str, Any]) -> None:
+        """The installed lock file is pinned by what the venv was made from."""
+        source = data.setdefault("source", {"dirty": False})
+        locks = [e for e in source.get("lock_files") or [] if isinstance(e, dict)]
+        for entry in locks:
+            if entry.get("path") == self.lock_file:
+                entry["checksum"] = self.lock_digest
+        source["lock_files"] = locks
+
+
 class VenvEnvironment:
     kind = NAME
+    image_reference: str | None = None
 
-    def __init__(self, path: Path, facts: dict[str, Any], sandbox: Sandbox | None = None) -> None:
+    def __init__(self, path: Path, identity: VenvIdentity, sandbox: Sandbox | None = None) -> None:
         self.path = path
         self.python = str(path / "bin" / "python")
-        self.facts = facts
+        self.identity = identity
         # the venv and the interpreter it links to, read-only inside the sandbox
         self.sandbox = sandbox.showing(path, Path(os.path.realpath(self.python)).parent.parent) if sandbox is not None else None
 
@@ -372,6 +414,11 @@ class VenvEnvironment:
 
 class VenvRealizer:
     name = NAME
+    # local ranks in the sandbox; its uv steps (sdists' build backends) run here whatever the launcher
+    isolation = Isolation(local_ranks_sandboxed=True, builds_here=True)
+
+    def unrealized(self, which: str) -> str:
+        return f"the {which} environment: a venv that could not be made"
 
     def realize(self, request: RealizeRequest) -> VenvEnvironment:
         entry = choose_lock(request.data)
@@ -395,28 +442,17 @@ class VenvRealizer:
         parts = [content, python.encode(), uv_version.encode(), sys.platform.encode(), *([built_by.encode()] if built_by else [])]
         key = hashlib.sha256(b"\0".join(parts)).hexdigest()[:24]
         target = request.cache / "venvs" / key
-        facts: dict[str, Any] = {
-            "realizer": NAME,
-            "lock_file": entry["path"],
-            "lock_digest": digest,
-            "lock_from": origin,
-            "lock_format": _lock_format(entry),
-            "python_requested": python,
-            "uv": uv_version,
-            "cache_key": key,
-        }
-        if built_by:
-            facts["built_with"] = built_by
         started = time.monotonic()
         if _intact(target):
-            facts["cache"] = "hit"
+            cache = "hit"
         else:
-            facts["cache"] = "modified: rebuilt" if target.exists() else "miss"
+            cache = "modified: rebuilt" if target.exists() else "miss"
             if target.exists():  # something changed a cached venv: never reuse it
                 _discard(target)
             self._build(uv, python, lock_path, _lock_format(entry), target, request)
-        facts["seconds"] = round(time.monotonic() - started, 3)
-        return VenvEnvironment(target, facts, request.sandbox)
+        seconds = round(time.monotonic() - started, 3)
+        identity = VenvIdentity(str(entry["path"]), digest, origin, _lock_format(entry), python, uv_version, key, built_by or None, cache, seconds)
+        return VenvEnvironment(target, identity, request.sandbox)
 
     @staticmethod
     def _pinned_lock(request: RealizeRequest, entry: dict[str, Any], found: str) -> tuple[bytes, str]:

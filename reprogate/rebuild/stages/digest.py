@@ -9,7 +9,6 @@ the environment holds inside (Python, packages, OS) is told by rank 0 in the pre
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from reprogate.core.errors import ReprogateError
@@ -37,10 +36,11 @@ def digest(state: RebuildState) -> StageResult:
     job, fetched = state.job, state.fetched
     assert fetched is not None
     choice, launcher, options = job.realizer, job.launcher.name, job.options
+    realizer = REALIZERS[choice.name]
     try:
         cache = options.cache or Path.home() / ".cache" / "reprogate"
         masked = expected_outputs(job)
-        box = sandbox.for_ranks(job.workdir, masked) if sandbox.applies(choice.name, launcher) and sandbox.unavailable() is None else None
+        box = sandbox.for_ranks(job.workdir, masked) if sandbox.applies(realizer.isolation, launcher) and sandbox.unavailable() is None else None
         request = RealizeRequest(
             job.data,
             job.root,
@@ -54,25 +54,14 @@ def digest(state: RebuildState) -> StageResult:
             masked,
             pins_reviewed=not job.code.environment_changed,
         )
-        realized = REALIZERS[choice.name].realize(request)
+        realized = realizer.realize(request)
     except RealizeFailed as exc:
         return failed(exc.message + (f" ({exc.hint})" if exc.hint else ""), log_tail=exc.log_tail)
     except ReprogateError as exc:
         return failed(exc.message + (f" ({exc.hint})" if exc.hint else ""), exit_code=int(exc.exit_code))
     state.on_close(realized.close)
-    state.environment = Environment(choice, realized, sandbox.described(box, choice.name, launcher))
-    facts = realized.facts
-    describe: dict[str, Callable[[], str]] = {  # typed: a dict of lambdas would join to an untyped callable
-        "container": lambda: (
-            f"image {facts.get('image_id', '?')[:19]} ({facts.get('image_source')}; {facts.get('engine')})"
-            + (f", pinned digest {facts['digest_verified_by_engine']} confirmed by the engine" if facts.get("digest_verified_by_engine") else "")
-        ),
-        "venv": lambda: (
-            f"venv from {facts.get('lock_file')} ({facts.get('lock_digest', '')[:19]}..., cache {facts.get('cache')}, {facts.get('seconds', 0):.1f} s)"
-        ),
-        "current": lambda: "the Python environment reprogate runs in (nothing rebuilt: the record asks for it)",
-    }
-    what = describe[realized.kind]()
-    if realized.kind == "current":  # nothing was realized, so nothing is verified: say so, never pass
+    state.environment = Environment(choice, realized, sandbox.described(box, realizer.isolation, launcher))
+    what = realized.identity.summary()
+    if not realized.identity.rebuilt():  # nothing was realized, so nothing is verified: say so, never pass
         return skipped(what)
     return passed(f"{options.environment} environment: {what}", realizer=realized.kind)

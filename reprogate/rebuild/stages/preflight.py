@@ -18,7 +18,8 @@ from reprogate.rebuild import launchers
 from reprogate.rebuild.options import RebuildOptions
 from reprogate.rebuild.preflight import check_devices
 from reprogate.rebuild.ranks import PREFLIGHT_STAGES, STARTUP_GRACE, RankHosts, rank_environment
-from reprogate.rebuild.stages.base import Cause, StageResult, failed, passed
+from reprogate.rebuild.realizers.base import Defect
+from reprogate.rebuild.stages.base import StageResult, failed, passed
 from reprogate.rebuild.state import Environment, Probe, Ranks, RebuildState
 
 # How Python names a module it cannot find, as a rank reports it (ModuleNotFoundError's message).
@@ -98,9 +99,8 @@ def preflight(state: RebuildState) -> StageResult:
     if ready.failed:
         defect = environment_defect(environment, ready.detail) if ready.infrastructure else None
         if defect is not None:  # the environment the record pins lacks a module: its lock or image, not the runner
-            cause: Cause = "lock-file" if environment.realized.kind == "venv" else "image"
-            detail = f"preflight failed at {ready.failed}: {ready.detail}; {defect}"
-            return failed(detail, log_tail=ready.log_tail, exit_code=1, cause=cause, stage=ready.failed)
+            detail = f"preflight failed at {ready.failed}: {ready.detail}; {defect.words}"
+            return failed(detail, log_tail=ready.log_tail, exit_code=1, cause=defect.cause, stage=ready.failed)
         return failed(
             f"preflight failed at {ready.failed}: {ready.detail}",
             log_tail=ready.log_tail,
@@ -115,21 +115,13 @@ def preflight(state: RebuildState) -> StageResult:
     )
 
 
-def environment_defect(environment: Environment, detail: str) -> str | None:
+def environment_defect(environment: Environment, detail: str) -> Defect | None:
     """Why a rank that cannot import a module says something of the environment the record pins:
     a venv made from its lock file or the image it names lacks the module (exit 1, with what to
-    do), where reprogate's own interpreter lacking it is the runner's to fix (exit 3)."""
+    do), where reprogate's own interpreter lacking it is the runner's to fix (exit 3). The realized
+    environment's identity says which (`Identity.missing_module`)."""
     found = MISSING_MODULE.search(detail)
-    if found is None or environment.realized.kind not in ("venv", "container"):
-        return None
-    module = found.group(1)
-    if environment.realized.kind == "venv":
-        lock = environment.realized.facts.get("lock_file", "the lock file")
-        return (
-            f"the venv made from {lock} cannot import {module}: the lock file is incomplete (a dependency of its pins is missing), "
-            f"not the runner; re-lock with `uv pip compile --generate-hashes`, it lacks {module.split('.')[0]}"
-        )
-    return f"the image cannot import {module}: the image the record pins lacks it, not the runner; rebuild the image with {module.split('.')[0]} installed"
+    return None if found is None else environment.realized.identity.missing_module(found.group(1))
 
 
 def inside(probe: Probe) -> str:
