@@ -90,6 +90,31 @@ def test_the_realizer_names_the_cli_and_schemas_list_are_the_registered_ones() -
         assert len(listed) == 3 and all(names == registered for _, names in listed), (name, listed)
 
 
+def test_the_contract_levels_the_cli_and_schemas_list_are_core_levels() -> None:
+    """Contract levels are one closed set (core/levels.py): the schemas' enums of a record's
+    contract.level and a verdict's record.level, and init's --level choices, are exactly it."""
+    import json
+
+    import click
+    from support import REPO
+
+    from reprogate.cli.init import init
+    from reprogate.core.levels import LEVELS
+
+    choice = next(p.type for p in init.params if p.name == "level")
+    assert isinstance(choice, click.Choice) and tuple(choice.choices) == LEVELS
+
+    def enums(node: object, key: str = "") -> list[set[str]]:
+        if isinstance(node, dict):
+            found = [set(node["enum"])] if key == "level" and "enum" in node else []
+            return found + [e for k, v in node.items() for e in enums(v, k)]
+        return [e for v in node for e in enums(v)] if isinstance(node, list) else []
+
+    for name in ("run-record", "capture", "verdict"):
+        listed = enums(json.loads((REPO / "schemas" / f"{name}.schema.json").read_text()))
+        assert listed and all(names == set(LEVELS) for names in listed), (name, listed)
+
+
 def test_every_detector_and_lock_format_module_is_registered() -> None:
     import reprogate.detect as detect
     import reprogate.lockfiles as lockfiles

@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING
 import click
 
 from reprogate.cli.common import finish
+from reprogate.core.levels import LEVELS as CONTRACT_LEVELS
 
 if TYPE_CHECKING:
     from reprogate.init.command import InitOptions
     from reprogate.output.result import CommandResult
 
-LEVELS = click.Choice(["bitwise", "behavioral", "statistical", "startup"])
+LEVELS = click.Choice(CONTRACT_LEVELS)
 
 
 def _seeds(text: str) -> list[int]:

@@ -47,6 +47,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from reprogate.core.levels import TRACE_LEVELS
 from reprogate.core.tdist import chi2_quantile, t_quantile
 
 POWER = 0.8  # the power a shift is called detectable at
@@ -642,9 +643,6 @@ def declared_shift(metric: object, mean: float) -> float | None:
 def target_power(metric: object) -> float:
     value = metric.get("detect", {}).get("power") if isinstance(metric, dict) and isinstance(metric.get("detect"), dict) else None
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1 else POWER
-
-
-TRACE_LEVELS = ("bitwise", "behavioral")  # the contracts whose first rebuild run replays the reference's own seed
 
 
 def trace_replays(level: object) -> int:

@@ -37,6 +37,7 @@ from reprogate.core.errors import CheckFailed, UsageError
 from reprogate.core.fileio import atomic_write
 from reprogate.core.git import GitError, ignored_paths, run_git
 from reprogate.core.gittree import tree_id
+from reprogate.core.levels import LEVELS
 from reprogate.core.progress import shown, switch_off
 from reprogate.core.schemas import modeline
 from reprogate.core.yamlout import dump_yaml
@@ -46,7 +47,7 @@ from reprogate.datasets.verify import VerifyOptions, verify
 from reprogate.init.arguments import ArgumentsPin, arguments_pin, mentions, torchrun_world_size
 from reprogate.init.discover import Found
 from reprogate.init.discover import discover as discover  # the command line names it from here
-from reprogate.init.draft import LEVELS, Plan, before_reference, complete, trace_text
+from reprogate.init.draft import Plan, before_reference, complete, trace_text
 from reprogate.init.imported import ImportedReference
 from reprogate.init.reference import run_reference
 from reprogate.output.result import CommandResult

@@ -36,8 +36,6 @@ from reprogate.core.timestamps import utc_now
 from reprogate.rebuild.compare import metrics
 from reprogate.rebuild.interval import compute
 
-LEVELS = ("bitwise", "behavioral", "statistical", "startup")
-
 
 @dataclass
 class Plan:

@@ -25,7 +25,7 @@ from reprogate.core.errors import InfrastructureError, UsageError
 from reprogate.core.fileio import atomic_write
 from reprogate.core.optional import preload
 from reprogate.core.progress import Activity
-from reprogate.core.seedstats import MAX_PLANNED_SEEDS
+from reprogate.core.seedstats import MAX_PLANNED_SEEDS, trace_replays
 from reprogate.core.timestamps import utc_now
 from reprogate.core.yamlout import dump_yaml
 from reprogate.rebuild import launchers, realizers, sandbox
@@ -94,7 +94,7 @@ def check_before_running(doc: Document, record: Path, options: RebuildOptions, c
         raise RebuildUsageError(f"--seeds {runs}: at most {MAX_PLANNED_SEEDS} runs (`reprogate interval RECORD --plan` says how many a shift needs)")
     seeds = data.get("seeds") or {}
     replay = [s for s in seeds.get("replay") or [] if isinstance(s, int)]
-    trace_run = 1 if (data.get("contract") or {}).get("level") in ("bitwise", "behavioral") else 0
+    trace_run = trace_replays((data.get("contract") or {}).get("level"))
     if replay and runs - trace_run > len(replay):
         raise RebuildUsageError(
             f"{runs} rebuild seeds: the record asks to replay {len(replay)} named seed(s) (seeds.replay) and no others",

@@ -21,6 +21,7 @@ from typing import Any
 
 from reprogate.core.canonical import canonical_digest
 from reprogate.core.documents import Document
+from reprogate.core.levels import LEVELS, Level, level_of
 from reprogate.rebuild.code_origin import CodeOrigin, own_code
 from reprogate.rebuild.judged_by import CONTRACT_SECTIONS
 from reprogate.rebuild.launchers.base import Launcher, Shape
@@ -75,8 +76,12 @@ class RebuildJob:
         return str(found) if found is not None else None
 
     @property
-    def level(self) -> str:
-        return str(self.section("contract", "level"))
+    def level(self) -> Level:
+        """The contract's level: the schema admits only the closed set, so anything else is a bug."""
+        level = level_of(self.section("contract", "level"))
+        if level is None:
+            raise ValueError(f"contract.level {self.section('contract', 'level')!r} is none of {', '.join(LEVELS)}: the record was not schema-checked")
+        return level
 
     @property
     def world_size(self) -> int:

@@ -18,6 +18,7 @@ from typing import Any
 from reprogate.core.diagnostics import ExitCode, field_path
 from reprogate.core.errors import UsageError
 from reprogate.core.frozen import freeze, thaw
+from reprogate.core.levels import LEVELS, Level, level_of
 from reprogate.core.redact import redact
 from reprogate.core.schemas import validator
 from reprogate.rebuild import step_figures
@@ -69,14 +70,17 @@ class RecordRef:
     path: str
     name: str | None
     digest: str
-    level: str
+    level: Level
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "name": self.name, "digest": self.digest, "level": self.level}
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> RecordRef:
-        return RecordRef(data["path"], data.get("name"), data["digest"], data["level"])
+        level = level_of(data["level"])
+        if level is None:  # the verdict schema's enum: a schema-checked verdict never gets here
+            raise ValueError(f"record.level {data['level']!r} is none of {', '.join(LEVELS)}")
+        return RecordRef(data["path"], data.get("name"), data["digest"], level)
 
 
 @dataclass(frozen=True)
