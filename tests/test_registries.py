@@ -115,6 +115,22 @@ def test_the_contract_levels_the_cli_and_schemas_list_are_core_levels() -> None:
         assert listed and all(names == set(LEVELS) for names in listed), (name, listed)
 
 
+def test_the_stage_names_the_runner_and_the_verdict_schema_list_are_one_tuple() -> None:
+    """Stage names are one closed set (rebuild/stage_names.py): the runner's STAGES and DOING in
+    that order, and the verdict schema's enums of a stage's name, status and cause."""
+    import json
+
+    from support import REPO
+
+    from reprogate.rebuild.stage_names import CAUSES, STAGE_NAMES, STAGE_STATUSES
+    from reprogate.rebuild.stages import DOING, STAGES
+
+    assert tuple(STAGES) == STAGE_NAMES and tuple(DOING) == STAGE_NAMES
+    stage = json.loads((REPO / "schemas" / "verdict.schema.json").read_text())["properties"]["stages"]["items"]["properties"]
+    assert stage["name"]["enum"] == list(STAGE_NAMES)
+    assert set(stage["status"]["enum"]) == set(STAGE_STATUSES) and set(stage["cause"]["enum"]) == set(CAUSES)
+
+
 def test_every_detector_and_lock_format_module_is_registered() -> None:
     import reprogate.detect as detect
     import reprogate.lockfiles as lockfiles

@@ -29,10 +29,11 @@ from reprogate.core.yamlout import dump_yaml
 from reprogate.rebuild.inject import make_writable
 from reprogate.rebuild.options import RebuildOptions
 from reprogate.rebuild.runner import job_for
+from reprogate.rebuild.stage_names import StageName
 from reprogate.rebuild.stages import DOING, STAGES
 from reprogate.rebuild.state import RebuildState
 
-STAGES_BEFORE_THE_REFERENCE = ("artifacts", "digest", "preflight", "dataset", "config", "run")
+STAGES_BEFORE_THE_REFERENCE: tuple[StageName, ...] = ("artifacts", "digest", "preflight", "dataset", "config", "run")
 
 
 @dataclass

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from reprogate.rebuild.stage_names import StageStatus
 from reprogate.rebuild.step_figures import Figures, Judged, Key, Point, Tolerance, figures
 from reprogate.runtime.trace import TraceError
 
@@ -23,7 +24,7 @@ OUTPUT_FIELDS = ("loss",)
 
 @dataclass
 class Outcome:
-    status: str  # pass, fail, skipped
+    status: StageStatus  # pass, fail, skipped
     detail: str
     data: dict[str, Any] = field(default_factory=dict)
 

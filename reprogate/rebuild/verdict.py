@@ -24,6 +24,7 @@ from reprogate.core.schemas import validator
 from reprogate.rebuild import step_figures
 from reprogate.rebuild.comparisons import StatedTest
 from reprogate.rebuild.run_binding import RunBinding
+from reprogate.rebuild.stage_names import Cause, StageName, StageStatus, cause_of, stage_name_of, stage_status_of
 from reprogate.rebuild.step_figures import Figures
 from reprogate.rebuild.verdict_environment import VerdictEnvironment
 
@@ -32,13 +33,13 @@ from reprogate.rebuild.verdict_environment import VerdictEnvironment
 class StageRecord:
     """One stage as the verdict lists it."""
 
-    name: str
-    status: str  # pass, fail, skipped, not-run
+    name: StageName
+    status: StageStatus
     seconds: float
     detail: str
     log_tail: str = ""
     exit_code: int = field(default=1, compare=False)  # when it failed (the verdict's exit_code says it; the stage's own is not written)
-    cause: str | None = None  # when it failed: what it blames (stages.base.Cause), where it can tell
+    cause: Cause | None = None  # when it failed: what it blames, where it can tell
     as_read: bool = field(default=False, compare=False, repr=False)  # read from a file: its text is redacted already
 
     def __post_init__(self) -> None:
@@ -58,9 +59,11 @@ class StageRecord:
     @staticmethod
     def from_json(data: Mapping[str, Any], exit_code: int) -> StageRecord:
         """One of a verdict's `stages`; `exit_code`: the verdict's, which the failing stage had."""
-        status = data["status"]
+        status = stage_status_of(data["status"])
         failed = exit_code if status == "fail" else 1
-        return StageRecord(data["name"], status, data["seconds"], data["detail"], data.get("log_tail", ""), failed, data.get("cause"), True)
+        return StageRecord(
+            stage_name_of(data["name"]), status, data["seconds"], data["detail"], data.get("log_tail", ""), failed, cause_of(data.get("cause")), True
+        )
 
 
 @dataclass(frozen=True)

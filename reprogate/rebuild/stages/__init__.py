@@ -8,6 +8,7 @@ pass. Each stage names the state fields it needs from earlier stages and those i
 
 from __future__ import annotations
 
+from reprogate.rebuild.stage_names import StageName
 from reprogate.rebuild.stages.artifacts import artifacts
 from reprogate.rebuild.stages.base import Stage
 from reprogate.rebuild.stages.compare import batches, model_state, steps
@@ -19,7 +20,7 @@ from reprogate.rebuild.stages.metric import metric
 from reprogate.rebuild.stages.preflight import preflight
 from reprogate.rebuild.stages.run import run
 
-STAGES: dict[str, Stage] = {
+STAGES: dict[StageName, Stage] = {
     "artifacts": Stage(artifacts, provides=("fetched",)),
     "digest": Stage(digest, needs=("fetched",), provides=("environment",)),
     "preflight": Stage(preflight, needs=("fetched", "environment"), provides=("probe", "ranks")),
@@ -34,7 +35,7 @@ STAGES: dict[str, Stage] = {
 }
 
 # What each stage is doing, for the progress line a person at a terminal sees (core/progress.py).
-DOING: dict[str, str] = {
+DOING: dict[StageName, str] = {
     "artifacts": "copying what the record addresses into an empty work folder",
     "digest": "realizing the environment",
     "preflight": "starting the ranks and proving devices and collective",

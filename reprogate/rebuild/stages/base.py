@@ -5,19 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from reprogate.rebuild.comparisons import Comparison
+from reprogate.rebuild.stage_names import Cause, StageStatus
 from reprogate.rebuild.state import RebuildState
-
-# What a failed stage blames, where it can tell; the report's way forward follows it. runner: the
-# machine (rerun elsewhere); lock-file / image: the environment the record pins lacks something.
-Cause = Literal["runner", "lock-file", "image"]
 
 
 @dataclass(frozen=True)
 class StageResult:
-    status: str = "not-run"  # pass, fail, skipped, not-run
+    status: StageStatus = "not-run"
     detail: str = ""
     data: Mapping[str, Any] = field(default_factory=dict)
     log_tail: str = ""
