@@ -28,7 +28,7 @@ def lock_globs(root: Path) -> list[str]:
     (none when the configuration cannot be read; capture still runs)."""
 
     try:
-        return load_config(root).watch.get("framework", [])
+        return list(load_config(root).watch.get("framework", ()))
     except DocumentError:
         return []
 

@@ -7,8 +7,10 @@ that exists but is broken is an error, never silently replaced by defaults.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from reprogate.core.diagnostics import ExitCode
@@ -22,16 +24,17 @@ DEFAULT_STATUS_CONTEXT = "reprogate/reproduction"
 DEFAULT_STATUS_CREATOR = "github-actions[bot]"  # who the gate and the status job post as with a workflow's GITHUB_TOKEN
 
 
-@dataclass
+@dataclass(frozen=True)
 class Config:
-    """Settings with their defaults; `folder` is where relative globs and paths start."""
+    """Settings with their defaults, read once (load_config: bounded read, schema check) into
+    this frozen value; `folder` is where relative globs and paths start."""
 
     folder: Path
     path: Path | None = None
-    records: list[str] = field(default_factory=list)
+    records: tuple[str, ...] = ()
     reference: str | None = None
-    watch: dict[str, list[str]] = field(default_factory=dict)
-    ignore_dependency_groups: list[str] = field(default_factory=lambda: ["docs", "doc", "lint", "test", "tests", "dev", "develop"])
+    watch: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    ignore_dependency_groups: tuple[str, ...] = ("docs", "doc", "lint", "test", "tests", "dev", "develop")
     rebuild_label: str = "reprogate/rebuild"
     baseline_label: str = "reprogate/baseline"
     status_context: str = DEFAULT_STATUS_CONTEXT
@@ -83,10 +86,10 @@ def from_data(data: dict[str, Any], path: Path) -> Config:
     return Config(
         folder=path.parent,
         path=path,
-        records=list(data.get("records", [])),
+        records=tuple(data.get("records", [])),
         reference=data.get("reference"),
-        watch={k: list(v) for k, v in data.get("watch", {}).items()},
-        ignore_dependency_groups=list(data.get("ignore_dependency_groups", defaults.ignore_dependency_groups)),
+        watch=MappingProxyType({k: tuple(v) for k, v in data.get("watch", {}).items()}),
+        ignore_dependency_groups=tuple(data.get("ignore_dependency_groups", defaults.ignore_dependency_groups)),
         rebuild_label=labels.get("rebuild", defaults.rebuild_label),
         baseline_label=labels.get("baseline", defaults.baseline_label),
         status_context=status.get("context", defaults.status_context),

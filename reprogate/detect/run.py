@@ -6,9 +6,10 @@ import dataclasses
 import fnmatch
 import gc
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from reprogate.core.config import Config
@@ -121,7 +122,7 @@ class DetectResult:
         }
 
 
-def _matches_any(path: str, globs: list[str]) -> bool:
+def _matches_any(path: str, globs: Sequence[str]) -> bool:
     name = path.rsplit("/", 1)[-1]
     return any(glob_to_regex(g).match(path) or ("/" not in g and fnmatch.fnmatch(name, g)) for g in globs)
 
@@ -146,7 +147,7 @@ def _detect(repo: Path, base: str, head: str, config: Config) -> DetectResult:
     result = DetectResult(base_sha, head_sha, len(files))
     prefix = _prefix(config, top)
     rooted = _rooted(config, prefix)
-    ignore = rooted.watch.get("ignore", [])
+    ignore = rooted.watch.get("ignore", ())
     kept = [f for f in files if not _matches_any(f.path, ignore)] if ignore else files
     candidates = [f for f in kept if _watched(f, rooted)]
     blobs = read_blobs(repo, sorted({b for f in candidates for b in (f.old_blob, f.new_blob) if b}))
@@ -247,9 +248,9 @@ def _rooted(config: Config, prefix: str) -> Config:
     def root(glob: str) -> str:
         return glob if "/" not in glob else f"{prefix}/{glob.lstrip('/')}"
 
-    watch = {layer: [root(g) for g in globs] for layer, globs in config.watch.items()}
+    watch = MappingProxyType({layer: tuple(root(g) for g in globs) for layer, globs in config.watch.items()})
     reference = f"{prefix}/{config.reference}" if config.reference else None
-    return dataclasses.replace(config, watch=watch, records=[root(g) for g in config.records], reference=reference)
+    return dataclasses.replace(config, watch=watch, records=tuple(root(g) for g in config.records), reference=reference)
 
 
 # A superset of the names any detector watches (every detector's `matches` implies this; a test
