@@ -173,7 +173,7 @@ class Plan:
                 "-"
                 if not cell.extra_reference_runs
                 else f"{cell.extra_reference_runs} runs"
-                + (f", {cell.extra_reference_gpu_hours:.4g} GPU-h" if cell.extra_reference_gpu_hours is not None else "")
+                + (f", {cell.extra_reference_gpu_hours:.4g} {self.cost.unit}" if cell.extra_reference_gpu_hours is not None else "")
             )
             paid = self._hours(cell.per_rebuild_gpu_hours, cell.per_rebuild_cost)
             out.append(f"  {cell.n:>4} {cell.m:>4}  {cell.test:<10} {shift:>14}  {paid:>22}  {once:>14}{mark}")

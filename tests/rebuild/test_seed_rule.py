@@ -216,3 +216,10 @@ def test_the_one_evaluation_power_check_agrees_with_the_bisection() -> None:
         assert assured_at_least(n, m, shift, sd, 0.05, target, resolution, test, one_sided) == (stated >= target), (n, m, shift, sd, test, target)
         checked += 1
     assert checked > 250
+
+
+def test_a_plan_on_cpus_prices_extra_reference_seeds_in_node_hours(cli: Any, project: Path) -> None:
+    """The tiny record runs on CPUs only: every price in its plan is node-hours, the reference
+    seeds beyond the record's too (they said GPU-h)."""
+    text = cli("interval", str(project / RECORD), "--plan").output
+    assert "node-h" in text and "GPU-h" not in text
