@@ -323,7 +323,10 @@ def honest_power(drills: int, rng: np.random.Generator) -> None:
     monotone in it); a record reaches its stated power when its declared shift is at least that."""
     records = 200_000
     print("\nStated power over records: the share whose declared shift (the smallest m rebuild seeds catch at 80 %, as init writes it) is caught at 80 %")
-    print(f"  {'n':>3} {'m':>2}   {'plug-in':>8} {'assured':>8}   (test: robust; {records:,} records; the rule's true 80 % shift by bisection on {drills:,} drills)")
+    print(
+        f"  {'n':>3} {'m':>2}   {'plug-in':>8} {'assured':>8}   "
+        f"(test: robust; {records:,} records; the rule's true 80 % shift by bisection on {drills:,} drills)"
+    )
     for n, m in ((5, 1), (10, 1), (20, 1), (5, 3), (10, 3), (20, 3), (10, 5)):
         plug = minimum_detectable_shift(n, m, 1.0, ALPHA, 0.8, 0.0, "robust")
         sure = minimum_detectable_shift(n, m, assured_sigma(n, 1.0, 0.8), ALPHA, 0.8, 0.0, "robust")
