@@ -78,7 +78,7 @@ def _round_up(value: float) -> float:
     if value <= 0 or not math.isfinite(value):
         return value
     scale = 10 ** (math.floor(math.log10(value)) - 2)
-    return float(math.ceil(value / scale - 1e-9) * scale)
+    return float(f"{math.ceil(value / scale - 1e-9) * scale:.12g}")  # 287 * 0.001 is 0.28700000000000003 in binary
 
 
 def _replay_words(level: str) -> str:

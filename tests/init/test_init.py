@@ -423,3 +423,10 @@ def test_init_writes_no_single_rebuild_seed_against_too_few_reference_seeds_for_
     assert _metric(huge, "statistical", "val_loss", few, notes)["rebuild_seeds"] == 3
     assert "against 5 reference seeds (fewer than 9) one seed fails good builds too often" in " ".join(notes)
     assert _metric(huge, "statistical", "val_loss", many, [])["rebuild_seeds"] == 1, "the band holds one seed from 9 reference seeds"
+
+
+def test_the_shift_init_writes_is_short_and_rounded_up() -> None:
+    from reprogate.init.draft import _round_up
+
+    assert _round_up(0.28620072) == 0.287 and repr(_round_up(0.28620072)) == "0.287", "not 0.28700000000000003"
+    assert _round_up(0.2870) == 0.287 and _round_up(1234.5) == 1240.0 and _round_up(7.0) == 7.0
