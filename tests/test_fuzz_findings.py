@@ -274,3 +274,36 @@ def test_the_gate_posts_error_when_it_crashes_judging_a_head(
     assert statuses(github) == [("reprogate/reproduction", "error")]
     assert github.statuses[0]["description"].startswith("reprogate crashed while judging this head (internal error, exit 4)")
     assert "internal error (exit 4): RecursionError" in result.output
+
+
+# 7. (issue 39) SARIF when a message quotes a file name that is not UTF-8 ------------------------
+
+
+def _strings(node: object) -> list[str]:
+    if isinstance(node, dict):
+        return [s for key, value in node.items() for s in (key, *_strings(value))]
+    if isinstance(node, list):
+        return [s for value in node for s in _strings(value)]
+    return [node] if isinstance(node, str) else []
+
+
+def test_a_sarif_message_quoting_a_name_that_is_not_utf8_stays_valid_unicode(tmp_path: Path) -> None:
+    """`validate --format sarif` on a folder named with a byte that is not UTF-8: the message
+    that quotes it carried a lone surrogate (`\\udcff`, which strict JSON readers refuse); now
+    the byte, `\\xff`. tests/fuzz/fuzz_sarif.py found it (the minimised input: a message `\\udcff\\x00`)."""
+    from reprogate.core.diagnostics import Diagnostic
+    from reprogate.output.sarif import sarif_log
+
+    minimised = sarif_log("validate", [Diagnostic("*/tm\udcff.yaml", "\udcff\x00", "schema")], base=tmp_path, root=tmp_path)
+    assert minimised["runs"][0]["results"][0]["message"]["text"] == "\\xff\x00"
+    folder = os.fsdecode(b"d\xffir")
+    try:
+        (tmp_path / folder).mkdir()
+    except (OSError, UnicodeEncodeError):
+        pytest.skip("this filesystem keeps no file name that is not UTF-8")
+    done = reprogate("validate", "--format", "sarif", folder, cwd=tmp_path)
+    log = json.loads(said(done))
+    assert done.returncode == ExitCode.USAGE
+    for text in _strings(log):
+        text.encode("utf-8")  # a lone surrogate raises UnicodeEncodeError
+    assert any("d\\xffir" in r["message"]["text"] for r in log["runs"][0]["results"])
