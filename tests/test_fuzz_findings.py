@@ -307,3 +307,38 @@ def test_a_sarif_message_quoting_a_name_that_is_not_utf8_stays_valid_unicode(tmp
     for text in _strings(log):
         text.encode("utf-8")  # a lone surrogate raises UnicodeEncodeError
     assert any("d\\xffir" in r["message"]["text"] for r in log["runs"][0]["results"])
+
+
+# 8. (issue 39) .reprogate.yaml: a bracket a regex cannot take, a records glob out of the repository
+
+
+def _configured(tmp_path: Path, body: str) -> Path:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".reprogate.yaml").write_text("apiVersion: reprogate/v1\nkind: Config\n" + body)
+    (tmp_path / "files.json").write_text(json.dumps([{"filename": "records/a.yaml", "status": "modified"}, {"filename": "z-a", "status": "added"}]))
+    return tmp_path
+
+
+@pytest.mark.parametrize("glob", ["[]", "[z-a]", "[!]", "x[a\\]"])
+def test_a_glob_with_a_bracket_a_regex_cannot_take_is_matched_not_a_crash(tmp_path: Path, glob: str) -> None:
+    """A watch, ignore or records glob with `[]`, a backwards range or a trailing backslash in a
+    bracket made `detect` and `validate` exit 4 (re.error); the `[` is now a character.
+    tests/fuzz/fuzz_config.py's glob mutation reaches it."""
+    root = _configured(tmp_path, f"records: ['{glob}']\nwatch:\n  framework: ['{glob}']\n  ignore: ['{glob}']\n")
+    detected = reprogate("detect", "--files-from", "files.json", cwd=root)
+    assert detected.returncode == ExitCode.OK, said(detected)
+    validated = reprogate("validate", cwd=root)
+    assert validated.returncode == ExitCode.USAGE and f"no file matches {glob!r}" in said(validated)
+
+
+@pytest.mark.parametrize("glob", ["/*/**/*.yaml", "../**/*.yaml", "records/../../*.yaml"])
+def test_a_records_glob_that_leaves_the_repository_is_refused_not_walked(tmp_path: Path, glob: str) -> None:
+    """`records: ['/*./**-**0{']` had `validate` with no paths walk the whole machine (a slow
+    unit of tests/fuzz/fuzz_config.py: 20 s, and a pull request's .reprogate.yaml could have it
+    read and report on files outside the checkout); now the configuration is refused, naming the glob."""
+    (tmp_path / "repo").mkdir()
+    root = _configured(tmp_path / "repo", f"records: ['records/*.yaml', '{glob}']\n")
+    done = reprogate("validate", cwd=root)
+    out = said(done)
+    assert done.returncode == ExitCode.FAILED, out
+    assert "records[1]" in out and "reaches outside the repository" in out and "document(s) checked, 0" in out
