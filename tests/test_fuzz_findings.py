@@ -342,3 +342,17 @@ def test_a_records_glob_that_leaves_the_repository_is_refused_not_walked(tmp_pat
     out = said(done)
     assert done.returncode == ExitCode.FAILED, out
     assert "records[1]" in out and "reaches outside the repository" in out and "document(s) checked, 0" in out
+
+
+# 9. (issue 39) a status GitHub lists with a state that is not a string --------------------------
+
+
+@pytest.mark.parametrize("state", [{}, [], {"a": 1}])
+def test_a_listed_status_whose_state_is_not_a_string_is_malformed_not_a_crash(state: object) -> None:
+    """GET …/statuses answering `"state": {}` raised TypeError (unhashable, exit 4) in the set
+    lookup; now MalformedStatus, GitHub misbehaving (exit 3). tests/fuzz/fuzz_answers.py found it."""
+    from reprogate.github.statuses import MalformedStatus, from_api
+
+    with pytest.raises(MalformedStatus) as raised:
+        from_api({"state": state, "context": "reprogate/reproduction"})
+    assert raised.value.exit_code == ExitCode.INFRA
