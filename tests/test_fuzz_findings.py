@@ -356,3 +356,21 @@ def test_a_listed_status_whose_state_is_not_a_string_is_malformed_not_a_crash(st
     with pytest.raises(MalformedStatus) as raised:
         from_api({"state": state, "context": "reprogate/reproduction"})
     assert raised.value.exit_code == ExitCode.INFRA
+
+
+# 10. (issue 39) a check run annotation's message of characters that take more than a byte -------
+
+
+def test_an_annotation_message_is_cut_to_64_kb_of_utf8_not_64000_characters() -> None:
+    """A stage detail of 39,408 characters, most of three bytes, went out as a 118,224-byte
+    annotation message (GitHub takes 64 KB and refuses the request: the run completed without
+    its report). tests/fuzz/fuzz_payloads.py found it; the message is now cut in bytes, on a
+    character boundary."""
+    from reprogate.github.checks import ANNOTATION_MESSAGE_LIMIT, Annotation, batches
+
+    message = Annotation("records/tiny.yaml", "€" * 30_000).to_json()["message"]
+    assert len(message.encode("utf-8")) <= ANNOTATION_MESSAGE_LIMIT <= 64 * 1024
+    assert message.endswith("…") and set(message[:-1]) == {"€"}
+    short = Annotation("records/tiny.yaml", "€" * 100).to_json()["message"]
+    assert short == "€" * 100
+    assert all(len(n["message"].encode("utf-8")) <= ANNOTATION_MESSAGE_LIMIT for part in batches([Annotation("a", "𝄞" * 20_000)] * 3) for n in part)
