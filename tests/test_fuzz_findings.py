@@ -274,3 +274,103 @@ def test_the_gate_posts_error_when_it_crashes_judging_a_head(
     assert statuses(github) == [("reprogate/reproduction", "error")]
     assert github.statuses[0]["description"].startswith("reprogate crashed while judging this head (internal error, exit 4)")
     assert "internal error (exit 4): RecursionError" in result.output
+
+
+# 7. (issue 39) SARIF when a message quotes a file name that is not UTF-8 ------------------------
+
+
+def _strings(node: object) -> list[str]:
+    if isinstance(node, dict):
+        return [s for key, value in node.items() for s in (key, *_strings(value))]
+    if isinstance(node, list):
+        return [s for value in node for s in _strings(value)]
+    return [node] if isinstance(node, str) else []
+
+
+def test_a_sarif_message_quoting_a_name_that_is_not_utf8_stays_valid_unicode(tmp_path: Path) -> None:
+    """`validate --format sarif` on a folder named with a byte that is not UTF-8: the message
+    that quotes it carried a lone surrogate (`\\udcff`, which strict JSON readers refuse); now
+    the byte, `\\xff`. tests/fuzz/fuzz_sarif.py found it (the minimised input: a message `\\udcff\\x00`)."""
+    from reprogate.core.diagnostics import Diagnostic
+    from reprogate.output.sarif import sarif_log
+
+    minimised = sarif_log("validate", [Diagnostic("*/tm\udcff.yaml", "\udcff\x00", "schema")], base=tmp_path, root=tmp_path)
+    assert minimised["runs"][0]["results"][0]["message"]["text"] == "\\xff\x00"
+    folder = os.fsdecode(b"d\xffir")
+    try:
+        (tmp_path / folder).mkdir()
+    except (OSError, UnicodeEncodeError):
+        pytest.skip("this filesystem keeps no file name that is not UTF-8")
+    done = reprogate("validate", "--format", "sarif", folder, cwd=tmp_path)
+    log = json.loads(said(done))
+    assert done.returncode == ExitCode.USAGE
+    for text in _strings(log):
+        text.encode("utf-8")  # a lone surrogate raises UnicodeEncodeError
+    assert any("d\\xffir" in r["message"]["text"] for r in log["runs"][0]["results"])
+
+
+# 8. (issue 39) .reprogate.yaml: a bracket a regex cannot take, a records glob out of the repository
+
+
+def _configured(tmp_path: Path, body: str) -> Path:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".reprogate.yaml").write_text("apiVersion: reprogate/v1\nkind: Config\n" + body)
+    (tmp_path / "files.json").write_text(json.dumps([{"filename": "records/a.yaml", "status": "modified"}, {"filename": "z-a", "status": "added"}]))
+    return tmp_path
+
+
+@pytest.mark.parametrize("glob", ["[]", "[z-a]", "[!]", "x[a\\]"])
+def test_a_glob_with_a_bracket_a_regex_cannot_take_is_matched_not_a_crash(tmp_path: Path, glob: str) -> None:
+    """A watch, ignore or records glob with `[]`, a backwards range or a trailing backslash in a
+    bracket made `detect` and `validate` exit 4 (re.error); the `[` is now a character.
+    tests/fuzz/fuzz_config.py's glob mutation reaches it."""
+    root = _configured(tmp_path, f"records: ['{glob}']\nwatch:\n  framework: ['{glob}']\n  ignore: ['{glob}']\n")
+    detected = reprogate("detect", "--files-from", "files.json", cwd=root)
+    assert detected.returncode == ExitCode.OK, said(detected)
+    validated = reprogate("validate", cwd=root)
+    assert validated.returncode == ExitCode.USAGE and f"no file matches {glob!r}" in said(validated)
+
+
+@pytest.mark.parametrize("glob", ["/*/**/*.yaml", "../**/*.yaml", "records/../../*.yaml"])
+def test_a_records_glob_that_leaves_the_repository_is_refused_not_walked(tmp_path: Path, glob: str) -> None:
+    """`records: ['/*./**-**0{']` had `validate` with no paths walk the whole machine (a slow
+    unit of tests/fuzz/fuzz_config.py: 20 s, and a pull request's .reprogate.yaml could have it
+    read and report on files outside the checkout); now the configuration is refused, naming the glob."""
+    (tmp_path / "repo").mkdir()
+    root = _configured(tmp_path / "repo", f"records: ['records/*.yaml', '{glob}']\n")
+    done = reprogate("validate", cwd=root)
+    out = said(done)
+    assert done.returncode == ExitCode.FAILED, out
+    assert "records[1]" in out and "reaches outside the repository" in out and "document(s) checked, 0" in out
+
+
+# 9. (issue 39) a status GitHub lists with a state that is not a string --------------------------
+
+
+@pytest.mark.parametrize("state", [{}, [], {"a": 1}])
+def test_a_listed_status_whose_state_is_not_a_string_is_malformed_not_a_crash(state: object) -> None:
+    """GET …/statuses answering `"state": {}` raised TypeError (unhashable, exit 4) in the set
+    lookup; now MalformedStatus, GitHub misbehaving (exit 3). tests/fuzz/fuzz_answers.py found it."""
+    from reprogate.github.statuses import MalformedStatus, from_api
+
+    with pytest.raises(MalformedStatus) as raised:
+        from_api({"state": state, "context": "reprogate/reproduction"})
+    assert raised.value.exit_code == ExitCode.INFRA
+
+
+# 10. (issue 39) a check run annotation's message of characters that take more than a byte -------
+
+
+def test_an_annotation_message_is_cut_to_64_kb_of_utf8_not_64000_characters() -> None:
+    """A stage detail of 39,408 characters, most of three bytes, went out as a 118,224-byte
+    annotation message (GitHub takes 64 KB and refuses the request: the run completed without
+    its report). tests/fuzz/fuzz_payloads.py found it; the message is now cut in bytes, on a
+    character boundary."""
+    from reprogate.github.checks import ANNOTATION_MESSAGE_LIMIT, Annotation, batches
+
+    message = Annotation("records/tiny.yaml", "€" * 30_000).to_json()["message"]
+    assert len(message.encode("utf-8")) <= ANNOTATION_MESSAGE_LIMIT <= 64 * 1024
+    assert message.endswith("…") and set(message[:-1]) == {"€"}
+    short = Annotation("records/tiny.yaml", "€" * 100).to_json()["message"]
+    assert short == "€" * 100
+    assert all(len(n["message"].encode("utf-8")) <= ANNOTATION_MESSAGE_LIMIT for part in batches([Annotation("a", "𝄞" * 20_000)] * 3) for n in part)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+import warnings
 
 
 @functools.lru_cache(maxsize=512)
@@ -35,9 +36,27 @@ def glob_to_regex(pattern: str) -> re.Pattern[str]:
                 out += re.escape(c)
             else:
                 body = pattern[i + 1 : end]
-                out += "[" + ("^" + body[1:] if body.startswith("!") else body) + "]"
-                i = end
+                group = "[" + ("^" + body[1:] if body.startswith("!") else body) + "]"
+                if _is_class(group):
+                    out += group
+                    i = end
+                else:  # `[]`, `[z-a]`, `[a\\]`: no set a regex takes, so the `[` is taken as a character
+                    out += re.escape(c)
         else:
             out += re.escape(c)
         i += 1
     return re.compile(out + r"\Z")
+
+
+@functools.lru_cache(maxsize=512)
+def _is_class(group: str) -> bool:
+    """Whether a bracket expression, as written into the regex, is one whole character set: the
+    body goes in as it is, and an empty one, a range backwards or a trailing backslash would make
+    the whole pattern fail to compile (exit 4 on a glob from .reprogate.yaml)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # `[[`: a possible nested set, still one set today
+            re.compile(group)
+    except re.error:
+        return False
+    return True

@@ -25,7 +25,7 @@ github-actions check run of that name too, but sets no external id: the status j
 complete it, nor the gate read it as a judgement).
 
 Limits: GitHub counts a summary's 65,535 in bytes (`cut_summary` cuts the UTF-8 on a character
-boundary). A refusal of the Checks API (any 4xx: a body GitHub will not take) never leaves the
+boundary), and an annotation's message's 64 KB too (`cut_bytes`). A refusal of the Checks API (any 4xx: a body GitHub will not take) never leaves the
 run in progress: the run is completed at once with the same state's conclusion and a short
 summary saying why the report is not there (`_completed_anyway`), and the status (posted apart)
 still says the verdict.
@@ -50,6 +50,7 @@ SUMMARY_LIMIT = 65_535  # output.summary and output.text: bytes of UTF-8 (GitHub
 TITLE_LIMIT = 255
 ANNOTATIONS_PER_REQUEST = 50
 ANNOTATION_LEVELS = ("notice", "warning", "failure")
+ANNOTATION_MESSAGE_LIMIT = 64_000  # bytes of UTF-8: GitHub's "maximum size is 64 KB" (64,000 characters of `€` were 192,000 bytes)
 CONCLUSIONS = {"success": "success", "failure": "failure", "error": "action_required"}
 EXTERNAL_ID = "reprogate"  # set on every check run reprogate creates; a workflow job's run has none
 STATES = {"success": "success", "failure": "failure"}  # a completed run read back; anything else completed is error
@@ -74,7 +75,7 @@ class Annotation:
             "start_line": max(1, self.line),
             "end_line": max(1, self.line),
             "annotation_level": self.level if self.level in ANNOTATION_LEVELS else "failure",
-            "message": cut(self.message, 64_000) or "-",
+            "message": cut_bytes(self.message, ANNOTATION_MESSAGE_LIMIT) or "-",
         }
         if self.column is not None:  # only on one line, which these always are
             body["start_column"] = body["end_column"] = max(1, self.column)
@@ -124,6 +125,14 @@ def cut_summary(text: str) -> str:
     room = SUMMARY_LIMIT - len(note.encode("utf-8"))
     head = text.encode("utf-8")[:room].decode("utf-8", errors="ignore")  # a character the cut splits is left out whole
     return head + note
+
+
+def cut_bytes(text: str, limit: int, marker: str = "…") -> str:
+    """`text` within `limit` bytes of UTF-8, cut on a character boundary, the marker saying so."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    return data[: limit - len(marker.encode("utf-8"))].decode("utf-8", errors="ignore") + marker
 
 
 def batches(annotations: Sequence[Annotation]) -> Iterator[list[dict[str, Any]]]:

@@ -50,7 +50,7 @@ class Status:
 def from_api(item: dict[str, Any]) -> Status:
     """A status of GET /repos/{owner}/{repo}/commits/{ref}/statuses."""
     state, context = item.get("state"), item.get("context")
-    if state not in STATES or not isinstance(context, str):
+    if not isinstance(state, str) or state not in STATES or not isinstance(context, str):  # a state of {} or [] is not hashable: no set lookup
         raise MalformedStatus(f"GitHub listed a status without a state and context ({str(state)[:20]!r}, {str(context)[:60]!r})")
     creator = item.get("creator")
     login = creator.get("login") if isinstance(creator, dict) else None

@@ -142,7 +142,7 @@ def sarif_log(
             descriptors.append(_descriptor(command, code, d.severity, rules.get(code)))
             index[code] = len(descriptors) - 1
         results.append(_result(d, index[code], command, base, root))
-    return {
+    log = {
         "$schema": SCHEMA,
         "version": "2.1.0",
         "runs": [
@@ -162,6 +162,33 @@ def sarif_log(
             }
         ],
     }
+    valid: dict[str, Any] = _unicode(log)
+    return valid
+
+
+def _unicode(node: Any) -> Any:
+    """`node` with every string valid Unicode: a lone surrogate (a byte of a file name that is not
+    UTF-8, kept by os.fsdecode, in a message that quotes the name) would be written as `\\udcff`,
+    which JSON's grammar allows but I-JSON (RFC 7493) and strict readers refuse; it is written as
+    the byte it stands for, `\\xff` (any other lone surrogate as `\\ud800`)."""
+    if isinstance(node, str):
+        try:
+            node.encode("utf-8")
+        except UnicodeEncodeError:
+            return "".join(_escaped(c) for c in node)
+        return node
+    if isinstance(node, dict):
+        return {_unicode(key): _unicode(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_unicode(value) for value in node]
+    return node
+
+
+def _escaped(c: str) -> str:
+    point = ord(c)
+    if 0xDC80 <= point <= 0xDCFF:  # os.fsdecode's escape of the byte point - 0xDC00
+        return f"\\x{point - 0xDC00:02x}"
+    return f"\\u{point:04x}" if 0xD800 <= point <= 0xDFFF else c
 
 
 def _root_uri(root: Path) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import gc
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -194,7 +195,26 @@ def default_targets(start: Path, report: Validation) -> tuple[list[str], Path | 
         message = "no paths given and no records: globs in a .reprogate.yaml here or above"
         report.problems.append(Diagnostic(".", message, "no-targets", hint="pass files, folders or globs, or add `records:` to .reprogate.yaml"))
         return [], None
+    top = repository_root(config.folder)
+    for i, glob in enumerate(config.records):
+        if not _inside(config.folder.resolve() / glob, top):
+            message = f"records: {glob[:120]!r} reaches outside the repository: the globs are relative to this file's folder, and stay in the repository"
+            where = Diagnostic(
+                display_path(config.path), message, "records-outside", field=f"records[{i}]", hint="write the glob relative to this file's folder"
+            )
+            report.problems.append(where)
+            report.problems_code = ExitCode.FAILED
+    if report.problems:
+        return [], None
     return [*config.records, str(config.path)], config.folder
+
+
+def _inside(path: Path, top: Path) -> bool:
+    """Whether `path` (a glob: its `..` taken as written, not through links) lies in `top`. A
+    configuration's record glob that is absolute or climbs out would have validate walk and
+    read the machine's files (`/**` walks every one) on a pull request's say-so."""
+    normal = os.path.normpath(path)
+    return normal == os.fspath(top) or normal.startswith(os.path.join(os.fspath(top), ""))
 
 
 def validate(args: list[str], options: Options) -> Validation:

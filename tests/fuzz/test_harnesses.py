@@ -1,7 +1,7 @@
 """Each fuzz harness, run for a few seconds as part of the suite: a regression in a reader that
 a short run finds fails here, with the input and the traceback. The longer run is tools/fuzz.
 
-REPROGATE_FUZZ_SECONDS sets the time per harness (default 5: a smoke run of each of the eleven;
+REPROGATE_FUZZ_SECONDS sets the time per harness (default 5: a smoke run of each of the fifteen;
 at 15 they took over six minutes of the suite's thirty). Without atheris the harnesses cannot run: skipped on a
 developer's machine, a failure in CI (env CI set), where the dev extras install it.
 """
@@ -24,7 +24,23 @@ if importlib.util.find_spec("atheris") is None:
 
 
 def test_every_family_has_a_harness() -> None:
-    assert HARNESSES == ["capacity", "dockerfiles", "events", "intervals", "lockfiles", "manifests", "records", "retiring", "trace_meta", "traces", "verdicts"]
+    assert HARNESSES == [
+        "answers",
+        "capacity",
+        "config",
+        "dockerfiles",
+        "events",
+        "intervals",
+        "lockfiles",
+        "manifests",
+        "payloads",
+        "records",
+        "retiring",
+        "sarif",
+        "trace_meta",
+        "traces",
+        "verdicts",
+    ]
 
 
 @pytest.mark.parametrize("harness", HARNESSES)
