@@ -342,3 +342,48 @@ def test_the_rebuild_options_load_no_other_rebuild_module() -> None:
     probe = "import json, sys, reprogate.rebuild.options; print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'reprogate')))"
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True)
     assert json.loads(done.stdout) == ["reprogate", "reprogate.rebuild", "reprogate.rebuild.options"]
+
+
+def _gate_exit_code_problems(files: dict[str, str]) -> list[str]:
+    """Where a module of reprogate/github decides an exit code on the side: an assignment to a
+    `.code`, a `code=` keyword, a setattr of "code", and, in gate.py, an ExitCode member or a
+    GateOutcome built anywhere but `outcome`. `files` maps a repository path to its source."""
+    problems = []
+    for rel, source in files.items():
+        tree = ast.parse(source)
+        owner = {id(node): function.name for function in ast.walk(tree) if isinstance(function, ast.FunctionDef) for node in ast.walk(function)}
+        for node in ast.walk(tree):
+            where = f"{rel}:{getattr(node, 'lineno', 0)}"
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            problems += [f"{where}: assigns .code" for t in targets if isinstance(t, ast.Attribute) and t.attr == "code"]
+            if not isinstance(node, ast.Call):
+                continue
+            if any(k.arg == "code" for k in node.keywords):
+                problems.append(f"{where}: passes code=")
+            if any(isinstance(a, ast.Constant) and a.value == "code" for a in node.args) and "setattr" in ast.unparse(node.func):
+                problems.append(f"{where}: sets the attribute code")
+        if rel.endswith("github/gate.py"):
+            for node in ast.walk(tree):
+                if owner.get(id(node)) == "outcome":
+                    continue
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "ExitCode":
+                    problems.append(f"{rel}:{node.lineno}: names ExitCode.{node.attr} outside outcome()")
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "GateOutcome":
+                    problems.append(f"{rel}:{node.lineno}: builds a GateOutcome outside outcome()")
+    return problems
+
+
+def test_the_gate_sets_its_exit_code_in_one_place() -> None:
+    """A gate run's exit code is derived, in `github/gate.outcome` alone, from the failures its
+    steps recorded (ARCHITECTURE.md, "The gate's outcome"). It was once written as
+    `outcome.code = ExitCode.FAILED` at seven sites across the gate's steps, into one shared
+    mutable outcome: a step could set it, and a later one could have reset it, unseen."""
+    files = {path.relative_to(REPO).as_posix(): path.read_text(encoding="utf-8") for path in sorted((PACKAGE / "github").glob("*.py"))}
+    assert "reprogate/github/gate.py" in files
+    assert not _gate_exit_code_problems(files), "\n".join(_gate_exit_code_problems(files))
+    # the scan sees each way back in (a second place that sets the code)
+    planted = {
+        "x/github/gate.py": "def step(o):\n    o.code = ExitCode.FAILED\n    return GateOutcome(ExitCode.OK)\n",
+        "x/github/other.py": "def f(o):\n    setattr(o, 'code', 1)\n    replace(o, code=1)\n    o.code += 1\n",
+    }
+    assert len(_gate_exit_code_problems(planted)) == 7, _gate_exit_code_problems(planted)

@@ -89,7 +89,7 @@ def gate_command(
     outcome = run_gate(event, settings, client)
     said = recorder.said() if recorder is not None else []
     if fmt == "json":
-        payload: dict[str, Any] = {"exit_code": int(outcome.code), "messages": outcome.messages, "outputs": outcome.outputs}
+        payload: dict[str, Any] = {"exit_code": int(outcome.code), "messages": list(outcome.messages), "outputs": dict(outcome.outputs)}
         if recorder is not None:
             payload["would_post"] = recorder.posted
             payload["comment"] = recorder.comment

@@ -9,6 +9,7 @@ envelope, a smaller α) or tightens it. Anything else is shown as changed.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,7 +111,7 @@ def _numbers(*values: Any) -> bool:
     return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
 
 
-def markdown_table(path: str, changes: list[ContractChange]) -> list[str]:
+def markdown_table(path: str, changes: Sequence[ContractChange]) -> list[str]:
     """The comment's rows for one record (text from the pull request in code spans)."""
 
     def shown(value: Any) -> str:

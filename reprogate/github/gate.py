@@ -17,10 +17,17 @@ configured creator are read back (github/statuses.py). A terminal status is neve
 `pending` for the same head, a `success` never stands over another base's answer that is not
 success on the shared context (github/trust.across_bases), and events that change nothing that
 is built post nothing.
+
+How a run reports (ARCHITECTURE.md, "The gate's outcome"): the facts it judges by are read once
+each into frozen values (`Facts`: the base's settings and the gate's own statuses; the
+`Assessment` of the diff) and passed down; every step returns a frozen `Step` of what it says and
+why the run fails, if it does; the steps are added up in order, and `outcome` alone turns the sum
+into the exit code.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import fnmatch
@@ -28,8 +35,10 @@ import json
 import os
 import secrets
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from reprogate.core.config import Config, load_config, with_overrides
@@ -87,12 +96,57 @@ class Settings:
     publish: str = checks.DEFAULT_PUBLISH  # both, check-run or status (github/checks.py)
 
 
-@dataclass
+@dataclass(frozen=True)
+class Step:
+    """What one step of a gate run says, in the order it said it, and why the run breaks a rule
+    if it does. Steps return one instead of writing into a shared outcome, so what a run reports
+    is the sum of its steps in order (`+`) and its exit code is decided in one place (`outcome`)."""
+
+    messages: tuple[str, ...] = ()
+    annotations: tuple[str, ...] = ()
+    outputs: tuple[tuple[str, str], ...] = ()  # (name, value); a later value of a name wins
+    failures: tuple[str, ...] = ()  # why the run fails (exit 1); empty: no rule is broken
+
+    def __add__(self, other: Step) -> Step:
+        return Step(self.messages + other.messages, self.annotations + other.annotations, self.outputs + other.outputs, self.failures + other.failures)
+
+
+def said(*messages: str) -> Step:
+    return Step(messages=messages)
+
+
+def failed(reason: str, *messages: str) -> Step:
+    """A broken rule: the run exits 1 (`reason` is why; `messages` what the log says of it)."""
+    return Step(messages=messages, failures=(reason,))
+
+
+@dataclass(frozen=True)
 class GateOutcome:
-    code: ExitCode = ExitCode.OK
-    messages: list[str] = field(default_factory=list)
-    outputs: dict[str, str] = field(default_factory=dict)
-    annotations: list[str] = field(default_factory=list)
+    """What a gate run reports, built once from its steps (`outcome`)."""
+
+    code: ExitCode
+    messages: tuple[str, ...]
+    outputs: Mapping[str, str]
+    annotations: tuple[str, ...]
+    failures: tuple[str, ...]
+
+
+def outcome(step: Step) -> GateOutcome:
+    """The one place a gate run's exit code is set: 1 when a step recorded a broken rule, else 0.
+    Refusals (2), unreachable GitHub (3) and crashes (4) leave as exceptions (cli/common.finish)."""
+    code = ExitCode.FAILED if step.failures else ExitCode.OK
+    return GateOutcome(code, step.messages, MappingProxyType(dict(step.outputs)), step.annotations, step.failures)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What a run judges one commit by, read once and passed down: the settings (the base's, for a
+    pull request) and the statuses (or check runs) the gate's own creator posted on the commit.
+    `read` is what reading them said (statuses of the gate's contexts posted by someone else)."""
+
+    config: Config
+    statuses: tuple[Status, ...]
+    read: Step = Step()
 
 
 @dataclass(frozen=True)
@@ -118,60 +172,60 @@ class NoApprovals:
         return False
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
     """What the gate will post, decided before anything is posted."""
 
-    records: list[str] = field(default_factory=list)  # to rebuild
+    records: tuple[str, ...] = ()  # to rebuild
     baseline_dispatch: bool = False
     reproduction: tuple[str, str] | None = None  # (state, description) to post
     reproduction_on_dispatch: bool = False  # post `pending` with the run's link once dispatched
     baseline: tuple[str, str] | None = None
-    comment: list[str] = field(default_factory=list)
+    comment: tuple[str, ...] = ()
 
 
 def run_gate(event: Event, settings: Settings, client: GitHubClient | None) -> GateOutcome:
-    outcome = GateOutcome()
+    return outcome(_run(event, settings, client))
+
+
+def _run(event: Event, settings: Settings, client: GitHubClient | None) -> Step:
     if isinstance(event, OtherEvent) and event.name == "pull_request_target":
         raise UsageError("reprogate gate refuses pull_request_target (it would act on a fork's code with a write token); trigger the gate on pull_request")
     if settings.mode == "compute":
-        return _compute(event, settings, outcome)
+        return _compute(event, settings)
     if client is None:
         raise UsageError(f"gate --mode {settings.mode} needs a token (GITHUB_TOKEN)")
-    gate = Gate(settings, client, outcome)
+    gate = Gate(settings, client)
     if settings.mode == "publish":
         if not isinstance(event, WorkflowRunEvent):
             raise UsageError(f"gate --mode publish runs on workflow_run (the compute workflow finished), not on {type(event).__name__}")
-        gate.publish(event)
-    elif isinstance(event, PullRequestEvent):
+        return gate.publish(event)
+    if isinstance(event, PullRequestEvent):
         what = f" {event.label}" if event.label is not None else ""
-        outcome.messages.append(f"pull request #{event.number} {event.action}{what} by {event.sender or 'unknown'} at {event.head_sha[:12]}")
-        gate.judge(_subject_of(event), EventApprovals(client, event))
-    elif isinstance(event, MergeGroupEvent):
-        gate.judge(Subject(event.repository, event.default_branch, event.head_sha, event.base_sha), NoApprovals())
-    elif isinstance(event, PushEvent):
-        gate.release_push(event)
-    else:
-        name = event.name if isinstance(event, OtherEvent) else type(event).__name__
-        outcome.messages.append(
-            f"event {name!r}: nothing to gate (pull_request, merge_group, workflow_run with --mode publish, and push to release branches are)"
-        )
-    return outcome
+        heard = said(f"pull request #{event.number} {event.action}{what} by {event.sender or 'unknown'} at {event.head_sha[:12]}")
+        subject = _subject_of(event)
+        return heard + gate.judge(subject, EventApprovals(client, event), gate.facts(subject))
+    if isinstance(event, MergeGroupEvent):
+        subject = Subject(event.repository, event.default_branch, event.head_sha, event.base_sha)
+        return gate.judge(subject, NoApprovals(), gate.facts(subject))
+    if isinstance(event, PushEvent):
+        return gate.release_push(event)
+    name = event.name if isinstance(event, OtherEvent) else type(event).__name__
+    return said(f"event {name!r}: nothing to gate (pull_request, merge_group, workflow_run with --mode publish, and push to release branches are)")
 
 
 def _subject_of(event: PullRequestEvent) -> Subject:
     return Subject(event.repository, event.default_branch, event.head_sha, event.base_sha, event.number, frozenset(event.labels), event.fork, event.new_head)
 
 
-def _compute(event: Event, settings: Settings, outcome: GateOutcome) -> GateOutcome:
+def _compute(event: Event, settings: Settings) -> Step:
     """The unprivileged half: judge, annotate, and leave the pull request number for the privileged half."""
     if not isinstance(event, PullRequestEvent):
-        outcome.messages.append("gate --mode compute judges pull_request events; nothing to do")
-        return outcome
+        return said("gate --mode compute judges pull_request events; nothing to do")
     subject = _subject_of(event)
     config = _base_config(settings, subject.base)
     found = assess(settings.repo, settings.config_path, config, subject.base, subject.head)  # the head is the working tree: assess takes its top
-    _report_assessment(found, outcome)
+    step = _report_assessment(found)
     if settings.result_file is not None:
         # Only `pull_request` is read by the privileged half, and checked through the API there;
         # the rest is for people reading the artifact.
@@ -183,13 +237,13 @@ def _compute(event: Event, settings: Settings, outcome: GateOutcome) -> GateOutc
             "base_sha": subject.base,
             "layers": found.detection.layers,
             "rebuild_required": bool(found.reasons),
-            "records": found.touched,
+            "records": list(found.touched),
         }
         atomic_write(settings.result_file, json.dumps(result, indent=2) + "\n")
-        outcome.messages.append(f"wrote {settings.result_file} for the privileged workflow (pull request #{subject.number})")
+        step += said(f"wrote {settings.result_file} for the privileged workflow (pull request #{subject.number})")
     if found.invalid:
-        outcome.code = ExitCode.FAILED
-    return outcome
+        step += failed(invalid_count(found))
+    return step
 
 
 def _base_config(settings: Settings, base: str, folder: Path | None = None) -> Config:
@@ -198,26 +252,22 @@ def _base_config(settings: Settings, base: str, folder: Path | None = None) -> C
     return with_overrides(config_at(top, base, rel, folder), settings.overrides)
 
 
-def _report_assessment(found: Assessment, outcome: GateOutcome) -> None:
-
-    outcome.outputs.update(
-        {
-            "layers": ",".join(found.detection.layers),
-            "rebuild-required": "true" if found.reasons else "false",
-            "records": ",".join(found.touched),
-            "drift": ",".join(found.drift),
-        }
+def _report_assessment(found: Assessment) -> Step:
+    outputs = (
+        ("layers", ",".join(found.detection.layers)),
+        ("rebuild-required", "true" if found.reasons else "false"),
+        ("records", ",".join(found.touched)),
+        ("drift", ",".join(found.drift)),
     )
-    for line in found.invalid:
-        outcome.messages.append(f"invalid record: {line}")
-    for reason in found.reasons:
-        outcome.messages.append(f"rebuild required: {reason}")
+    messages = [f"invalid record: {line}" for line in found.invalid]
+    messages += [f"rebuild required: {reason}" for reason in found.reasons]
     for path, changes in found.contract_changes.items():
         effects = sorted({c.effect for c in changes})
         fields = ", ".join(c.field for c in changes[:4]) + (f" and {len(changes) - 4} more" if len(changes) > 4 else "")
-        outcome.messages.append(f"contract of {path} {'/'.join(effects)} ({fields}): the base's contract judges the rebuild")
+        messages.append(f"contract of {path} {'/'.join(effects)} ({fields}): the base's contract judges the rebuild")
+    annotations = []
     if found.config_changed:
-        outcome.annotations.append(
+        annotations.append(
             workflow.annotation(
                 "notice",
                 f"this pull request changes {found.config_rel}; the gate uses the base branch's version, and the change itself needs a rebuild",
@@ -226,45 +276,72 @@ def _report_assessment(found: Assessment, outcome: GateOutcome) -> None:
             )
         )
     for item in found.drift_findings[: workflow.ANNOTATIONS_PER_LEVEL]:  # the rest are in the comment and the outputs
-        outcome.annotations.append(
-            workflow.annotation("notice", item.message, item.path, item.location.line, item.location.col, title="reprogate: environment drift")
-        )
+        annotations.append(workflow.annotation("notice", item.message, item.path, item.location.line, item.location.col, title="reprogate: environment drift"))
+    return Step(tuple(messages), tuple(annotations), outputs)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Gate:
     settings: Settings
     client: GitHubClient
-    outcome: GateOutcome
+
+    # what a run judges by ----------------------------------------------------------------------------
+
+    def facts(self, subject: Subject) -> Facts:
+        """The base's settings and the gate's own statuses on the head: read once per run."""
+        return self._facts(subject.repository, subject.head, _base_config(self.settings, subject.base))
+
+    def _facts(self, repo: str, sha: str, config: Config) -> Facts:
+        """What the gate reads back to keep its rules (terminal states, first seen, the baseline's
+        proof, one answer across bases): the commit statuses its own creator posted, or with
+        `--publish check-run` the check runs of the two names its creator's app made, read as
+        statuses (github/checks.py). Anyone else's status of the same context is no judgement."""
+        if checks.publishes_status(self.settings.publish):
+            every = self.client.statuses(repo, sha)
+            mine = ours(every, config.status_creator)
+            foreign = [s for s in every if s not in mine and s.context.lower() in (config.status_context.lower(), config.baseline_context.lower())]
+            if not foreign:
+                return Facts(config, tuple(mine))
+            who = ", ".join(sorted({s.creator or "unknown" for s in foreign}))[:120]
+            return Facts(
+                config,
+                tuple(mine),
+                said(
+                    f"ignored {len(foreign)} status(es) of {config.status_context} or {config.baseline_context} on {sha[:12]} not posted by "
+                    f"{config.status_creator} (by {who}): only the gate's own statuses count"
+                ),
+            )
+        runs = [run for name in (config.status_context, config.baseline_context) for run in self.client.check_runs(repo, sha, name)]
+        return Facts(config, tuple(checks.as_statuses(runs, config.status_creator)))
 
     # pull requests ---------------------------------------------------------------------------------
 
-    def judge(self, subject: Subject, approvals: Approvals, tree: Path | None = None) -> None:
-        config = _base_config(self.settings, subject.base)
-        statuses = self._statuses(subject.repository, subject.head, config)
+    def judge(self, subject: Subject, approvals: Approvals, facts: Facts, tree: Path | None = None) -> Step:
+        config, statuses = facts.config, facts.statuses
         current = latest(statuses, config.status_context, subject.base)  # a judgement of this (base, head) pair only
         asked_rebuild = subject.number is not None and approvals.applied_by_writer(config.rebuild_label)
         asked_baseline = subject.number is not None and approvals.applied_by_writer(config.baseline_label)
-        self.outcome.messages += getattr(approvals, "denied", [])
+        step = facts.read + said(*getattr(approvals, "denied", ()))
         if subject.new_head and subject.number is not None:
-            self._drop_stale_labels(subject, config, {config.rebuild_label: asked_rebuild, config.baseline_label: asked_baseline})
+            step += self._drop_stale_labels(subject, config, {config.rebuild_label: asked_rebuild, config.baseline_label: asked_baseline})
         if current is not None and not (asked_rebuild or asked_baseline):
-            self.outcome.messages.append(
+            return step + said(
                 f"{config.status_context} is already {current.state} on {subject.head[:12]} against base {subject.base[:12]}; "
                 "this event changes nothing that is built, so nothing is posted"
             )
-            return
         try:
             found = assess(self.settings.repo, self.settings.config_path, config, subject.base, subject.head, tree)  # None: the working tree, from its top
-            _report_assessment(found, self.outcome)
+            step += _report_assessment(found)
             plan = Plan()
             current_state = current.state if current else None
             if current is None or asked_rebuild:
-                self._plan_reproduction(plan, found, subject, config, asked_rebuild, current_state)
+                plan, planned = self._plan_reproduction(found, subject, config, asked_rebuild, current_state)
+                step += planned
             if asked_baseline and not found.invalid:
-                self._plan_baseline(plan, found, subject, config, statuses)
+                plan, planned = self._plan_baseline(plan, found, subject, config, statuses)
+                step += planned
             baseline_now = latest(statuses, config.baseline_context, subject.base)
-            self._act(plan, found, subject, config, statuses, current_state, baseline_now.state if baseline_now else None)
+            return step + self._act(plan, found, subject, config, statuses, current_state, baseline_now.state if baseline_now else None)
         except (ReprogateError, OSError):
             raise  # refusals: their own exit codes (cli/common.finish)
         except Exception:
@@ -275,30 +352,8 @@ class Gate:
         """A bug in reprogate while judging this head: the check says `error` (inconclusive), never
         `failure` (not reproduced) and never stays pending; the crash itself is reported by finish."""
         text = with_base("reprogate crashed while judging this head (internal error, exit 4): see the gate's log", subject.base)
-        try:
+        with contextlib.suppress(ReprogateError, OSError):  # GitHub unreachable too: the crash is still what the job reports
             self.client.create_status(subject.repository, subject.head, "error", config.status_context, text, None)
-        except (ReprogateError, OSError):  # GitHub unreachable too: the crash is still what the job reports
-            return
-        self.outcome.messages.append(f"{config.status_context} = error: {text}")
-
-    def _statuses(self, repo: str, sha: str, config: Config) -> list[Status]:
-        """What the gate reads back to keep its rules (terminal states, first seen, the baseline's
-        proof, one answer across bases): the commit statuses its own creator posted, or with
-        `--publish check-run` the check runs of the two names its creator's app made, read as
-        statuses (github/checks.py). Anyone else's status of the same context is no judgement."""
-        if checks.publishes_status(self.settings.publish):
-            every = self.client.statuses(repo, sha)
-            mine = ours(every, config.status_creator)
-            foreign = [s for s in every if s not in mine and s.context.lower() in (config.status_context.lower(), config.baseline_context.lower())]
-            if foreign:
-                who = ", ".join(sorted({s.creator or "unknown" for s in foreign}))[:120]
-                self.outcome.messages.append(
-                    f"ignored {len(foreign)} status(es) of {config.status_context} or {config.baseline_context} on {sha[:12]} not posted by "
-                    f"{config.status_creator} (by {who}): only the gate's own statuses count"
-                )
-            return mine
-        runs = [run for name in (config.status_context, config.baseline_context) for run in self.client.check_runs(repo, sha, name)]
-        return checks.as_statuses(runs, config.status_creator)
 
     def _post(self, subject: Subject, state: str, context: str, text: str, url: str | None, summary: str) -> None:
         """One judgement, shown as `--publish` says: a commit status, a check run, or both, with
@@ -308,114 +363,101 @@ class Gate:
         if checks.publishes_check(self.settings.publish):
             checks.queue(self.client, subject.repository, subject.head, context, checks.CheckOutput(state, text, summary, details_url=url))
 
-    def _drop_stale_labels(self, subject: Subject, config: Config, asked: dict[str, bool]) -> None:
+    def _drop_stale_labels(self, subject: Subject, config: Config, asked: dict[str, bool]) -> Step:
+        step = Step()
         for label in (config.rebuild_label, config.baseline_label):
             if label in subject.labels and not asked[label]:
                 assert subject.number is not None
                 self.client.remove_label(subject.repository, subject.number, label)
-                self.outcome.messages.append(f"removed {label}: it approved an earlier commit; a writer applies it again for {subject.head[:12]}")
+                step += said(f"removed {label}: it approved an earlier commit; a writer applies it again for {subject.head[:12]}")
+        return step
 
-    def _plan_reproduction(self, plan: Plan, found: Assessment, subject: Subject, config: Config, asked: bool, current: str | None) -> None:
+    def _plan_reproduction(self, found: Assessment, subject: Subject, config: Config, asked: bool, current: str | None) -> tuple[Plan, Step]:
         if found.invalid:
-            plan.reproduction = ("failure", f"{invalid_count(found)}: run reprogate validate")
-            self.outcome.code = ExitCode.FAILED
-            return
+            text = f"{invalid_count(found)}: run reprogate validate"
+            return Plan(reproduction=("failure", text)), failed(text)
         if not found.reasons and not asked:
-            if current is None:
-                plan.reproduction = ("success", "no framework, driver, image, dataset, environment or configuration change")
-            self.outcome.messages.append("no watched change: nothing to rebuild")
-            return
+            success = ("success", "no framework, driver, image, dataset, environment or configuration change")
+            return Plan(reproduction=success if current is None else None), said("no watched change: nothing to rebuild")
         # the records the diff reaches; else the configured reference; else every record named
-        records = found.touched or ([found.reference] if found.reference else found.references)
+        records = found.touched or ((found.reference,) if found.reference else found.references)
         if not records:
-            plan.reproduction = ("failure", "a rebuild is required but .reprogate.yaml names no reference record")
-            self.outcome.code = ExitCode.FAILED
-            return
+            text = "a rebuild is required but .reprogate.yaml names no reference record"
+            return Plan(reproduction=("failure", text)), failed(text)
         if subject.fork and not asked:
             note = f"fork pull request: waiting for a maintainer to apply {config.rebuild_label} to this commit"
-            if current is None:
-                plan.reproduction = ("pending", note)
-            plan.comment.append(plain(note) + ".")
-            self.outcome.messages.append(note)
-            return
-        plan.records = records
-        plan.reproduction_on_dispatch = current not in TERMINAL_STATES
+            return Plan(reproduction=("pending", note) if current is None else None, comment=(plain(note) + ".",)), said(note)
         if current in TERMINAL_STATES:
-            plan.comment.append(f"A rebuild was asked for again; {code_span(config.status_context)} keeps its {current} until the rebuild posts its verdict.")
-            self.outcome.messages.append(
+            kept = f"A rebuild was asked for again; {code_span(config.status_context)} keeps its {current} until the rebuild posts its verdict."
+            return Plan(records=records, comment=(kept,)), said(
                 f"kept {config.status_context} = {current}: a terminal status is never replaced by pending; the rebuild posts the new one"
             )
+        return Plan(records=records, reproduction_on_dispatch=True), Step()
 
-    def _plan_baseline(self, plan: Plan, found: Assessment, subject: Subject, config: Config, statuses: list[Status]) -> None:
+    def _plan_baseline(self, plan: Plan, found: Assessment, subject: Subject, config: Config, statuses: tuple[Status, ...]) -> tuple[Plan, Step]:
         if not found.promoted:
-            plan.baseline = ("failure", f"the {config.baseline_label} label is on, but the pull request promotes no record")
-            self.outcome.code = ExitCode.FAILED
-            return
+            text = f"the {config.baseline_label} label is on, but the pull request promotes no record"
+            return dataclasses.replace(plan, baseline=("failure", text)), failed(text)
         source = RebuildSource(
             subject.repository, self.settings.server_url, config.rebuild_workflow, config.rebuild_ref or subject.default_branch, config.status_context
         )
         verdict = reproduction_verdict(self.client, source, statuses, subject.base, subject.head)
         needed = {short_digest(digest) for digest in found.promoted.values()}
         if verdict.trusted_run and needed <= verdict.digests:
-            plan.baseline = ("success", f"{len(needed)} promoted record(s) reproduced by {verdict.why}")
-            return
+            return dataclasses.replace(plan, baseline=("success", f"{len(needed)} promoted record(s) reproduced by {verdict.why}")), Step()
         if verdict.trusted_run and verdict.state in ("failure", "error"):
-            plan.baseline = ("failure", f"the rebuild of this commit did not pass ({verdict.why})")
-            self.outcome.code = ExitCode.FAILED
-            return
-        self.outcome.messages.append(f"baseline: no trusted passing rebuild covers the promoted records yet ({verdict.why}); dispatching one")
-        plan.records = sorted({*plan.records, *found.promoted})
-        plan.baseline_dispatch = True
-        plan.baseline = ("pending", f"waiting for the rebuild of {len(found.promoted)} promoted record(s)")
+            text = f"the rebuild of this commit did not pass ({verdict.why})"
+            return dataclasses.replace(plan, baseline=("failure", text)), failed(text)
+        waiting = ("pending", f"waiting for the rebuild of {len(found.promoted)} promoted record(s)")
+        return dataclasses.replace(plan, records=tuple(sorted({*plan.records, *found.promoted})), baseline_dispatch=True, baseline=waiting), said(
+            f"baseline: no trusted passing rebuild covers the promoted records yet ({verdict.why}); dispatching one"
+        )
 
     def _act(
-        self, plan: Plan, found: Assessment, subject: Subject, config: Config, statuses: list[Status], current: str | None, baseline_now: str | None
-    ) -> None:
+        self, plan: Plan, found: Assessment, subject: Subject, config: Config, statuses: tuple[Status, ...], current: str | None, baseline_now: str | None
+    ) -> Step:
         """Post what the plan says. Every description names the base (trust.with_base), no
         terminal status of this (base, head) pair is replaced by `pending`, on either context, and
         no `success` stands over another base's answer on this commit (trust.across_bases)."""
         url = None
+        step = Step()
+        reproduction = plan.reproduction
         if plan.records:
-            url = self._dispatch(plan, subject, config, found)
+            url, step = self._dispatch(plan, subject, config, found)
             if plan.reproduction_on_dispatch:
-                plan.reproduction = (
-                    "pending",
-                    f"rebuild of {len(plan.records)} record(s) dispatched ({', '.join(found.reasons) or 'asked for by label'})",
-                )
-        if plan.reproduction is not None:
-            state, text = plan.reproduction
+                reproduction = ("pending", f"rebuild of {len(plan.records)} record(s) dispatched ({', '.join(found.reasons) or 'asked for by label'})")
+        if reproduction is not None:
+            state, text = reproduction
             if state == "pending" and current in TERMINAL_STATES:
-                self.outcome.messages.append(f"kept {config.status_context} = {current}: a terminal status is never replaced by pending")
+                step += said(f"kept {config.status_context} = {current}: a terminal status is never replaced by pending")
             else:
-                state, text = self._one_answer(statuses, config.status_context, subject, state, with_base(text, subject.base))
+                state, text, held = self._one_answer(statuses, config.status_context, subject, state, with_base(text, subject.base))
                 self._post(subject, state, config.status_context, text, url if state == "pending" else None, comment(found, plan, url))
-                self.outcome.messages.append(f"{config.status_context} = {state}: {text}")
+                step += held + said(f"{config.status_context} = {state}: {text}")
         if plan.baseline is not None:
             state, text = plan.baseline
             if state == "pending" and baseline_now in TERMINAL_STATES:
-                self.outcome.messages.append(
-                    f"kept {config.baseline_context} = {baseline_now}: a terminal status is never replaced by pending; the rebuild posts the new one"
-                )
+                step += said(f"kept {config.baseline_context} = {baseline_now}: a terminal status is never replaced by pending; the rebuild posts the new one")
             else:
-                state, text = self._one_answer(statuses, config.baseline_context, subject, state, with_base(text, subject.base))
+                state, text, held = self._one_answer(statuses, config.baseline_context, subject, state, with_base(text, subject.base))
                 self._post(subject, state, config.baseline_context, text, url, comment(found, plan, url))
-                self.outcome.messages.append(f"{config.baseline_context} = {state}: {text}")
+                step += held + said(f"{config.baseline_context} = {state}: {text}")
         if subject.number is not None and (plan.records or plan.comment or found.config_changed or found.contract_changes or found.invalid):
             self.client.upsert_comment(subject.repository, subject.number, MARKER, comment(found, plan, url))
+        return step
 
-    def _one_answer(self, statuses: list[Status], context: str, subject: Subject, state: str, text: str) -> tuple[str, str]:
+    def _one_answer(self, statuses: tuple[Status, ...], context: str, subject: Subject, state: str, text: str) -> tuple[str, str, Step]:
         """The state this pair's judgement may take on the commit's shared context (trust.across_bases)."""
         posting = across_bases(statuses, context, subject.base, state, text)
-        if posting.held_by is not None:
-            self.outcome.messages.append(
-                f"{context}: {state} for base {subject.base[:12]} not posted: {subject.head[:12]} is {posting.held_by.state} against another base "
-                f"({posting.held_by.description[:80]}); posting {posting.state}"
-            )
-            if posting.state == "error":
-                self.outcome.code = ExitCode.FAILED
-        return posting.state, posting.description
+        if posting.held_by is None:
+            return posting.state, posting.description, Step()
+        why = (
+            f"{context}: {state} for base {subject.base[:12]} not posted: {subject.head[:12]} is {posting.held_by.state} against another base "
+            f"({posting.held_by.description[:80]}); posting {posting.state}"
+        )
+        return posting.state, posting.description, failed(why, why) if posting.state == "error" else said(why)
 
-    def _dispatch(self, plan: Plan, subject: Subject, config: Config, found: Assessment) -> str:
+    def _dispatch(self, plan: Plan, subject: Subject, config: Config, found: Assessment) -> tuple[str, Step]:
         """One dispatch for every record to rebuild: the rebuild workflow runs them as a matrix and
         posts one reproduction status for all of them, so no record's failure can be hidden by
         another record's later success on the same context."""
@@ -423,7 +465,7 @@ class Gate:
         correlation = f"reprogate-{subject.head[:12]}-{os.urandom(3).hex()}"
         since = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
         inputs = {
-            "records": json.dumps(plan.records),
+            "records": json.dumps(list(plan.records)),
             "sha": subject.head,
             "base": subject.base,
             "nonce": secrets.token_urlsafe(24),  # the status job accepts only verdicts that carry it
@@ -438,24 +480,20 @@ class Gate:
             found_run = self.client.find_run(subject.repository, config.rebuild_workflow, correlation, since)
             candidate = (found_run or {}).get("html_url")
             url = candidate if isinstance(candidate, str) else f"{self.settings.server_url}/{subject.repository}/actions/workflows/{config.rebuild_workflow}"
-        self.outcome.outputs["run-url"] = url
-        self.outcome.outputs["records"] = ",".join(plan.records)
-        self.outcome.messages.append(f"dispatched {config.rebuild_workflow} on {ref} for {len(plan.records)} record(s): {url}")
-        return url
+        message = f"dispatched {config.rebuild_workflow} on {ref} for {len(plan.records)} record(s): {url}"
+        return url, Step(messages=(message,), outputs=(("run-url", url), ("records", ",".join(plan.records))))
 
     # the privileged half of the public-repository setup ------------------------------------------
 
-    def publish(self, event: WorkflowRunEvent) -> None:
+    def publish(self, event: WorkflowRunEvent) -> Step:
 
         if event.event != "pull_request":
-            self.outcome.messages.append(f"the finished run was started by {event.event!r}, not pull_request: nothing to publish")
-            return
+            return said(f"the finished run was started by {event.event!r}, not pull_request: nothing to publish")
         number = read_result_number(self.settings.result_file)
         pr = self.client.pull_request(event.repository, number)
         subject = _subject_from_api(pr, event, number)
         if isinstance(subject, str):
-            self.outcome.messages.append(subject)
-            return
+            return said(subject)
         top = self.settings.repo
         for sha, what in ((subject.head, "head"), (subject.base, "base")):
             if not has_commit(top, sha):
@@ -463,31 +501,29 @@ class Gate:
                     f"the pull request's {what} commit {sha[:12]} is not in {top}",
                     hint=f"fetch it first: git fetch origin refs/pull/{number}/head (and fetch-depth: 0)",
                 )
-        config = _base_config(self.settings, subject.base)
-        statuses = self._statuses(subject.repository, subject.head, config)
-        approvals = ApiApprovals(self.client, subject.repository, number, subject.labels, first_seen(statuses, config.status_context, subject.base))
+        facts = self.facts(subject)  # read once: the judgement below takes them as they are
+        config = facts.config
+        approvals = ApiApprovals(self.client, subject.repository, number, subject.labels, first_seen(facts.statuses, config.status_context, subject.base))
         subject = dataclasses.replace(subject, new_head=approvals.first_seen is None)
         with tempfile.TemporaryDirectory(prefix="reprogate-head-") as tmp:
             tree = materialize(top, subject.head, Path(tmp))
-            self.judge(subject, approvals, tree)
+            return self.judge(subject, approvals, facts, tree)
 
     # release branches ------------------------------------------------------------------------------
 
-    def release_push(self, event: PushEvent) -> None:
+    def release_push(self, event: PushEvent) -> Step:
         config = load_config(self.settings.config_path if self.settings.config_path is not None else self.settings.repo)  # the pushed commit: only writers push
         config = with_overrides(config, self.settings.overrides)
         branch = event.ref.removeprefix("refs/heads/")
         if not any(fnmatch.fnmatch(branch, pattern) for pattern in RELEASE_BRANCHES):
-            self.outcome.messages.append(f"push to {branch}: not a release branch; nothing to require")
-            return
-        mine = latest(self._statuses(event.repository, event.after, config), config.status_context)
+            return said(f"push to {branch}: not a release branch; nothing to require")
+        facts = self._facts(event.repository, event.after, config)
+        mine = latest(facts.statuses, config.status_context)
         if mine and mine.state == "success":
-            self.outcome.messages.append(f"{branch} @ {event.after[:12]}: reproduction is green")
-            return
-        self.outcome.code = ExitCode.FAILED
-        self.outcome.messages.append(
-            f"{branch} @ {event.after[:12]}: no green {config.status_context} status ({mine.state if mine else 'none'}); a release needs a passing reproduction"
-        )
+            return facts.read + said(f"{branch} @ {event.after[:12]}: reproduction is green")
+        state = mine.state if mine else "none"
+        why = f"{branch} @ {event.after[:12]}: no green {config.status_context} status ({state}); a release needs a passing reproduction"
+        return facts.read + failed(why, why)
 
 
 def read_result_number(path: Path | None) -> int:
@@ -561,4 +597,4 @@ def comment(found: Assessment, plan: Plan, url: str | None) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["MARKER", "MODES", "GateOutcome", "Settings", "Subject", "comment", "run_gate"]
+__all__ = ["MARKER", "MODES", "Facts", "GateOutcome", "Settings", "Step", "Subject", "comment", "outcome", "run_gate"]

@@ -13,8 +13,10 @@ gate mode shares (compute annotates it, full and publish post it).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 from reprogate.core.config import Config
 from reprogate.core.diagnostics import Diagnostic, Severity
@@ -28,20 +30,22 @@ from reprogate.validate.runner import Options, validate
 DRIFT = "environment-drift"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Assessment:
+    """What the pull request changes, judged once per gate run and read by every later step."""
+
     config_rel: str
     config_changed: bool
     detection: DetectResult
-    invalid: list[str] = field(default_factory=list)  # every error, one line each
-    invalid_records: list[str] = field(default_factory=list)  # the records (paths) those errors are in, each once
-    drift_findings: list[Diagnostic] = field(default_factory=list)
-    touched: list[str] = field(default_factory=list)  # records to rebuild when a rebuild is required
-    reference: str | None = None  # the configured reference record (repository-top path)
-    references: list[str] = field(default_factory=list)  # every record the base configuration names
-    promoted: dict[str, str] = field(default_factory=dict)  # record path -> digest at the head
-    reasons: list[str] = field(default_factory=list)  # why a rebuild is required (empty: it is not)
-    contract_changes: dict[str, list[ContractChange]] = field(default_factory=dict)  # record path -> what the pull request changes in its contract
+    invalid: tuple[str, ...]  # every error, one line each
+    invalid_records: tuple[str, ...]  # the records (paths) those errors are in, each once
+    drift_findings: tuple[Diagnostic, ...]
+    touched: tuple[str, ...]  # records to rebuild when a rebuild is required
+    reference: str | None  # the configured reference record (repository-top path)
+    references: tuple[str, ...]  # every record the base configuration names
+    promoted: Mapping[str, str]  # record path -> digest at the head
+    reasons: tuple[str, ...]  # why a rebuild is required (empty: it is not)
+    contract_changes: Mapping[str, Sequence[ContractChange]]  # record path -> what the pull request changes in its contract
 
     @property
     def drift(self) -> list[str]:
@@ -57,73 +61,84 @@ def assess(repo: Path, config_path: Path | None, config: Config, base: str, head
     since = merge_base(top, base, head)
     changes = changed_files(top, since, head)
     changed = sorted({p for c in changes for p in (c.path, c.old_path) if p})
-    found = Assessment(rel, rel in changed, detect(top, since, head, config))
-    found.reference = prefixed(prefix, config.reference) if config.reference else None
+    detection = detect(top, since, head, config)
 
     base_paths = record_paths(config, prefix, files_at(top, base))
-    found.references = base_paths
     base_blobs = read_blobs(top, [f"{base}:{p}" for p in base_paths])
     base_records = [parse_record(p, base_blobs.get(f"{base}:{p}")) for p in base_paths]
-    promoted = sorted({c.path for c in found.detection.changes if c.layer == "records" and c.kind == "promoted"})
+    promoted = sorted({c.path for c in detection.changes if c.layer == "records" and c.kind == "promoted"})
     head_wanted = sorted({p for p in base_paths if p in changed} | set(promoted))
     head_blobs = read_blobs(top, [f"{head}:{p}" for p in head_wanted])
     head_records = {p: parse_record(p, head_blobs.get(f"{head}:{p}")) for p in head_wanted}
+    invalid: list[tuple[str, str]] = []  # (line, the record it is in)
+    contracts: dict[str, list[ContractChange]] = {}
     for base_record in base_records:
         if base_record.data is not None and base_record.path in changed and head_blobs.get(f"{head}:{base_record.path}") is None:
-            found.invalid.append(
-                f"{base_record.path}: a run record the base holds is gone at the head (moved or deleted), so its pinned inputs would go "
-                "unwatched (retire or move a reference record in a pull request of its own, which a maintainer merges knowingly)"
+            invalid.append(
+                (
+                    f"{base_record.path}: a run record the base holds is gone at the head (moved or deleted), so its pinned inputs would go "
+                    "unwatched (retire or move a reference record in a pull request of its own, which a maintainer merges knowingly)",
+                    base_record.path,
+                )
             )
-            _invalid_record(found, base_record.path)
         if base_record.path in head_records:
             contract = contract_changes(base_record.data, head_records[base_record.path].data)
             if contract:
-                found.contract_changes[base_record.path] = contract
-    for path in promoted:
-        digest = rebuild_digest(head_records[path].data)
-        if digest:
-            found.promoted[path] = digest
+                contracts[base_record.path] = contract
+    digests = {path: digest for path in promoted if (digest := rebuild_digest(head_records[path].data))}
 
-    _validate_head(found, config, (tree or top) / prefix if prefix else (tree or top), tree or top, changed)
+    drift, head_invalid = _validate_head(config, (tree or top) / prefix if prefix else (tree or top), tree or top, changed)
+    invalid += head_invalid
     touched = touched_records(base_records, head_records, changed, prefix)
-    drifted = [p for p in dict.fromkeys(_top_path(d.path, tree or top) for d in found.drift_findings) if p]
-    found.touched = list(dict.fromkeys([*touched, *drifted]))
+    drifted = [p for p in dict.fromkeys(_top_path(d.path, tree or top) for d in drift) if p]
 
-    if found.detection.rebuild_required:
-        found.reasons.append(f"watched layers changed ({', '.join(found.detection.layers) or 'reference record'})")
+    reasons = []
+    if detection.rebuild_required:
+        reasons.append(f"watched layers changed ({', '.join(detection.layers) or 'reference record'})")
     if touched:  # what a record pins is watched whatever its name: a lock no detector knows, a repointed path, the record itself
         shown = "; ".join(list(touched.values())[:3]) + (f"; and {len(touched) - 3} more" if len(touched) > 3 else "")
-        found.reasons.append(f"pinned inputs changed ({shown})")
-    if found.config_changed:
-        found.reasons.append(f"{rel} changed")
-    if found.drift_findings:
-        found.reasons.append(f"environment drift in {len(drifted) or len(found.drift_findings)} record(s)")
-    return found
+        reasons.append(f"pinned inputs changed ({shown})")
+    if rel in changed:
+        reasons.append(f"{rel} changed")
+    if drift:
+        reasons.append(f"environment drift in {len(drifted) or len(drift)} record(s)")
+    return Assessment(
+        rel,
+        rel in changed,
+        detection,
+        invalid=tuple(line for line, _ in invalid),
+        invalid_records=tuple(dict.fromkeys(record for _, record in invalid)),
+        drift_findings=tuple(drift),
+        touched=tuple(dict.fromkeys([*touched, *drifted])),
+        reference=prefixed(prefix, config.reference) if config.reference else None,
+        references=tuple(base_paths),
+        promoted=MappingProxyType(digests),
+        reasons=tuple(reasons),
+        contract_changes=MappingProxyType(contracts),
+    )
 
 
-def _validate_head(found: Assessment, config: Config, folder: Path, tree: Path, changed: list[str]) -> None:
-    """Validate the head's records there; in-repo shards the diff changed are hashed, whatever their size."""
+def _validate_head(config: Config, folder: Path, tree: Path, changed: list[str]) -> tuple[list[Diagnostic], list[tuple[str, str]]]:
+    """Validate the head's records there; in-repo shards the diff changed are hashed, whatever their
+    size. The drift findings, and each error as (line, the record it is in)."""
+    drift: list[Diagnostic] = []
+    invalid: list[tuple[str, str]] = []
     if not config.records:
-        return
+        return drift, invalid
 
     touched = frozenset((tree / path).resolve() for path in changed)
     report = validate([str(folder / glob) for glob in config.records], Options(root=folder, changed=touched))
     for f in report.files:
         for d in f.diagnostics:
             if d.code == DRIFT:
-                found.drift_findings.append(Diagnostic(_top_path(d.path, tree) or d.path, d.message, d.code, d.severity, d.location, d.field, d.hint))
+                drift.append(Diagnostic(_top_path(d.path, tree) or d.path, d.message, d.code, d.severity, d.location, d.field, d.hint))
             elif d.severity is Severity.ERROR:
-                found.invalid.append(f"{_top_path(d.path, tree) or d.path}:{d.location.line} {d.field} {d.message}" + (f" ({d.hint})" if d.hint else ""))
-                _invalid_record(found, _top_path(d.path, tree) or d.path)
+                line = f"{_top_path(d.path, tree) or d.path}:{d.location.line} {d.field} {d.message}" + (f" ({d.hint})" if d.hint else "")
+                invalid.append((line, _top_path(d.path, tree) or d.path))
     for d in report.problems:
         if d.severity is Severity.ERROR and d.code != "no-match":
-            found.invalid.append(d.message)
-            _invalid_record(found, _top_path(d.path, tree) or d.path)
-
-
-def _invalid_record(found: Assessment, path: str) -> None:
-    if path not in found.invalid_records:
-        found.invalid_records.append(path)
+            invalid.append((d.message, _top_path(d.path, tree) or d.path))
+    return drift, invalid
 
 
 def _top_path(display: str, tree: Path) -> str | None:

@@ -57,7 +57,7 @@ def workflow_run(head: str, event: str = "pull_request") -> dict[str, Any]:
 
 @pytest.fixture
 def publish(cli: Cli, github: FakeGitHub, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Result]:
-    def run(head: str, number: int | object = 2, event: str = "pull_request", result_text: str | None = None) -> Result:
+    def run(head: str, number: int | object = 2, event: str = "pull_request", result_text: str | None = None, options: tuple[str, ...] = ()) -> Result:
         event_path = tmp_path / f"run-{len(github.requests)}.json"
         event_path.write_text(json.dumps(workflow_run(head, event)))
         result_file = tmp_path / "artifact" / "result.json"
@@ -68,7 +68,7 @@ def publish(cli: Cli, github: FakeGitHub, repo: Path, tmp_path: Path, monkeypatc
         for key, value in gate_env(github, tmp_path, "workflow_run", event_path).items():
             monkeypatch.setenv(key, value)
         before = git(repo, "rev-parse", "HEAD"), git(repo, "status", "--porcelain")
-        result = cli("gate", "--repo", str(repo), "--mode", "publish", "--result-file", str(result_file))
+        result = cli("gate", "--repo", str(repo), "--mode", "publish", "--result-file", str(result_file), *options)
         assert (git(repo, "rev-parse", "HEAD"), git(repo, "status", "--porcelain")) == before, "publish must not check anything out"
         assert "Traceback" not in result.output and "contract violation" not in result.output, result.output
         return result
@@ -117,6 +117,29 @@ def test_publish_judges_the_fork_head_from_git_objects(publish: Callable[..., Re
     assert statuses(github, head) == [("reprogate/reproduction", "pending")] and "waiting for a maintainer" in github.statuses[-1]["description"]
     assert dispatches(github) == [] and len(github.comments) == 1
     assert "pulls/get" in github.operations()
+
+
+@pytest.mark.parametrize(("publishing", "listing"), [("status", "repos/list-commit-statuses-for-ref"), ("check-run", "checks/list-for-ref")])
+def test_publish_reads_the_base_settings_and_the_gates_statuses_once(
+    publish: Callable[..., Result], github: FakeGitHub, repo: Path, monkeypatch: pytest.MonkeyPatch, publishing: str, listing: str
+) -> None:
+    """The facts a run judges by are read once and passed down: the base's .reprogate.yaml from git
+    objects, the gate's statuses (or its two check runs) through the API. 0.6 read both a second
+    time for the judgement, so a status of the context posted by someone else was reported twice."""
+    from reprogate.github import gate
+
+    reads: list[str] = []
+    config_at = gate.config_at
+    monkeypatch.setattr(gate, "config_at", lambda top, rev, *rest: reads.append(rev) or config_at(top, rev, *rest))
+    base, head = pr_commit(repo, bump)
+    github.post_status(head, "success", "reprogate/reproduction", f"reproduced; base {base[:12]}", creator="ci-bot[bot]")
+    github.add_pull(2, head, base, fork=True)
+    result = publish(head, options=("--publish", publishing))
+    assert result.exit_code == 0, result.output
+    assert reads == [base]
+    per_name = 2 if publishing == "check-run" else 1  # a check run list per name: the reproduction's and the baseline's
+    assert github.operations().count(listing) == per_name, github.operations()
+    assert result.output.count("not posted by github-actions[bot]") == (1 if publishing == "status" else 0), result.output
 
 
 def test_publish_dispatches_after_a_writer_labels_this_head(publish: Callable[..., Result], github: FakeGitHub, repo: Path) -> None:
