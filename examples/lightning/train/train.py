@@ -92,6 +92,8 @@ def main() -> None:
     model = CharModel(len(vocab), options.context, options.lr)
     trainer.fit(model, train)
     trainer.validate(model, valid, verbose=False)
+    if torch.distributed.is_initialized():  # gloo's threads, left to the interpreter's exit, abort it now and then
+        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":
