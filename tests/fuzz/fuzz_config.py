@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 import yaml
-from harness import EXAMPLES, files, fuzz, instrumented, structured
+from harness import EXAMPLES, files, fuzz, instrumented, structured, write_input
 
 with instrumented():
     from reprogate.core.config import load_config, with_overrides
@@ -42,7 +42,6 @@ LISTING = PROJECT.parent / "files.json"  # GitHub's pulls/{n}/files, as `detect 
 LISTING.write_text(json.dumps([{"filename": name, "status": "modified"} for name in LISTED]))
 ENV = {"REPROGATE_STATUS_CONTEXT": "ci/reproduction", "REPROGATE_REBUILD_LABEL": "rebuild"}
 OPTIONS = Options(root=PROJECT)
-DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def seeds() -> list[tuple[str, bytes]]:
@@ -76,13 +75,8 @@ def one(data: bytes) -> None:
     document = structured(data, DOCUMENTS)
     if document is not None and data[1] & 4:
         document = with_glob(document, data) if data[1] & 8 else with_glob(with_glob(document, data[:-2]), data)
-    if document is not None:
-        try:
-            TARGET.write_text(yaml.dump(document, Dumper=DUMPER, sort_keys=False, default_flow_style=bool(data[1] & 2)))
-        except (yaml.YAMLError, ValueError):
-            return
-    else:
-        TARGET.write_bytes(data[1:])
+    if not write_input(TARGET, document, data):
+        return
     try:
         config = with_overrides(load_config(PROJECT), ENV)
     except ReprogateError:

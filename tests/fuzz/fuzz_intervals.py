@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 import yaml
-from harness import EXAMPLES, files, fuzz, instrumented, structured
+from harness import EXAMPLES, files, fuzz, instrumented, structured, write_input
 
 with instrumented():
     from reprogate.core.errors import ReprogateError
@@ -24,7 +24,6 @@ with instrumented():
 FOLDER = Path(tempfile.mkdtemp(prefix="reprogate-fuzz-intervals-"))
 TARGET = FOLDER / "record.yaml"
 RECORDS = [yaml.safe_load(p.read_text()) for p in files("**/records/*.yaml", under=EXAMPLES)]
-DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml where it is built: the harness's own writing is not under test
 
 
 def seeds() -> list[tuple[str, bytes]]:
@@ -36,13 +35,8 @@ def one(data: bytes) -> None:
     if not data:
         return
     document = structured(data, RECORDS)
-    if document is not None:
-        try:
-            TARGET.write_text(yaml.dump(document, Dumper=DUMPER, sort_keys=False, default_flow_style=bool(data[1] & 2)))
-        except (yaml.YAMLError, ValueError):
-            return
-    else:
-        TARGET.write_bytes(data[1:])
+    if not write_input(TARGET, document, data):
+        return
     # the planner prices many (n, m) pairs (a quarter of a second a record): one input in 16
     # takes it, past the same boundary check as the interval
     actions = (lambda: store(TARGET),) if data[-1] % 16 != 7 else (lambda: plan_command(TARGET), lambda: store(TARGET))

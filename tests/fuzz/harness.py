@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import atheris
+import yaml
 
 REPO = Path(__file__).resolve().parent.parent.parent
 EXAMPLES = REPO / "examples"
@@ -116,3 +117,20 @@ def structured(data: bytes, documents: list[Any]) -> Any:
     if len(data) < 2 or not data[0] & 1 or not documents:
         return None
     return mutate(documents[data[1] % len(documents)], data[2:])
+
+
+DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml where it is built: the harness's own writing is not under test
+
+
+def write_input(target: Path, document: Any, data: bytes) -> bool:
+    """Write the input a harness reads: `document` (from `structured`) as YAML, flow style when
+    the second byte says so, else the raw bytes after the first. False when the document cannot
+    be written as YAML (nothing to test)."""
+    if document is None:
+        target.write_bytes(data[1:])
+        return True
+    try:
+        target.write_text(yaml.dump(document, Dumper=DUMPER, sort_keys=False, default_flow_style=bool(data[1] & 2)))
+    except (yaml.YAMLError, ValueError):
+        return False
+    return True
