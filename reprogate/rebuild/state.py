@@ -120,7 +120,7 @@ class RebuildJob:
         pull request writes (a description, an environment variable) can choose them."""
         if self.options.reference_seeds:
             return SeedPlan(None, self.options.reference_seeds, "reference")
-        return plan(self.data, canonical_digest({k: self.data.get(k) for k in CONTRACT_SECTIONS}), runs_for(self.options.seeds, self.data))
+        return plan(self.record, canonical_digest({k: self.data.get(k) for k in CONTRACT_SECTIONS}), runs_for(self.options.seeds, self.record))
 
 
 @dataclass(frozen=True)
