@@ -242,7 +242,7 @@ def _verdict(
     runs = state.runs.seeds if state.runs is not None else ()
     seeds = SeedsUsed(
         tuple(r.seed for r in runs),
-        tuple(v["seed"] for v in job.section("reference", "metric", "values") or [] if isinstance(v, dict)),
+        tuple(v.seed for v in (job.record.reference.metric.values if job.record.reference and job.record.reference.metric else ())),
         tuple(job.seed_plan.metric_seeds),
         job.seed_plan.source,
     )
