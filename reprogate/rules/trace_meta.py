@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic
+from reprogate.core.record import RunRecord
 from reprogate.core.shapes import table
-from reprogate.rules.base import RuleContext, get
+from reprogate.rules.base import RuleContext
 from reprogate.rules.files import AddressError, resolve
 from reprogate.runtime.trace import TraceError, leading_meta_events
 
@@ -31,27 +32,32 @@ class Disagreement:
 HINT = "the record and its reference trace disagree: correct the record, or remake the reference run with the record's value"
 
 
-def _primary_seed(data: Any) -> Any:
-    seed = get(data, "seeds", "global")
-    if isinstance(seed, int):
-        return seed
-    evaluation = get(data, "seeds", "evaluation")
-    return evaluation[0] if isinstance(evaluation, list) and evaluation else None
+def _primary_seed(record: RunRecord) -> int | None:
+    seeds = record.seeds
+    if seeds is None:
+        return None
+    if seeds.global_seed is not None:
+        return seeds.global_seed
+    return seeds.evaluation[0] if seeds.evaluation else None
 
 
-def reference_disagreements(data: Any, events: Iterable[Mapping[str, Any]], trace_name: str = "the reference trace") -> list[Disagreement]:
+def reference_disagreements(record: RunRecord, events: Iterable[Mapping[str, Any]], trace_name: str = "the reference trace") -> list[Disagreement]:
     """Every field where the reference trace's meta (any rank) contradicts the record, once per field."""
     metas = sorted((e for e in events if e.get("type") == "meta"), key=lambda e: e.get("rank", 0))
     if not metas:
         return []
     out: list[Disagreement] = []
-    plain = [
-        (("seeds", "global"), _primary_seed(data), "seed", "trace-meta-seed", "seed"),
-        (("execution", "world_size"), get(data, "execution", "world_size"), "world_size", "trace-meta-world-size", "world size"),
+    config = record.job.config if record.job is not None else None
+    manifest = record.dataset.manifest if record.dataset is not None else None
+    envelope = record.contract.envelope if record.contract is not None else None
+    world = record.execution.world_size if record.execution is not None else None
+    pinned_config = None if config is None or config.hash_of == "argv" else config.hash
+    plain: list[tuple[tuple[str, ...], object, str, str, str]] = [
+        (("seeds", "global"), _primary_seed(record), "seed", "trace-meta-seed", "seed"),
+        (("execution", "world_size"), world, "world_size", "trace-meta-world-size", "world size"),
         # a configuration pinned as the entrypoint's arguments (hash_of: argv) is not what the script handed Tracer(config=...)
-        (("job", "config", "hash"), None if get(data, "job", "config", "hash_of") == "argv" else get(data, "job", "config", "hash"), "config_digest")
-        + ("trace-meta-config", "configuration digest"),
-        (("dataset", "manifest", "digest"), get(data, "dataset", "manifest", "digest"), "dataset_digest", "trace-meta-dataset", "dataset manifest digest"),
+        (("job", "config", "hash"), pinned_config, "config_digest", "trace-meta-config", "configuration digest"),
+        (("dataset", "manifest", "digest"), manifest.digest if manifest else None, "dataset_digest", "trace-meta-dataset", "dataset manifest digest"),
     ]
     for path, pinned, key, code, what in plain:
         if pinned is None:
@@ -60,7 +66,7 @@ def reference_disagreements(data: Any, events: Iterable[Mapping[str, Any]], trac
         if wrong is not None:
             said = f"{trace_name} was made with {what} {wrong[key]} (its meta, rank {wrong.get('rank', 0)}); the record says {pinned}"
             out.append(Disagreement(path, code, said))
-    if get(data, "job", "config", "hash_of") == "trace":
+    if config is not None and config.hash_of == "trace":
         silent = next((m for m in metas if m.get("config_digest") is None), None)
         if silent is not None:
             said = (
@@ -69,16 +75,16 @@ def reference_disagreements(data: Any, events: Iterable[Mapping[str, Any]], trac
             )
             out.append(Disagreement(("job", "config", "hash_of"), "trace-meta-config", said))
     cpu = [(m, table(m, "cpu")) for m in metas if isinstance(m.get("cpu"), dict)]
-    capabilities = get(data, "contract", "envelope", "cpu", "capability")
-    if isinstance(capabilities, list) and capabilities:
+    capabilities = list(envelope.cpu_capability or ()) if envelope is not None else []
+    if capabilities:
         allowed = {str(c).lower() for c in capabilities}
         wrong = next((m for m, c in cpu if c.get("capability") is not None and str(c["capability"]).lower() not in allowed), None)
         if wrong is not None:
             rank = wrong.get("rank", 0)
             said = f"{trace_name} ran torch's {wrong['cpu']['capability']} CPU kernels (its meta, rank {rank}), outside the envelope's {capabilities}"
             out.append(Disagreement(("contract", "envelope", "cpu", "capability"), "trace-meta-cpu-capability", said))
-    modes = get(data, "contract", "envelope", "cpu", "mkl_cbwr")
-    if isinstance(modes, list) and modes:
+    modes = list(envelope.cpu_mkl_cbwr or ()) if envelope is not None else []
+    if modes:
         allowed = {str(m).upper() for m in modes}
         wrong = next((m for m, c in cpu if c.get("mkl_cbwr") is not None and str(c["mkl_cbwr"]).upper() not in allowed), None)
         if wrong is not None:
@@ -89,8 +95,9 @@ def reference_disagreements(data: Any, events: Iterable[Mapping[str, Any]], trac
 
 
 def reference_trace_meta_agrees(ctx: RuleContext) -> Iterator[Diagnostic]:
-    rel = get(ctx.data, "reference", "trace", "path")
-    if not isinstance(rel, str):
+    trace = ctx.record.reference.trace if ctx.record.reference is not None else None
+    rel = trace.path if trace is not None else None
+    if rel is None:
         return
     try:
         real = resolve(ctx, rel)
@@ -109,5 +116,5 @@ def reference_trace_meta_agrees(ctx: RuleContext) -> Iterator[Diagnostic]:
         said = f"the reference trace {rel}: {ctx.cache[key]}: its meta cannot be compared with the record"
         yield ctx.finding(("reference", "trace", "path"), said, "trace-meta-shape", "remake the reference trace with reprogate.trace's Tracer")
         return
-    for found in reference_disagreements(ctx.data, ctx.cache[key], f"the reference trace {rel}"):
+    for found in reference_disagreements(ctx.record, ctx.cache[key], f"the reference trace {rel}"):
         yield ctx.finding(found.path, found.message, found.code, HINT)
