@@ -175,7 +175,8 @@ def test_interval_stores_into_a_metric_written_in_flow_style(project: Path, alph
 
 def test_interval_refuses_a_record_that_is_one_flow_mapping_and_leaves_it_unchanged(tmp_path: Path) -> None:
     values = "[{seed: 1, value: 1}, {seed: 2, value: 2}]"
-    text = f"{{apiVersion: reprogate/v1, kind: RunRecord, contract: {{metric: {{name: a}}}}, reference: {{metric: {{values: {values}}}}}}}\n"
+    contract = "{level: statistical, envelope: {}, metric: {name: a}}"
+    text = f"{{apiVersion: reprogate/v1, kind: RunRecord, contract: {contract}, reference: {{metric: {{name: a, values: {values}}}}}}}\n"
     (tmp_path / "r.yaml").write_text(text)
     done = reprogate("interval", "r.yaml", cwd=tmp_path)
     out = said(done)

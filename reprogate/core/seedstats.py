@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from reprogate.core.levels import TRACE_LEVELS
-from reprogate.core.record import Detect, Metric
+from reprogate.core.record import Metric
 from reprogate.core.tdist import chi2_quantile, t_quantile
 
 POWER = 0.8  # the power a shift is called detectable at
@@ -226,29 +226,21 @@ def interval_bounds(values: Sequence[float], alpha: float, resolution: float = 0
     return low, high
 
 
-def _field(metric: object, name: str) -> object:
-    """A field of `contract.metric`, typed (`core.record.Metric`) or, from readers not yet typed, a mapping."""
-    if isinstance(metric, Metric):
-        return getattr(metric, name)
-    return metric.get(name) if isinstance(metric, dict) else None
-
-
-def metric_test(metric: object) -> str | None:
+def metric_test(metric: Metric) -> str | None:
     """`contract.metric.test` as the rule reads it: None (the record names none: `difference`)."""
-    value = _field(metric, "test")
-    return value if isinstance(value, str) and value in TESTS else None
+    return metric.test if metric.test in TESTS else None
 
 
 FAIL_ON = ("any", "worse")
 
 
-def failing_side(metric: object) -> Side:
+def failing_side(metric: Metric) -> Side:
     """Which deviation of the rebuild fails: `fail_on: worse` with `direction: lower` fails only
     a higher metric, with `direction: higher` only a lower one; anything else (a record without
     `fail_on`, as before) either way. `validate` refuses `fail_on: worse` without a direction."""
-    if _field(metric, "fail_on") != "worse":
+    if metric.fail_on != "worse":
         return "both"
-    direction = _field(metric, "direction")
+    direction = metric.direction
     return "higher" if direction == "lower" else ("lower" if direction == "higher" else "both")
 
 
@@ -635,23 +627,21 @@ def grid_step(values: Sequence[float]) -> float:
     return float(f"{step:.12g}")  # 0.52 - 0.5 is 0.020000000000000018 in binary
 
 
-def declared_shift(metric: object, mean: float) -> float | None:
+def declared_shift(metric: Metric, mean: float) -> float | None:
     """The shift `contract.metric.detect` says the test must catch, in the metric's units
     (`relative` is a share of the reference mean's magnitude); None where none is declared."""
-    detect = _field(metric, "detect")
-    if not isinstance(detect, Detect | dict):
+    detect = metric.detect
+    if detect is None:
         return None
-    for key, scale in (("absolute", 1.0), ("relative", abs(mean))):
-        value = getattr(detect, key) if isinstance(detect, Detect) else detect.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+    for value, scale in ((detect.absolute, 1.0), (detect.relative, abs(mean))):
+        if value is not None and value > 0:
             return float(value) * scale
     return None
 
 
-def target_power(metric: object) -> float:
-    detect = _field(metric, "detect")
-    value = detect.power if isinstance(detect, Detect) else (detect.get("power") if isinstance(detect, dict) else None)
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1 else POWER
+def target_power(metric: Metric) -> float:
+    value = metric.detect.power if metric.detect is not None else None
+    return float(value) if value is not None and 0 < value < 1 else POWER
 
 
 def trace_replays(level: object) -> int:

@@ -39,6 +39,7 @@ from reprogate.core.git import GitError, ignored_paths, run_git
 from reprogate.core.gittree import tree_id
 from reprogate.core.levels import LEVELS
 from reprogate.core.progress import shown, switch_off
+from reprogate.core.record import read_record
 from reprogate.core.schemas import modeline
 from reprogate.core.yamlout import dump_yaml
 from reprogate.datasets import manifest_digest
@@ -468,7 +469,7 @@ def run_init(options: InitOptions) -> CommandResult:
                 record["source"]["commit"] = imported.commit
         record["contract"]["envelope"]["storage"] = {**measured_storage(record, root), "scratch_bytes": runs.scratch_bytes}
         if runs.seconds:  # what one run costs, for `interval --plan` to price rebuild seeds
-            record["reference"]["run"] = {"seconds": round(statistics.median(runs.seconds), 3), "gpus": run_cost(record, None).gpus}
+            record["reference"]["run"] = {"seconds": round(statistics.median(runs.seconds), 3), "gpus": run_cost(read_record(record), None).gpus}
         ran_here = imported is None and peak_after > peak_before  # an imported reference ran elsewhere
         record["contract"]["envelope"]["node"] = measured_node(record, machine[2], peak_after if ran_here else None)
         written.write(trace_path, text)

@@ -16,6 +16,7 @@ from typing import Any
 
 from reprogate import __version__
 from reprogate.core.errors import CheckFailed, UsageError
+from reprogate.core.record import read_record
 from reprogate.core.seedstats import (
     POWER,
     TAIL_SEEDS,
@@ -299,6 +300,8 @@ def complete(
         contract["tensors"] = list(plan.tensors)
     if level == "behavioral":
         contract["tolerance"] = {"abs": 0.0, "rel": 1e-6}
+    gpus = [str(g.get("name")) for g in devices.get("gpus") or [] if isinstance(g, dict) and g.get("name")]
+    contract["envelope"] = envelope(record, meta, level, gpus, devices.get("driver_version") if isinstance(devices.get("driver_version"), str) else None)
     reference: dict[str, Any] = {"trace": {"path": trace_path, "checksum": trace_checksum}}
     if metric is not None:
         values = [{"seed": seed, "value": found[seed][metric]} for seed in plan.seeds if metric in found.get(seed, {})]
@@ -313,15 +316,13 @@ def complete(
             contract["metric"] = _metric(plan, level, metric, [float(v["value"]) for v in values], notes)
             record["reference"] = reference
             record["contract"] = contract
-            contract["metric"]["interval"] = compute(record)
+            contract["metric"]["interval"] = compute(read_record(record))  # the draft read as any record is
         elif level == "statistical":
             raise UsageError("a statistical contract needs at least 2 reference seeds (5 or more recommended): --seeds 1,2,3,4,5")
         else:  # one value has no spread: an interval from it would refuse every rebuild (exit 2, "no predeclared interval")
             notes.append(f"{metric}: one reference seed gives no interval, so the contract does not judge it (--seeds 1,2,3 to judge it)")
     elif level == "statistical":
         raise UsageError("a statistical contract needs a metric, and the trace reports none", hint="report it on rank 0 with tracer.metric('val_loss', value)")
-    gpus = [str(g.get("name")) for g in devices.get("gpus") or [] if isinstance(g, dict) and g.get("name")]
-    contract["envelope"] = envelope(record, meta, level, gpus, devices.get("driver_version") if isinstance(devices.get("driver_version"), str) else None)
     record["contract"] = contract
     record["reference"] = reference
     record["execution"]["collective"] = {"backend": backend}

@@ -26,7 +26,7 @@ from reprogate.core.seedstats import percent
 from reprogate.output import workflow
 from reprogate.output.result import CommandResult
 from reprogate.rebuild import compare
-from reprogate.rebuild.interval import refuse_shape, store
+from reprogate.rebuild.interval import read_inputs, store
 from reprogate.rebuild.launchers import kubernetes
 from reprogate.rebuild.options import RebuildOptions as RebuildOptions  # the command line names it from here (one import per command)
 from reprogate.rebuild.planner import plan
@@ -167,10 +167,10 @@ def plan_command(record: Path, alpha: float | None = None, gpu_hour_cost: float 
     doc = load_document(record)
     if not isinstance(doc.data, dict) or doc.data.get("kind") != "RunRecord":
         raise UsageError(f"{record} is not a run record (kind: RunRecord)")
-    refuse_shape(doc)
+    record_read = read_inputs(doc)
     if gpu_hour_cost is not None and not (math.isfinite(gpu_hour_cost) and gpu_hour_cost >= 0):
         raise UsageError(f"--gpu-hour-cost must be a finite number of at least 0, not {gpu_hour_cost!r}")
-    found = plan(doc.data, alpha, gpu_hour_cost)
+    found = plan(record_read, alpha, gpu_hour_cost)
     if fmt == "json":
         return CommandResult(ExitCode.OK, [json.dumps({"record": str(record), **found.to_json()}, indent=2)])
     return CommandResult(ExitCode.OK, [f"{record}:", *found.lines()])

@@ -3,6 +3,10 @@
 The interval is fixed before any drill, from the reference seeds alone, so the verdict cannot be
 tuned after seeing a rebuild. It is written into contract.metric.interval by splicing the YAML
 text (comments and the rest of the record stay as written).
+
+What it computes from is read once, at the boundary (`read_inputs`): the shapes the statistics
+need checked with file, line and field (`refuse_shape`), then the typed record
+(`core.record.read_record`); `compute` and the planner read its fields, never the mapping.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from reprogate.core.diagnostics import Diagnostic, field_path
 from reprogate.core.documents import Document, load_document, load_text
 from reprogate.core.errors import CheckFailed, UsageError
 from reprogate.core.fileio import atomic_write
+from reprogate.core.record import KIND, RunRecord, read_record
+from reprogate.core.schema_check import schema_diagnostics
 from reprogate.core.seedstats import MAX_MAGNITUDE, failing_side, metric_test, shape
 from reprogate.core.timestamps import utc_now
 from reprogate.rebuild.stats import prediction_interval
@@ -99,16 +105,38 @@ def refuse_shape(doc: Document) -> None:
         )
 
 
-def compute(data: dict[str, Any], alpha: float | None = None) -> dict[str, Any]:
-    metric = (data.get("contract") or {}).get("metric") if isinstance(data.get("contract"), dict) else None
-    if not isinstance(metric, dict):
+INPUT_SECTIONS = ("contract", "reference")  # what the interval and the planner judge by; a broken one is refused
+
+
+def read_inputs(doc: Document) -> RunRecord:
+    """The record's interval inputs read once: shapes first (`refuse_shape`), then the typed
+    record. A `contract` or `reference` the schema rejects would read as absent, and its interval
+    be computed from nothing or stored into a record validate refuses: it is a usage error (exit 2)
+    naming the schema's findings in that section, before anything is computed or written."""
+    refuse_shape(doc)
+    record = read_record(doc.data)
+    rejected = [name for name in INPUT_SECTIONS if doc.data.get(name) is not None and getattr(record, name) is None]
+    if rejected:
+        found = [d for d in schema_diagnostics(doc, KIND) if d.field.split(".")[0].split("[")[0] in rejected]
+        raise UsageError(
+            f"{doc.path}: {' and '.join(rejected)} do(es) not pass the schema; the interval is computed from none of it",
+            diagnostics=found,
+            hint="run `reprogate validate` on the record",
+        )
+    return record
+
+
+def compute(record: RunRecord, alpha: float | None = None) -> dict[str, Any]:
+    metric = record.contract.metric if record.contract is not None else None
+    if metric is None:
         raise IntervalError("contract.metric is not declared")
-    values = reference_values(data)
-    a = checked_alpha(alpha if alpha is not None else metric.get("alpha", 0.05), "--alpha" if alpha is not None else "contract.metric.alpha")
-    shaped = [e for e in shape_errors(data) if e.path[:3] == ("contract", "metric", "resolution")]
-    if shaped:
-        raise UsageError(f"contract.metric.resolution: {shaped[0].message}")
-    resolution = float(metric.get("resolution", 0.0) or 0.0)
+    values = reference_values(record)
+    a = checked_alpha(
+        alpha if alpha is not None else (metric.alpha if metric.alpha is not None else 0.05), "--alpha" if alpha is not None else "contract.metric.alpha"
+    )
+    resolution = float(metric.resolution or 0.0)
+    if not 0 <= resolution <= MAX_MAGNITUDE:  # the schema says a number >= 0; the statistics, no more than MAX_MAGNITUDE
+        raise UsageError(f"contract.metric.resolution: expected a number from 0 to {MAX_MAGNITUDE:g}, found {resolution:g}")
     test = metric_test(metric)
     side = failing_side(metric)
     interval = prediction_interval(values, a, resolution, test, side)
@@ -126,11 +154,10 @@ def compute(data: dict[str, Any], alpha: float | None = None) -> dict[str, Any]:
     return stored
 
 
-def reference_values(data: dict[str, Any]) -> list[float]:
-    try:
-        values = [float(v["value"]) for v in ((data.get("reference") or {}).get("metric") or {}).get("values", [])]
-    except (TypeError, KeyError, ValueError, AttributeError):
-        raise IntervalError("reference.metric.values must be a list of {seed, value} with numeric values; run `reprogate validate`") from None
+def reference_values(record: RunRecord) -> list[float]:
+    """`reference.metric.values` as floats, in the record's order: finite, within MAX_MAGNITUDE, at least 2."""
+    reference = record.reference.metric if record.reference is not None else None
+    values = [float(v.value) for v in reference.values] if reference is not None else []
     if not all(math.isfinite(v) for v in values):
         raise IntervalError("reference.metric.values holds a value that is not a finite number")
     beyond = next((i for i, v in enumerate(values) if abs(v) > MAX_MAGNITUDE), None)
@@ -177,8 +204,7 @@ def store(record: Path, alpha: float | None = None) -> dict[str, Any]:
     doc = load_document(record)
     if not isinstance(doc.data, dict) or doc.data.get("kind") != "RunRecord":
         raise UsageError(f"{record} is not a run record (kind: RunRecord)")
-    refuse_shape(doc)
-    interval = compute(doc.data, alpha)
+    interval = compute(read_inputs(doc), alpha)
     # --alpha sets the contract's α too: an interval at one α and a contract at another would
     # state one and apply the other (validate refuses such a record)
     doc.data["contract"]["metric"]["interval"] = interval

@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from reprogate.core.record import RunRecord
 from reprogate.core.seedstats import (
     MAX_PLANNED_SEEDS,
     assured_sigma,
@@ -37,7 +38,6 @@ from reprogate.core.seedstats import (
     target_power,
     trace_replays,
 )
-from reprogate.core.shapes import table
 from reprogate.rebuild.interval import IntervalError, checked_alpha, reference_values
 
 SHOWN_M = (1, 2, 3, 5, 10, 20)
@@ -219,42 +219,38 @@ class Plan:
         }
 
 
-def run_cost(data: dict[str, Any], price: float | None) -> RunCost:
+def run_cost(record: RunRecord, price: float | None) -> RunCost:
     """One reference run's price from the record: reference.run.seconds and .gpus (else the
     ranks, one GPU each, when the record lists GPUs; none on a CPU), execution.nodes."""
-    run = (data.get("reference") or {}).get("run")
-    run = run if isinstance(run, dict) else {}
-    seconds = run.get("seconds")
-    seconds = float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and math.isfinite(seconds) and seconds > 0 else None
-    execution = table(data, "execution")
-    nodes = execution.get("nodes")
-    if not (isinstance(nodes, int) and nodes > 0):
-        nodes = 1
-    gpus = run.get("gpus")
-    if not (isinstance(gpus, int) and not isinstance(gpus, bool) and gpus >= 0):
-        listed = (data.get("devices") or {}).get("gpus") if isinstance(data.get("devices"), dict) else None
-        world = execution.get("world_size")
-        if not isinstance(world, int):
-            world = 1
-        gpus = world if isinstance(listed, list) and listed else 0
+    run = record.reference.run if record.reference is not None else None
+    seconds = run.seconds if run is not None else None
+    seconds = float(seconds) if seconds is not None and math.isfinite(seconds) and seconds > 0 else None
+    execution = record.execution
+    nodes = execution.nodes if execution is not None and execution.nodes is not None and execution.nodes > 0 else 1
+    gpus = run.gpus if run is not None else None
+    if gpus is None:
+        listed = record.devices.gpus if record.devices is not None else None
+        gpus = (execution.world_size if execution is not None else 1) if listed else 0
     return RunCost(seconds, gpus, nodes, price)
 
 
-def plan(data: dict[str, Any], alpha_override: float | None = None, gpu_hour_cost: float | None = None) -> Plan:
-    metric = (data.get("contract") or {}).get("metric")
-    if not isinstance(metric, dict):
+def plan(record: RunRecord, alpha_override: float | None = None, gpu_hour_cost: float | None = None) -> Plan:
+    contract = record.contract
+    metric = contract.metric if contract is not None else None
+    if contract is None or metric is None:
         raise IntervalError("contract.metric is not declared")
-    values = reference_values(data)
-    alpha = checked_alpha(*((alpha_override, "--alpha") if alpha_override is not None else (metric.get("alpha", 0.05), "contract.metric.alpha")))
-    resolution = float(metric.get("resolution") or 0.0)
+    values = reference_values(record)
+    alpha = checked_alpha(
+        *((alpha_override, "--alpha") if alpha_override is not None else (metric.alpha if metric.alpha is not None else 0.05, "contract.metric.alpha"))
+    )
+    resolution = float(metric.resolution or 0.0)
     target = target_power(metric)
     test = metric_test(metric)
     one_sided = failing_side(metric) != "both"
     n = len(values)
     mean, sigma = mean_sd(values)
-    cost = run_cost(data, gpu_hour_cost)
-    level = (data.get("contract") or {}).get("level")
-    level = level if isinstance(level, str) else None
+    cost = run_cost(record, gpu_hour_cost)
+    level: str | None = contract.level
 
     def detectable(k: int, m: int) -> float:
         return minimum_detectable_shift(k, m, assured_sigma(k, sigma, target), alpha, target, resolution, test, sigma, one_sided)
@@ -309,7 +305,7 @@ def plan(data: dict[str, Any], alpha_override: float | None = None, gpu_hour_cos
         recommended,
         as_is,
         declared,
-        metric.get("test") == "equivalence",
+        metric.test == "equivalence",
         one_sided,
         level,
     )

@@ -16,8 +16,10 @@ import pytest
 import yaml
 
 from reprogate import __version__
+from reprogate.core.documents import load_text
 from reprogate.core.errors import CheckFailed, UsageError
-from reprogate.rebuild.interval import IntervalError, checked_alpha, compute, reference_values, seed_notices, store
+from reprogate.core.record import RunRecord, read_record
+from reprogate.rebuild.interval import IntervalError, checked_alpha, compute, read_inputs, reference_values, seed_notices, store
 
 pytestmark = pytest.mark.core  # runs on macOS and Windows too (ci.yml's core job)
 
@@ -26,11 +28,14 @@ apiVersion: reprogate/v1
 kind: RunRecord
 # this comment stays
 contract:
+  level: statistical
+  envelope: {}
   metric:
     name: acc
     alpha: 0.05
 reference:
   metric:
+    name: acc
     values:
       - {seed: 1, value: 1.0}
       - {seed: 2, value: 2.0}
@@ -48,10 +53,15 @@ def half_width(alpha: float) -> float:
     return t2_quantile(1 - alpha / 2) * math.sqrt(4 / 3)
 
 
-def record(values: list[Any] | None = None, metric: dict[str, Any] | None = None) -> dict[str, Any]:
-    data: dict[str, Any] = {"kind": "RunRecord", "contract": {"metric": {"name": "acc", **(metric or {})}}}
-    data["reference"] = {"metric": {"values": [{"seed": i, "value": v} for i, v in enumerate([1.0, 2.0, 3.0] if values is None else values)]}}
+def data_of(values: list[Any] | None = None, metric: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A record's data with a contract the schema accepts, its metric and reference seeds as given."""
+    data: dict[str, Any] = {"kind": "RunRecord", "contract": {"level": "statistical", "envelope": {}, "metric": {"name": "acc", **(metric or {})}}}
+    data["reference"] = {"metric": {"name": "acc", "values": [{"seed": i, "value": v} for i, v in enumerate([1.0, 2.0, 3.0] if values is None else values)]}}
     return data
+
+
+def record(values: list[Any] | None = None, metric: dict[str, Any] | None = None) -> RunRecord:
+    return read_record(data_of(values, metric))
 
 
 def test_compute_is_the_prediction_interval_at_the_contract_s_alpha() -> None:
@@ -97,23 +107,41 @@ def test_seed_notices() -> None:
     [
         ({"kind": "RunRecord"}, "contract.metric is not declared"),
         ({"contract": {"metric": "acc"}}, "contract.metric is not declared"),
-        (record([1.0]), "reference.metric.values holds 1 seed(s); at least 2 are needed"),
-        (record([]), "reference.metric.values holds 0 seed(s)"),
-        (record([1.0, "high"]), "reference.metric.values must be a list of {seed, value} with numeric values"),
-        (record([1.0, math.nan]), "reference.metric.values holds a value that is not a finite number"),
-        (record([1.0, math.inf]), "reference.metric.values holds a value that is not a finite number"),
-        ({"contract": {"metric": {}}, "reference": {"metric": {"values": [1.0, 2.0]}}}, "must be a list of {seed, value}"),
+        (data_of([1.0]), "reference.metric.values holds 1 seed(s); at least 2 are needed"),
+        (data_of([]), "reference.metric.values holds 0 seed(s)"),
+        (data_of([1.0, math.nan]), "reference.metric.values holds a value that is not a finite number"),
+        (data_of([1.0, math.inf]), "reference.metric.values holds a value that is not a finite number"),
+        (data_of([1.0, 1e160]), "reference.metric.values[1].value: 1e+160 is beyond ±1e+100"),
     ],
-    ids=["no-contract", "metric-not-a-mapping", "one-seed", "no-seeds", "word", "nan", "inf", "bare-numbers"],
+    ids=["no-contract", "metric-not-a-mapping", "one-seed", "no-seeds", "nan", "inf", "beyond"],
 )
 def test_what_the_interval_cannot_be_computed_from_is_a_check_failure(data: dict[str, Any], message: str) -> None:
     with pytest.raises(IntervalError, match=re.escape(message)) as caught:
-        compute(data)
+        compute(read_record(data))
     assert isinstance(caught.value, CheckFailed)
 
 
+@pytest.mark.parametrize(
+    ("data", "where"),
+    [
+        (data_of([1.0, "high"]), "reference.metric.values[1].value"),
+        ({"kind": "RunRecord", "contract": {"metric": {}}, "reference": {"metric": {"values": [1.0, 2.0]}}}, "reference.metric.values[0]"),
+        ({"kind": "RunRecord", "contract": {"metric": {"name": "acc"}}, **{k: v for k, v in data_of().items() if k == "reference"}}, "contract"),
+        ({**data_of(), "reference": {"metric": {"name": "acc", "values": [{"seed": 1, "value": 1.0}]}, "extra": 1}}, "reference"),
+    ],
+    ids=["word", "bare-numbers", "contract-without-level", "reference-with-an-unknown-field"],
+)
+def test_inputs_of_the_wrong_shape_or_outside_the_schema_are_refused_naming_the_field(data: dict[str, Any], where: str) -> None:
+    """Before anything is computed: a shape the statistics cannot read, or a section the schema
+    rejects (which the typed record reads as absent), is a usage error naming the field."""
+    with pytest.raises(UsageError) as caught:
+        read_inputs(load_text(json.dumps(data), "r.json", "json"))
+    fields = [d.field for d in caught.value.diagnostics]
+    assert any(f == where or f.startswith(where + ".") for f in fields), fields
+
+
 def test_reference_values_are_floats_in_order() -> None:
-    assert reference_values(record([3, "2.5", 1])) == [3.0, 2.5, 1.0]
+    assert reference_values(record([3, 2.5, 1])) == [3.0, 2.5, 1.0]
 
 
 @pytest.mark.parametrize("value", [0.5, 1e-6, "0.01", 0.05])
@@ -129,7 +157,7 @@ def test_checked_alpha_refuses_the_rest_naming_where_it_came_from(value: object)
 
 def test_compute_refuses_a_bad_alpha_from_the_contract_or_the_argument() -> None:
     with pytest.raises(UsageError, match=r"^contract\.metric\.alpha must be"):
-        compute(record(metric={"alpha": 0.9}))
+        compute(record(metric={"alpha": 1e-7}))  # the schema admits it (> 0), the t quantile is out of reach
     with pytest.raises(UsageError, match=r"^--alpha must be"):
         compute(record(metric={"alpha": 0.05}), alpha=0.0)
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from support import edit_record
 
+from reprogate.core.record import Metric, read_record
 from reprogate.core.seedstats import (
     RANK_ANY_GRID_SEEDS,
     assured_power,
@@ -99,8 +100,8 @@ def test_records_without_the_new_fields_keep_their_meaning(test: str | None) -> 
         assert interval_bounds(values, 0.05, 0.01, test) == (mean - half, mean + half)
     for m, n in itertools.product((1, 2, 3, 5), (2, 10, 20, 40)):
         assert choose(test, m, 0.3, 1.0, n) == choose(test, m, 0.3, 1.0)
-    assert failing_side({"name": "val_loss", "direction": "lower"}) == "both"
-    assert failing_side({"name": "val_loss", "direction": "lower", "fail_on": "any"}) == "both"
+    assert failing_side(Metric("val_loss", direction="lower")) == "both"
+    assert failing_side(Metric("val_loss", direction="lower", fail_on="any")) == "both"
 
 
 def test_fail_on_worse_fails_only_the_worse_way() -> None:
@@ -202,9 +203,9 @@ def test_the_planner_plans_the_one_sided_test_where_declared(project: Path) -> N
     import yaml
 
     data: dict[str, Any] = yaml.safe_load((project / RECORD).read_text())
-    two = plan(data)
+    two = plan(read_record(data))
     data["contract"]["metric"]["fail_on"] = "worse"
-    one = plan(data)
+    one = plan(read_record(data))
     assert one.to_json()["sided"] == "one" and two.to_json()["sided"] == "two"
     assert all(one.detectable[m] < two.detectable[m] for m in (1, 3, 5))
     assert "one-sided, fail_on: worse" in one.lines()[0]

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from support import edit_record
 
+from reprogate.core.record import read_record
 from reprogate.core.seedstats import assured_power, assured_sigma, choose, minimum_detectable_shift, power, rank_sum_p
 from reprogate.rebuild.planner import plan
 from reprogate.rebuild.stats import difference_test, prediction_interval
@@ -151,7 +152,7 @@ def test_the_planner_prices_each_n_and_m_in_gpu_hours(cli: Any, project: Path) -
     best = found["recommended"]
     assert best["catches_declared_shift"] and best["minimum_detectable_shift"] <= found["declared_shift"]
     assert all(c["m"] >= best["m"] for c in found["cells"] if c["catches_declared_shift"])  # nothing cheaper per rebuild catches it
-    data = plan(__import__("yaml").safe_load(record.read_text()), None, 2.5)
+    data = plan(read_record(__import__("yaml").safe_load(record.read_text())), None, 2.5)
     assert data.to_json()["cells"] == found["cells"]  # the text and JSON are one plan
     text = cli("interval", str(record), "--plan", "--gpu-hour-cost", "2.5")
     assert "24 GPU-h a run, 60 at 2.5 an hour" in text.output and f"n={best['n']}, m={best['m']}" in text.output
