@@ -34,6 +34,8 @@ IntervalMethod = Literal["prediction", "tolerance", "tost-margin"]
 HashOf = Literal["file", "trace", "argv"]
 LockFormat = Literal["pip-requirements", "uv", "poetry", "pipenv", "conda-environment", "conda-lock", "pyproject", "other"]
 
+TopologyChange = Literal["rank-remap", "device-swap", "node-change", "interconnect-change"]
+
 KIND = "RunRecord"
 
 
@@ -117,6 +119,9 @@ class Envelope:
     os: tuple[str, ...] | None = None
     cpu_capability: tuple[str, ...] | None = None
     cpu_mkl_cbwr: tuple[str, ...] | None = None
+    cpu_architectures: tuple[str, ...] | None = None
+    world_sizes: tuple[int, ...] | None = None
+    topology_changes: tuple[TopologyChange, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -218,6 +223,7 @@ class Dataset:
     used: bool
     manifest: ManifestRef | None = None
     inline: bool = False
+    reason: str | None = None  # why no dataset, where `used: false`
 
 
 @dataclass(frozen=True)
@@ -229,6 +235,7 @@ class Container:
     tag: str | None = None
     image_id: str | None = None
     built_from: str | None = None
+    reason: str | None = None  # why no container, where `used: false`
 
 
 @dataclass(frozen=True)
@@ -275,6 +282,8 @@ class Execution:
     rank_mapping: tuple[RankPlace, ...] | None = None
     elastic: bool = False  # `execution.elastic.enabled`
     env: Mapping[str, str] | None = None
+    collective_backend: str | None = None  # `execution.collective.backend`
+    scheduler_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -314,6 +323,7 @@ class Host:
     present: bool = True
     os_id: str | None = None
     os_version_id: str | None = None
+    hostname_sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -332,11 +342,17 @@ class State:
 
 
 @dataclass(frozen=True)
+class Metadata:
+    name: str
+
+
+@dataclass(frozen=True)
 class RunRecord:
     """The sections of a run record code reads; each None where the record leaves it out or the
     schema rejected it (the schema's finding says which)."""
 
     semantics: str | None = None
+    metadata: Metadata | None = None
     contract: Contract | None = None
     container: Container | None = None
     source: Source | None = None
@@ -409,6 +425,9 @@ def _contract(data: Any) -> Contract:
             os=_strings(envelope.get("os")),
             cpu_capability=_strings(cpu.get("capability")),
             cpu_mkl_cbwr=_strings(cpu.get("mkl_cbwr")),
+            cpu_architectures=_strings(cpu.get("architectures")),
+            world_sizes=_ints(envelope.get("world_sizes")),
+            topology_changes=tuple(envelope.get("topology_changes") or ()),
         ),
         steps=None if steps is None else Steps(int(steps["count"]), _int(steps.get("start"))),
         tolerance=None if tolerance is None else Tolerance(tolerance.get("abs"), tolerance.get("rel"), _strings(tolerance.get("quantities"))),
@@ -463,7 +482,7 @@ def _source(data: Any) -> Source:
 
 def _dataset(data: Any) -> Dataset:
     if data.get("used") is False:
-        return Dataset(False)
+        return Dataset(False, reason=data.get("reason"))
     manifest = data.get("manifest")
     ref = None if manifest is None else ManifestRef(manifest["digest"], manifest.get("path"), manifest.get("uri"), manifest.get("id"), manifest.get("version"))
     return Dataset(True, ref, "inline" in data)
@@ -471,7 +490,7 @@ def _dataset(data: Any) -> Dataset:
 
 def _container(data: Any) -> Container:
     if data.get("used") is False:
-        return Container(False)
+        return Container(False, reason=data.get("reason"))
     get = data.get
     return Container(True, get("registry"), get("repository"), get("digest"), get("tag"), get("image_id"), get("built_from"))
 
@@ -497,6 +516,8 @@ def _execution(data: Any) -> Execution:
         else tuple(RankPlace(int(e["rank"]), _int(e.get("node")), _int(e.get("local_rank")), e.get("device")) for e in mapping),
         elastic=(data.get("elastic") or {}).get("enabled") is True,
         env=None if env is None else frozen_mapping(env),
+        collective_backend=(data.get("collective") or {}).get("backend"),
+        scheduler_name=data.get("scheduler_name"),
     )
 
 
@@ -523,7 +544,7 @@ def _software(data: Any) -> Software:
 
 def _host(data: Any) -> Host:
     os = data.get("os") or {}
-    return Host(data.get("present", True), os.get("id"), os.get("version_id"))
+    return Host(data.get("present", True), os.get("id"), os.get("version_id"), data.get("hostname_sha256"))
 
 
 def _state(data: Any) -> State:
@@ -538,6 +559,7 @@ def _state(data: Any) -> State:
 
 _BUILDERS: dict[str, Callable[[Any], Any]] = {
     "semantics": lambda value: value,
+    "metadata": lambda value: Metadata(value["name"]),
     "contract": _contract,
     "container": _container,
     "source": _source,
@@ -612,6 +634,7 @@ __all__ = [
     "LockFile",
     "LockFormat",
     "ManifestRef",
+    "Metadata",
     "Metric",
     "RankPlace",
     "RankSeed",
@@ -626,6 +649,7 @@ __all__ = [
     "State",
     "Steps",
     "TestName",
+    "TopologyChange",
     "Tolerance",
     "read_record",
     "section_check",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from reprogate.core.documents import DocumentError, load_document
+from reprogate.core.record import Envelope
 from reprogate.core.seedstats import percent
 from reprogate.rebuild.comparisons import (
     DIFFERENCE,
@@ -39,7 +40,7 @@ def _compared(job: RebuildJob, stages: Sequence[StageRecord], tests: Sequence[Co
     if statuses.get("batches") == "pass":
         compared.append(f"input batch digests of steps {first}-{last}" if last else "input batch digests")
     if statuses.get("model-state") == "pass":
-        compared.append(f"bitwise digests of {', '.join(job.section('contract', 'tensors') or [])}")
+        compared.append(f"bitwise digests of {', '.join((job.record.contract.tensors if job.record.contract is not None else None) or [])}")
     for test in tests:
         if isinstance(test, StepTest):
             if test.kind == EXACT:
@@ -112,23 +113,24 @@ def bounded_claim(
             limits.append(
                 f"topology changed against the reference: {', '.join(topo.changes)}" + (f" ({'; '.join(topo.remapped[:3])})" if topo.remapped else "")
             )
-    container = job.section("container")
-    if isinstance(container, dict) and container.get("used") is False:
-        limits.append(f"no container: {container.get('reason', 'none declared')}")
+    container, contract = job.record.container, job.record.contract
+    if container is not None and not container.used:
+        limits.append(f"no container: {container.reason if container.reason is not None else 'none declared'}")
     retention = _retention(job)
     if retention:
         limits.append(f"exact reproduction expires with the dataset's retention on {retention}")
-    lifetime = job.section("contract", "lifetime", "expires")
+    lifetime = contract.lifetime_expires if contract is not None else None
     if lifetime:
         limits.append(f"the contract holds until {lifetime}")
     if last:
         limits.append(f"steps after {last} were not compared")
-    envelope = job.section("contract", "envelope") or {}
-    framework = envelope.get("framework", {})
+    envelope = contract.envelope if contract is not None else Envelope()
+    framework = envelope.framework
+    world_sizes = list(envelope.world_sizes or [job.record.execution.world_size if job.record.execution is not None else None])
     limits.append(
-        f"hardware and software outside the envelope (GPUs {envelope.get('gpu_models') or 'none: CPU only'}, "
-        f"framework {framework.get('name', '?')} {framework.get('release', '')}, "
-        f"world sizes {envelope.get('world_sizes') or [job.section('execution', 'world_size')]})"
+        f"hardware and software outside the envelope (GPUs {list(envelope.gpu_models or []) or 'none: CPU only'}, "
+        f"framework {framework.name if framework else '?'} {framework.release if framework else ''}, "
+        f"world sizes {world_sizes})"
     )
     if failed is None:
         text = (
@@ -159,7 +161,7 @@ def _power(test: MetricTest) -> str:
 def _topology(state: RebuildState) -> Topology | None:
     """Where the ranks ran (rank <-> node) and what changed against the record, when known."""
     placement = state.ranks.placement if state.ranks is not None else {}
-    return topology(state.job.data, dict(placement)) if placement else None
+    return topology(state.job.record, dict(placement)) if placement else None
 
 
 def _environment(state: RebuildState) -> str:
@@ -173,11 +175,14 @@ def _environment(state: RebuildState) -> str:
 
 
 def _retention(job: RebuildJob) -> str | None:
-    inline = job.section("dataset", "inline")
+    """The dataset's retention: of its inline manifest (a dataset manifest, which the typed record
+    does not model: that kind's rules read it), else of the manifest file it names."""
+    inline = (job.data.get("dataset") or {}).get("inline") if isinstance(job.data.get("dataset"), dict) else None
     if isinstance(inline, dict):
         return (inline.get("retention") or {}).get("expires")
-    path = job.section("dataset", "manifest", "path")
-    if isinstance(path, str):
+    dataset = job.record.dataset
+    path = dataset.manifest.path if dataset is not None and dataset.manifest is not None else None
+    if path is not None:
         try:
             data = load_document(job.root / path).data
         except (DocumentError, OSError):

@@ -22,6 +22,7 @@ from reprogate.capture.cpu import (
     predict_mkl_cbwr,
     read_cpuinfo,
 )
+from reprogate.core.record import Envelope
 from reprogate.rebuild.ranks import PASSED_THROUGH
 from reprogate.rebuild.state import Event, RebuildJob
 
@@ -39,7 +40,8 @@ def kernel_environment(job: RebuildJob, base: Mapping[str, str] | None = None) -
     reaches a rank, so it cannot change the kernels a rebuild runs."""
     host = os.environ if base is None else base
     allowed = {k: v for k, v in host.items() if k in PASSED_THROUGH or k.startswith("LC_")}
-    record = {k: str(v) for k, v in (job.section("execution", "env") or {}).items()}
+    execution = job.record.execution
+    record = dict((execution.env if execution is not None else None) or {})
     return {**allowed, **record}
 
 
@@ -47,9 +49,9 @@ def _reference_cpu(events: Sequence[Event]) -> list[dict[str, Any]]:
     return [e["cpu"] for e in events if e.get("type") == "meta" and isinstance(e.get("cpu"), dict)]
 
 
-def _allowed(declared: Any, found: list[Any], normalise: Any) -> list[str]:
+def _allowed(declared: tuple[str, ...] | None, found: list[Any], normalise: Any) -> list[str]:
     """What the contract allows: the envelope's list, else the one value the reference's ranks agree on."""
-    if isinstance(declared, list) and declared:
+    if declared:
         return [normalise(v) for v in declared]
     values = {normalise(v) for v in found if v is not None}
     return sorted(values) if len(values) == 1 else []
@@ -74,9 +76,9 @@ def cpu_envelope(
         problems.append(f"the ranks would run torch's {prediction.capability} CPU kernels ({prediction.how}): they would die of an illegal instruction")
     if job.level != "bitwise":
         return problems, facts
-    declared = job.section("contract", "envelope", "cpu") or {}
-    capabilities = _allowed(declared.get("capability"), [c.get("capability") for c in reference], normalise_capability)
-    where = "contract.envelope.cpu.capability" if declared.get("capability") else "the reference trace's meta"
+    declared = job.record.contract.envelope if job.record.contract is not None else Envelope()
+    capabilities = _allowed(declared.cpu_capability, [c.get("capability") for c in reference], normalise_capability)
+    where = "contract.envelope.cpu.capability" if declared.cpu_capability else "the reference trace's meta"
     if capabilities and prediction.capability is None:
         problems.append(
             f"a bitwise CPU contract needs torch's {'/'.join(capabilities)} kernels ({where}), and which kernels the ranks would use here "
@@ -87,14 +89,14 @@ def cpu_envelope(
             f"a bitwise CPU contract needs torch's {'/'.join(capabilities)} CPU kernels ({where}), this rebuild's ranks would use {prediction.capability} "
             f"({prediction.how}): the bits cannot match; {WAY_OUT}"
         )
-    modes = _allowed(declared.get("mkl_cbwr"), [c.get("mkl_cbwr") for c in reference], lambda v: str(v).upper())
+    modes = _allowed(declared.cpu_mkl_cbwr, [c.get("mkl_cbwr") for c in reference], lambda v: str(v).upper())
     if modes and mkl not in modes:
-        where = "contract.envelope.cpu.mkl_cbwr" if declared.get("mkl_cbwr") else "the reference trace's meta"
+        where = "contract.envelope.cpu.mkl_cbwr" if declared.cpu_mkl_cbwr else "the reference trace's meta"
         problems.append(
             f"a bitwise CPU contract needs MKL reproducibility mode {'/'.join(modes)} ({where}), this rebuild's ranks would run {mkl} "
             f"(MKL_CBWR={env.get('MKL_CBWR', 'unset')}): set MKL_CBWR in execution.env"
         )
-    architectures = declared.get("architectures") or []
+    architectures = list(declared.cpu_architectures or [])
     if architectures and cpu.architecture not in architectures:
         problems.append(f"architecture {cpu.architecture} is outside the envelope's {architectures}")
     return problems, facts

@@ -102,21 +102,21 @@ def check_before_running(doc: Document, record: Path, options: RebuildOptions, c
             hint="name more seeds in seeds.replay, or drop it to draw fresh seeds",
         )
     realizer = realizers.choose(data, options.realizer, options.environment)
-    launcher = launchers.choose(data, options.launcher)
+    launcher = launchers.choose(typed, options.launcher)
     foreign = (code or own_code()).foreign(options.environment)
     unsafe = sandbox.refusal(realizers.REALIZERS[realizer.name].isolation, launcher.name, foreign, options.allow_unsandboxed)
     if unsafe is not None:
         hint = "install bubblewrap on the runner, or pass --allow-unsandboxed where the runner is ephemeral (the claim then says so)"
         raise InfrastructureError(unsafe, hint=hint)
     if not options.dry_run:  # a partition too small for the record, a scheduler that does not answer: before anything runs
-        launcher.admit(launchers.record_shape(data, options.world_size))
+        launcher.admit(launchers.record_shape(typed, options.world_size))
     return Chosen(realizer, launcher)
 
 
 def job_for(record: Path, doc: Document, root: Path, workdir: Path, options: RebuildOptions, chosen: Chosen | None = None, **judged: object) -> RebuildJob:
     """The job of a rebuild (or of `init` making a reference, which needs no refusal check)."""
     if chosen is None:
-        chosen = Chosen(realizers.choose(doc.data, options.realizer, options.environment), launchers.choose(doc.data, options.launcher))
+        chosen = Chosen(realizers.choose(doc.data, options.realizer, options.environment), launchers.choose(read_record(doc.data), options.launcher))
     return RebuildJob(record, doc, root, workdir, options, chosen.realizer, chosen.launcher, **judged)  # type: ignore[arg-type]
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from reprogate.core.canonical import canonical_digest
 from reprogate.core.documents import Document
-from reprogate.core.levels import LEVELS, Level, level_of
+from reprogate.core.levels import Level
 from reprogate.core.record import RunRecord, read_record
 from reprogate.rebuild.code_origin import CodeOrigin, own_code
 from reprogate.rebuild.judged_by import CONTRACT_SECTIONS
@@ -71,6 +71,10 @@ class RebuildJob:
         return read_record(self.data)
 
     def section(self, *path: str) -> Any:
+        """A raw read, kept for the `job` section alone (the config, run and artifacts stages'
+        reads of the entrypoint and the config pin): `init` runs its reference through these
+        stages from a draft whose `job.config` has no hash yet (the reference's trace gives it),
+        which the schema, and so the typed record, rejects."""
         node: Any = self.data
         for key in path:
             node = node.get(key) if isinstance(node, dict) else None
@@ -78,39 +82,42 @@ class RebuildJob:
 
     @property
     def name(self) -> str | None:
-        found = self.section("metadata", "name")
-        return str(found) if found is not None else None
+        return self.record.metadata.name if self.record.metadata is not None else None
 
     @property
     def level(self) -> Level:
         """The contract's level: the schema admits only the closed set, so anything else is a bug."""
-        level = level_of(self.section("contract", "level"))
-        if level is None:
-            raise ValueError(f"contract.level {self.section('contract', 'level')!r} is none of {', '.join(LEVELS)}: the record was not schema-checked")
-        return level
+        if self.record.contract is None:
+            raise ValueError("the record's contract does not pass the schema: the record was not schema-checked")
+        return self.record.contract.level
 
     @property
     def world_size(self) -> int:
-        return int(self.options.world_size or self.section("execution", "world_size") or 1)
+        execution = self.record.execution
+        return int(self.options.world_size or (execution.world_size if execution is not None else 1) or 1)
 
     @property
     def nodes(self) -> int:
-        return int(self.section("execution", "nodes") or 1)
+        execution = self.record.execution
+        return (execution.nodes if execution is not None else None) or 1
 
     @property
     def step_range(self) -> tuple[int, int | None]:
         """(first, last) step compared: the `count` steps after `start` (0 = initialisation, K =
         a resume from checkpoint K), capped by --steps; last None when the contract sets no count."""
-        start = int(self.section("contract", "steps", "start") or 0)
-        count = self.section("contract", "steps", "count")
+        steps = self.record.contract.steps if self.record.contract is not None else None
+        start = (steps.start if steps is not None else None) or 0
+        count: int | None = steps.count if steps is not None else None
         if self.options.steps is not None:
-            count = min(int(count), self.options.steps) if count else self.options.steps
-        return start + 1, (start + int(count) if count else None)
+            count = min(count, self.options.steps) if count else self.options.steps
+        return start + 1, (start + count if count else None)
 
     @property
     def ranks_cwd(self) -> Path:
         """Where the entrypoint starts: job.workdir, else the project folder, in the work folder."""
-        return self.workdir / (self.section("job", "workdir") or self.section("source", "path") or ".")
+        workdir = self.record.job.workdir if self.record.job is not None else None
+        project = self.record.source.path if self.record.source is not None else None
+        return self.workdir / (workdir or project or ".")
 
     @cached_property
     def seed_plan(self) -> SeedPlan:

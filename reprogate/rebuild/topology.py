@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from reprogate.core.shapes import table
+from reprogate.core.record import RunRecord
 
 
 @dataclass
@@ -41,7 +41,7 @@ class Topology:
         return f"{len(self.nodes)} node(s) ({ranks})"
 
 
-def topology(data: dict[str, Any], placement: dict[Any, str], local_ranks: dict[int, int] | None = None) -> Topology:
+def topology(record: RunRecord, placement: dict[Any, str], local_ranks: dict[int, int] | None = None) -> Topology:
     """The rebuild's placement (rank -> node) compared with the record's shape and mapping."""
     placed = {int(r): str(n) for r, n in placement.items()}
     nodes = list(dict.fromkeys(placed[r] for r in sorted(placed)))
@@ -53,21 +53,20 @@ def topology(data: dict[str, Any], placement: dict[Any, str], local_ranks: dict[
         for rank in sorted(placed):
             local_ranks[rank] = seen[placed[rank]]
             seen[placed[rank]] += 1
-    execution = table(data, "execution")
-    for entry in (execution or {}).get("rank_mapping") or []:
-        if not isinstance(entry, dict) or entry.get("rank") not in placed:
+    mapping = (record.execution.rank_mapping if record.execution is not None else None) or ()
+    for entry in mapping:
+        if entry.rank not in placed:
             continue
-        rank = int(entry["rank"])
+        rank = entry.rank
         node_index = nodes.index(placed[rank])
-        if isinstance(entry.get("node"), int) and entry["node"] != node_index:
-            found.remapped.append(f"rank {rank} ran on node {node_index} ({placed[rank]}), the reference's on node {entry['node']}")
-        elif isinstance(entry.get("local_rank"), int) and entry["local_rank"] != local_ranks.get(rank):
-            found.remapped.append(f"rank {rank} was local rank {local_ranks.get(rank)} on {placed[rank]}, the reference's was {entry['local_rank']}")
+        if entry.node is not None and entry.node != node_index:
+            found.remapped.append(f"rank {rank} ran on node {node_index} ({placed[rank]}), the reference's on node {entry.node}")
+        elif entry.local_rank is not None and entry.local_rank != local_ranks.get(rank):
+            found.remapped.append(f"rank {rank} was local rank {local_ranks.get(rank)} on {placed[rank]}, the reference's was {entry.local_rank}")
     if found.remapped:
         found.changes.append("rank-remap")
-    host = table(data, "host")
-    recorded = (host or {}).get("hostname_sha256")
-    if isinstance(recorded, str) and nodes and not any(_name_digest(n) == recorded for n in nodes):
+    recorded = record.host.hostname_sha256 if record.host is not None else None
+    if recorded is not None and nodes and not any(_name_digest(n) == recorded for n in nodes):
         found.changes.append("node-change")
     return found
 

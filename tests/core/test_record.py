@@ -30,6 +30,8 @@ RENAMED: dict[tuple[str, str], tuple[str, ...]] = {
     ("Envelope", "nodes_max"): ("nodes", "max"),
     ("Envelope", "cpu_capability"): ("cpu", "capability"),
     ("Envelope", "cpu_mkl_cbwr"): ("cpu", "mkl_cbwr"),
+    ("Envelope", "cpu_architectures"): ("cpu", "architectures"),
+    ("Execution", "collective_backend"): ("collective", "backend"),
     ("Contract", "lifetime_expires"): ("lifetime", "expires"),
     ("Host", "os_id"): ("os", "id"),
     ("Host", "os_version_id"): ("os", "version_id"),
@@ -161,3 +163,24 @@ def test_an_environment_map_is_read_only() -> None:
 
 def test_anything_but_a_mapping_is_a_record_without_sections() -> None:
     assert read_record(["apiVersion"]) == RunRecord() == read_record(None)
+
+
+def test_what_the_rebuild_reads_is_modelled() -> None:
+    """The fields the rebuild's stages judge by (the envelope's world sizes, topology changes and
+    CPU architectures, the collective backend, the run's name) read as typed values."""
+    data: dict[str, Any] = {
+        "metadata": {"name": "run-1"},
+        "contract": {
+            "level": "bitwise",
+            "envelope": {"world_sizes": [2, 4], "topology_changes": ["rank-remap"], "cpu": {"architectures": ["x86_64"]}},
+        },
+        "execution": {"world_size": 2, "collective": {"backend": "gloo"}},
+    }
+    record = read_record(data)
+    assert record.metadata is not None and record.metadata.name == "run-1"
+    assert record.contract is not None and record.execution is not None
+    envelope = record.contract.envelope
+    assert (envelope.world_sizes, envelope.topology_changes, envelope.cpu_architectures) == ((2, 4), ("rank-remap",), ("x86_64",))
+    assert record.execution.collective_backend == "gloo"
+    data["metadata"]["name"] = "no spaces allowed"
+    assert read_record(data).metadata is None and read_record(data).execution == record.execution

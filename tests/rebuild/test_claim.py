@@ -280,7 +280,7 @@ def test_the_limits_name_container_retention_lifetime_and_envelope(tmp_path: Pat
 def test_the_retention_of_a_manifest_file_is_read_from_the_repository(tmp_path: Path) -> None:
     (tmp_path / "data.manifest.yaml").write_text("retention: {expires: '2028-01-01'}\n")
     record = copy.deepcopy(RECORD)
-    record["dataset"] = {"manifest": {"path": "data.manifest.yaml"}}
+    record["dataset"] = {"manifest": {"path": "data.manifest.yaml", "digest": "canonical-v1:sha256:" + "0" * 64}}
     assert (
         "exact reproduction expires with the dataset's retention on 2028-01-01" in claim(context(tmp_path, record=record), make_verdict("pass"))["not_covered"]
     )

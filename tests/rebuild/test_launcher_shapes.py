@@ -4,6 +4,7 @@ Slurm's one-line output, and how a placement is judged against the record (envel
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 from pathlib import Path
@@ -14,6 +15,7 @@ from support.rebuilds import make_job
 
 from reprogate.core.documents import load_document
 from reprogate.core.errors import UsageError
+from reprogate.core.record import read_record
 from reprogate.rebuild.launchers import LAUNCHERS, record_shape
 from reprogate.rebuild.launchers.base import Shape
 from reprogate.rebuild.launchers.slurm import PER_TASK, fields, job_environment, rank_script
@@ -28,11 +30,11 @@ TWO_NODES = EXAMPLES / "tiny" / "records" / "tiny-2node.yaml"
 
 def test_the_shape_comes_from_the_record_with_gpus_per_node() -> None:
     data = load_document(TWO_NODES).data
-    assert record_shape(data) == Shape(2, 2, 0, None)
-    data["devices"] = {"gpus": [{"name": "H100", "uuid": f"GPU-{i}", "node": i // 4} for i in range(8)]}
-    assert record_shape(data, time_limit=60.0) == Shape(2, 2, 4, 60.0)
-    data["devices"] = {"gpus": [{"name": "H100", "uuid": f"GPU-{i}"} for i in range(8)]}  # no node recorded: spread evenly
-    assert record_shape(data).gpus_per_node == 4
+    assert record_shape(read_record(data)) == Shape(2, 2, 0, None)
+    data["devices"] = {"gpus": [{"name": "H100", "uuid": f"GPU-{i:08x}-0000-0000-0000-000000000000", "node": i // 4} for i in range(8)]}
+    assert record_shape(read_record(data), time_limit=60.0) == Shape(2, 2, 4, 60.0)
+    data["devices"] = {"gpus": [{"name": "H100", "uuid": f"GPU-{i:08x}-0000-0000-0000-000000000000"} for i in range(8)]}  # no node recorded: spread evenly
+    assert record_shape(read_record(data)).gpus_per_node == 4
 
 
 def test_the_local_launcher_refuses_a_multi_node_shape() -> None:
@@ -98,7 +100,9 @@ def test_slurms_one_line_output_keeps_values_with_spaces() -> None:
 def test_a_placement_is_judged_against_the_recorded_shape(tmp_path: Path) -> None:
     doc = load_document(TWO_NODES)
     job = make_job(TWO_NODES, doc.data, EXAMPLES, tmp_path)
-    envelope = doc.data["contract"]["envelope"]
+    contract = read_record(doc.data).contract
+    assert contract is not None
+    envelope = contract.envelope
     assert _shape_problems(job, {0: "n1", 1: "n2"}, envelope)[1] == []
     # both ranks on one node: another shape
     assert any("ran on 1 node(s) (n1); the record's run used 2" in p for p in _shape_problems(job, {0: "n1", 1: "n1"}, envelope)[1])
@@ -108,19 +112,19 @@ def test_a_placement_is_judged_against_the_recorded_shape(tmp_path: Path) -> Non
         {"rank": 0, "node": 1, "local_rank": 0},
         {"rank": 1, "node": 0, "local_rank": 0},
     ]  # ... unless the record maps ranks
+    job = make_job(TWO_NODES, doc.data, EXAMPLES, tmp_path)  # the job reads its record once
     problems = _shape_problems(job, placement, envelope)[1]
     assert problems == [
         "rank mapping differs from the record's (rank 0 ran on node 0 (n2), the reference's on node 1; "
         "rank 1 ran on node 1 (n1), the reference's on node 0) and the envelope does not tolerate rank-remap"
     ]
-    envelope["topology_changes"] = ["rank-remap"]
-    assert _shape_problems(job, placement, envelope)[1] == []
-    assert topology(doc.data, {0: "n2", 1: "n1"}).changes == ["rank-remap"]
+    assert _shape_problems(job, placement, dataclasses.replace(envelope, topology_changes=("rank-remap",)))[1] == []
+    assert topology(read_record(doc.data), {0: "n2", 1: "n1"}).changes == ["rank-remap"]
 
 
 def test_another_machine_than_the_references_is_a_node_change() -> None:
     import hashlib
 
     data = {"host": {"hostname_sha256": "sha256:" + hashlib.sha256(b"train-07").hexdigest()}}
-    assert topology(data, {0: "train-07", 1: "train-08"}).changes == []
-    assert topology(data, {0: "n1", 1: "n2"}).changes == ["node-change"]
+    assert topology(read_record(data), {0: "train-07", 1: "train-08"}).changes == []
+    assert topology(read_record(data), {0: "n1", 1: "n2"}).changes == ["node-change"]

@@ -22,6 +22,7 @@ from support.verdicts import STAGES as RUNBOOK
 
 import reprogate.rebuild.runner as rebuild
 from reprogate.core.diagnostics import ExitCode
+from reprogate.core.record import read_record
 from reprogate.core.schemas import load_schema, validator
 from reprogate.rebuild.comparisons import DIFFERENCE, EQUIVALENCE, EXACT, PREDICTION, MetricTest, StatedTest, StepTest
 from reprogate.rebuild.options import RebuildOptions
@@ -144,7 +145,7 @@ def walk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., tuple
     record = tmp_path / "record.yaml"
     record.write_text(
         "apiVersion: reprogate/v1\nkind: RunRecord\nmetadata: {name: stub}\n"
-        "contract: {level: bitwise, steps: {start: 0, count: 2}}\nexecution: {world_size: 1}\n"
+        "contract: {level: bitwise, envelope: {}, steps: {start: 0, count: 2}}\nexecution: {world_size: 1}\n"
     )
     monkeypatch.setattr(rebuild, "check_before_running", lambda doc, path, options: rebuild.Chosen(Choice("current", "stub"), LOCAL))  # type: ignore[arg-type]
     monkeypatch.setattr(rebuild, "rebuild_record", lambda state, of, passed, started_at, folder: {"kind": "RunRecord"})
@@ -264,7 +265,7 @@ def _full_verdict() -> Verdict:
         started_at="2026-12-01T00:00:00Z",
         seconds=3.25,
         tool="reprogate test",
-        claim=Claim(False, "tiny was NOT reproduced", ("a",), ("b",), topology({"execution": {"world_size": 1}}, {0: "n1"}).as_dict()),
+        claim=Claim(False, "tiny was NOT reproduced", ("a",), ("b",), topology(read_record({"execution": {"world_size": 1}}), {0: "n1"}).as_dict()),
         rebuild_record=FileRef("out/rebuild-record.yaml", "sha256:" + "1" * 64),
     )
 

@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
-from reprogate.rebuild.topology import topology
+from reprogate.core.record import read_record
+from reprogate.rebuild.topology import Topology
+from reprogate.rebuild.topology import topology as typed_topology
+
+
+def topology(data: Any, placement: dict[Any, str], local_ranks: dict[int, int] | None = None) -> Topology:
+    """The topology against the record these sections read as (one that fails the schema reads as absent)."""
+    return typed_topology(read_record(data), placement, local_ranks)
 
 
 def name_digest(name: str) -> str:
@@ -35,7 +43,7 @@ def test_the_node_order_follows_rank_0_not_the_names() -> None:
 
 
 def test_a_rank_on_another_node_index_is_a_rank_remap() -> None:
-    data = {"execution": {"rank_mapping": [{"rank": 0, "node": 0, "local_rank": 0}, {"rank": 1, "node": 0, "local_rank": 1}]}}
+    data = {"execution": {"world_size": 2, "rank_mapping": [{"rank": 0, "node": 0, "local_rank": 0}, {"rank": 1, "node": 0, "local_rank": 1}]}}
     found = topology(data, {0: "a", 1: "b"})
     assert found.changes == ["rank-remap"]
     assert found.remapped == ["rank 1 ran on node 1 (b), the reference's on node 0"]
@@ -43,7 +51,7 @@ def test_a_rank_on_another_node_index_is_a_rank_remap() -> None:
 
 def test_a_rank_with_another_local_rank_is_a_rank_remap() -> None:
     # block distribution: ranks 0, 1 on a are local ranks 0, 1; the record had them swapped
-    data = {"execution": {"rank_mapping": [{"rank": 0, "node": 0, "local_rank": 1}, {"rank": 1, "node": 0, "local_rank": 0}]}}
+    data = {"execution": {"world_size": 2, "rank_mapping": [{"rank": 0, "node": 0, "local_rank": 1}, {"rank": 1, "node": 0, "local_rank": 0}]}}
     found = topology(data, {0: "a", 1: "a"})
     assert found.changes == ["rank-remap"]
     assert found.remapped == ["rank 0 was local rank 0 on a, the reference's was 1", "rank 1 was local rank 1 on a, the reference's was 0"]
@@ -52,13 +60,14 @@ def test_a_rank_with_another_local_rank_is_a_rank_remap() -> None:
 
 
 def test_the_recorded_mapping_as_placed_is_no_change() -> None:
-    data = {"execution": {"rank_mapping": [{"rank": r, "node": r // 2, "local_rank": r % 2} for r in range(4)]}}
+    data = {"execution": {"world_size": 4, "rank_mapping": [{"rank": r, "node": r // 2, "local_rank": r % 2} for r in range(4)]}}
     assert topology(data, {0: "a", 1: "a", 2: "b", 3: "b"}).changes == []
 
 
 def test_mapping_entries_for_ranks_not_placed_or_malformed_are_ignored() -> None:
+    assert topology({"execution": {"world_size": 8, "rank_mapping": [{"rank": 7, "node": 3}]}}, {0: "a"}).changes == []
     data = {"execution": {"rank_mapping": [{"rank": 7, "node": 3}, "rank 0", {"rank": 0, "node": "first"}, {"node": 1}]}}
-    assert topology(data, {0: "a"}).changes == []
+    assert topology(data, {0: "a"}).changes == []  # a mapping the schema rejects is none
     assert topology({"execution": "not a mapping"}, {0: "a"}).changes == []
 
 
@@ -70,5 +79,5 @@ def test_a_host_whose_name_hash_matches_no_node_is_a_node_change() -> None:
 
 
 def test_both_changes_are_reported_in_order() -> None:
-    data = {"execution": {"rank_mapping": [{"rank": 1, "node": 0}]}, "host": {"hostname_sha256": name_digest("elsewhere")}}
+    data = {"execution": {"world_size": 2, "rank_mapping": [{"rank": 1, "node": 0}]}, "host": {"hostname_sha256": name_digest("elsewhere")}}
     assert topology(data, {0: "a", 1: "b"}).changes == ["rank-remap", "node-change"]

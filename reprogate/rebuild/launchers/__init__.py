@@ -7,9 +7,8 @@ and GPUs per node (a rebuild with another shape is rejected by the envelope).
 
 from __future__ import annotations
 
-from typing import Any
-
 from reprogate.core.errors import UsageError
+from reprogate.core.record import RunRecord
 from reprogate.rebuild.launchers import kubernetes, local, slurm
 from reprogate.rebuild.launchers.base import Launcher, RankGroup, Shape, record_shape
 
@@ -20,12 +19,12 @@ LAUNCHERS: dict[str, Launcher] = {
 }
 
 
-def choose(data: dict[str, Any], override: str | None = None) -> Launcher:
+def choose(record: RunRecord, override: str | None = None) -> Launcher:
     if override:
         name = override
     else:
-        scheduler = (data.get("execution") or {}).get("scheduler_name") if isinstance(data.get("execution"), dict) else None
-        name = str(scheduler).lower() if isinstance(scheduler, str) and str(scheduler).lower() in LAUNCHERS else local.NAME
+        scheduler = record.execution.scheduler_name if record.execution is not None else None
+        name = scheduler if scheduler is not None and scheduler in LAUNCHERS else local.NAME
     if name not in LAUNCHERS:
         raise UsageError(f"unknown launcher {name!r}; choose one of {', '.join(LAUNCHERS)}")
     return LAUNCHERS[name]

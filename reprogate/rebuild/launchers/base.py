@@ -17,9 +17,9 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-from reprogate.core.shapes import table
+from reprogate.core.record import RunRecord
 from reprogate.rebuild.realizers.base import Realized
 
 
@@ -76,21 +76,20 @@ class Launcher(Protocol):
     def start(self, realized: Realized, argv: list[str], env: Mapping[str, str], shape: Shape, cwd: Path, logs: Path) -> RankGroup: ...
 
 
-def gpus_per_node(data: dict[str, Any], nodes: int) -> int:
+def gpus_per_node(record: RunRecord, nodes: int) -> int:
     """GPUs the record's run used on each node: by the node each GPU sits in, else spread evenly."""
-    devices = table(data, "devices")
-    gpus = [g for g in (devices or {}).get("gpus") or [] if isinstance(g, dict)]
+    gpus = (record.devices.gpus if record.devices is not None else None) or ()
     if not gpus:
         return 0
-    by_node = Counter(int(g["node"]) for g in gpus if isinstance(g.get("node"), int))
+    by_node = Counter(g.node for g in gpus if g.node is not None)
     if by_node:
         return max(by_node.values())
     return -(-len(gpus) // max(1, nodes))
 
 
-def record_shape(data: dict[str, Any], world_size: int | None = None, time_limit: float | None = None) -> Shape:
+def record_shape(record: RunRecord, world_size: int | None = None, time_limit: float | None = None) -> Shape:
     """The shape a rebuild of this record must have (--world-size may ask for another; the envelope judges it)."""
-    execution = table(data, "execution")
-    nodes = int((execution or {}).get("nodes") or 1)
-    world = int(world_size or (execution or {}).get("world_size") or 1)
-    return Shape(world, nodes, gpus_per_node(data, nodes), time_limit)
+    execution = record.execution
+    nodes = (execution.nodes if execution is not None else None) or 1
+    world = int(world_size or (execution.world_size if execution is not None else None) or 1)
+    return Shape(world, nodes, gpus_per_node(record, nodes), time_limit)

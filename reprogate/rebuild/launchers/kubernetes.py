@@ -34,8 +34,8 @@ from typing import Any
 
 from reprogate.core.errors import InfrastructureError, UsageError
 from reprogate.core.fileio import atomic_write, read_written_by_code
+from reprogate.core.record import RunRecord, read_record
 from reprogate.core.redact import redact
-from reprogate.core.shapes import table
 from reprogate.rebuild.launchers.base import Shape, record_shape
 from reprogate.rebuild.launchers.rank_reports import parse_exit_code, parse_placement
 from reprogate.rebuild.ranks import rank_variables
@@ -149,32 +149,31 @@ def rendered(
     anything (`rebuild --dry-run`): the rank hosts' environment and folders as the preflight
     stage would make them under `workdir`, the claim's mount point."""
 
-    shape = record_shape(data, world_size, time_limit)
-    execution = table(data, "execution")
-    env = rank_variables((execution or {}).get("env") or {}, workdir, workdir / ".reprogate" / "runtime", host={})
-    backend = ((execution or {}).get("collective") or {}).get("backend") or ("nccl" if shape.gpus_per_node else "gloo")
+    record = read_record(data)
+    shape = record_shape(record, world_size, time_limit)
+    execution = record.execution
+    env = rank_variables((execution.env if execution is not None else None) or {}, workdir, workdir / ".reprogate" / "runtime", host={})
+    backend = (execution.collective_backend if execution is not None else None) or ("nccl" if shape.gpus_per_node else "gloo")
     env.update({"REPROGATE_PREFLIGHT_BACKEND": str(backend), "REPROGATE_PREFLIGHT_TIMEOUT": str(preflight_timeout)})
     folder = workdir / "runs" / "preflight"
-    job = table(data, "job")
-    source = table(data, "source")
-    cwd = workdir / str((job or {}).get("workdir") or (source or {}).get("path") or ".")
+    cwd = workdir / ((record.job.workdir if record.job is not None else None) or (record.source.path if record.source is not None else None) or ".")
     namespace, claim = settings()
-    name = job_name(str((data.get("metadata") or {}).get("name") or "rebuild"))
+    name = job_name(record.metadata.name if record.metadata is not None else "rebuild")
     argv = ["python", "-m", "reprogate.runtime.rank_host", str(folder / "control")]
-    return manifests(name, namespace, image_of(data, image), shape, argv, env, cwd, folder / "logs", workdir, claim or "reprogate-work")
+    return manifests(name, namespace, image_of(record, image), shape, argv, env, cwd, folder / "logs", workdir, claim or "reprogate-work")
 
 
-def image_of(data: dict[str, Any], override: str | None = None) -> str:
+def image_of(record: RunRecord, override: str | None = None) -> str:
     """The image pods run: --image, else the record's by its pinned digest (never a tag)."""
     if override:
         return override
-    box = table(data, "container")
-    if not box or box.get("used") is False or not box.get("digest"):
+    box = record.container
+    if box is None or not box.used or not box.digest:
         raise UsageError(
             "the kubernetes launcher runs the record's image by digest; the record pins no container digest",
             hint="declare container.registry/repository/digest, or pass --image",
         )
-    return f"{box['registry']}/{box['repository']}@{box['digest']}"
+    return f"{box.registry}/{box.repository}@{box.digest}"
 
 
 def settings() -> tuple[str, str | None]:

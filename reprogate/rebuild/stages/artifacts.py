@@ -41,10 +41,13 @@ def artifacts(state: RebuildState) -> StageResult:
     fetched: list[str] = []
     deferred: dict[str, str] = {}
     reference_events: list[dict[str, Any]] = []
-    tree = job.section("source", "tree")
+    record = job.record
+    source = record.source
+    tree = source.tree if source is not None else None
+    trace = record.reference.trace if record.reference is not None else None
     try:
-        source_path = job.section("source", "path")
-        if isinstance(source_path, str) and job.code.ran == "base" and job.code.base_tree:
+        source_path = source.path if source is not None else None
+        if source_path is not None and job.code.ran == "base" and job.code.base_tree:
             # only environment pins changed: the base's reviewed tree runs, written from git objects
             # (the head's versions of the pins it names are copied over it below)
             base_tree = job.code.base_tree
@@ -55,8 +58,8 @@ def artifacts(state: RebuildState) -> StageResult:
                     return problem
             materialize(toplevel(job.root), base_tree, job.workdir / source_path)
             fetched.append(source_path)
-        elif isinstance(source_path, str):
-            if isinstance(tree, str):
+        elif source_path is not None:
+            if tree is not None:
                 found = tree_id(job.root / source_path)
                 if found != tree:
                     problem = _source_changes(job, source_path, tree, found, deferred)
@@ -64,45 +67,46 @@ def artifacts(state: RebuildState) -> StageResult:
                         return problem
             copy_in(job, source_path)
             fetched.append(source_path)
-        elif isinstance(job.section("source", "commit"), str):
+        elif source is not None and source.commit is not None:
             return failed(
                 "the record pins a commit but no project folder (source.path + source.tree); this version rebuilds folders pinned by tree id", exit_code=2
             )
-        for rel in (job.section("job", "config", "path"), job.section("dataset", "manifest", "path"), job.section("source", "build_recipe", "path")):
+        manifest = record.dataset.manifest if record.dataset is not None else None
+        recipe = source.build_recipe if source is not None else None
+        pinned = (job.section("job", "config", "path"), manifest.path if manifest else None, recipe.path if recipe else None)
+        for rel in pinned:
             if isinstance(rel, str) and rel not in fetched:
                 copy_in(job, rel)
                 fetched.append(rel)
-        for item in job.section("source", "lock_files") or []:
-            if isinstance(item, dict) and isinstance(item.get("path"), str):
-                copy_in(job, item["path"])
-                fetched.append(item["path"])
-        trace = job.section("reference", "trace")
-        if isinstance(trace, dict):
-            if "path" not in trace:
-                return failed(f"the reference trace is only at {trace.get('uri')}; this version reads reference traces from the repository", exit_code=2)
-            path = job.root / trace["path"]
+        for item in source.lock_files if source is not None else ():
+            copy_in(job, item.path)
+            fetched.append(item.path)
+        if trace is not None:
+            if trace.path is None:
+                return failed(f"the reference trace is only at {trace.uri}; this version reads reference traces from the repository", exit_code=2)
+            path = job.root / trace.path
             if not path.is_file():  # a FIFO or a link to /dev/zero would be read forever
-                return failed(f"reference trace {trace['path']} is not a regular file in the repository", exit_code=2)
+                return failed(f"reference trace {trace.path} is not a regular file in the repository", exit_code=2)
             if path.stat().st_size > MAX_REFERENCE_TRACE:
-                return failed(f"reference trace {trace['path']} is larger than {MAX_REFERENCE_TRACE:,} bytes", exit_code=2)
-            if file_digest(path) != trace["checksum"]:
-                return failed(f"reference trace {trace['path']} is {file_digest(path)}, the record pins {trace['checksum']}")
+                return failed(f"reference trace {trace.path} is larger than {MAX_REFERENCE_TRACE:,} bytes", exit_code=2)
+            if file_digest(path) != trace.checksum:
+                return failed(f"reference trace {trace.path} is {file_digest(path)}, the record pins {trace.checksum}")
             reference_events = read_trace([path])
-        checkpoint = job.section("state", "checkpoint")
-        if isinstance(checkpoint, dict):
-            if "path" not in checkpoint:
+        checkpoint = record.state.checkpoint if record.state is not None else None
+        if checkpoint is not None:
+            if checkpoint.path is None:
                 return failed(
-                    f"checkpoint {checkpoint.get('id', '')} is only at {checkpoint.get('uri')}; fetching remote checkpoints is not implemented in this version",
+                    f"checkpoint {checkpoint.id or ''} is only at {checkpoint.uri}; fetching remote checkpoints is not implemented in this version",
                     exit_code=2,
                 )
-            copy_in(job, checkpoint["path"])
-            fetched.append(checkpoint["path"])
+            copy_in(job, checkpoint.path)
+            fetched.append(checkpoint.path)
     except OSError as exc:
         return failed(f"cannot fetch an addressed artifact: {exc}")
     except ReprogateError as exc:  # git could not write the base's tree
         return failed(f"cannot write the base's project tree: {exc.message}", exit_code=int(exc.exit_code))
     except TraceError as exc:  # the record's reference trace is not a trace: unusable input, nothing compared
-        return failed(f"cannot read the reference trace {job.section('reference', 'trace', 'path')}: {exc}", exit_code=2)
+        return failed(f"cannot read the reference trace {trace.path if trace is not None else None}: {exc}", exit_code=2)
     except ValueError as exc:
         return failed(f"cannot read the reference trace: {exc}")
     state.fetched = Fetched(tuple(fetched), tuple(reference_events), runtime_folder(job.workdir / ".reprogate" / "runtime"), deferred)

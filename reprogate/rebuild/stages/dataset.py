@@ -55,11 +55,11 @@ def _from_copy(job: RebuildJob, manifest_rel: str, data: dict[str, Any], root: s
 
 def dataset(state: RebuildState) -> StageResult:
     job = state.job
-    section = job.section("dataset")
-    if isinstance(section, dict) and section.get("used") is False:
-        return skipped(f"the record declares no dataset ({section.get('reason', '')})")
-    manifest_rel = job.section("dataset", "manifest", "path")
-    if not isinstance(manifest_rel, str):
+    section = job.record.dataset
+    if section is not None and not section.used:
+        return skipped(f"the record declares no dataset ({section.reason or ''})")
+    manifest_rel = section.manifest.path if section is not None and section.manifest is not None else None
+    if manifest_rel is None:
         return failed(
             "the record's dataset is not addressed by a manifest file in the repository; inline datasets are not fetched in this version", exit_code=2
         )
@@ -79,7 +79,7 @@ def dataset(state: RebuildState) -> StageResult:
 
 def _judge(job: RebuildJob, manifest_rel: str, manifest: Path) -> StageResult:
     data = load_manifest(manifest).data  # a JSON Lines manifest's shards are read as they are iterated
-    pinned = job.section("dataset", "manifest", "digest")
+    pinned = job.record.dataset.manifest.digest if job.record.dataset is not None and job.record.dataset.manifest is not None else None
     found = manifest_digest(data)
     if found != pinned:
         return failed(f"the dataset manifest {manifest_rel} is {found}, the record pins {pinned}")

@@ -37,9 +37,10 @@ def preflight(state: RebuildState) -> StageResult:
     job, fetched, environment = state.job, state.fetched, state.environment
     assert fetched is not None and environment is not None
     launcher = job.launcher
-    shape = launchers.record_shape(job.data, job.options.world_size, time_limit(job.options))
+    record = job.record
+    shape = launchers.record_shape(record, job.options.world_size, time_limit(job.options))
     if launcher.ranks_run_here:
-        devices, gpus = check_devices(job.record_path if (job.section("devices") or {}).get("gpus") else None)
+        devices, gpus = check_devices(job.record_path if record.devices is not None and record.devices.gpus else None)
         found_gpus = devices.detail
         if devices.status == "fail":
             return failed(f"devices: {devices.detail}")
@@ -47,8 +48,9 @@ def preflight(state: RebuildState) -> StageResult:
         gpus = shape.gpus_per_node
         found_gpus = f"{gpus} GPU(s) per node, assigned by {launcher.name}" if gpus else f"no GPU asked of {launcher.name}"
     try:
-        backend = str(job.section("execution", "collective", "backend") or ("nccl" if gpus else "gloo"))
-        env = rank_environment(job.section("execution", "env") or {}, job.workdir, fetched.runtime)
+        execution = record.execution
+        backend = str((execution.collective_backend if execution is not None else None) or ("nccl" if gpus else "gloo"))
+        env = rank_environment((execution.env if execution is not None else None) or {}, job.workdir, fetched.runtime)
         hosts = RankHosts(
             launcher,
             environment.realized,
