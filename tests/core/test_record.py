@@ -167,20 +167,27 @@ def test_anything_but_a_mapping_is_a_record_without_sections() -> None:
 
 def test_what_the_rebuild_reads_is_modelled() -> None:
     """The fields the rebuild's stages judge by (the envelope's world sizes, topology changes and
-    CPU architectures, the collective backend, the run's name) read as typed values."""
+    CPU architectures, the collective backend and scheduler, the host's name digest, the run's
+    name, why no container or dataset) read as typed values."""
     data: dict[str, Any] = {
         "metadata": {"name": "run-1"},
         "contract": {
             "level": "bitwise",
             "envelope": {"world_sizes": [2, 4], "topology_changes": ["rank-remap"], "cpu": {"architectures": ["x86_64"]}},
         },
-        "execution": {"world_size": 2, "collective": {"backend": "gloo"}},
+        "execution": {"world_size": 2, "collective": {"backend": "gloo"}, "scheduler_name": "slurm"},
+        "host": {"hostname_sha256": "sha256:" + "a" * 64},
+        "container": {"used": False, "reason": "runs where reprogate is installed"},
+        "dataset": {"used": False, "reason": "reads no data"},
     }
     record = read_record(data)
     assert record.metadata is not None and record.metadata.name == "run-1"
     assert record.contract is not None and record.execution is not None
     envelope = record.contract.envelope
     assert (envelope.world_sizes, envelope.topology_changes, envelope.cpu_architectures) == ((2, 4), ("rank-remap",), ("x86_64",))
-    assert record.execution.collective_backend == "gloo"
+    assert (record.execution.collective_backend, record.execution.scheduler_name) == ("gloo", "slurm")
+    assert record.host is not None and record.host.hostname_sha256 == "sha256:" + "a" * 64
+    assert record.container is not None and record.container.reason == "runs where reprogate is installed"
+    assert record.dataset is not None and record.dataset.reason == "reads no data"
     data["metadata"]["name"] = "no spaces allowed"
     assert read_record(data).metadata is None and read_record(data).execution == record.execution
