@@ -24,6 +24,7 @@ from reprogate.capture.cpu import (
 )
 from reprogate.rebuild.ranks import PASSED_THROUGH
 from reprogate.rebuild.state import Event, RebuildJob
+from reprogate.runtime.trace import Value, meta_events
 
 WAY_OUT = (
     "pin a portable capability (ATEN_CPU_CAPABILITY=default and MKL_CBWR=COMPATIBLE in execution.env, or "
@@ -43,8 +44,8 @@ def kernel_environment(job: RebuildJob, base: Mapping[str, str] | None = None) -
     return {**allowed, **record}
 
 
-def _reference_cpu(events: Sequence[Event]) -> list[dict[str, Any]]:
-    return [e["cpu"] for e in events if e.get("type") == "meta" and isinstance(e.get("cpu"), dict)]
+def _reference_cpu(events: Sequence[Event]) -> list[Mapping[str, Value]]:
+    return [e.cpu for e in meta_events(events) if e.cpu is not None]
 
 
 def _allowed(declared: Any, found: list[Any], normalise: Any) -> list[str]:

@@ -10,15 +10,14 @@ its envelope stage, before the run.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic
-from reprogate.core.shapes import table
 from reprogate.rules.base import RuleContext, get
 from reprogate.rules.files import AddressError, resolve
-from reprogate.runtime.trace import TraceError, leading_meta_events
+from reprogate.runtime.trace import MetaEvent, TraceError, TraceEvent, leading_meta_events, meta_events
 
 
 @dataclass(frozen=True)
@@ -39,51 +38,57 @@ def _primary_seed(data: Any) -> Any:
     return evaluation[0] if isinstance(evaluation, list) and evaluation else None
 
 
-def reference_disagreements(data: Any, events: Iterable[Mapping[str, Any]], trace_name: str = "the reference trace") -> list[Disagreement]:
+def reference_disagreements(data: Any, events: Iterable[TraceEvent], trace_name: str = "the reference trace") -> list[Disagreement]:
     """Every field where the reference trace's meta (any rank) contradicts the record, once per field."""
-    metas = sorted((e for e in events if e.get("type") == "meta"), key=lambda e: e.get("rank", 0))
+    metas = meta_events(events)
     if not metas:
         return []
     out: list[Disagreement] = []
-    plain = [
-        (("seeds", "global"), _primary_seed(data), "seed", "trace-meta-seed", "seed"),
-        (("execution", "world_size"), get(data, "execution", "world_size"), "world_size", "trace-meta-world-size", "world size"),
+    plain: list[tuple[tuple[str, ...], Any, Callable[[MetaEvent], object], str, str]] = [
+        (("seeds", "global"), _primary_seed(data), lambda m: m.seed, "trace-meta-seed", "seed"),
+        (("execution", "world_size"), get(data, "execution", "world_size"), lambda m: m.world_size, "trace-meta-world-size", "world size"),
         # a configuration pinned as the entrypoint's arguments (hash_of: argv) is not what the script handed Tracer(config=...)
-        (("job", "config", "hash"), None if get(data, "job", "config", "hash_of") == "argv" else get(data, "job", "config", "hash"), "config_digest")
+        (("job", "config", "hash"), None if get(data, "job", "config", "hash_of") == "argv" else get(data, "job", "config", "hash"), lambda m: m.config_digest)
         + ("trace-meta-config", "configuration digest"),
-        (("dataset", "manifest", "digest"), get(data, "dataset", "manifest", "digest"), "dataset_digest", "trace-meta-dataset", "dataset manifest digest"),
+        (
+            ("dataset", "manifest", "digest"),
+            get(data, "dataset", "manifest", "digest"),
+            lambda m: m.dataset_digest,
+            "trace-meta-dataset",
+            "dataset manifest digest",
+        ),
     ]
-    for path, pinned, key, code, what in plain:
+    for path, pinned, read, code, what in plain:
         if pinned is None:
             continue
-        wrong = next((m for m in metas if m.get(key) is not None and m.get(key) != pinned), None)
+        wrong = next((m for m in metas if read(m) is not None and read(m) != pinned), None)
         if wrong is not None:
-            said = f"{trace_name} was made with {what} {wrong[key]} (its meta, rank {wrong.get('rank', 0)}); the record says {pinned}"
+            said = f"{trace_name} was made with {what} {read(wrong)} (its meta, rank {wrong.rank}); the record says {pinned}"
             out.append(Disagreement(path, code, said))
     if get(data, "job", "config", "hash_of") == "trace":
-        silent = next((m for m in metas if m.get("config_digest") is None), None)
+        silent = next((m for m in metas if m.config_digest is None), None)
         if silent is not None:
             said = (
                 f"the record pins the configuration the entrypoint hands to Tracer(config=...) (job.config.hash_of: trace), and "
-                f"{trace_name} records none (its meta, rank {silent.get('rank', 0)})"
+                f"{trace_name} records none (its meta, rank {silent.rank})"
             )
             out.append(Disagreement(("job", "config", "hash_of"), "trace-meta-config", said))
-    cpu = [(m, table(m, "cpu")) for m in metas if isinstance(m.get("cpu"), dict)]
+    cpu = [(m, m.cpu) for m in metas if m.cpu is not None]
     capabilities = get(data, "contract", "envelope", "cpu", "capability")
     if isinstance(capabilities, list) and capabilities:
         allowed = {str(c).lower() for c in capabilities}
         wrong = next((m for m, c in cpu if c.get("capability") is not None and str(c["capability"]).lower() not in allowed), None)
         if wrong is not None:
-            rank = wrong.get("rank", 0)
-            said = f"{trace_name} ran torch's {wrong['cpu']['capability']} CPU kernels (its meta, rank {rank}), outside the envelope's {capabilities}"
+            rank = wrong.rank
+            said = f"{trace_name} ran torch's {(wrong.cpu or {}).get('capability')} CPU kernels (its meta, rank {rank}), outside the envelope's {capabilities}"
             out.append(Disagreement(("contract", "envelope", "cpu", "capability"), "trace-meta-cpu-capability", said))
     modes = get(data, "contract", "envelope", "cpu", "mkl_cbwr")
     if isinstance(modes, list) and modes:
         allowed = {str(m).upper() for m in modes}
         wrong = next((m for m, c in cpu if c.get("mkl_cbwr") is not None and str(c["mkl_cbwr"]).upper() not in allowed), None)
         if wrong is not None:
-            rank = wrong.get("rank", 0)
-            said = f"{trace_name} ran MKL in reproducibility mode {wrong['cpu']['mkl_cbwr']} (its meta, rank {rank}), outside the envelope's {modes}"
+            rank = wrong.rank
+            said = f"{trace_name} ran MKL in reproducibility mode {(wrong.cpu or {}).get('mkl_cbwr')} (its meta, rank {rank}), outside the envelope's {modes}"
             out.append(Disagreement(("contract", "envelope", "cpu", "mkl_cbwr"), "trace-meta-mkl-cbwr", said))
     return out
 
