@@ -64,6 +64,7 @@ class ManifestHeader:
     digest: str | None = None  # the manifest's own canonical-v1 digest, when it carries one
     include: tuple[str, ...] = ()  # selection.include
     exclude: tuple[str, ...] = ()  # selection.exclude
+    selection: bool = False  # the manifest states its selection (even an empty one): verify then reports extra files
     files: tuple[SideFile, ...] = ()
     retention: Retention | None = None
     sections: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))  # SECTIONS present, read-only
@@ -86,6 +87,7 @@ class ManifestHeader:
             data.get("digest"),
             tuple(selection.get("include") or ()),
             tuple(selection.get("exclude") or ()),
+            "selection" in data,
             tuple(SideFile(f["role"], f["name"], f["checksum"], f.get("bytes")) for f in data.get("files") or ()),
             Retention(retention.get("policy"), retention.get("expires")) if isinstance(retention, Mapping) else None,
             frozen_mapping({name: data[name] for name in SECTIONS if name in data}),
@@ -97,7 +99,7 @@ class ManifestHeader:
         found |= {"description": self.description, "namespace": self.namespace, "algorithm": self.algorithm, "created": self.created}
         found["digest"] = self.digest
         selection = {"include": list(self.include)} if self.include else {}
-        found["selection"] = {**selection, **({"exclude": list(self.exclude)} if self.exclude else {})} or None
+        found["selection"] = {**selection, **({"exclude": list(self.exclude)} if self.exclude else {})} if self.selection else None
         found["files"] = [
             {"role": f.role, "name": f.name, **({"bytes": f.bytes} if f.bytes is not None else {}), "checksum": f.checksum} for f in self.files
         ] or None
@@ -155,7 +157,7 @@ def checked(doc: Document) -> Checked:
     """`doc` with its typed header, once it is a DatasetManifest and its header passes the schema;
     else a DocumentError (exit 1) with the findings (their lines and fields)."""
     if not isinstance(doc.data, dict) or doc.data.get("kind") != "DatasetManifest":
-        kind = Diagnostic(doc.path, "not a dataset manifest (kind: DatasetManifest)", "manifest-kind", location=doc.locate(("kind",)))
+        kind = Diagnostic(doc.path, "not a dataset manifest (kind: DatasetManifest)", "not-a-manifest", location=doc.locate(("kind",)))
         raise DocumentError([kind], ExitCode.FAILED)
     problems = schema_diagnostics(header_document(doc), "DatasetManifest")
     if problems:

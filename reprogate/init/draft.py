@@ -35,7 +35,7 @@ from reprogate.core.semantics import CURRENT_TEXT
 from reprogate.core.timestamps import utc_now
 from reprogate.rebuild.compare import metrics
 from reprogate.rebuild.interval import compute
-from reprogate.runtime.trace import MetaEvent, StepEvent, TraceEvent, meta_events, plain
+from reprogate.runtime.trace import CpuFacts, MetaEvent, StepEvent, TraceEvent, meta_events, plain
 
 
 @dataclass
@@ -239,11 +239,11 @@ def envelope(record: dict[str, Any], meta: MetaEvent, level: str, gpus: list[str
         found["driver_branch"] = ["R" + driver.split(".")[0]]
     if meta.torch is not None:
         found["framework"] = {"name": "torch", "release": _release(meta.torch)}
-    cpu = meta.cpu or {}
-    if level == "bitwise" and not gpus and cpu.get("capability"):
-        found["cpu"] = {"capability": [str(cpu["capability"])], "architectures": [str(cpu.get("architecture") or platform.machine())]}
-        if cpu.get("mkl_cbwr"):
-            found["cpu"]["mkl_cbwr"] = [str(cpu["mkl_cbwr"])]
+    cpu = meta.cpu or CpuFacts()
+    if level == "bitwise" and not gpus and cpu.capability:
+        found["cpu"] = {"capability": [cpu.capability], "architectures": [cpu.architecture or platform.machine()]}
+        if cpu.mkl_cbwr:
+            found["cpu"]["mkl_cbwr"] = [cpu.mkl_cbwr]
     found["topology_changes"] = []
     return found
 

@@ -360,16 +360,15 @@ def _cpu(metas: Sequence[MetaEvent], origin: str) -> dict[str, Any]:
     """The CPU the trace's meta states (architecture, torch's kernels, MKL's mode); the rest of
     the machine is not in the store."""
     cpu = next((m.cpu for m in meta_events(metas) if m.cpu is not None), None)
-    if not cpu:
+    if cpu is None or not cpu.to_json():
         return not_recorded(origin)
     found: dict[str, Any] = {"present": True}
-    architecture, capability, mkl_cbwr = cpu.get("architecture"), cpu.get("capability"), cpu.get("mkl_cbwr")
-    if isinstance(architecture, str):
-        found["architecture"] = architecture
-    if isinstance(capability, str):
-        found["capability"] = {"effective": capability.lower(), "source": "torch"}  # the trace's meta reads it from torch
-    if isinstance(mkl_cbwr, str):
-        found["mkl_cbwr"] = mkl_cbwr
+    if cpu.architecture is not None:
+        found["architecture"] = cpu.architecture
+    if cpu.capability is not None:
+        found["capability"] = {"effective": cpu.capability.lower(), "source": "torch"}  # the trace's meta reads it from torch
+    if cpu.mkl_cbwr is not None:
+        found["mkl_cbwr"] = cpu.mkl_cbwr
     return found
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from reprogate.rebuild.realizers.base import Identity
 from reprogate.rebuild.state import Event, RebuildState
-from reprogate.runtime.trace import MetaEvent
+from reprogate.runtime.trace import CpuFacts, MetaEvent
 
 MAX_PACKAGES = 12  # package rows beyond this are counted, not listed
 UNKNOWN = "not recorded"
@@ -135,7 +135,7 @@ def side_by_side(record: dict[str, Any], rebuilt: RebuiltSide, reference_events:
     """Rows of {what, reference, rebuilt, same} for the verdict and the report; a reference value
     read from the reference trace's meta carries reference_from: "reference trace"."""
     meta = _reference_meta(reference_events)
-    meta_cpu = meta.cpu or {}
+    meta_cpu = meta.cpu or CpuFacts()
     lock_reference, lock_rebuilt = _lock_pair(record, rebuilt)
     # (what, the record's value, the reference trace's meta's, the rebuild's, whether the meta's comes
     # first): a CPU's kernels and MKL mode are what the ranks ran with, so the trace says them first
@@ -153,9 +153,9 @@ def side_by_side(record: dict[str, Any], rebuilt: RebuiltSide, reference_events:
         ("torch", _get(record, "software", "framework", "version"), meta.torch, rebuilt.torch, False),
         ("OS", _get(record, "host", "os", "pretty_name"), None, rebuilt.os, False),
         ("CPU", _get(record, "cpu", "model") or _get(record, "host", "cpu_model"), None, rebuilt.cpu.get("cpu_model"), False),
-        ("CPU architecture", _get(record, "cpu", "architecture"), meta_cpu.get("architecture"), rebuilt.architecture, False),
-        ("torch CPU kernels", _get(record, "cpu", "capability", "effective"), meta_cpu.get("capability"), rebuilt.cpu.get("cpu_capability"), True),
-        ("MKL_CBWR", _get(record, "cpu", "mkl_cbwr"), meta_cpu.get("mkl_cbwr"), rebuilt.cpu.get("mkl_cbwr"), True),
+        ("CPU architecture", _get(record, "cpu", "architecture"), meta_cpu.architecture, rebuilt.architecture, False),
+        ("torch CPU kernels", _get(record, "cpu", "capability", "effective"), meta_cpu.capability, rebuilt.cpu.get("cpu_capability"), True),
+        ("MKL_CBWR", _get(record, "cpu", "mkl_cbwr"), meta_cpu.mkl_cbwr, rebuilt.cpu.get("mkl_cbwr"), True),
         (
             "GPUs",
             [g.get("name") for g in _get(record, "devices", "gpus") or [] if isinstance(g, dict)] or None,

@@ -77,18 +77,16 @@ def reference_disagreements(data: Any, events: Iterable[TraceEvent], trace_name:
     capabilities = get(data, "contract", "envelope", "cpu", "capability")
     if isinstance(capabilities, list) and capabilities:
         allowed = {str(c).lower() for c in capabilities}
-        wrong = next((m for m, c in cpu if c.get("capability") is not None and str(c["capability"]).lower() not in allowed), None)
-        if wrong is not None:
-            rank = wrong.rank
-            said = f"{trace_name} ran torch's {(wrong.cpu or {}).get('capability')} CPU kernels (its meta, rank {rank}), outside the envelope's {capabilities}"
+        outside = next(((m, c) for m, c in cpu if c.capability is not None and c.capability.lower() not in allowed), None)
+        if outside is not None:
+            said = f"{trace_name} ran torch's {outside[1].capability} CPU kernels (its meta, rank {outside[0].rank}), outside the envelope's {capabilities}"
             out.append(Disagreement(("contract", "envelope", "cpu", "capability"), "trace-meta-cpu-capability", said))
     modes = get(data, "contract", "envelope", "cpu", "mkl_cbwr")
     if isinstance(modes, list) and modes:
         allowed = {str(m).upper() for m in modes}
-        wrong = next((m for m, c in cpu if c.get("mkl_cbwr") is not None and str(c["mkl_cbwr"]).upper() not in allowed), None)
-        if wrong is not None:
-            rank = wrong.rank
-            said = f"{trace_name} ran MKL in reproducibility mode {(wrong.cpu or {}).get('mkl_cbwr')} (its meta, rank {rank}), outside the envelope's {modes}"
+        outside = next(((m, c) for m, c in cpu if c.mkl_cbwr is not None and c.mkl_cbwr.upper() not in allowed), None)
+        if outside is not None:
+            said = f"{trace_name} ran MKL in reproducibility mode {outside[1].mkl_cbwr} (its meta, rank {outside[0].rank}), outside the envelope's {modes}"
             out.append(Disagreement(("contract", "envelope", "cpu", "mkl_cbwr"), "trace-meta-mkl-cbwr", said))
     return out
 

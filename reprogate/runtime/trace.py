@@ -98,7 +98,21 @@ def check_event(event: object, where: str) -> dict[str, Any]:
         for name in ("cpu", "determinism"):
             if name in event and not isinstance(event[name], dict):
                 raise TraceError(f"{where}: {name} is an object, not {_shown(event[name])}")
+        if "cpu" in event:
+            _cpu(event["cpu"], where)
     return event
+
+
+def _cpu(cpu: Mapping[str, Any], where: str) -> None:
+    """The meta's cpu facts of the types process_facts.cpu_facts writes them."""
+    for name in ("architecture", "capability", "mkl_cbwr"):
+        if name in cpu and not isinstance(cpu[name], str):
+            raise TraceError(f"{where}: cpu.{name} is a string, not {_shown(cpu[name])}")
+    if "threads" in cpu and not _integer(cpu["threads"]):
+        raise TraceError(f"{where}: cpu.threads is an integer, not {_shown(cpu['threads'])}")
+    if "portable" in cpu and not isinstance(cpu["portable"], bool):
+        raise TraceError(f"{where}: cpu.portable is true or false, not {_shown(cpu['portable'])}")
+    _table(cpu, "env", lambda v: isinstance(v, str), "a string", where, "cpu.env")
 
 
 def _strings(event: Mapping[str, Any], names: Iterable[str], where: str) -> None:
@@ -107,16 +121,51 @@ def _strings(event: Mapping[str, Any], names: Iterable[str], where: str) -> None
             raise TraceError(f"{where}: {name} is a string, not {_shown(event[name])}")
 
 
-def _table(event: Mapping[str, Any], name: str, kind: Any, words: str, where: str) -> None:
-    """An object whose every value is `kind` (metrics: numbers; tensors: digests)."""
+def _table(event: Mapping[str, Any], name: str, kind: Any, words: str, where: str, field_name: str | None = None) -> None:
+    """An object whose every value is `kind` (metrics: numbers; tensors: digests), its field named
+    `field_name` in a message (by default `name`)."""
     if name not in event:
         return
-    table = event[name]
+    table, shown = event[name], field_name or name
     if not isinstance(table, dict):
-        raise TraceError(f"{where}: {name} is an object, not {_shown(table)}")
+        raise TraceError(f"{where}: {shown} is an object, not {_shown(table)}")
     wrong = next((k for k, v in table.items() if not kind(v)), None)
     if wrong is not None:
-        raise TraceError(f"{where}: {name}.{wrong[:60]} is {words}, not {_shown(table[wrong])}")
+        raise TraceError(f"{where}: {shown}.{wrong[:60]} is {words}, not {_shown(table[wrong])}")
+
+
+@dataclass(frozen=True)
+class CpuFacts:
+    """The CPU side of a rank as the meta states it (process_facts.cpu_facts): the architecture,
+    torch's CPU capability (its kernels), MKL's reproducibility mode, the thread count, the CPU
+    variables set, and whether the portable CPU mode was applied; anything else is in `extra`."""
+
+    architecture: str | None = None
+    capability: str | None = None
+    mkl_cbwr: str | None = None
+    threads: int | None = None
+    portable: bool | None = None
+    env: Mapping[str, str] | None = None
+    extra: Mapping[str, Value] = field(default_factory=lambda: EMPTY)
+
+    def to_json(self) -> dict[str, Any]:
+        found = {name: getattr(self, name) for name in ("architecture", "capability", "mkl_cbwr", "threads", "portable")}
+        found["env"] = dict(self.env) if self.env is not None else None
+        return {**plain(self.extra), **_without_none(found)}
+
+    @staticmethod
+    def of(cpu: Mapping[str, Any]) -> CpuFacts:
+        """The facts of a cpu object check_event passed."""
+        env = cpu.get("env")
+        return CpuFacts(
+            cpu.get("architecture"),
+            cpu.get("capability"),
+            cpu.get("mkl_cbwr"),
+            cpu.get("threads"),
+            cpu.get("portable"),
+            MappingProxyType(dict(env)) if env is not None else None,
+            _extra(cpu, CPU_FIELDS),
+        )
 
 
 def frozen(value: Any) -> Value:
@@ -209,7 +258,7 @@ class MetaEvent:
     config_digest: str | None = None
     dataset_digest: str | None = None
     torch: str | None = None
-    cpu: Mapping[str, Value] | None = None  # process_facts.cpu_facts: capability, mkl_cbwr, portable, ...
+    cpu: CpuFacts | None = None
     determinism: Mapping[str, Value] | None = None  # process_facts.determinism_facts: torch's switches
     step: int | None = None
     extra: Mapping[str, Value] = field(default_factory=lambda: EMPTY)
@@ -217,7 +266,8 @@ class MetaEvent:
     kind: ClassVar[str] = "meta"
 
     def to_json(self) -> dict[str, Any]:
-        found = {name: plain(getattr(self, name)) for name in sorted(META_FIELDS - {"type"})}
+        found = {name: plain(getattr(self, name)) for name in sorted(META_FIELDS - {"type", "cpu"})}
+        found["cpu"] = self.cpu.to_json() if self.cpu is not None else None
         return {**plain(self.extra), **_without_none({"type": "meta", **found})}
 
 
@@ -246,6 +296,7 @@ TraceEvent = StepEvent | MetricEvent | MetaEvent | OtherEvent
 
 STEP_FIELDS = frozenset({"type", "rank", "step", "loss", "lr", "batch", "metrics", "tensors", "model_state"})
 METRIC_FIELDS = frozenset({"type", "rank", "step", "name", "value"})
+CPU_FIELDS = frozenset({"architecture", "capability", "mkl_cbwr", "threads", "portable", "env"})
 META_FIELDS = frozenset({"type", "rank", "world_size", "seed", "digest", "config_digest", "dataset_digest", "torch", "cpu", "determinism", "step"})
 
 
@@ -287,7 +338,7 @@ def typed_event(event: Mapping[str, Any]) -> TraceEvent:
             event.get("config_digest"),
             event.get("dataset_digest"),
             event.get("torch"),
-            _frozen_table(cpu) if cpu is not None else None,
+            CpuFacts.of(cpu) if cpu is not None else None,
             _frozen_table(determinism) if determinism is not None else None,
             event.get("step"),
             _extra(event, META_FIELDS),

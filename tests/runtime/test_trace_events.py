@@ -14,6 +14,7 @@ from support import REPO
 
 from reprogate.rebuild.compare import compare_values, first_difference, step_events
 from reprogate.runtime.trace import (
+    CpuFacts,
     MetaEvent,
     MetricEvent,
     OtherEvent,
@@ -57,7 +58,7 @@ def test_every_field_of_a_real_trace_is_an_attribute_or_in_extra(path: Path) -> 
             value = getattr(event, name)
             assert (value is None) == (name not in line) or name == "rank", name
             if value is not None:
-                assert value == line[name], name  # a mapping proxy compares equal to the object it was read from
+                assert (value.to_json() if isinstance(value, CpuFacts) else value) == line[name], name  # a mapping proxy equals its object
         assert dict(event.extra) == {k: v for k, v in line.items() if k not in (*named, "type")}
 
 
@@ -67,6 +68,8 @@ def test_the_reference_of_the_tiny_example_reads_into_its_kinds() -> None:
     assert [m.rank for m in metas] == [0, 1] and all(m.world_size == 2 and m.seed == 1 and m.digest == "sha256" for m in metas)
     assert metas[0].extra == {"steps": 80}, "a field the meta's format does not name is kept"
     assert metas[0].determinism is not None and metas[0].determinism["deterministic_algorithms"] is True
+    cpu = metas[0].cpu
+    assert cpu == CpuFacts("x86_64", "default", "COMPATIBLE", 1, False, {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "OMP_NUM_THREADS": "1"})
     steps = [e for e in events if isinstance(e, StepEvent)]
     assert len(steps) == 160 and all(s.batch and s.model_state and s.tensors and s.loss is not None for s in steps)
     assert [(m.name, m.rank) for m in events if isinstance(m, MetricEvent)] == [("val_loss", 0)]
@@ -83,10 +86,11 @@ def test_the_events_are_frozen_to_the_last_mapping() -> None:
     assert isinstance(meta, MetaEvent) and isinstance(step, StepEvent) and meta.cpu is not None and step.metrics is not None
     with pytest.raises(dataclasses.FrozenInstanceError):
         step.step = 2  # type: ignore[misc]
-    for table in (step.metrics, step.tensors, meta.cpu, meta.cpu["env"], meta.extra, meta.extra["framework"]):
+    assert meta.cpu.env is not None
+    for table in (step.metrics, step.tensors, meta.cpu.env, meta.cpu.extra, meta.extra, meta.extra["framework"]):
         with pytest.raises(TypeError):
             table["x"] = 1  # type: ignore[index]
-    assert meta.cpu["flags"] == ("avx2",), "an array is a tuple"
+    assert meta.cpu.extra["flags"] == ("avx2",), "an array is a tuple, and a cpu fact the format does not name is kept"
     assert meta.to_json()["cpu"] == {"env": {"OMP_NUM_THREADS": "1"}, "flags": ["avx2"]}, "and plain JSON again when written out"
 
 
@@ -126,6 +130,9 @@ def test_a_line_of_another_type_is_kept_whole() -> None:
         ('{"type": "step", "step": 1, "tensors": {"w": 1}}', "line 2: tensors.w is a string, not 1"),
         ('{"type": "meta", "rank": 0, "seed": "7"}', 'line 2: seed is an integer, not "7"'),
         ('{"type": "meta", "rank": 0, "cpu": "x86"}', 'line 2: cpu is an object, not "x86"'),
+        ('{"type": "meta", "rank": 0, "cpu": {"capability": 5}}', "line 2: cpu.capability is a string, not 5"),
+        ('{"type": "meta", "rank": 0, "cpu": {"portable": "yes"}}', 'line 2: cpu.portable is true or false, not "yes"'),
+        ('{"type": "meta", "rank": 0, "cpu": {"env": {"OMP_NUM_THREADS": 1}}}', "line 2: cpu.env.OMP_NUM_THREADS is a string, not 1"),
         ('{"type": "meta", "rank": 0, "config_digest": 1}', "line 2: config_digest is a string, not 1"),
     ],
 )
