@@ -169,7 +169,8 @@ class CpuFacts:
 
 
 def frozen(value: Any) -> Value:
-    """A JSON value made read-only: objects as mappings no one can change, arrays as tuples."""
+    """A JSON value made read-only: objects as mappings no one can change, arrays as tuples (what
+    core.frozen.freeze does; runtime/ imports no core module but canonical, so it has its own)."""
     if isinstance(value, dict):
         return MappingProxyType({str(k): frozen(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
