@@ -157,8 +157,9 @@ def _detect(repo: Path, base: str, head: str, config: Config) -> DetectResult:
         first = len(result.changes)
         result.add(_judge(versions, rooted, ctx))
         placer = Placer(versions)
-        for change in result.changes[first:]:  # only the listed ones are placed
-            change.line = placer.line(change)
+        for change in result.changes[first:]:  # only the listed ones are placed, unless their detector knew the line
+            if not change.line:
+                change.line = placer.line(change)
     _pinned_changes(repo, base_sha, config, prefix, files, result)  # every file, ignored or not: a record's pins outrank watch.ignore
     return result
 

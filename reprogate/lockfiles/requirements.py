@@ -247,14 +247,15 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
     return [(number, line) for number, line in ((n.line_number, n.line) for n in prp.preprocess(text) if not isinstance(n, prp.CommentLine)) if line.strip()]
 
 
-# (name, requirement, version or None, hashes) of one requirement line
-Entry = tuple[str, str, str | None, frozenset[str]]
+# (name, requirement, version or None, hashes, line) of one requirement line; the line is the
+# 1-based number of its first physical line, where detect places a change of it
+Entry = tuple[str, str, str | None, frozenset[str], int]
 
 
 def read(text: str) -> Parsed:
     """Packages and options of a requirements file; LockFileError names the line of a bad one."""
     entries, options = read_entries(text)
-    return Parsed([Locked(name, version, hashes, requirement=requirement) for name, requirement, version, hashes in entries], options)
+    return Parsed([Locked(name, version, hashes, requirement=requirement) for name, requirement, version, hashes, _ in entries], options)
 
 
 def read_entries(text: str) -> tuple[list[Entry], list[Option]]:
@@ -266,7 +267,7 @@ def read_entries(text: str) -> tuple[list[Entry], list[Option]]:
         if kind == "invalid":
             raise LockFileError(f"line {number}: {value}: {line.strip()[:80]!r}")
         if kind == "requirement":
-            entries.append(value)
+            entries.append((*value, number))
         elif kind == "unnamed":
             options.append(Option(value[0], value[1], number))
         else:
