@@ -91,9 +91,9 @@ def test_the_parsers_line_is_the_one_a_search_of_the_file_finds_for_pip_compile_
 def test_a_file_outside_pip_compiles_shape_is_placed_from_pips_own_line_numbers() -> None:
     """A comment after a continuation sends the file through pip-requirements-parser's preprocess
     rather than the pip-compile reader: its line numbers are the entries' first lines too."""
-    before = "# pins\ntorch==2.4.0 \\\n    --hash=sha256:aa  # cuda 12.4\nnumpy==1.26.4 ; python_version < '3.13'\n"
-    after = "# pins\nnumpy==2.0.0 ; python_version < '3.13'\n\ntorch==2.5.1 \\\n    --hash=sha256:bb  # cuda 12.4\n"
-    assert {subject: line for subject, line, _ in placements(before, after)} == {"numpy": 2, "torch": 4}
+    before = "# pins\n-r base.txt\ntorch==2.4.0 \\\n    --hash=sha256:aa  # cuda 12.4\nnumpy==1.26.4 ; python_version < '3.13'\n"
+    after = "# pins\nnumpy==2.0.0 ; python_version < '3.13'\n\ntorch==2.5.1 \\\n    --hash=sha256:bb  # cuda 12.4\n-r  base-cu124.txt  # the CUDA wheels\n"
+    assert {subject: line for subject, line, _ in placements(before, after)} == {"-r": 6, "numpy": 2, "torch": 4}
 
 
 def test_a_pin_named_like_a_hash_algorithm_is_placed_on_its_own_line() -> None:
