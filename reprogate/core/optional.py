@@ -44,6 +44,7 @@ OPTIONAL_MODULES: tuple[str, ...] = (
     "fcntl",
     "tomllib",
     "tomli",  # tomllib's name before Python 3.11
+    "yaml",
 )
 
 
