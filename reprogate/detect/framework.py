@@ -117,10 +117,10 @@ def _lock_pins(entries: list[Locked], ignore: set[str]) -> Pins:
     return pins
 
 
-def _requirements_pins(text: str, ignore: set[str]) -> Pins:
+def _requirements_pins(text: str, known: dict[str, tuple[str, Any]]) -> Pins:
     """Each requirement and option with the line pip's parser read it from: a change is placed
-    there without searching the file for its name."""
-    entries, options = requirements_txt.read_entries(text)  # no groups in a requirements file: none is ignored
+    there without searching the file for its name. `known`: the lines both revisions share."""
+    entries, options = requirements_txt.read_entries(text, known)  # no groups in a requirements file: none is ignored
     pins: Pins = {}
     for name, requirement, version, hashes, line in entries:
         _add(pins, ("", name), _requirement_pin(name, requirement, version, hashes, line))
@@ -228,7 +228,8 @@ def pins(v: Versions, which: str, ctx: DetectContext) -> Pins:
     def read() -> Pins:
         module = format_for(v.path)
         if module is not None and module.FORMAT == "pip-requirements":
-            return _requirements_pins(text, ctx.ignore_groups)
+            known: dict[str, tuple[str, Any]] = v.memo("requirement lines", dict)
+            return _requirements_pins(text, known)
         if module is not None:
             return _lock_pins(module.parse(text), ctx.ignore_groups)
         if v.name == "pyproject.toml":
