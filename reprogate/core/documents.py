@@ -73,7 +73,7 @@ _FLOAT_RE = re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0
 def plain_loader() -> Any:
     """The loader class, made when the first document is composed (it derives from PyYAML's)."""
 
-    class PlainLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    class PlainLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]  # the base is picked at run time (libyaml where built)
         """libyaml's composer with implicit typing switched off: we type plain scalars ourselves."""
 
         def resolve(self, kind: type, value: Any, implicit: Any) -> str:
