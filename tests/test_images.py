@@ -12,7 +12,8 @@ from click.testing import Result
 from support import edit_record, require_tool
 from support.registry import Registry, start_registry
 
-from reprogate.images.registry import ImageError, RegistryClient, RegistryUnreachable, parse_reference
+from reprogate.images.errors import ImageError, RegistryUnreachable
+from reprogate.images.registry import RegistryClient, parse_reference
 
 Cli = Callable[..., Result]
 
@@ -81,7 +82,7 @@ def test_multi_platform_index(cli: Cli, registry: Registry) -> None:
     registry.push("demo/multi", "v1", "payload", platforms=("amd64", "arm64"))
     found = RegistryClient().resolve(f"{registry.host}/demo/multi:v1", platform="linux/arm64")
     assert found.digest == registry.inspect_digest("demo/multi:v1")
-    assert found.platforms == ["linux/amd64", "linux/arm64"] and found.platform_digest and found.platform_digest != found.digest
+    assert found.platforms == ("linux/amd64", "linux/arm64") and found.platform_digest and found.platform_digest != found.digest
     result = cli("image", "resolve", "--platform", "linux/riscv64", f"{registry.host}/demo/multi:v1")
     assert result.exit_code == 1 and "no manifest for platform linux/riscv64" in result.output
 

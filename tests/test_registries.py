@@ -17,7 +17,7 @@ import reprogate.rebuild.realizers as realizers
 import reprogate.rebuild.stages as stages
 import reprogate.rules as rules
 
-SHARED = {"base", "local"}  # modules holding a family's shared parts, not members
+SHARED = {"base", "local", "rank_reports"}  # modules holding a family's shared parts, not members
 
 
 def _modules(package: ModuleType) -> list[ModuleType]:

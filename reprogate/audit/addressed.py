@@ -21,7 +21,8 @@ from reprogate.core.schema_check import schema_diagnostics
 from reprogate.core.shapes import table
 from reprogate.datasets.manifest_lines import ManifestLineError, ShardLines
 from reprogate.datasets.manifests import LineDocument, load_manifest
-from reprogate.images.registry import InvalidReference, parse_reference
+from reprogate.images.errors import InvalidReference
+from reprogate.images.registry import parse_reference
 
 
 @dataclass(frozen=True)

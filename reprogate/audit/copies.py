@@ -16,7 +16,8 @@ from typing import Literal
 from reprogate.audit.addressed import Input
 from reprogate.datasets.hashing import AlgorithmUnavailable, hash_file
 from reprogate.datasets.remote import Missing, Remote, RemoteUnreachable
-from reprogate.images.registry import ImageError, Reference, RegistryClient, RegistryUnreachable
+from reprogate.images.errors import ImageError, RegistryUnreachable
+from reprogate.images.registry import Reference, RegistryClient
 
 IMAGE_KINDS = ("image", "base-image")
 

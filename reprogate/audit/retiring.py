@@ -34,7 +34,8 @@ from reprogate.core.documents import DocumentError, load_document
 from reprogate.core.errors import UsageError
 from reprogate.datasets.manifests import load_manifest
 from reprogate.datasets.remote import Remote
-from reprogate.images.registry import InvalidReference, Reference, RegistryClient, parse_reference
+from reprogate.images.errors import InvalidReference
+from reprogate.images.registry import Reference, RegistryClient, parse_reference
 
 DATASET_KINDS = ("dataset-manifest", "shard", "dataset-file")
 TargetKind = Literal["name", "uri", "folder", "image-digest"]

@@ -18,7 +18,8 @@ from reprogate.core.errors import UsageError
 from reprogate.core.fileio import atomic_write
 from reprogate.core.shapes import table
 from reprogate.core.yamlout import dump_yaml
-from reprogate.images.registry import ImageError, RegistryClient, RegistryUnreachable
+from reprogate.images.errors import ImageError, RegistryUnreachable
+from reprogate.images.registry import RegistryClient
 from reprogate.output.result import CommandResult
 from reprogate.runtime.trace import MetaEvent, leading_meta_events, meta_events, plain
 

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from reprogate.core.levels import TRACE_LEVELS
+from reprogate.core.record import Detect, Metric
 from reprogate.core.tdist import chi2_quantile, t_quantile
 
 POWER = 0.8  # the power a shift is called detectable at
@@ -225,9 +226,16 @@ def interval_bounds(values: Sequence[float], alpha: float, resolution: float = 0
     return low, high
 
 
+def _field(metric: object, name: str) -> object:
+    """A field of `contract.metric`, typed (`core.record.Metric`) or, from readers not yet typed, a mapping."""
+    if isinstance(metric, Metric):
+        return getattr(metric, name)
+    return metric.get(name) if isinstance(metric, dict) else None
+
+
 def metric_test(metric: object) -> str | None:
     """`contract.metric.test` as the rule reads it: None (the record names none: `difference`)."""
-    value = metric.get("test") if isinstance(metric, dict) else None
+    value = _field(metric, "test")
     return value if isinstance(value, str) and value in TESTS else None
 
 
@@ -238,9 +246,9 @@ def failing_side(metric: object) -> Side:
     """Which deviation of the rebuild fails: `fail_on: worse` with `direction: lower` fails only
     a higher metric, with `direction: higher` only a lower one; anything else (a record without
     `fail_on`, as before) either way. `validate` refuses `fail_on: worse` without a direction."""
-    if not isinstance(metric, dict) or metric.get("fail_on") != "worse":
+    if _field(metric, "fail_on") != "worse":
         return "both"
-    direction = metric.get("direction")
+    direction = _field(metric, "direction")
     return "higher" if direction == "lower" else ("lower" if direction == "higher" else "both")
 
 
@@ -630,18 +638,19 @@ def grid_step(values: Sequence[float]) -> float:
 def declared_shift(metric: object, mean: float) -> float | None:
     """The shift `contract.metric.detect` says the test must catch, in the metric's units
     (`relative` is a share of the reference mean's magnitude); None where none is declared."""
-    detect = metric.get("detect") if isinstance(metric, dict) else None
-    if not isinstance(detect, dict):
+    detect = _field(metric, "detect")
+    if not isinstance(detect, Detect | dict):
         return None
     for key, scale in (("absolute", 1.0), ("relative", abs(mean))):
-        value = detect.get(key)
+        value = getattr(detect, key) if isinstance(detect, Detect) else detect.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
             return float(value) * scale
     return None
 
 
 def target_power(metric: object) -> float:
-    value = metric.get("detect", {}).get("power") if isinstance(metric, dict) and isinstance(metric.get("detect"), dict) else None
+    detect = _field(metric, "detect")
+    value = detect.power if isinstance(detect, Detect) else (detect.get("power") if isinstance(detect, dict) else None)
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1 else POWER
 
 

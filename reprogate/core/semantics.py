@@ -14,9 +14,9 @@ Today one default has changed: the realizer of a record that pins lock files and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from reprogate import __version__
+from reprogate.core.record import RunRecord
 
 Release = tuple[int, int]
 
@@ -50,9 +50,8 @@ class SemanticsError(ValueError):
     """A `semantics` value that is not a release, or one newer than this reprogate."""
 
 
-def stated(data: Any) -> Release | None:
-    """The release a record states it was written under; None when it states none."""
-    value = data.get("semantics") if isinstance(data, dict) else None
+def stated(value: str | None) -> Release | None:
+    """The release a record's `semantics` states it was written under; None when it states none."""
     if value is None:
         return None
     try:
@@ -67,15 +66,8 @@ def stated(data: Any) -> Release | None:
     return found
 
 
-def _section(data: Any, *keys: str) -> Any:
-    for key in keys:
-        data = data.get(key) if isinstance(data, dict) else None
-    return data
-
-
-def ran_in_container(data: Any) -> bool:
-    box = _section(data, "container")
-    return isinstance(box, dict) and box.get("used") is not False
+def ran_in_container(record: RunRecord) -> bool:
+    return record.container is not None and record.container.used
 
 
 @dataclass(frozen=True)
@@ -87,14 +79,14 @@ class ImpliedRealizer:
     unstated: bool  # no semantics to say which default was meant: validate warns
 
 
-def implied_realizer(data: Any) -> ImpliedRealizer | None:
+def implied_realizer(record: RunRecord) -> ImpliedRealizer | None:
     """The realizer of a record without `job.environment.realizer`; None when nothing implies one
     (no container, no lock file). Raises SemanticsError for a `semantics` this release cannot read."""
-    if ran_in_container(data):
+    if ran_in_container(record):
         return ImpliedRealizer("container", "the reference ran in a container", False)
-    if not _section(data, "source", "lock_files"):
+    if record.source is None or not record.source.lock_files:
         return None
-    release = stated(data)
+    release = stated(record.semantics)
     change = REALIZER_CHANGE
     if release is not None and release < change.since:
         said = f"the record states semantics {release[0]}.{release[1]}, whose rebuilds ran a record with lock files in reprogate's interpreter"

@@ -25,7 +25,8 @@ def is_url(name: str) -> bool:
 
 # Names of this shape pass every check below (no `:`, `\\` or NUL, not absolute, no `..`): the
 # common case costs one regular-expression match.
-_PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./+=@,-]*")
+PLAIN_NAME = r"[A-Za-z0-9_][A-Za-z0-9_./+=@,-]*"  # also verify_lines' pattern of a whole plain shard line
+_PLAIN = re.compile(PLAIN_NAME)
 # Whether a name has that shape (a match object or None); with no `..` in it, it is safe as it is.
 plain_shape = _PLAIN.fullmatch
 

@@ -5,12 +5,16 @@ name for safety, and comparing results: as much as opening and hashing a small f
 calling process it would leave the workers waiting, so the caller only reads raw lines and hands
 out chunks of them; each worker parses, checks, stats and hashes a chunk and sends back what is
 wrong plus the names in it (for the order check across chunks and the search for extra files).
+A chunk whose lines are all as `dataset manifest` writes a plain file shard is read with one
+regular-expression match over the chunk instead of a JSON parse and a schema test per line.
 """
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Generator, Iterator
+import re
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from itertools import chain, islice
 from os import SEEK_END
@@ -37,7 +41,7 @@ from reprogate.datasets.manifest_lines import (
     parse_line,
     scan_lenient,
 )
-from reprogate.datasets.names import RootGuard, UnsafeName, is_url, plain_shape
+from reprogate.datasets.names import PLAIN_NAME, RootGuard, UnsafeName, is_url, plain_shape
 from reprogate.datasets.shard_checker import shard_checker
 
 NAME_HINT = "shard names are relative POSIX paths inside the dataset root"
@@ -70,14 +74,48 @@ def order_problem(display: str, line: int, name: str, previous: str) -> Diagnost
 
 _GUARDS: dict[str, RootGuard] = {}
 
+# The line `dataset manifest` writes for a plain file shard, whole: exactly name, bytes and
+# checksum in that order and spacing, a name of the plain shape (no escapes: its JSON text is the
+# name), a size in JSON's integer form and a checksum of the manifest's algorithm. A line of this
+# shape parses to a shard the schema accepts (names.PLAIN_NAME is safe but for `..`), so a piece of
+# such lines needs neither a JSON parse nor a schema test per line; anything else, a byte apart,
+# is not matched and goes the general way (_plain_lines_of compiles it).
+_HEX_DIGITS = {"sha256": 64, "blake3": 64, "md5": 32}
+
+
+@functools.cache
+def _plain_lines_of(algorithm: str) -> Callable[[str], list[tuple[str, str, str]]] | None:
+    """findall of the plain shard line of `algorithm` (compiled when first needed: the compile is
+    a visible share of the command's start-up, and check_shard_lines does it before forking)."""
+    digits = _HEX_DIGITS.get(algorithm)
+    if digits is None:
+        return None
+    pattern = rf'^\{{"name": "({PLAIN_NAME})", "bytes": (0|[1-9][0-9]{{0,17}}), "checksum": "({algorithm}:[0-9a-f]{{{digits}}})"\}}$'
+    return re.compile(pattern, re.MULTILINE | re.ASCII).findall
+
+
+def plain_lines(piece: bytes, algorithm: str) -> list[tuple[str, str, str]] | None:
+    """(name, bytes as text, checksum) of every line of `piece` when every one is a plain file
+    shard as `dataset manifest` writes it (the comment above), else None: one match over the whole
+    piece instead of a parse per line. A piece as long as a line may be is never taken here, so
+    the general way still says which line is too long."""
+    findall = _plain_lines_of(algorithm)
+    if findall is None or len(piece) >= MAX_LINE or not piece.isascii():
+        return None
+    rows: list[tuple[str, str, str]] = findall(piece.decode("ascii"))
+    # one match per line or fewer: a match cannot span a newline, nor two start on one line
+    return rows if len(rows) == piece.count(b"\n") + (not piece.endswith(b"\n")) else None
+
 
 def check_lines(piece: bytes, first_line: int, display: str, algorithm: str, root: str, read: bool) -> LinesResult:
     """Parse, check and (when `read`) hash a piece of whole shard lines starting at `first_line`.
 
     The common shard (a plain name, its size and checksum; a small regular file whose size is
     the manifest's) is handled inline with one open, fstat, read and close and no call of ours:
-    this loop runs once per shard of a million-shard dataset. Anything else takes the general
-    path (the schema, RootGuard, FileReader.check), which says exactly what is wrong."""
+    this loop runs once per shard of a million-shard dataset. A piece of lines all as `dataset
+    manifest` writes them (plain_lines) is not parsed line by line at all. Anything else takes the
+    general path (the JSON parse, the schema, RootGuard, FileReader.check), which says exactly what
+    is wrong."""
     result = LinesResult()
     folder_fd = -1
     try:
@@ -106,11 +144,15 @@ def _check_lines(result: LinesResult, piece: bytes, first_line: int, display: st
     folder_fd = -1
     names = result.names
     passed = hashed = 0
-    parts = piece.split(b"\n")
-    last = parts.pop()  # b"" when the piece ends with a newline; else the file's unterminated last line
-    if last:
-        parts.append(last)
-    unterminated = first_line + len(parts) - 1 if last else -1
+    fast = plain_lines(piece, algorithm)
+    parts: list[Any] = fast or []
+    unterminated = -1
+    if fast is None:
+        parts = piece.split(b"\n")
+        last = parts.pop()  # b"" when the piece ends with a newline; else the file's unterminated last line
+        if last:
+            parts.append(last)
+        unterminated = first_line + len(parts) - 1 if last else -1
     # Typed, not checked again: a line's JSON is anything (Any) until the validity test below (the
     # inline one of the common shape, else the schema, which requires all three) has passed, and
     # only then are these used as the str, int and str they are: no cast or isinstance per shard.
@@ -118,30 +160,37 @@ def _check_lines(result: LinesResult, piece: bytes, first_line: int, display: st
     name: str
     expected: int
     checksum: str
+    raw: Any  # a line's bytes, or its plain_lines row
+    common: object  # whether the shard has the common shape (a truthy test's value)
     for line, raw in enumerate(parts, first_line):
-        shard = None
-        if len(raw) < MAX_LINE:  # parse_line's fast path, inline: one object, nothing after it
-            try:
-                text = raw.decode("utf-8")
-                shard, end = scan(text, 0)
-                if type(shard) is not dict or end != len(text):
+        if fast is not None:  # a plain file shard, known valid (plain_lines)
+            name, size_text, checksum = raw
+            expected = int(size_text)
+            common = True
+        else:
+            shard = None
+            if len(raw) < MAX_LINE:  # parse_line's fast path, inline: one object, nothing after it
+                try:
+                    text = raw.decode("utf-8")
+                    shard, end = scan(text, 0)
+                    if type(shard) is not dict or end != len(text):
+                        shard = None
+                except (StopIteration, ValueError, RecursionError):
                     shard = None
-            except (StopIteration, ValueError, RecursionError):
-                shard = None
-        if shard is None:  # anything else, said exactly (or a line parse_line still accepts)
-            try:
-                text, shard = parse_line(raw, display, line, strict=False, terminated=line != unterminated)
-            except ManifestLineError as exc:
-                result.damaged = exc.diagnostics
-                break
-        name, expected, checksum = shard.get("name"), shard.get("bytes"), shard.get("checksum")
-        # ShardChecker.valid's own test of the shape every plain shard has, inline
-        common = (
-            len(shard) == 3 and type(name) is str and name and type(expected) is int and expected >= 0 and type(checksum) is str and checksum_form(checksum)
-        )
-        if not common and not valid(shard):
-            result.invalid.extend(checker.explain(display, line - 2, line, text, shard))
-            continue
+            if shard is None:  # anything else, said exactly (or a line parse_line still accepts)
+                try:
+                    text, shard = parse_line(raw, display, line, strict=False, terminated=line != unterminated)
+                except ManifestLineError as exc:
+                    result.damaged = exc.diagnostics
+                    break
+            name, expected, checksum = shard.get("name"), shard.get("bytes"), shard.get("checksum")
+            # ShardChecker.valid's own test of the shape every plain shard has, inline
+            common = (
+                len(shard) == 3 and type(name) is str and name and type(expected) is int and expected >= 0 and type(checksum) is str and checksum_form(checksum)
+            )
+            if not common and not valid(shard):
+                result.invalid.extend(checker.explain(display, line - 2, line, text, shard))
+                continue
         if name <= previous:
             result.invalid.append(order_problem(display, line, name, previous))
             break
@@ -150,11 +199,11 @@ def _check_lines(result: LinesResult, piece: bytes, first_line: int, display: st
             result.first_name_line = line
         names.append(name)
         index = line - 2
-        if ("://" in name and is_url(name)) or (not common and shard.get("kind", "file") != "file"):
+        if fast is None and (("://" in name and is_url(name)) or (not common and shard.get("kind", "file") != "file")):
             result.deferred.append((index, shard))
             continue
         folder, _, base = name.rpartition("/")
-        if not (common and plain(name) and ".." not in name and folder == checked_folder):
+        if not ((fast is not None or (common and plain(name))) and ".." not in name and folder == checked_folder):
             try:
                 folder_checked(name)
             except UnsafeName as exc:
@@ -238,6 +287,7 @@ def check_shard_lines(lines: ShardLines, display: str, root: str, algorithm: str
     """LinesResult of each chunk of `lines`, in order, checked by worker processes (many lines),
     threads, or here. A chunk is read only while `control.read` is on; after that, checked only."""
     jobs = worker_count(jobs)
+    _plain_lines_of(algorithm)  # compiled once here, not in every worker
     learned = [0, 0]
     stream = chunks(lines, learned)
     head = list(islice(stream, 1 + PROCESS_MIN_FILES // FIRST_CHUNK_LINES))

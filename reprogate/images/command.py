@@ -13,8 +13,9 @@ from reprogate.core.errors import ReprogateError, UsageError
 from reprogate.core.fileio import atomic_write
 from reprogate.detect.dockerfile import DockerfileError, from_lines
 from reprogate.images.engine import connect
-from reprogate.images.registry import ImageError, RegistryUnreachable, parse_reference
+from reprogate.images.errors import ImageError, RegistryUnreachable
 from reprogate.images.registry import RegistryClient as RegistryClient  # the command line names it from here
+from reprogate.images.registry import parse_reference
 from reprogate.output.result import CommandResult, worst
 
 

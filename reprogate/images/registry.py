@@ -20,36 +20,22 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reprogate.core.diagnostics import ExitCode
-from reprogate.core.errors import CheckFailed, InfrastructureError
+from reprogate.core.errors import InfrastructureError
+from reprogate.core.fileio import read_input
 from reprogate.core.http import HttpClient, HttpPolicy, MiB, Reply, require_secure_transport
+from reprogate.images.answers import INDEX_TYPES, MANIFEST_TYPES, read_docker_auths, read_error_codes, read_manifest, read_token
+from reprogate.images.errors import ImageError, InvalidReference, RegistryUnreachable
 
-INDEX_TYPES = ("application/vnd.oci.image.index.v1+json", "application/vnd.docker.distribution.manifest.list.v2+json")
-MANIFEST_TYPES = ("application/vnd.oci.image.manifest.v1+json", "application/vnd.docker.distribution.manifest.v2+json")
 ACCEPT = ", ".join(INDEX_TYPES + MANIFEST_TYPES)
 MANIFEST_LIMIT = 4 * MiB
+DOCKER_CONFIG_LIMIT = 4 * MiB  # a credential file with thousands of registries is smaller
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
-
-
-class ImageError(CheckFailed):
-    """A reference that does not resolve (no such repository, tag or manifest; no access)."""
-
-
-class RegistryUnreachable(InfrastructureError):
-    """The registry could not be reached, or did not answer in time, after the allowed retries."""
-
-
-class InvalidReference(ImageError):
-    """Text that is no image reference at all: bad input (exit 2), not an image that is missing."""
-
-    exit_code = ExitCode.USAGE
 
 
 _TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
@@ -106,14 +92,14 @@ def parse_reference(ref: str) -> Reference:
     return Reference(registry, repository, tag, digest or None)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Resolution:
     reference: Reference
     digest: str  # of what the tag points to: an index for multi-platform images
     media_type: str
     platform: str | None = None
     platform_digest: str | None = None
-    platforms: list[str] = field(default_factory=list)
+    platforms: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -122,21 +108,22 @@ class Resolution:
             "media_type": self.media_type,
             "platform": self.platform,
             "platform_digest": self.platform_digest,
-            "platforms": self.platforms,
+            "platforms": list(self.platforms),
         }
 
 
 def _docker_config_auth(registry: str) -> tuple[str, str] | None:
     path = Path(os.environ.get("DOCKER_CONFIG", Path.home() / ".docker")) / "config.json"
     try:
-        auths = json.loads(path.read_text()).get("auths", {})
-    except (OSError, ValueError):
+        raw = read_input(path, DOCKER_CONFIG_LIMIT)
+    except OSError:
         return None
+    if raw is None:  # larger than any credential file: not one
+        return None
+    auths = read_docker_auths(raw.decode("utf-8", "replace"))
     for key in (registry, f"https://{registry}", f"http://{registry}", "https://index.docker.io/v1/" if registry == "docker.io" else ""):
-        entry = auths.get(key)
-        if isinstance(entry, dict) and entry.get("auth"):
-            user, _, password = base64.b64decode(entry["auth"]).decode().partition(":")
-            return user, password
+        if key in auths:
+            return auths[key]
     return None
 
 
@@ -214,20 +201,14 @@ class RegistryClient:
             raise RegistryUnreachable(f"token service: {exc.message}") from None
         if reply.status in (401, 403):
             raise ImageError("no access: the token service refused the credentials (check REPROGATE_REGISTRY_USERNAME/PASSWORD or docker login)")
-        body = reply.json() if reply.ok else {}
-        token = (body.get("token") or body.get("access_token")) if isinstance(body, dict) else None
-        if not isinstance(token, str) or not token:
+        token = read_token(reply.body) if reply.ok else None
+        if token is None:
             raise ImageError(f"the token service gave no token (HTTP {reply.status})")
         return token
 
     def _explain(self, ref: Reference, response: Reply, what: str) -> ImageError:
         code = response.status
-        try:
-            body = response.json()
-        except InfrastructureError:
-            body = None
-        listed = body.get("errors") if isinstance(body, dict) else None
-        errors = [e.get("code", "") for e in listed if isinstance(e, dict)] if isinstance(listed, list) else []
+        errors = list(read_error_codes(response.body))
         if code in (401, 403):
             return ImageError(f"{ref}: no access (HTTP {code}); check the credentials for {ref.registry}")
         if code == 404 and "NAME_UNKNOWN" not in errors:
@@ -252,26 +233,24 @@ class RegistryClient:
             raise ImageError(f"{ref}: the registry returned bytes whose digest is {digest}, not {reference}")
         if header and header != digest:
             raise ImageError(f"{ref}: Docker-Content-Digest {header} does not match the bytes received ({digest})")
-        media = response.headers.get("Content-Type", "").split(";")[0] or str(_manifest_json(ref, body).get("mediaType", ""))
+        media = response.headers.get("Content-Type", "").split(";")[0] or read_manifest(body, str(ref)).media_type
         return body, media, digest
 
     def resolve(self, ref: Reference | str, platform: str | None = None) -> Resolution:
         ref = parse_reference(ref) if isinstance(ref, str) else ref
         body, media, digest = self.manifest(ref, ref.digest or str(ref.tag))
-        result = Resolution(ref, digest, media)
-        document = _manifest_json(ref, body)
-        if media in INDEX_TYPES or document.get("manifests"):
-            entries = [e for e in document.get("manifests") or [] if isinstance(e, dict) and isinstance(e.get("platform", {}), dict)]
-            result.platforms = [_platform(e.get("platform", {})) for e in entries if e.get("platform")]
-            if platform:
-                chosen = next(
-                    (e for e in entries if _platform(e.get("platform", {})) == platform or _platform(e.get("platform", {})).startswith(platform + "/")), None
-                )
-                if chosen is None or not isinstance(chosen.get("digest"), str):
-                    raise ImageError(f"{ref}: no manifest for platform {platform} (the index has {', '.join(result.platforms) or 'none'})")
-                _, _, platform_digest = self.manifest(ref, chosen["digest"])
-                result.platform, result.platform_digest = platform, platform_digest
-        return result
+        document = read_manifest(body, str(ref))
+        if not document.is_index(media):
+            return Resolution(ref, digest, media)
+        if not platform:
+            return Resolution(ref, digest, media, platforms=document.platforms)
+        chosen = next((entry for entry in document.entries if entry.platform is not None and entry.platform.matches(platform)), None)
+        if chosen is None:
+            raise ImageError(f"{ref}: no manifest for platform {platform} (the index has {', '.join(document.platforms) or 'none'})")
+        if not _DIGEST.match(chosen.digest):
+            raise ImageError(f"{ref}: the index's manifest for {platform} has digest {chosen.digest[:80]!r}, not sha256:<64 hex>")
+        _, _, platform_digest = self.manifest(ref, chosen.digest)
+        return Resolution(ref, digest, media, platform, platform_digest, document.platforms)
 
     def exists(self, ref: Reference, digest: str) -> bool:
         response = self._request("HEAD", ref, f"manifests/{digest}")
@@ -284,17 +263,3 @@ class RegistryClient:
 
 def _basic(creds: tuple[str, str]) -> str:
     return "Basic " + base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode()
-
-
-def _manifest_json(ref: Reference, body: bytes) -> dict[str, Any]:
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):  # not JSON, or nested too deep to read
-        raise RegistryUnreachable(f"{ref}: the registry answered with a manifest that is not JSON it can read") from None
-    if not isinstance(data, dict):
-        raise RegistryUnreachable(f"{ref}: the registry answered with a manifest that is not a JSON object")
-    return data
-
-
-def _platform(p: dict[str, Any]) -> str:
-    return "/".join(x for x in (p.get("os"), p.get("architecture"), p.get("variant")) if x)

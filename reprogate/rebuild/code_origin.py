@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from reprogate.core.gittree import changed_paths, folder_files, recorded_files
+from reprogate.core.record import read_record
 from reprogate.rules.source_tree import owned_paths
 
 Ran = Literal["base", "pull-request", "record"]
@@ -110,7 +111,7 @@ def decide(root: Path, head: dict[str, Any], base: dict[str, Any] | None, base_r
         after = folder_files(root / base_path)
     except OSError as exc:
         return CodeOrigin("pull-request", f"the project folder cannot be read ({exc.strerror})", environment_changed=changed)
-    owners = owned_paths(base, root, base_path)
+    owners = owned_paths(read_record(base), root, base_path)
     code = sorted(p for paths in changed_paths(before, after).values() for p in paths if p not in owners)
     if code:
         listed = ", ".join(code[:6]) + (" ..." if len(code) > 6 else "")

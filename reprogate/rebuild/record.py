@@ -85,7 +85,8 @@ def rebuild_record(state: RebuildState, of: RecordRef, passed: bool, started_at:
     reference: dict[str, Any] = {}
     if checksum:
         reference["trace"] = {**_where(trace_path, job.root), "checksum": checksum}
-    metric = str(job.section("contract", "metric", "name"))
+    declared = job.record.contract.metric if job.record.contract is not None else None
+    metric = str(declared.name if declared is not None else None)
     values = [{"seed": run.seed, "value": metrics(run.events)[metric]} for run in (state.runs.seeds if state.runs else ()) if metric in metrics(run.events)]
     if values:
         reference["metric"] = {"name": metric, "values": values}

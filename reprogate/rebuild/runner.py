@@ -25,6 +25,7 @@ from reprogate.core.errors import InfrastructureError, UsageError
 from reprogate.core.fileio import atomic_write
 from reprogate.core.optional import preload
 from reprogate.core.progress import Activity
+from reprogate.core.record import read_record
 from reprogate.core.seedstats import MAX_PLANNED_SEEDS, trace_replays
 from reprogate.core.timestamps import utc_now
 from reprogate.core.yamlout import dump_yaml
@@ -82,19 +83,19 @@ def check_before_running(doc: Document, record: Path, options: RebuildOptions, c
         )
     if options.environment not in ENVIRONMENTS:
         raise RebuildUsageError(f"--environment must be one of {', '.join(ENVIRONMENTS)}")
-    metric = (data.get("contract") or {}).get("metric")
-    equivalence = isinstance(metric, dict) and metric.get("test") == "equivalence"
-    runs = runs_for(options.seeds, data)
-    if runs > 1 and equivalence and isinstance(metric, dict) and metric.get("margin") is None:
+    typed = read_record(data, schema_valid=True)  # validated just above
+    assert typed.contract is not None  # a schema-valid record has one
+    metric = typed.contract.metric
+    runs = runs_for(options.seeds, typed)
+    if runs > 1 and metric is not None and metric.test == "equivalence" and metric.margin is None:
         raise RebuildUsageError(
             f"{runs} rebuild seeds with test: equivalence needs contract.metric.margin; the record declares none",
             hint="declare the equivalence margin in the record (before the drill), or drop `test: equivalence` for the two-sample t",
         )
     if runs > MAX_PLANNED_SEEDS:
         raise RebuildUsageError(f"--seeds {runs}: at most {MAX_PLANNED_SEEDS} runs (`reprogate interval RECORD --plan` says how many a shift needs)")
-    seeds = data.get("seeds") or {}
-    replay = [s for s in seeds.get("replay") or [] if isinstance(s, int)]
-    trace_run = trace_replays((data.get("contract") or {}).get("level"))
+    replay = list(typed.seeds.replay or ()) if typed.seeds is not None else []
+    trace_run = trace_replays(typed.contract.level)
     if replay and runs - trace_run > len(replay):
         raise RebuildUsageError(
             f"{runs} rebuild seeds: the record asks to replay {len(replay)} named seed(s) (seeds.replay) and no others",
@@ -241,7 +242,7 @@ def _verdict(
     runs = state.runs.seeds if state.runs is not None else ()
     seeds = SeedsUsed(
         tuple(r.seed for r in runs),
-        tuple(v["seed"] for v in job.section("reference", "metric", "values") or [] if isinstance(v, dict)),
+        tuple(v.seed for v in (job.record.reference.metric.values if job.record.reference and job.record.reference.metric else ())),
         tuple(job.seed_plan.metric_seeds),
         job.seed_plan.source,
     )

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
 
+from reprogate.core.record import RunRecord, Seeds
 from reprogate.core.seedstats import TRACE_LEVELS, trace_replays
-from reprogate.core.shapes import table
 
 SEED_SPACE = 2**31 - 1  # what every framework's manual_seed takes
 
@@ -58,29 +57,28 @@ def fresh_seeds(digest: str, count: int, used: set[int]) -> list[int]:
     return found
 
 
-def runs_for(asked: int | None, data: dict[str, Any]) -> int:
+def runs_for(asked: int | None, record: RunRecord) -> int:
     """How many runs: `--seeds` when given, else the contract's `metric.rebuild_seeds` (what the
     planner priced; the base's under --contract-from, so a pull request cannot lower it), else 1.
     Both count every run, the trace replay of a bitwise or behavioral contract included."""
     if asked is not None:
         return asked
-    declared = ((data.get("contract") or {}).get("metric") or {}).get("rebuild_seeds")
-    return declared if isinstance(declared, int) and not isinstance(declared, bool) and declared >= 1 else 1
+    metric = record.contract.metric if record.contract is not None else None
+    return metric.rebuild_seeds if metric is not None and metric.rebuild_seeds is not None else 1
 
 
-def plan(data: dict[str, Any], digest: str, runs: int) -> SeedPlan:
+def plan(record: RunRecord, digest: str, runs: int) -> SeedPlan:
     """`runs` seeds in all (`--seeds`)."""
-    seeds = table(data, "seeds")
-    level = (data.get("contract") or {}).get("level")
-    values = ((data.get("reference") or {}).get("metric") or {}).get("values") or []
-    used = {s for s in [seeds.get("global"), *(seeds.get("evaluation") or []), *(v.get("seed") for v in values if isinstance(v, dict))] if isinstance(s, int)}
+    seeds = record.seeds or Seeds()
+    level = record.contract.level if record.contract is not None else None
+    values = record.reference.metric.values if record.reference is not None and record.reference.metric is not None else ()
+    used = {s for s in [seeds.global_seed, *(seeds.evaluation or ()), *(v.seed for v in values)] if s is not None}
     runs = max(1, runs)
-    trace_seed = seeds.get("global") if level in TRACE_LEVELS else None
-    if level in TRACE_LEVELS and not isinstance(trace_seed, int):
-        evaluation = [s for s in seeds.get("evaluation") or [] if isinstance(s, int)]
-        trace_seed = evaluation[0] if evaluation else 0
+    trace_seed = seeds.global_seed if level in TRACE_LEVELS else None
+    if level in TRACE_LEVELS and trace_seed is None:
+        trace_seed = seeds.evaluation[0] if seeds.evaluation else 0
     wanted = runs - trace_replays(level)
-    replay = [s for s in seeds.get("replay") or [] if isinstance(s, int)]
+    replay = list(seeds.replay or ())
     if wanted == 0:
         return SeedPlan(trace_seed, (trace_seed,) if trace_seed is not None else (), "trace-replay")
     if replay:

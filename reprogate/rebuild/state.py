@@ -22,6 +22,7 @@ from typing import Any
 from reprogate.core.canonical import canonical_digest
 from reprogate.core.documents import Document
 from reprogate.core.levels import LEVELS, Level, level_of
+from reprogate.core.record import RunRecord, read_record
 from reprogate.rebuild.code_origin import CodeOrigin, own_code
 from reprogate.rebuild.judged_by import CONTRACT_SECTIONS
 from reprogate.rebuild.launchers.base import Launcher, Shape
@@ -64,6 +65,11 @@ class RebuildJob:
     def checked_out(self) -> dict[str, Any]:
         """The record as the checkout holds it (what the verdict's digest names), whichever contract judges."""
         return self.head_data if self.head_data is not None else self.data
+
+    @cached_property
+    def record(self) -> RunRecord:
+        """The judging record's typed sections (core.record), built once."""
+        return read_record(self.data)
 
     def section(self, *path: str) -> Any:
         node: Any = self.data
@@ -115,7 +121,7 @@ class RebuildJob:
         pull request writes (a description, an environment variable) can choose them."""
         if self.options.reference_seeds:
             return SeedPlan(None, self.options.reference_seeds, "reference")
-        return plan(self.data, canonical_digest({k: self.data.get(k) for k in CONTRACT_SECTIONS}), runs_for(self.options.seeds, self.data))
+        return plan(self.record, canonical_digest({k: self.data.get(k) for k in CONTRACT_SECTIONS}), runs_for(self.options.seeds, self.record))
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from reprogate.core.diagnostics import Diagnostic, Severity
 from reprogate.core.documents import DocumentError
 from reprogate.core.history import config_changes
 from reprogate.datasets import manifest_digest
-from reprogate.rules.base import RuleContext, get
+from reprogate.rules.base import RuleContext
 from reprogate.rules.environment import is_environment_pin
 from reprogate.rules.files import AddressError, bytes_digest, file_stat, load_addressed, resolve
 
@@ -102,20 +102,20 @@ def _canonical_check(ctx: RuleContext, where: tuple[Any, ...], rel: Any, pinned:
 def configuration_hash_matches(ctx: RuleContext) -> Iterator[Diagnostic]:
     """A data configuration's hash is its parsed content's; a configuration pinned from the trace
     (code) is checked against the reference trace's meta (trace_meta.py) and by its checksum."""
-    config = get(ctx.data, "job", "config")
-    if not isinstance(config, dict):
+    config = ctx.record.job.config if ctx.record.job is not None else None
+    if config is None:
         return
-    if config.get("hash_of") == "argv":
+    if config.hash_of == "argv":
         return  # the entrypoint's arguments: rules/entrypoint.py
-    if config.get("hash_of") == "trace":
-        if isinstance(config.get("path"), str):
+    if config.hash_of == "trace":
+        if config.path is not None:
             try:
-                resolve(ctx, config["path"])
+                resolve(ctx, config.path)
             except AddressError as exc:
                 yield ctx.finding(("job", "config", "path"), exc.message, exc.code, exc.hint)
         return
-    yield from _canonical_check(ctx, ("job", "config"), config.get("path"), config.get("hash"), canonical_digest, "configuration")
-    yield from _configuration_is_data(ctx, config.get("path"))
+    yield from _canonical_check(ctx, ("job", "config"), config.path, config.hash, canonical_digest, "configuration")
+    yield from _configuration_is_data(ctx, config.path)
 
 
 def _configuration_is_data(ctx: RuleContext, path: Any) -> Iterator[Diagnostic]:
@@ -145,18 +145,18 @@ CONFIGURATION_HINT = (
 
 
 def dataset_manifest_matches(ctx: RuleContext) -> Iterator[Diagnostic]:
-    ref = get(ctx.data, "dataset", "manifest")
-    if not isinstance(ref, dict):
+    ref = ctx.record.dataset.manifest if ctx.record.dataset is not None else None
+    if ref is None:
         return
-    yield from _canonical_check(ctx, ("dataset", "manifest"), ref.get("path"), ref.get("digest"), _manifest_digest_of, "dataset manifest")
-    if isinstance(ref.get("path"), str) and isinstance(ref.get("id"), str):
+    yield from _canonical_check(ctx, ("dataset", "manifest"), ref.path, ref.digest, _manifest_digest_of, "dataset manifest")
+    if ref.path is not None and ref.id is not None:
         try:
-            manifest = load_addressed(ctx, resolve(ctx, ref["path"])).data
+            manifest = load_addressed(ctx, resolve(ctx, ref.path)).data
         except AddressError:
             return  # already reported above
-        if isinstance(manifest, dict) and manifest.get("id") != ref["id"]:
+        if isinstance(manifest, dict) and manifest.get("id") != ref.id:
             yield ctx.finding(
-                ("dataset", "manifest", "id"), f"the record names dataset {ref['id']!r}, the manifest is {manifest.get('id')!r}", "manifest-id-mismatch"
+                ("dataset", "manifest", "id"), f"the record names dataset {ref.id!r}, the manifest is {manifest.get('id')!r}", "manifest-id-mismatch"
             )
 
 

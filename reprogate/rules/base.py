@@ -2,7 +2,9 @@
 
 Rules must tolerate data the schema has already rejected (they run on every document so a person
 sees all problems at once); the validate runner discards a crash only when the schema already
-reported the document invalid.
+reported the document invalid. A run record's rules read `ctx.record`, the typed sections
+(`core.record`), in which a section the schema rejected is None; `get` is for the kinds not yet
+typed (the dataset manifest, `.reprogate.yaml`) and for whole-document walks.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any, Protocol
 
 from reprogate.core.diagnostics import Diagnostic, Severity, field_path
 from reprogate.core.documents import Document
+from reprogate.core.record import NO_RECORD, RunRecord
 
 
 class Rule(Protocol):
@@ -48,6 +51,7 @@ class RuleContext:
     cache: dict[Any, Any] = field(default_factory=dict)
     source: Path | None = None  # the document's own file, where it was read from one
     changed: frozenset[Path] | None = None  # files a pull request's diff changed (resolved); None: not known
+    record: RunRecord = NO_RECORD  # a run record's typed sections (core.record.read_record); every section None for other kinds
 
     @property
     def data(self) -> Any:

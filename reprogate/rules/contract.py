@@ -10,6 +10,7 @@ import math
 from collections.abc import Iterator
 
 from reprogate.core.diagnostics import Diagnostic, Severity
+from reprogate.core.record import Metric, RunRecord, SeedValue
 from reprogate.core.seedstats import (
     MAX_MAGNITUDE,
     TAIL_SEEDS,
@@ -29,14 +30,21 @@ from reprogate.core.seedstats import (
     target_power,
     trace_replays,
 )
-from reprogate.rules.base import RuleContext, get, items
+from reprogate.rules.base import RuleContext
+
+
+def _reference_values(record: RunRecord) -> tuple[SeedValue, ...] | None:
+    """`reference.metric.values`, None where the record has none (or the schema rejected its reference)."""
+    reference = record.reference
+    return None if reference is None or reference.metric is None else reference.metric.values
 
 
 def statistical_has_interval(ctx: RuleContext) -> Iterator[Diagnostic]:
-    if get(ctx.data, "contract", "level") != "statistical":
+    contract = ctx.record.contract
+    if contract is None or contract.level != "statistical":
         return
-    metric = get(ctx.data, "contract", "metric")
-    if not isinstance(metric, dict):
+    metric = contract.metric
+    if metric is None:
         yield ctx.finding(
             ("contract", "metric"),
             "a statistical contract needs contract.metric (name, alpha, interval)",
@@ -44,8 +52,8 @@ def statistical_has_interval(ctx: RuleContext) -> Iterator[Diagnostic]:
             "declare the metric, then run `reprogate interval RECORD` to compute and store its interval",
         )
         return
-    interval = metric.get("interval")
-    if not isinstance(interval, dict):
+    interval = metric.interval
+    if interval is None:
         yield ctx.finding(
             ("contract", "metric", "interval"),
             "a statistical contract carries its predeclared interval, fixed before any rerun",
@@ -53,54 +61,54 @@ def statistical_has_interval(ctx: RuleContext) -> Iterator[Diagnostic]:
             "run `reprogate interval RECORD` on the reference seeds and commit the result",
         )
         return
-    low, high = interval.get("low"), interval.get("high")
-    if isinstance(low, (int, float)) and isinstance(high, (int, float)):
-        flat = interval.get("sd") == 0  # seeds with no spread and no resolution: the interval is one point
-        if not (math.isfinite(low) and math.isfinite(high)) or low > high or (low == high and not flat):
-            yield ctx.finding(("contract", "metric", "interval"), f"interval [{low}, {high}] is empty or unbounded", "statistical-bad-interval")
-    values = get(ctx.data, "reference", "metric", "values")
-    n = interval.get("n")
-    if isinstance(values, list) and isinstance(n, int) and n != len(values):
+    low, high = interval.low, interval.high
+    flat = interval.sd == 0  # seeds with no spread and no resolution: the interval is one point
+    if not (math.isfinite(low) and math.isfinite(high)) or low > high or (low == high and not flat):
+        yield ctx.finding(("contract", "metric", "interval"), f"interval [{low}, {high}] is empty or unbounded", "statistical-bad-interval")
+    values = _reference_values(ctx.record)
+    n = interval.n
+    if values is not None and n != len(values):
         yield ctx.finding(
             ("contract", "metric", "interval", "n"),
             f"interval was computed from n={n} seeds, reference.metric lists {len(values)}",
             "statistical-n-mismatch",
             "recompute with `reprogate interval RECORD`",
         )
-    ref_name = get(ctx.data, "reference", "metric", "name")
-    if isinstance(ref_name, str) and isinstance(metric.get("name"), str) and ref_name != metric["name"]:
+    reference = ctx.record.reference
+    ref_name = reference.metric.name if reference is not None and reference.metric is not None else None
+    if ref_name is not None and ref_name != metric.name:
         yield ctx.finding(
-            ("reference", "metric", "name"), f"reference metric {ref_name!r} is not the contract's metric {metric['name']!r}", "statistical-metric-mismatch"
+            ("reference", "metric", "name"), f"reference metric {ref_name!r} is not the contract's metric {metric.name!r}", "statistical-metric-mismatch"
         )
-    seeds = get(ctx.data, "seeds", "evaluation")
-    if isinstance(seeds, list) and isinstance(values, list):
-        listed = {get(v, "seed") for _, v in items(values)}
+    seeds = ctx.record.seeds.evaluation if ctx.record.seeds is not None else None
+    if seeds is not None and values is not None:
+        listed = {v.seed for v in values}
         extra = [s for s in seeds if s not in listed]
         if extra:
             yield ctx.finding(("seeds", "evaluation"), f"evaluation seeds {extra} have no reference metric value", "statistical-seed-without-value")
+
+
+def _metric_of(record: RunRecord) -> Metric | None:
+    return record.contract.metric if record.contract is not None else None
 
 
 def stored_interval_recomputes(ctx: RuleContext) -> Iterator[Diagnostic]:
     """The stored interval must be the one its own inputs give: the reference seeds' values, its
     α and the metric's resolution. A bound edited by hand (a pull request widening its own
     interval) is a broken record, not a looser contract."""
-    interval = get(ctx.data, "contract", "metric", "interval")
-    values = get(ctx.data, "reference", "metric", "values")
-    if not isinstance(interval, dict) or interval.get("method", "prediction") != "prediction" or not isinstance(values, list):
-        return
-    low, high, alpha = interval.get("low"), interval.get("high"), interval.get("alpha")
-    numbers = [get(v, "value") for _, v in items(values)]
-    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in [low, high, alpha, *numbers]) or len(numbers) < 2:
+    metric = _metric_of(ctx.record)
+    interval = metric.interval if metric is not None else None
+    seeds = _reference_values(ctx.record)
+    if metric is None or interval is None or interval.method != "prediction" or seeds is None or len(seeds) < 2:
         return  # the schema and statistical-has-interval say what is missing
-    assert isinstance(low, (int, float)) and isinstance(high, (int, float)) and isinstance(alpha, (int, float))  # checked just above
+    low, high, alpha = interval.low, interval.high, interval.alpha
+    numbers = [v.value for v in seeds]
     if not 0 < alpha < 1 or any(abs(x) > MAX_MAGNITUDE for x in numbers):
         return  # seeds_say_what_they_can names a value beyond what the statistics compute on
 
-    metric = get(ctx.data, "contract", "metric")
-    resolution = get(metric, "resolution")
     values = [float(x) for x in numbers]
     # as rebuild/stats.prediction_interval computes it: the record's test at m = 1, on its failing side(s)
-    widen = float(resolution) if isinstance(resolution, (int, float)) else 0.0
+    widen = float(metric.resolution) if metric.resolution is not None else 0.0
     computed_low, computed_high = interval_bounds(values, alpha, widen, metric_test(metric), failing_side(metric))
     # Wider than its inputs give is what loosens a contract; narrower only makes it stricter, and
     # bounds rounded by hand (an older record) move them by far less than 1 % of the width.
@@ -121,34 +129,35 @@ def seeds_say_what_they_can(ctx: RuleContext) -> Iterator[Diagnostic]:
     another α than the contract's, too few seeds, seeds with no spread or an odd shape, a declared
     shift no number of rebuild seeds up to 20 would catch, and a margin that a pre-0.3 record
     meant for the default test."""
-    metric = get(ctx.data, "contract", "metric")
-    if not isinstance(metric, dict):
+    metric = _metric_of(ctx.record)
+    if metric is None:
         return
-    values = [get(v, "value") for _, v in items(get(ctx.data, "reference", "metric", "values") or [])]
-    numbers = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
-    alpha, stored = metric.get("alpha", 0.05), get(metric, "interval", "alpha")
-    if isinstance(stored, (int, float)) and isinstance(alpha, (int, float)) and abs(stored - alpha) > 1e-12:
+    values = [v.value for v in _reference_values(ctx.record) or ()]
+    numbers = [float(v) for v in values if math.isfinite(v)]
+    alpha = metric.alpha if metric.alpha is not None else 0.05
+    stored = metric.interval.alpha if metric.interval is not None else None
+    if stored is not None and abs(stored - alpha) > 1e-12:
         yield ctx.finding(
             ("contract", "metric", "interval", "alpha"),
             f"the interval was computed at α = {stored:g}, the contract declares α = {alpha:g}: the verdict would state one and apply the other",
             "interval-alpha-differs",
             "recompute with `reprogate interval RECORD` (or set contract.metric.alpha to the interval's)",
         )
-    if metric.get("test") == "equivalence" and metric.get("margin") is None:
+    if metric.test == "equivalence" and metric.margin is None:
         yield ctx.finding(
             ("contract", "metric", "test"),
             "test: equivalence judges several seeds by Welch TOST within contract.metric.margin, and the record declares none",
             "equivalence-without-margin",
             "declare the margin (in the metric's units), or drop `test: equivalence` for the two-sample t",
         )
-    if metric.get("fail_on") == "worse" and metric.get("direction") not in ("lower", "higher"):
+    if metric.fail_on == "worse" and metric.direction is None:
         yield ctx.finding(
             ("contract", "metric", "fail_on"),
             "fail_on: worse fails only a rebuild worse than the reference, and the record does not say which way is worse",
             "fail-on-without-direction",
             "declare contract.metric.direction (lower or higher is better), or drop fail_on for the two-sided test",
         )
-    if metric.get("test") is None:
+    if metric.test is None:
         yield ctx.finding(
             ("contract", "metric"),
             "the record names no test, so it keeps the one it was written for: `difference`, the t widened by half the resolution at every m; "
@@ -158,7 +167,7 @@ def seeds_say_what_they_can(ctx: RuleContext) -> Iterator[Diagnostic]:
             "name the test: `test: robust`, or `test: difference` to keep today's",
             Severity.NOTICE,
         )
-    elif metric.get("test") == "seeds":
+    elif metric.test == "seeds":
         yield ctx.finding(
             ("contract", "metric", "test"),
             "test: seeds keeps the rule it was written for; on skewed seeds, coarse grids and seeds that do not converge it exceeds α "
@@ -167,7 +176,7 @@ def seeds_say_what_they_can(ctx: RuleContext) -> Iterator[Diagnostic]:
             "name `test: robust` and rerun `reprogate interval RECORD` to store its interval",
             Severity.NOTICE,
         )
-    if metric.get("margin") is not None and metric.get("test") != "equivalence":
+    if metric.margin is not None and metric.test != "equivalence":
         yield ctx.finding(
             ("contract", "metric", "margin"),
             "since reprogate 0.3 several rebuild seeds are judged by the two-sample t (α is its false-fail rate); the margin is used only by "
@@ -189,7 +198,7 @@ def seeds_say_what_they_can(ctx: RuleContext) -> Iterator[Diagnostic]:
         return
 
     where = ("reference", "metric", "values")
-    if len(set(numbers)) == 1 and "resolution" not in metric:
+    if len(set(numbers)) == 1 and metric.resolution is None:
         yield ctx.finding(
             where,
             f"the {len(numbers)} reference seeds showed no spread ({numbers[0]:g} each) and the contract declares no resolution: "
@@ -217,12 +226,11 @@ def seeds_say_what_they_can(ctx: RuleContext) -> Iterator[Diagnostic]:
     odd = shape(numbers).notice
     if odd:
         yield ctx.finding(where, odd, "seeds-not-normal", "see `reprogate interval RECORD --plan`", Severity.NOTICE)
-    a = float(alpha) if isinstance(alpha, (int, float)) and 0 < alpha < 1 else 0.05
-    declared_m = metric.get("rebuild_seeds")
-    runs = declared_m if isinstance(declared_m, int) and not isinstance(declared_m, bool) and declared_m >= 1 else None
-    declared = runs is not None
-    runs = runs or 1
-    level = get(ctx.data, "contract", "level")
+    a = float(alpha) if 0 < alpha < 1 else 0.05
+    declared = metric.rebuild_seeds is not None
+    runs = metric.rebuild_seeds or 1
+    assert ctx.record.contract is not None  # the metric is the contract's
+    level = ctx.record.contract.level
     m = judged_seeds(level, runs)
     replayed = trace_replays(level) and runs == 1  # the one run replays the trace's seed: not a fresh draw of the seed noise
     if not replayed and metric_test(metric) != "equivalence" and not holds_tails(len(numbers), m, a):
@@ -239,9 +247,7 @@ def seeds_say_what_they_can(ctx: RuleContext) -> Iterator[Diagnostic]:
         )
     mean, sigma = mean_sd(numbers)
     shift, target = declared_shift(metric, mean), target_power(metric)
-    resolution = metric.get("resolution")
-    if not isinstance(resolution, (int, float)):
-        resolution = 0.0
+    resolution = metric.resolution if metric.resolution is not None else 0.0
     test, n = metric_test(metric), len(numbers)
     one_sided = failing_side(metric) != "both"
     if shift is None or sigma <= 0:
@@ -274,10 +280,10 @@ def seeds_say_what_they_can(ctx: RuleContext) -> Iterator[Diagnostic]:
 
 
 def bitwise_names_tensors(ctx: RuleContext) -> Iterator[Diagnostic]:
-    if get(ctx.data, "contract", "level") != "bitwise":
+    contract = ctx.record.contract
+    if contract is None or contract.level != "bitwise":
         return
-    tensors = get(ctx.data, "contract", "tensors")
-    if not isinstance(tensors, list) or not tensors:
+    if not contract.tensors:
         yield ctx.finding(
             ("contract", "tensors"),
             "a bitwise contract names the tensors it compares",
@@ -287,12 +293,12 @@ def bitwise_names_tensors(ctx: RuleContext) -> Iterator[Diagnostic]:
 
 
 def dirty_source_has_diff(ctx: RuleContext) -> Iterator[Diagnostic]:
-    source = get(ctx.data, "source")
-    if get(source, "dirty") is not True or get(source, "diff_digest"):
+    source = ctx.record.source
+    if source is None or not source.dirty or source.diff_digest:
         return
-    if isinstance(get(source, "path"), str) and isinstance(get(source, "tree"), str):
+    if source.path is not None and source.tree is not None:
         return  # the project folder is pinned by the tree id of its files: what ran is addressed, dirty or not
-    if get(ctx.data, "contract", "level") == "bitwise":
+    if ctx.record.contract is not None and ctx.record.contract.level == "bitwise":
         yield ctx.finding(
             ("source", "dirty"),
             "a bitwise contract cannot rest on a dirty source without the digest of its diff",
@@ -310,8 +316,9 @@ def dirty_source_has_diff(ctx: RuleContext) -> Iterator[Diagnostic]:
 
 
 def behavioral_has_tolerance(ctx: RuleContext) -> Iterator[Diagnostic]:
-    if get(ctx.data, "contract", "level") != "behavioral":
+    contract = ctx.record.contract
+    if contract is None or contract.level != "behavioral":
         return
-    for name, what in (("steps", "how many steps to compare"), ("tolerance", "the abs/rel tolerance per step")):
-        if not isinstance(get(ctx.data, "contract", name), dict):
+    for name, what, declared in (("steps", "how many steps to compare", contract.steps), ("tolerance", "the abs/rel tolerance per step", contract.tolerance)):
+        if declared is None:
             yield ctx.finding(("contract", name), f"a behavioral contract declares {what} (contract.{name})", f"behavioral-no-{name}")

@@ -13,42 +13,40 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from reprogate.core.diagnostics import Diagnostic
-from reprogate.rules.base import RuleContext, get
+from reprogate.rules.base import RuleContext
 from reprogate.runtime.entry_command import EntryCommand, EntryCommandError, arguments_digest, flag_changes, read_entry
 
 
 def _command(ctx: RuleContext) -> EntryCommand | None:
-    entrypoint = get(ctx.data, "job", "entrypoint")
-    if not isinstance(entrypoint, list) or not all(isinstance(a, str) for a in entrypoint):
+    job = ctx.record.job
+    if job is None:
         return None  # the schema says so
     try:
-        return read_entry(entrypoint)
+        return read_entry(list(job.entrypoint))
     except EntryCommandError:
         return None  # reported by entrypoint_is_readable
 
 
 def entrypoint_is_readable(ctx: RuleContext) -> Iterator[Diagnostic]:
-    entrypoint = get(ctx.data, "job", "entrypoint")
-    if not isinstance(entrypoint, list) or not all(isinstance(a, str) for a in entrypoint):
+    job = ctx.record.job
+    if job is None:
         return
     try:
-        read_entry(entrypoint)
+        read_entry(list(job.entrypoint))
     except EntryCommandError as exc:
         yield ctx.finding(("job", "entrypoint"), str(exc), "entrypoint-unreadable", "torchrun's options come before the script, each with its value")
 
 
 def arguments_match_configuration(ctx: RuleContext) -> Iterator[Diagnostic]:
-    config = get(ctx.data, "job", "config")
-    if get(config, "hash_of") != "argv":
-        return
-    argv = get(config, "argv")
-    if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+    config = ctx.record.job.config if ctx.record.job is not None else None
+    if config is None or config.hash_of != "argv" or config.argv is None:
         return  # the schema says so
+    argv = list(config.argv)
     digest = arguments_digest(argv)
-    if get(config, "hash") != digest:
+    if config.hash != digest:
         yield ctx.finding(
             ("job", "config", "hash"),
-            f"the configuration's hash is not the digest of job.config.argv: pinned {get(config, 'hash')}, the arguments' is {digest}",
+            f"the configuration's hash is not the digest of job.config.argv: pinned {config.hash}, the arguments' is {digest}",
             "canonical-mismatch",
             f"if job.config.argv is what the reference ran with, the hash is {digest}",
         )
@@ -76,8 +74,8 @@ def arguments_match_configuration(ctx: RuleContext) -> Iterator[Diagnostic]:
 
 def torchrun_matches_world_size(ctx: RuleContext) -> Iterator[Diagnostic]:
     command = _command(ctx)
-    world = get(ctx.data, "execution", "world_size")
-    if command is None or command.launcher != "torchrun" or not isinstance(world, int):
+    world = ctx.record.execution.world_size if ctx.record.execution is not None else None
+    if command is None or command.launcher != "torchrun" or world is None:
         return
     if command.world_size is None:
         yield ctx.finding(

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic, Severity
-from reprogate.rules.base import RuleContext, get, items
+from reprogate.core.record import BuildRecipe, LockFile, RunRecord
+from reprogate.rules.base import RuleContext
 from reprogate.rules.files import AddressError, bytes_digest, resolve
 
 CODE = "environment-drift"
@@ -22,14 +23,15 @@ HINT = (
 )
 
 
-def environment_pins(data: Any) -> Iterator[tuple[tuple[Any, ...], dict[str, Any]]]:
-    """(field path, pin) of every environment pin that names a repository file with a checksum."""
-    for i, pin in items(get(data, "source", "lock_files")):
-        if isinstance(pin, dict):
-            yield ("source", "lock_files", i), pin
-    recipe = get(data, "source", "build_recipe")
-    if isinstance(recipe, dict):
-        yield ("source", "build_recipe"), recipe
+def environment_pins(record: RunRecord) -> Iterator[tuple[tuple[Any, ...], LockFile | BuildRecipe]]:
+    """(field path, pin) of every environment pin that names a repository file."""
+    source = record.source
+    if source is None:
+        return
+    for i, pin in enumerate(source.lock_files):
+        yield ("source", "lock_files", i), pin
+    if source.build_recipe is not None:
+        yield ("source", "build_recipe"), source.build_recipe
 
 
 def is_environment_pin(where: tuple[Any, ...]) -> bool:
@@ -37,9 +39,9 @@ def is_environment_pin(where: tuple[Any, ...]) -> bool:
 
 
 def environment_pins_match(ctx: RuleContext) -> Iterator[Diagnostic]:
-    for where, pin in environment_pins(ctx.data):
-        rel, checksum = pin.get("path"), pin.get("checksum")
-        if not isinstance(rel, str) or not isinstance(checksum, str) or not checksum.startswith("sha256:"):
+    for where, pin in environment_pins(ctx.record):
+        rel, checksum = pin.path, pin.checksum
+        if checksum is None or not checksum.startswith("sha256:"):
             continue  # the schema reports a malformed pin; a recipe without a checksum pins nothing here
         try:
             real = resolve(ctx, rel)

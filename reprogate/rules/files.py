@@ -18,7 +18,7 @@ from reprogate.core.canonical import file_digest
 from reprogate.core.documents import Document, DocumentError, display_path
 from reprogate.core.git import ignored_paths
 from reprogate.datasets.manifests import load_manifest
-from reprogate.rules.base import RuleContext, get
+from reprogate.rules.base import RuleContext
 
 
 class AddressError(Exception):
@@ -106,11 +106,14 @@ def load_addressed(ctx: RuleContext, real: Path) -> Document:
 
 def addressed_manifest(ctx: RuleContext) -> dict[str, Any] | None:
     """The dataset manifest a record addresses (inline or by path), or None if unavailable."""
-    inline = get(ctx.data, "dataset", "inline")
-    if isinstance(inline, dict):
+    dataset = ctx.record.dataset
+    if dataset is None:
+        return None
+    if dataset.inline:  # a dataset manifest's body, which that kind's rules read as the manifest reader gives it
+        inline: dict[str, Any] = ctx.data["dataset"]["inline"]
         return inline
-    rel = get(ctx.data, "dataset", "manifest", "path")
-    if not isinstance(rel, str):
+    rel = dataset.manifest.path if dataset.manifest is not None else None
+    if rel is None:
         return None
     try:
         data = load_addressed(ctx, resolve(ctx, rel)).data

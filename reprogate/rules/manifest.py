@@ -140,6 +140,6 @@ def manifest_consistent(ctx: RuleContext) -> Iterator[Diagnostic]:
 
 
 def inline_manifest_consistent(ctx: RuleContext) -> Iterator[Diagnostic]:
-    inline = get(ctx.data, "dataset", "inline")
-    if isinstance(inline, dict):
-        yield from manifest_findings(ctx, inline, ("dataset", "inline"))
+    dataset = ctx.record.dataset
+    if dataset is not None and dataset.inline:  # the inline manifest itself is a dataset manifest's body, read as that kind's rules read one
+        yield from manifest_findings(ctx, ctx.data["dataset"]["inline"], ("dataset", "inline"))

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from reprogate.core.diagnostics import Diagnostic
 from reprogate.core.hijack import hijacks
-from reprogate.rules.base import RuleContext, get
+from reprogate.rules.base import RuleContext
 
 _HINT = (
     "remove it from execution.env; a loader, shell or interpreter start-up variable would run a file in the programs that start the ranks "
@@ -17,11 +17,9 @@ _HINT = (
 
 
 def rank_environment_is_inert(ctx: RuleContext) -> Iterator[Diagnostic]:
-    env = get(ctx.data, "execution", "env")
-    if not isinstance(env, dict):
-        return
-    for name in env:
-        if isinstance(name, str) and hijacks(name):
+    env = ctx.record.execution.env if ctx.record.execution is not None else None
+    for name in env or ():
+        if hijacks(name):
             yield ctx.finding(
                 ("execution", "env", name),
                 f"environment variable {name} makes the programs that start the ranks load or run a file; a record may not set it",

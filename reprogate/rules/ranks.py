@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic
-from reprogate.rules.base import RuleContext, get, items
+from reprogate.core.record import RankPlace, RankSeed
+from reprogate.rules.base import RuleContext
 
 
-def _rank_coverage(ctx: RuleContext, where: tuple[Any, ...], entries: Any, world: int, what: str) -> Iterator[Diagnostic]:
+def _rank_coverage(ctx: RuleContext, where: tuple[Any, ...], entries: Sequence[RankSeed | RankPlace], world: int, what: str) -> Iterator[Diagnostic]:
     seen: dict[int, int] = {}
-    for i, entry in items(entries):
-        rank = get(entry, "rank")
-        if not isinstance(rank, int) or isinstance(rank, bool):
-            continue
+    for i, entry in enumerate(entries):
+        rank = entry.rank
         if rank >= world:
             yield ctx.finding(where + (i, "rank"), f"rank {rank} is outside world size {world} (ranks are 0..{world - 1})", f"{what}-rank-out-of-range")
         elif rank in seen:
@@ -22,7 +21,7 @@ def _rank_coverage(ctx: RuleContext, where: tuple[Any, ...], entries: Any, world
         else:
             seen[rank] = i
     missing = sorted(set(range(world)) - set(seen))
-    if missing and isinstance(entries, list):
+    if missing:
         shown = ", ".join(map(str, missing[:8])) + (" ..." if len(missing) > 8 else "")
         yield ctx.finding(
             where,
@@ -33,32 +32,30 @@ def _rank_coverage(ctx: RuleContext, where: tuple[Any, ...], entries: Any, world
 
 
 def seeds_cover_every_rank(ctx: RuleContext) -> Iterator[Diagnostic]:
-    world = get(ctx.data, "execution", "world_size")
-    if isinstance(world, int) and world >= 1 and isinstance(get(ctx.data, "seeds", "per_rank"), list):
-        yield from _rank_coverage(ctx, ("seeds", "per_rank"), get(ctx.data, "seeds", "per_rank"), world, "seed")
+    execution, seeds = ctx.record.execution, ctx.record.seeds
+    if execution is not None and seeds is not None and seeds.per_rank is not None:
+        yield from _rank_coverage(ctx, ("seeds", "per_rank"), seeds.per_rank, execution.world_size, "seed")
 
 
 def rank_mapping_matches_shape(ctx: RuleContext) -> Iterator[Diagnostic]:
-    execution = get(ctx.data, "execution")
-    world = get(execution, "world_size")
-    if not isinstance(world, int) or world < 1:
+    execution = ctx.record.execution
+    if execution is None:
         return
-    nodes, per_node = get(execution, "nodes"), get(execution, "ranks_per_node")
-    elastic = get(execution, "elastic", "enabled") is True
-    if isinstance(nodes, int) and isinstance(per_node, int) and not elastic and nodes * per_node != world:
+    world, nodes, per_node = execution.world_size, execution.nodes, execution.ranks_per_node
+    if nodes is not None and per_node is not None and not execution.elastic and nodes * per_node != world:
         yield ctx.finding(
             ("execution", "world_size"), f"world size {world} is not nodes ({nodes}) x ranks per node ({per_node}) = {nodes * per_node}", "world-size-shape"
         )
-    mapping = get(execution, "rank_mapping")
-    if not isinstance(mapping, list):
+    mapping = execution.rank_mapping
+    if mapping is None:
         return
     yield from _rank_coverage(ctx, ("execution", "rank_mapping"), mapping, world, "mapping")
     devices: dict[str, int] = {}
-    for i, entry in items(mapping):
-        node, device = get(entry, "node"), get(entry, "device")
-        if isinstance(nodes, int) and isinstance(node, int) and node >= nodes:
+    for i, entry in enumerate(mapping):
+        node, device = entry.node, entry.device
+        if nodes is not None and node is not None and node >= nodes:
             yield ctx.finding(("execution", "rank_mapping", i, "node"), f"node {node} is outside the run's {nodes} node(s)", "mapping-node-out-of-range")
-        if isinstance(device, str):
+        if device is not None:
             if device in devices:
                 yield ctx.finding(
                     ("execution", "rank_mapping", i, "device"),
@@ -66,11 +63,11 @@ def rank_mapping_matches_shape(ctx: RuleContext) -> Iterator[Diagnostic]:
                     "mapping-device-duplicate",
                 )
             devices[device] = i
-    known = {get(g, "uuid") for _, g in items(get(ctx.data, "devices", "gpus"))} - {None}
+    known = {g.uuid for g in (ctx.record.devices.gpus or ())} if ctx.record.devices is not None else set()
     if known:
-        for i, entry in items(mapping):
-            device = get(entry, "device")
-            if isinstance(device, str) and device not in known:
+        for i, entry in enumerate(mapping):
+            device = entry.device
+            if device is not None and device not in known:
                 yield ctx.finding(
                     ("execution", "rank_mapping", i, "device"), f"device {device} is not among the record's devices.gpus", "mapping-device-unknown"
                 )

@@ -31,7 +31,7 @@ def dataset_retention_current(ctx: RuleContext) -> Iterator[Diagnostic]:
     when = _expired(ctx, get(manifest, "retention", "expires"))
     if when is None:
         return
-    inline = isinstance(get(ctx.data, "dataset", "inline"), dict)
+    inline = ctx.record.dataset is not None and ctx.record.dataset.inline
     where = ("dataset", "inline", "retention", "expires") if inline else ("dataset", "manifest")
     yield ctx.finding(
         where,
@@ -51,7 +51,7 @@ def manifest_retention_current(ctx: RuleContext) -> Iterator[Diagnostic]:
 
 
 def contract_lifetime_current(ctx: RuleContext) -> Iterator[Diagnostic]:
-    when = _expired(ctx, get(ctx.data, "contract", "lifetime", "expires"))
+    when = _expired(ctx, ctx.record.contract.lifetime_expires if ctx.record.contract is not None else None)
     if when is not None:
         yield ctx.finding(
             ("contract", "lifetime", "expires"),

@@ -23,7 +23,7 @@ from typing import Any
 from reprogate.core.diagnostics import Diagnostic
 from reprogate.core.git import ignored_paths
 from reprogate.datasets.hashing import AlgorithmUnavailable, hash_file
-from reprogate.rules.base import RuleContext, get
+from reprogate.rules.base import RuleContext
 from reprogate.rules.files import AddressError, load_addressed, resolve
 
 HASH_BUDGET = 256 * 1024 * 1024
@@ -31,8 +31,9 @@ WAY_FORWARD = "a changed shard is a new dataset: write a new manifest (reprogate
 
 
 def dataset_shards_match(ctx: RuleContext) -> Iterator[Diagnostic]:
-    rel = get(ctx.data, "dataset", "manifest", "path")
-    if not isinstance(rel, str):
+    dataset = ctx.record.dataset
+    rel = dataset.manifest.path if dataset is not None and dataset.manifest is not None else None
+    if rel is None:
         return
     try:
         manifest_path = resolve(ctx, rel)

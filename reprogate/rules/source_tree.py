@@ -18,16 +18,16 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic, Severity
 from reprogate.core.documents import DocumentError
 from reprogate.core.git import GitError, run_git
 from reprogate.core.gittree import changed_paths, folder_files, recorded_files, tree_id
+from reprogate.core.record import RunRecord
 from reprogate.datasets.manifest_header import read_manifest
 from reprogate.detect.dockerfile import instructions
 from reprogate.lockfiles import FORMATS, LockFileError, format_for
-from reprogate.rules.base import RuleContext, get
+from reprogate.rules.base import RuleContext
 from reprogate.rules.files import AddressError, resolve
 
 WAY_FORWARD = (
@@ -37,8 +37,9 @@ WAY_FORWARD = (
 
 
 def source_tree_matches(ctx: RuleContext) -> Iterator[Diagnostic]:
-    folder, pinned = get(ctx.data, "source", "path"), get(ctx.data, "source", "tree")
-    if not isinstance(folder, str) or not isinstance(pinned, str):
+    source = ctx.record.source
+    folder, pinned = (source.path, source.tree) if source is not None else (None, None)
+    if folder is None or pinned is None:
         return
     try:
         real = resolve(ctx, folder, folder=True)
@@ -64,7 +65,7 @@ def source_tree_matches(ctx: RuleContext) -> Iterator[Diagnostic]:
             "fetch the full history (actions/checkout with fetch-depth: 0) to see what changed; " + WAY_FORWARD,
         )
         return
-    owners = owned_paths(ctx.data, ctx.root, folder)
+    owners = owned_paths(ctx.record, ctx.root, folder)
     diff = known if known is not None else changed_paths(before or {}, folder_files(real))
     code = {kind: [p for p in paths if p not in owners] for kind, paths in diff.items()}
     stray = stray_traces(real, code.get("added", []))
@@ -167,27 +168,28 @@ def _git_diff(folder: Path, pinned: str, found: str) -> dict[str, list[str]] | N
     return diff
 
 
-def owned_paths(data: Any, root: Path, folder: str) -> dict[str, str]:
+def owned_paths(record: RunRecord, root: Path, folder: str) -> dict[str, str]:
     """Paths inside the project folder (relative to it) that another check judges, with which:
     config, dataset, environment. A file the record calls a lock file or a build recipe is one
     only if it parses as one: naming `train.py` a lock file must not hide a code change."""
     prefix = folder.rstrip("/") + "/"
     owners: dict[str, str] = {}
 
-    def claim(rel: object, owner: str) -> None:
-        if isinstance(rel, str) and rel.startswith(prefix):
+    def claim(rel: str | None, owner: str) -> None:
+        if rel is not None and rel.startswith(prefix):
             owners[rel[len(prefix) :]] = owner
 
-    claim(get(data, "job", "config", "path"), "config")
-    claim(get(data, "dataset", "manifest", "path"), "dataset")
-    recipe = get(data, "source", "build_recipe", "path")
-    if isinstance(recipe, str) and _is_recipe(root / recipe):
+    claim(record.job.config.path if record.job is not None else None, "config")
+    manifest = record.dataset.manifest.path if record.dataset is not None and record.dataset.manifest is not None else None
+    claim(manifest, "dataset")
+    source = record.source
+    recipe = source.build_recipe.path if source is not None and source.build_recipe is not None else None
+    if recipe is not None and _is_recipe(root / recipe):
         claim(recipe, "environment")
-    for item in get(data, "source", "lock_files") or []:
-        if isinstance(item, dict) and isinstance(item.get("path"), str) and _is_lock(root / item["path"], item.get("format")):
-            claim(item["path"], "environment")
-    manifest = get(data, "dataset", "manifest", "path")
-    if isinstance(manifest, str) and manifest.startswith(prefix):
+    for item in source.lock_files if source is not None else ():
+        if _is_lock(root / item.path, item.format):
+            claim(item.path, "environment")
+    if manifest is not None and manifest.startswith(prefix):
         try:
             loaded = read_manifest(root / manifest)
         except (DocumentError, OSError):  # validate's manifest rules say what is wrong with it

@@ -22,8 +22,9 @@ from collections.abc import Iterator
 from pathlib import PurePosixPath
 
 from reprogate.core.diagnostics import Diagnostic, Severity
+from reprogate.core.record import RunRecord
 from reprogate.core.semantics import CURRENT_TEXT, REALIZER_CHANGE, SemanticsError, implied_realizer, stated
-from reprogate.rules.base import RuleContext, get
+from reprogate.rules.base import RuleContext
 from reprogate.rules.files import AddressError, resolve
 
 # The first comment line each resolver writes into a requirements file it produced.
@@ -32,15 +33,13 @@ HEADER_BYTES = 64 * 1024  # a resolver's header and the first packages' `# via` 
 RELOCK = "re-lock with `uv pip compile --generate-hashes requirements.in -o requirements.txt` (or pip-compile --generate-hashes)"
 
 
-def _rebuilt_in_a_venv(data: object) -> bool:
+def _rebuilt_in_a_venv(record: RunRecord) -> bool:
     """Whether a rebuild of the record (reference or candidate) makes a venv from its lock file."""
-    if get(data, "job", "environment", "candidate") == "venv":
-        return True
-    declared = get(data, "job", "environment", "realizer")
-    if isinstance(declared, str):
-        return declared == "venv"
+    declared = record.job.environment if record.job is not None else None
+    if declared is not None:
+        return "venv" in (declared.candidate, declared.realizer)
     try:
-        implied = implied_realizer(data)
+        implied = implied_realizer(record)
     except SemanticsError:
         return False  # semantics-is-readable reports it
     return implied is not None and implied.name == "venv"
@@ -49,7 +48,7 @@ def _rebuilt_in_a_venv(data: object) -> bool:
 def semantics_is_readable(ctx: RuleContext) -> Iterator[Diagnostic]:
     """A `semantics` this release can read: a release, not newer than this one."""
     try:
-        stated(ctx.data)
+        stated(ctx.record.semantics)
     except SemanticsError as exc:
         yield ctx.finding(
             ("semantics",),
@@ -60,10 +59,10 @@ def semantics_is_readable(ctx: RuleContext) -> Iterator[Diagnostic]:
 
 
 def realizer_is_declared(ctx: RuleContext) -> Iterator[Diagnostic]:
-    if isinstance(get(ctx.data, "job", "environment", "realizer"), str):
+    if ctx.record.job is not None and ctx.record.job.environment is not None:
         return
     try:
-        implied = implied_realizer(ctx.data)
+        implied = implied_realizer(ctx.record)
     except SemanticsError:
         return
     if implied is not None and implied.unstated:
@@ -88,11 +87,11 @@ def _resolved(text: str) -> bool:
 
 
 def venv_lock_is_resolved(ctx: RuleContext) -> Iterator[Diagnostic]:
-    if not _rebuilt_in_a_venv(ctx.data):
+    if ctx.record.source is None or not _rebuilt_in_a_venv(ctx.record):
         return
-    for index, entry in enumerate(get(ctx.data, "source", "lock_files") or []):
-        path = get(entry, "path")
-        if not isinstance(path, str) or get(entry, "format") not in (None, "pip-requirements") or PurePosixPath(path).suffix != ".txt":
+    for index, entry in enumerate(ctx.record.source.lock_files):
+        path = entry.path
+        if entry.format not in (None, "pip-requirements") or PurePosixPath(path).suffix != ".txt":
             continue
         try:
             with open(resolve(ctx, path), "rb") as handle:

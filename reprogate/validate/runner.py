@@ -20,6 +20,8 @@ from reprogate.core.documents import DEFAULT_MAX_BYTES, Document, DocumentError,
 from reprogate.core.errors import InfrastructureError
 from reprogate.core.heap import heap_frozen
 from reprogate.core.pool import WorkerDied, ordered_map, usable_cpus, use_processes
+from reprogate.core.record import KIND as RECORD_KIND
+from reprogate.core.record import NO_RECORD, read_record
 from reprogate.core.schema_check import quick_check, schema_diagnostics
 from reprogate.core.schemas import API_VERSION, SCHEMA_FILES
 from reprogate.datasets.manifest_lines import is_stream
@@ -151,7 +153,8 @@ def validate_document(doc: Document, kind: str, options: Options, cache: dict[An
         if ("repository-root", folder) not in cache:  # a walk up with a stat per level: once per folder
             cache[("repository-root", folder)] = repository_root(folder)
         root = cache[("repository-root", folder)]
-    ctx = RuleContext(doc, kind, root, options.today, options.max_bytes, cache, source, options.changed)
+    record = read_record(doc.data, schema_valid=not found) if kind == RECORD_KIND else NO_RECORD
+    ctx = RuleContext(doc, kind, root, options.today, options.max_bytes, cache, source, options.changed, record)
     for check in rules_for(kind, options.addressed_files):
         try:
             found.extend(check(ctx))

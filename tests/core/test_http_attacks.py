@@ -77,7 +77,8 @@ def test_a_drip_feeding_api_ends_at_the_deadline() -> None:
 
 
 def test_a_drip_feeding_registry_ends_at_the_deadline() -> None:
-    from reprogate.images.registry import RegistryClient, RegistryUnreachable
+    from reprogate.images.errors import RegistryUnreachable
+    from reprogate.images.registry import RegistryClient
 
     with hostile(drip()) as server:
         client = RegistryClient(timeout=1.0, retries=0)

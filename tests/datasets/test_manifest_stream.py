@@ -712,3 +712,117 @@ def test_a_build_writes_the_same_manifest_whichever_path_reads_its_files(cli: Cl
     assert {name: (s["bytes"], s["checksum"]) for name, s in shards.items()} == {
         name: (len(content), "sha256:" + hashlib.sha256(content).hexdigest()) for name, content in contents.items()
     }
+
+
+# reading the lines `dataset manifest` writes without parsing them -----------------------------
+
+
+def test_plain_lines_takes_only_lines_exactly_as_dataset_manifest_writes_them() -> None:
+    """verify_lines.plain_lines reads a piece of shard lines with one match when every line is a
+    plain file shard as the writer renders it; any other line, however close, leaves the piece
+    to the JSON parse and the schema (None). Whatever it takes parses to the same shard, and is
+    one the schema and the plain-name test accept."""
+    from reprogate.datasets.manifest_writer import render_files
+    from reprogate.datasets.names import plain_shape
+    from reprogate.datasets.shard_checker import shard_checker
+    from reprogate.datasets.verify_lines import plain_lines
+
+    names, sizes = ["a/b/c.bin", "a-b.bin", "x/y+z=1@2,3.bin", "_0"], [0, 1, 1024, 10**17]
+    checksums = ["sha256:" + hashlib.sha256(n.encode()).hexdigest() for n in names]
+    piece = render_files("jsonl", names, sizes, checksums)[1]
+    expected = [(n, str(s), c) for n, s, c in zip(names, sizes, checksums, strict=True)]
+    assert plain_lines(piece, "sha256") == expected
+    assert plain_lines(piece.rstrip(b"\n"), "sha256") == expected  # the file's last line may have no newline
+    assert plain_lines(piece, "blake3") is None  # another algorithm's checksums: compared, and found corrupt, the general way
+    line = piece.split(b"\n")[0].decode()
+    close = [
+        line.replace('", "bytes"', '","bytes"'),
+        line.replace("{", "{ "),
+        line + " ",
+        line + "\r",
+        line.replace('"name": "a/b/c.bin"', '"name": "a/b/\\u0063.bin"'),
+        line.replace("a/b/c.bin", ".a/c.bin"),
+        line.replace("a/b/c.bin", "a/b:c.bin"),
+        line.replace("a/b/c.bin", "a/b/ç.bin"),
+        line.replace('"bytes": 0', '"bytes": 00'),
+        line.replace('"bytes": 0', '"bytes": -0'),
+        line.replace('"bytes": 0', '"bytes": 0.0'),
+        line.replace('"bytes": 0', '"bytes": 1e3'),
+        line.replace('"bytes": 0', '"bytes": "0"'),
+        line.replace("sha256:" + checksums[0][7:], "sha256:" + checksums[0][7:].upper()),
+        line.replace("sha256:" + checksums[0][7:], "sha256:" + checksums[0][8:]),
+        line.replace("sha256:", "md5:"),
+        line.replace("}", ', "kind": "file"}'),
+        json.dumps({"bytes": 0, "name": "a/b/c.bin", "checksum": checksums[0]}),
+        line + line,
+        "",
+    ]
+    for variant in close:
+        assert plain_lines(f"{variant}\n".encode(), "sha256") is None, variant
+        assert plain_lines(piece + f"{variant}\n".encode(), "sha256") is None, variant  # one line is enough
+    rng = __import__("random").Random(44)
+    alphabet = '{}":, abc019./-_\\\n'
+    taken = 0
+    for _ in range(3000):  # one character changed, added or removed: taken only if still a plain shard
+        at = rng.randrange(len(line))
+        variant = line[:at] + rng.choice(["", rng.choice(alphabet)]) + line[at + rng.randrange(2) :]
+        rows = plain_lines(variant.encode(), "sha256")
+        if rows is not None:
+            taken += 1
+            (shard,) = [json.loads(text) for text in variant.splitlines()]
+            assert rows == [(shard["name"], str(shard["bytes"]), shard["checksum"])]
+            assert shard_checker().valid(shard) and len(shard) == 3 and plain_shape(shard["name"])
+    assert taken  # some changes keep the shape (another name, size or digit)
+
+
+def test_verify_reports_the_same_whether_plain_lines_are_matched_or_parsed(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every kind of finding, in one process and in forked workers, is the same when pieces of
+    plain lines are read with one match (plain_lines) as when every line is parsed."""
+    from reprogate.datasets import verify_lines
+
+    root = tmp_path / "data"
+    for i in range(1_100):  # enough for the forked workers
+        folder = root / f"{i // 400:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{i:05d}.bin").write_bytes(i.to_bytes(2, "little") * (1 + i % 5))
+    (root / "02" / "kept.bin").write_bytes(b"outside the root by name")
+    manifest = tmp_path / "m.jsonl"
+    assert cli("dataset", "manifest", str(root), "-o", str(manifest), "-q").exit_code == 0
+    text = lines(manifest)
+    at = next(i for i, line in enumerate(text) if '"02/kept.bin"' in line)
+    text[at] = text[at].replace('"02/kept.bin"', '"02/kept.bin/../../01/00400.bin"')  # still in order; refused as unsafe
+    text.insert(at, text[at - 1].replace("01099.bin", "01099.bin.gone"))  # a name the manifest alone has
+    first = line_of(manifest, "02/00800.bin") - 1
+    # beside a name of the same folder (so no folder check of its own): a traversal by its last part
+    text[first:first] = [text[first].replace("02/00800.bin", "02/--.bin"), text[first].replace("02/00800.bin", "02/..")]
+    at += 2
+    other = line_of(manifest, "01/00600.bin") - 1
+    text[other] = json.dumps(dict(sorted(json.loads(text[other]).items())))  # valid, keys in another order: parsed
+    manifest.write_text("\n".join(text) + "\n")
+    (root / "00" / "00007.bin").unlink()
+    (root / "01" / "00500.bin").write_bytes(b"\xff" * 2)  # same size, other bytes
+    (root / "02" / "00900.bin").write_bytes(b"c")
+    (root / "02" / "01000.bin").write_bytes(b"longer than it was")
+    (root / "02" / "extra.bin").write_bytes(b"new")
+    (root / "01" / "00600.bin").write_bytes(b"\0" * 2)
+    matched: list[bool] = []
+    real = verify_lines.plain_lines
+
+    def spied(piece: bytes, algorithm: str) -> list[tuple[str, str, str]] | None:
+        rows = real(piece, algorithm)
+        matched.append(rows is not None)
+        return rows
+
+    monkeypatch.setattr(verify_lines, "plain_lines", spied)
+    fast = [verify(cli, manifest, root, "--keep-going", "--jobs", jobs) for jobs in ("1", "2")]
+    assert any(matched) and not all(matched)  # the piece with the edited lines is parsed
+    monkeypatch.setattr(verify_lines, "plain_lines", lambda piece, algorithm: None)
+    parsed = [verify(cli, manifest, root, "--keep-going", "--jobs", jobs) for jobs in ("1", "2")]
+    assert [r[1] for r in fast] == [r[1] for r in parsed] and fast[0][1] == fast[1][1]
+    assert {r[0].exit_code for r in fast + parsed} == {1}, fast[0][1]["findings"][:3]
+    report = fast[0][1]
+    assert sorted(report["missing"]) == ["00/00007.bin", "02/--.bin", "02/01099.bin.gone"] and report["extra"] == ["02/extra.bin", "02/kept.bin"]
+    assert sorted(report["corrupt"]) == ["01/00500.bin", "01/00600.bin", "02/01000.bin"] and report["truncated"] == ["02/00900.bin"]
+    assert report["unsafe"] == ["02/..", "02/kept.bin/../../01/00400.bin"]
+    lines_of = {f["message"].split(": ")[1]: f["line"] for f in report["findings"]}
+    assert lines_of["02/00900.bin"] == line_of(manifest, "02/00900.bin") and lines_of["02/01099.bin.gone"] == at + 1

@@ -17,12 +17,13 @@ import yaml
 from harness import EXAMPLES, fuzz, instrumented, text
 
 with instrumented():
+    from reprogate.core.record import read_record
     from reprogate.rules.trace_meta import reference_disagreements
     from reprogate.runtime.trace import TraceError, leading_meta_events
 
 FOLDER = Path(tempfile.mkdtemp(prefix="reprogate-fuzz-trace-meta-"))
 TRACE = FOLDER / "trace.jsonl"
-RECORD = yaml.safe_load((EXAMPLES / "tiny" / "records" / "tiny.yaml").read_text())
+RECORD = read_record(yaml.safe_load((EXAMPLES / "tiny" / "records" / "tiny.yaml").read_text()))
 
 
 def seeds() -> list[tuple[str, bytes]]:

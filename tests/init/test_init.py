@@ -240,6 +240,7 @@ def test_init_keeps_its_word_where_one_rebuild_run_replays_the_trace_seed(level:
     judges the metric on (the seed plan's own count) catch the shift init declares at 80 %."""
     import dataclasses
 
+    from reprogate.core.record import read_record
     from reprogate.core.seedstats import assured_power, mean_sd
     from reprogate.init.draft import Plan, _metric
     from reprogate.rebuild.seed_plan import plan as seed_plan
@@ -249,11 +250,14 @@ def test_init_keeps_its_word_where_one_rebuild_run_replays_the_trace_seed(level:
     values = [1.0 + 0.01 * math.sin(i) for i in range(10)]
     notes: list[str] = []
     metric = _metric(dataclasses.replace(plan, detect=detect), level, "val_loss", values, notes)
-    record = {
-        "contract": {"level": level, "metric": metric},
-        "seeds": {"global": 7},
-        "reference": {"metric": {"values": [{"seed": i, "value": v} for i, v in enumerate(values)]}},
-    }
+    record = read_record(
+        {
+            "contract": {"level": level, "envelope": {}, "metric": metric},
+            "seeds": {"global": 7},
+            "reference": {"metric": {"name": "val_loss", "values": [{"seed": i, "value": v} for i, v in enumerate(values)]}},
+        }
+    )
+    assert record.contract is not None and record.reference is not None, "the sections the seed plan reads are schema-valid"
     seeds = seed_plan(record, "digest", runs_for(None, record))
     assert seeds.trace_seed == 7 and seeds.source == "fresh" and 7 not in seeds.metric_seeds
     judged, sd = len(seeds.metric_seeds), mean_sd(values)[1]

@@ -253,11 +253,12 @@ def test_a_statistical_rebuild_of_three_fresh_seeds_passes_a_good_build_and_fail
 
     from reprogate.core.canonical import canonical_digest
     from reprogate.core.documents import load_document
+    from reprogate.core.record import read_record
     from reprogate.rebuild.judged_by import CONTRACT_SECTIONS
     from reprogate.rebuild.seed_plan import plan
 
     data = load_document(project / RECORD).data
-    again = plan(data, canonical_digest({k: data.get(k) for k in CONTRACT_SECTIONS}), 3)
+    again = plan(read_record(data, schema_valid=True), canonical_digest({k: data.get(k) for k in CONTRACT_SECTIONS}), 3)
     assert list(again.metric_seeds) == seeds["metric"]  # drawn from the judging contract's digest: a rerun draws the same
 
     drill(project, EXAMPLE_METRIC_SHIFT="0.05")  # about 11 sd of the reference seeds

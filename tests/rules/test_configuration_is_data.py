@@ -183,15 +183,17 @@ def test_init_names_a_configuration_or_data_folder_that_is_not_there(cli: Cli, t
 
 
 def test_a_configuration_pinned_from_the_trace_needs_a_trace_that_records_it() -> None:
+    from reprogate.core.record import Job, JobConfig, RunRecord
     from reprogate.rules.trace_meta import reference_disagreements
     from reprogate.runtime.trace import MetaEvent
 
-    data = {"job": {"config": {"path": "c.py", "hash": "canonical-v1:" + "0" * 64, "hash_of": "trace"}}}
-    silent = reference_disagreements(data, [MetaEvent(0, config_digest=data["job"]["config"]["hash"]), MetaEvent(1)])
+    pinned = "canonical-v1:" + "0" * 64
+    data = RunRecord(job=Job(("python", "c.py"), JobConfig(pinned, "trace", "c.py")))
+    silent = reference_disagreements(data, [MetaEvent(0, config_digest=pinned), MetaEvent(1)])
     assert [(d.code, d.path) for d in silent] == [("trace-meta-config", ("job", "config", "hash_of"))] and "rank 1" in silent[0].message
     other = reference_disagreements(data, [MetaEvent(0, config_digest="canonical-v1:" + "1" * 64)])
     assert [d.code for d in other] == ["trace-meta-config"]
-    file_form = {"job": {"config": {"path": "c.yaml", "hash": "canonical-v1:" + "0" * 64}}}
+    file_form = RunRecord(job=Job(("python", "c.py"), JobConfig(pinned, path="c.yaml")))
     assert reference_disagreements(file_form, [MetaEvent(0)]) == [], "a data configuration's meta may say nothing"
 
 

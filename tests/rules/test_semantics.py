@@ -16,6 +16,7 @@ from support import git
 
 from reprogate import __version__
 from reprogate.core.canonical import file_digest
+from reprogate.core.record import read_record
 from reprogate.core.semantics import CURRENT_TEXT, SemanticsError, implied_realizer, stated
 from reprogate.init.draft import Plan, before_reference
 from reprogate.rebuild import realizers
@@ -31,7 +32,8 @@ def record_data(folder: Path, **top: object) -> dict:
         "apiVersion": "reprogate/v1",
         "kind": "RunRecord",
         "metadata": {"name": "r"},
-        "source": {"dirty": False, "lock_files": [{"path": "requirements.txt", "checksum": file_digest(folder / "requirements.txt")}]},
+        # a schema-valid source (a commit or a tree): a section the schema rejects reaches no rule (core/record.py)
+        "source": {"commit": "0" * 40, "dirty": False, "lock_files": [{"path": "requirements.txt", "checksum": file_digest(folder / "requirements.txt")}]},
     }
     data.update(top)
     return data
@@ -77,7 +79,7 @@ def test_a_record_written_for_a_newer_release_is_refused_naming_the_field(cli: C
     assert code == 1 and found["semantics-unknown"]["field"] == "semantics" and "upgrade reprogate" in found["semantics-unknown"]["message"]
     assert found["semantics-unknown"]["line"] == path.read_text().splitlines().index("semantics: '99.0'") + 1
     with pytest.raises(SemanticsError):
-        implied_realizer(yaml.safe_load(path.read_text()))
+        implied_realizer(read_record(yaml.safe_load(path.read_text())))
 
 
 def test_a_rebuild_of_a_record_for_a_newer_release_is_refused_before_anything_runs(cli: Cli, project: Path) -> None:
@@ -97,7 +99,7 @@ def test_init_writes_the_semantics_of_its_release() -> None:
     plan = Plan(name="r", project="p", tree="0" * 40, entrypoint=["python", "train.py"], config="c.yaml", config_hash="sha256:" + "0" * 64,
                 realizer="venv", world_size=1, seeds=[1])  # fmt: skip
     draft = before_reference(plan)
-    assert draft["semantics"] == CURRENT_TEXT and stated(draft) is not None
+    assert draft["semantics"] == CURRENT_TEXT and stated(draft["semantics"]) is not None
     assert list(draft)[:3] == ["apiVersion", "semantics", "kind"]
 
 

@@ -28,6 +28,7 @@ import shlex
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from reprogate.core.fileio import atomic_write, read_written_by_code
 from reprogate.core.redact import redact
 from reprogate.core.shapes import table
 from reprogate.rebuild.launchers.base import Shape, record_shape
+from reprogate.rebuild.launchers.rank_reports import parse_exit_code, parse_placement
 from reprogate.rebuild.ranks import rank_variables
 from reprogate.rebuild.realizers.base import Realized
 
@@ -222,17 +224,27 @@ def _api_error(what: str, exc: Exception) -> InfrastructureError:
     return InfrastructureError(f"Kubernetes API: {what} failed ({status or type(exc).__name__}): {redact(str(body))[:300]}")
 
 
+@dataclass(frozen=True)
+class PodState:
+    """One pod of the Job as the API last listed it."""
+
+    name: str
+    phase: str  # Pending, Running, Succeeded, Failed, Unknown
+    node: str | None  # the node it was scheduled on
+    reason: str  # its trouble in words (_why), "" for none
+
+
 class KubernetesGroup:
     """The pods of one rebuild's Job, as ranks."""
 
     def __init__(self, core: Any, batch: Any, name: str, namespace: str, shape: Shape, logs: Path) -> None:
         self.core, self.batch, self.name, self.namespace, self.shape, self.logs = core, batch, name, namespace, shape, logs
-        self.pods: dict[int, dict[str, Any]] = {}  # node index -> {name, phase, node, reason}
+        self.pods: dict[int, PodState] = {}  # node index -> what the API last said of its pod
         self._checked = 0.0
         self._lost: dict[int, str] = {}
         self._stopped = False
 
-    def refresh(self, force: bool = False) -> dict[int, dict[str, Any]]:
+    def refresh(self, force: bool = False) -> dict[int, PodState]:
         now = time.monotonic()
         if not force and now - self._checked < STATE_INTERVAL:
             return self.pods
@@ -246,7 +258,9 @@ class KubernetesGroup:
             index = annotations.get("batch.kubernetes.io/job-completion-index")
             if index is None or not str(index).isdigit():
                 continue
-            self.pods[int(index)] = {"name": pod.metadata.name, "phase": pod.status.phase or "Pending", "node": pod.spec.node_name, "reason": _why(pod)}
+            self.pods[int(index)] = PodState(
+                str(pod.metadata.name), str(pod.status.phase or "Pending"), pod.spec.node_name and str(pod.spec.node_name), _why(pod)
+            )
         return self.pods
 
     def _file(self, rank: int, suffix: str) -> str | None:
@@ -259,16 +273,11 @@ class KubernetesGroup:
     def placement(self) -> dict[int, str]:
         placed: dict[int, str] = {}
         for rank in range(self.shape.world_size):
-            text = self._file(rank, "place")
-            node = None
-            if text:
-                try:
-                    node = json.loads(text).get("node")
-                except ValueError:
-                    node = None
-            node = node or (self.pods.get(rank // self.shape.ranks_per_node) or {}).get("node")
+            reported = parse_placement(self._file(rank, "place"))
+            pod = self.pods.get(rank // self.shape.ranks_per_node)
+            node = (reported and reported.node) or (pod and pod.node)
             if node:
-                placed[rank] = str(node)
+                placed[rank] = node
         return placed
 
     @property
@@ -277,13 +286,10 @@ class KubernetesGroup:
         return list(dict.fromkeys(placed[r] for r in sorted(placed)))
 
     def where(self, rank: int) -> str:
-        pod = self.pods.get(rank // self.shape.ranks_per_node) or {}
+        pod = self.pods.get(rank // self.shape.ranks_per_node)
         node = self.placement().get(rank)
-        return (
-            f"node {node} (pod {pod.get('name', '?')})"
-            if node
-            else f"pod {pod.get('name') or f'{self.name}-{rank // self.shape.ranks_per_node}'} (not scheduled yet)"
-        )
+        name = pod.name if pod else None
+        return f"node {node} (pod {name or '?'})" if node else f"pod {name or f'{self.name}-{rank // self.shape.ranks_per_node}'} (not scheduled yet)"
 
     def describe(self, rank: int, code: int | None) -> str:
         return self._lost.get(rank) or f"exited with code {code}"
@@ -291,16 +297,15 @@ class KubernetesGroup:
     def poll(self) -> dict[int, int | None]:
         codes: dict[int, int | None] = {}
         for rank in range(self.shape.world_size):
-            text = self._file(rank, "exit")
-            codes[rank] = int(text) if text and text.lstrip("-").isdigit() else None
+            codes[rank] = parse_exit_code(self._file(rank, "exit"))
         if all(c is not None for c in codes.values()):
             return codes
         pods = self.refresh()
         for rank, code in codes.items():
             pod = pods.get(rank // self.shape.ranks_per_node)
-            if code is None and pod and pod["phase"] in ("Failed", "Succeeded", "Unknown"):
+            if code is None and pod and pod.phase in ("Failed", "Succeeded", "Unknown"):
                 codes[rank] = 137
-                self._lost[rank] = f"ended without an exit code: pod {pod['name']} is {pod['phase']}" + (f" ({pod['reason']})" if pod.get("reason") else "")
+                self._lost[rank] = f"ended without an exit code: pod {pod.name} is {pod.phase}" + (f" ({pod.reason})" if pod.reason else "")
         return codes
 
     def wait_scheduled(self, limit: float) -> None:
@@ -308,10 +313,10 @@ class KubernetesGroup:
         deadline = time.monotonic() + limit
         while True:
             pods = self.refresh(force=True)
-            if len(pods) == self.shape.nodes and all(p["phase"] != "Pending" for p in pods.values()):
+            if len(pods) == self.shape.nodes and all(p.phase != "Pending" for p in pods.values()):
                 return
             if time.monotonic() > deadline:
-                waiting = [f"{p['name']} ({p.get('reason') or p['phase']})" for p in pods.values() if p["phase"] == "Pending"]
+                waiting = [f"{p.name} ({p.reason or p.phase})" for p in pods.values() if p.phase == "Pending"]
                 raise InfrastructureError(f"the pods of job {self.name} were not scheduled within {limit:g} s: {', '.join(waiting) or 'none created'}")
             time.sleep(0.5)
 
@@ -322,7 +327,7 @@ class KubernetesGroup:
         self._stopped = True
         for index, pod in sorted(self.pods.items()):
             try:
-                text = self.core.read_namespaced_pod_log(pod["name"], self.namespace)
+                text = self.core.read_namespaced_pod_log(pod.name, self.namespace)
                 atomic_write(self.logs / f"pod{index}.log", redact(str(text)))  # replaces a link a rank left there, never writes through it
             except Exception:  # noqa: BLE001 - a pod that never started has no log
                 pass

@@ -27,7 +27,6 @@ the job; device visibility is Slurm's to set (GRES), so the runner's is not pass
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import signal
@@ -42,6 +41,7 @@ from reprogate.core.errors import InfrastructureError, UsageError
 from reprogate.core.fileio import atomic_write, read_written_by_code
 from reprogate.core.redact import redact
 from reprogate.rebuild.launchers.base import Shape
+from reprogate.rebuild.launchers.rank_reports import Placement, parse_exit_code, parse_placement
 from reprogate.rebuild.realizers.base import Realized
 
 SMALL_FILE_BYTES = 64 * 1024  # a rank's exit code or place file: one line
@@ -286,26 +286,18 @@ class SlurmGroup:
         return None if data is None else data.decode("utf-8", "replace")
 
     def _exit_code(self, rank: int) -> int | None:
-        try:
-            return int((self._small_file(f"rank{rank}.exit") or "").strip())
-        except ValueError:
-            return None
+        return parse_exit_code(self._small_file(f"rank{rank}.exit"))
 
     def _all_exit_files(self) -> bool:
         return all(self._exit_code(r) is not None for r in range(self.shape.world_size))
 
-    def _placed(self) -> dict[int, dict[str, Any]]:
-        found = {}
-        for rank in range(self.shape.world_size):
-            try:
-                found[rank] = json.loads(self._small_file(f"rank{rank}.place") or "")
-            except ValueError:
-                continue
-        return found
+    def _placed(self) -> dict[int, Placement]:
+        reports = {rank: parse_placement(self._small_file(f"rank{rank}.place")) for rank in range(self.shape.world_size)}
+        return {rank: placed for rank, placed in reports.items() if placed is not None}
 
     def placement(self) -> dict[int, str]:
         """Where each rank ran: as it reported, else Slurm's block distribution over the job's nodes."""
-        placed = {r: str(p.get("node")) for r, p in self._placed().items()}
+        placed = {r: p.node for r, p in self._placed().items() if p.node is not None}
         for rank in range(self.shape.world_size):
             index = rank // self.shape.ranks_per_node
             if rank not in placed and index < len(self.node_list):
@@ -383,7 +375,7 @@ class SlurmGroup:
                 _cancel(self.job_id, self.env)
                 self._wait_released()
             else:
-                steps = {str(p.get("step")) for p in self._placed().values() if p.get("step") not in (None, "")}
+                steps = {p.step for p in self._placed().values() if p.step is not None}
                 for step in steps:
                     _cancel(f"{self.job_id}.{step}", self.env)
                 if self.step.poll() is None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from reprogate.core.errors import UsageError
+from reprogate.core.record import read_record
 from reprogate.core.semantics import SemanticsError, implied_realizer
 from reprogate.rebuild.realizers import container, current, venv
 from reprogate.rebuild.realizers.base import Choice, Realized, RealizeFailed, Realizer, RealizeRequest
@@ -43,7 +44,7 @@ def choose(data: dict[str, Any], override: str | None = None, environment: Liter
                 raise UsageError(f"job.environment.{field} is {declared!r}; choose one of {', '.join(REALIZERS)}")
             return Choice(declared, f"the record declares job.environment.{field}: {declared}")
     try:
-        implied = implied_realizer(data)
+        implied = implied_realizer(read_record(data))
     except SemanticsError as exc:
         raise UsageError(str(exc)) from None
     if implied is not None:

@@ -128,7 +128,7 @@ def _source_changes(job: RebuildJob, folder: str, pinned: str, found: str, defer
             found=found,
         )
     diff = changed_paths(before, folder_files(job.root / folder))
-    owners = owned_paths(job.data, job.root, folder)
+    owners = owned_paths(job.record, job.root, folder)
     code = {kind: [p for p in paths if p not in owners] for kind, paths in diff.items()}
     if any(code.values()):
         listed = "; ".join(f"{kind}: {', '.join(paths[:6])}{' ...' if len(paths) > 6 else ''}" for kind, paths in code.items() if paths)

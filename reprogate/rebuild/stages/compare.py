@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from reprogate.core.record import Tolerance
 from reprogate.rebuild import compare
 from reprogate.rebuild.comparisons import EXACT, TOLERANCE, StepTest
 from reprogate.rebuild.stages.base import StageResult, failed, skipped
@@ -26,7 +27,7 @@ def batches(state: RebuildState) -> StageResult:
         return skipped("a startup contract compares nothing numeric")
     if not state.reference_events:
         return failed("the record has no reference trace to compare with")
-    if job.level == "statistical" and runs.first.seed != job.section("seeds", "global"):
+    if job.level == "statistical" and runs.first.seed != _trace_seed(job):
         return skipped(f"seed {runs.first.seed} is fresh and reads the data in its own order; batches are compared when the run replays the trace's seed")
     return _result(compare.compare_batches(*_ranges(state)))
 
@@ -35,7 +36,7 @@ def model_state(state: RebuildState) -> StageResult:
     job = state.job
     if job.level != "bitwise":
         return skipped(f"a {job.level} contract does not compare tensors bitwise")
-    names = list(job.section("contract", "tensors") or [])
+    names = list(job.record.contract.tensors or ()) if job.record.contract is not None else []
     reference, rebuilt = _ranges(state)
     result = _result(compare.compare_tensors(reference, rebuilt, names))
     if result.status == "fail":
@@ -46,10 +47,21 @@ def model_state(state: RebuildState) -> StageResult:
 
 def _tolerance(job: RebuildJob) -> tuple[list[str], float, float]:
     """The quantities the steps stage compares and its bounds (bitwise: exact)."""
-    tolerance = job.section("contract", "tolerance") or {}
-    quantities = list(tolerance.get("quantities") or ["loss"])
-    abs_tol, rel_tol = (0.0, 0.0) if job.level == "bitwise" else (float(tolerance.get("abs", 0.0)), float(tolerance.get("rel", 0.0)))
+    tolerance = _declared_tolerance(job)
+    quantities = list(tolerance.quantities or ("loss",))
+    abs_tol, rel_tol = (0.0, 0.0) if job.level == "bitwise" else (float(tolerance.abs or 0.0), float(tolerance.rel or 0.0))
     return quantities, abs_tol, rel_tol
+
+
+def _declared_tolerance(job: RebuildJob) -> Tolerance:
+    """`contract.tolerance`, or none declared (every bound 0)."""
+    contract = job.record.contract
+    return contract.tolerance if contract is not None and contract.tolerance is not None else Tolerance()
+
+
+def _trace_seed(job: RebuildJob) -> int | None:
+    """`seeds.global`: the seed a run replays the reference trace with."""
+    return job.record.seeds.global_seed if job.record.seeds is not None else None
 
 
 def steps(state: RebuildState) -> StageResult:
@@ -109,8 +121,8 @@ def first_difference(state: RebuildState, failed_stage: str | None) -> compare.F
     job, runs = state.job, state.runs
     if failed_stage not in COMPARING or runs is None or runs.first is None or not state.reference_events or job.level == "startup":
         return None
-    if job.level == "statistical" and runs.first.seed != job.section("seeds", "global"):
+    if job.level == "statistical" and runs.first.seed != _trace_seed(job):
         return None
-    tolerance = job.section("contract", "tolerance") or {}
-    abs_tol, rel_tol = (float(tolerance.get("abs", 0.0)), float(tolerance.get("rel", 0.0))) if job.level == "behavioral" else (0.0, 0.0)
+    tolerance = _declared_tolerance(job)
+    abs_tol, rel_tol = (float(tolerance.abs or 0.0), float(tolerance.rel or 0.0)) if job.level == "behavioral" else (0.0, 0.0)
     return compare.first_difference(*_ranges(state), abs_tol, rel_tol, weights=job.level == "bitwise")

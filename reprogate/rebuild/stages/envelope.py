@@ -59,7 +59,7 @@ def envelope(state: RebuildState) -> StageResult:
     size_problems = [] if job.world_size in allowed_sizes else [f"world size {job.world_size} is not among the envelope's {allowed_sizes}"]
     problems = size_problems + _machine_problems(machine, env) + problems
     problems += _software_problems(machine, env)
-    problems += [d.message for d in reference_disagreements(job.data, list(state.reference_events))]
+    problems += [d.message for d in reference_disagreements(job.record, list(state.reference_events))]
     problems += cpu_problems
     facts = machine.facts()
     if problems:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from reprogate.core.record import Metric
 from reprogate.core.seedstats import (
     POWER,
     assured_power,
@@ -42,12 +43,13 @@ from reprogate.rebuild.stats import difference_test, welch_tost
 def metric(state: RebuildState) -> StageResult:
     job, runs = state.job, state.runs
     assert runs is not None
-    declared = job.section("contract", "metric")
-    if not isinstance(declared, dict):
+    record = job.record
+    declared = record.contract.metric if record.contract is not None else None
+    if declared is None:
         if job.level == "statistical":
             return failed("a statistical contract without a declared metric cannot be judged")
         return skipped("the contract declares no metric")
-    name = declared["name"]
+    name = declared.name
     plan = job.seed_plan
     values = []
     for run_ in runs.seeds:
@@ -57,24 +59,26 @@ def metric(state: RebuildState) -> StageResult:
         if found is None:
             return failed(f"seed {run_.seed}: the run reported no {name} (Tracer.metric)")
         values.append(found)
-    reference = [float(v["value"]) for v in job.section("reference", "metric", "values") or []]
-    alpha = float(declared.get("alpha", 0.05))
-    resolution = float(declared.get("resolution") or 0.0)
-    if declared.get("test") == "equivalence" and len(values) >= 2:
+    seeds = record.reference.metric.values if record.reference is not None and record.reference.metric is not None else ()
+    reference = [float(v.value) for v in seeds]
+    alpha = float(declared.alpha if declared.alpha is not None else 0.05)
+    resolution = float(declared.resolution or 0.0)
+    if declared.test == "equivalence" and len(values) >= 2:
         return _equivalence(state, declared, reference, values, alpha)
     test_name = metric_test(declared)
     side = failing_side(declared)
     sided = side_words(side, name)
     if len(values) == 1:
-        stored = declared.get("interval")
-        if not isinstance(stored, dict):
+        stored = declared.interval
+        if stored is None:
             return failed(f"no predeclared interval for {name}: run `reprogate interval RECORD` before the drill", exit_code=2)
-        low, high = float(stored["low"]), float(stored["high"])
-        alpha, n, resolution = float(stored.get("alpha", alpha)), int(stored["n"]), float(stored.get("resolution", resolution))
-        sigma = float(stored.get("sd", mean_sd(reference)[1] if len(reference) > 1 else 0.0))
+        low, high = float(stored.low), float(stored.high)
+        alpha, n = float(stored.alpha), stored.n
+        resolution = float(stored.resolution if stored.resolution is not None else resolution)
+        sigma = float(stored.sd if stored.sd is not None else (mean_sd(reference)[1] if len(reference) > 1 else 0.0))
         inside = values[0] <= high if side == "higher" else (values[0] >= low if side == "lower" else low <= values[0] <= high)
         choice = choose(test_name, 1, sigma, resolution, n)
-        stated = _power(declared, n, 1, sigma, alpha, resolution, float(stored.get("mean", 0.0)))
+        stated = _power(declared, n, 1, sigma, alpha, resolution, float(stored.mean if stored.mean is not None else 0.0))
         figures: dict[str, Any] = {
             "interval": [low, high],
             "resolution": resolution,
@@ -130,8 +134,9 @@ def metric(state: RebuildState) -> StageResult:
     return passed(detail, test, values=values) if result.passed else failed(detail, comparison=test, values=values)
 
 
-def _equivalence(state: RebuildState, declared: dict[str, Any], reference: list[float], values: list[float], alpha: float) -> StageResult:
-    name, margin = declared["name"], float(declared["margin"])
+def _equivalence(state: RebuildState, declared: Metric, reference: list[float], values: list[float], alpha: float) -> StageResult:
+    assert declared.margin is not None  # runner.check_before_running refuses several seeds under equivalence without a margin
+    name, margin = declared.name, float(declared.margin)
     tost = welch_tost(reference, values, margin, alpha)
     sigma = mean_sd(reference)[1]
     chance = tost_pass_chance(tost.n, tost.m, sigma, margin, alpha)
@@ -152,7 +157,7 @@ def _equivalence(state: RebuildState, declared: dict[str, Any], reference: list[
     return passed(detail, test, values=values) if tost.equivalent else failed(detail, comparison=test, values=values)
 
 
-def _power(declared: dict[str, Any], n: int, m: int, sigma: float, alpha: float, resolution: float, mean: float) -> dict[str, Any]:
+def _power(declared: Metric, n: int, m: int, sigma: float, alpha: float, resolution: float, mean: float) -> dict[str, Any]:
     """The power the verdict states: assured, so that over records a share of at least the stated
     power reaches it (core/seedstats.assured_power), not the plug-in at the reference's own s."""
     target = target_power(declared)
