@@ -19,5 +19,5 @@ from reprogate.runtime.tensor_digests import (  # noqa: F401
     state_digests,
     tensor_digest,
 )
-from reprogate.runtime.trace import meta_events, read_trace  # noqa: F401
+from reprogate.runtime.trace import CpuFacts, MetaEvent, MetricEvent, OtherEvent, StepEvent, TraceEvent, meta_events, read_trace  # noqa: F401
 from reprogate.runtime.tracer import TRACE_DIR_ENV, Tracer  # noqa: F401

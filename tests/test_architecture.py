@@ -249,6 +249,7 @@ def test_no_module_imports_itself_back_at_module_level() -> None:
 DEFERRED = {
     "torch", "numpy", "scipy", "docker", "kubernetes", "pynvml", "blake3", "requests", "urllib3",
     "jsonschema", "referencing", "dockerfile_parse", "pip_requirements_parser", "packaging", "fcntl",
+    "tomllib", "tomli", "yaml",  # imported where a TOML or YAML document is read: detect of a requirements file imports none
     "mlflow",  # the optional extra `reprogate[mlflow]`, imported by the one function that opens a tracking store
     "sqlalchemy",  # the same extra's, for a database store: imported where a sqlite URI's file is checked
 }  # fmt: skip

@@ -55,7 +55,7 @@ def main() -> None:
             if seed == SEEDS[0]:
                 with open(HERE / "reference" / "trace.jsonl", "w", encoding="utf-8") as fh:
                     for event in events:
-                        fh.write(json.dumps(event, sort_keys=True) + "\n")
+                        fh.write(json.dumps(event.to_json(), sort_keys=True) + "\n")
             print(f"seed {seed}: val_loss {values[-1]['value']:.6f}")
     text = (HERE / "record.yaml.tmpl").read_text()
     text = text.replace("@TREE@", tree_id(HERE / "project"))

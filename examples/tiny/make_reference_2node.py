@@ -100,7 +100,7 @@ def main() -> None:
             values.append({"seed": seed, "value": metrics(events)["val_loss"]})
             if seed == SEEDS[0]:
                 with open(HERE / "reference" / "trace-2node.jsonl", "w", encoding="utf-8") as fh:
-                    fh.writelines(json.dumps(event, sort_keys=True) + "\n" for event in events)
+                    fh.writelines(json.dumps(event.to_json(), sort_keys=True) + "\n" for event in events)
             print(f"seed {seed}: val_loss {values[-1]['value']:.6f}")
     text = template.replace("@TREE@", tree_id(HERE / "project"))
     text = text.replace("@MANIFEST@", manifest_digest(load_document(HERE / "data" / "tiny.manifest.yaml").data))

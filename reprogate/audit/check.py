@@ -22,7 +22,7 @@ from reprogate.core.canonical import file_digest
 from reprogate.core.config import repository_root
 from reprogate.core.diagnostics import ExitCode
 from reprogate.core.documents import DocumentError, load_document
-from reprogate.datasets.manifests import load_manifest
+from reprogate.datasets.manifest_header import read_manifest
 from reprogate.datasets.remote import Missing, Remote, RemoteUnreachable
 from reprogate.images.command import verify_record
 from reprogate.images.registry import RegistryClient
@@ -167,10 +167,10 @@ def _retention(data: dict[str, Any], root: Path) -> str | None:
     path = (dataset.get("manifest") or {}).get("path")
     if isinstance(path, str):
         try:
-            manifest = load_manifest(root / path).data
-        except (DocumentError, OSError):
+            retention = read_manifest(root / path).header.retention
+        except (DocumentError, OSError):  # unreadable, or not of the manifest's shape: validate says which
             return None
-        return ((manifest or {}).get("retention") or {}).get("expires") if isinstance(manifest, dict) else None
+        return retention.expires if retention is not None else None
     return None
 
 

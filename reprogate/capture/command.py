@@ -21,7 +21,7 @@ from reprogate.core.yamlout import dump_yaml
 from reprogate.images.errors import ImageError, RegistryUnreachable
 from reprogate.images.registry import RegistryClient
 from reprogate.output.result import CommandResult
-from reprogate.runtime.trace import leading_meta_events
+from reprogate.runtime.trace import MetaEvent, leading_meta_events, meta_events, plain
 
 
 def lock_globs(root: Path) -> list[str]:
@@ -134,15 +134,15 @@ def _training_determinism(data: dict[str, Any], document: dict[str, Any], root: 
     software.pop("determinism", None)
     previous = (data.get("software") or {}).get("determinism") if isinstance(data.get("software"), dict) else None
     rel = ((data.get("reference") or {}).get("trace") or {}).get("path") if isinstance(data.get("reference"), dict) else None
-    metas: list[dict[str, Any]] = []
+    metas: list[MetaEvent] = []
     if isinstance(rel, str) and (root / rel).is_file():
         try:
             metas = leading_meta_events(root / rel)
         except (OSError, ValueError):  # TraceError (a meta of the wrong shape) and UnicodeDecodeError are ValueErrors
             metas = []
-    found = next((m["determinism"] for m in sorted(metas, key=lambda m: m.get("rank", 0)) if isinstance(m.get("determinism"), dict)), None)
+    found = next((m.determinism for m in meta_events(metas) if m.determinism is not None), None)
     if found is not None:
-        software["determinism"] = found
+        software["determinism"] = plain(found)
         return [f"software.determinism from the training process (the meta of {rel})"]
     if isinstance(previous, dict):
         software["determinism"] = previous

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from reprogate.core.documents import Document, PlainLoader
+from reprogate.core.documents import Document, plain_loader
 from reprogate.core.shapes import table
 from reprogate.core.yamlout import dump_yaml
 
@@ -160,7 +160,7 @@ def _block_end(text: str, end: int) -> int:
 def splice(text: str, path: tuple[str, ...], value: Any) -> str:
     """Replace (or add) the mapping entry at `path` in YAML `text`, leaving all else unchanged."""
 
-    root = PlainLoader(text).get_single_node()
+    root = plain_loader()(text).get_single_node()
     parent, key_node, value_node = _node_for(root, path)
     if parent.flow_style:
         raise FlowStyle(".".join(path[:-1]))

@@ -15,13 +15,14 @@ from typing import Any
 
 from reprogate.core.documents import DocumentError
 from reprogate.core.shapes import rows, table
-from reprogate.datasets.manifests import load_manifest
+from reprogate.datasets.manifest_header import Checked, read_manifest
 
 MEASURED = ("dataset_bytes", "checkpoint_bytes")
 
 
 def manifest_bytes(manifest: dict[str, Any]) -> int:
-    """Every shard's and file's `bytes`, summed (a missing or odd size counts 0)."""
+    """Every shard's and file's `bytes` of an inline manifest (a section of the record), summed (a
+    missing or odd size counts 0)."""
     total = 0
     for section in ("shards", "files"):
         for entry in manifest.get(section) or ():
@@ -31,28 +32,32 @@ def manifest_bytes(manifest: dict[str, Any]) -> int:
     return total
 
 
-def _manifest(record: dict[str, Any], root: Path) -> dict[str, Any] | None:
+def checked_manifest_bytes(manifest: Checked) -> int:
+    """Every shard's and side file's bytes of a manifest file (its shards streamed)."""
+    return sum(s.bytes for s in manifest.shards()) + sum(f.bytes or 0 for f in manifest.header.files)
+
+
+def _dataset_bytes(record: dict[str, Any], root: Path) -> int | None:
     dataset = table(record, "dataset")
     inline = dataset.get("inline")
     if isinstance(inline, dict):
-        return inline
+        return manifest_bytes(inline)
     rel = (dataset.get("manifest") or {}).get("path") if isinstance(dataset.get("manifest"), dict) else None
     if not isinstance(rel, str):
         return None
     try:
-        data = load_manifest(root / rel, rel).data
-    except (DocumentError, OSError):
+        return checked_manifest_bytes(read_manifest(root / rel, rel))
+    except (DocumentError, OSError):  # unreadable, or not of a manifest's shape: not measured
         return None
-    return data if isinstance(data, dict) else None
 
 
 def measured_storage(record: dict[str, Any], root: Path) -> dict[str, int]:
     """What the record's own files say: dataset bytes from the manifest, checkpoint bytes from the
     checkpoint the repository holds. A size that cannot be measured is left out, never guessed."""
     found: dict[str, int] = {}
-    manifest = _manifest(record, root)
-    if manifest is not None:
-        found["dataset_bytes"] = manifest_bytes(manifest)
+    dataset_bytes = _dataset_bytes(record, root)
+    if dataset_bytes is not None:
+        found["dataset_bytes"] = dataset_bytes
     state = table(record, "state")
     checkpoint = table(state, "checkpoint")
     rel = checkpoint.get("path")

@@ -17,15 +17,15 @@ libyaml (fast), then builds the data itself:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
-
-import yaml
 
 from reprogate.core.diagnostics import Diagnostic, ExitCode, Location, field_path
 from reprogate.core.errors import ReprogateError
@@ -37,11 +37,30 @@ MAX_ALIAS_EXPANSION = 100_000
 
 JsonPath = tuple[Any, ...]
 
-_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _PLAIN = "tag:reprogate:plain"  # a plain scalar whose type we resolve ourselves
 _STR, _INT, _FLOAT, _BOOL, _NULL = (f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null"))
 _MAP, _SEQ = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
-_SCALAR = yaml.ScalarNode
+
+
+class _Deferred:
+    """PyYAML, imported when the first node is composed or looked at: a command that reads no YAML
+    or JSON document (detect of a requirements file, which every lock-file reader's import reaches)
+    does not pay for its import. After the first use its names are this object's own, read as
+    fast as a module's."""
+
+    def __getattr__(self, name: str) -> Any:
+        module = _import_yaml()
+        self.__dict__.update(vars(module))
+        return getattr(module, name)
+
+
+def _import_yaml() -> ModuleType:
+    import yaml
+
+    return yaml
+
+
+yaml: Any = _Deferred()
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _NULL_RE = re.compile(r"^(?:~|null|Null|NULL|)$")
@@ -50,20 +69,26 @@ _INT_RE = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
 _FLOAT_RE = re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
 
 
-class PlainLoader(_BaseLoader):  # type: ignore[misc, valid-type]
-    """libyaml's composer with implicit typing switched off: we type plain scalars ourselves."""
+@functools.lru_cache(maxsize=1)
+def plain_loader() -> Any:
+    """The loader class, made when the first document is composed (it derives from PyYAML's)."""
 
-    def resolve(self, kind: type, value: Any, implicit: Any) -> str:
-        if kind is yaml.ScalarNode:
-            return _PLAIN if implicit[0] else _STR
-        return _SEQ if kind is yaml.SequenceNode else _MAP
+    class PlainLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]  # the base is picked at run time (libyaml where built)
+        """libyaml's composer with implicit typing switched off: we type plain scalars ourselves."""
 
-    # Path resolvers are a PyYAML feature we never use; skipping their bookkeeping saves ~10%.
-    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
-        return None
+        def resolve(self, kind: type, value: Any, implicit: Any) -> str:
+            if kind is yaml.ScalarNode:
+                return _PLAIN if implicit[0] else _STR
+            return _SEQ if kind is yaml.SequenceNode else _MAP
 
-    def ascend_resolver(self) -> None:
-        return None
+        # Path resolvers are a PyYAML feature we never use; skipping their bookkeeping saves ~10%.
+        def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+            return None
+
+        def ascend_resolver(self) -> None:
+            return None
+
+    return PlainLoader
 
 
 class DocumentError(ReprogateError):
@@ -223,7 +248,7 @@ def load_text(text: str, display: str, syntax: str = "yaml") -> Document:
 
 
 def _compose(text: str, display: str) -> Any:
-    loader = PlainLoader(text)
+    loader = plain_loader()(text)
     try:
         return loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
@@ -344,7 +369,7 @@ def _compose_json_positions(text: str) -> Any:
     emoji written as \\ud83d\\ude00), so those are swapped for a same-length escape first.
     """
     try:
-        return PlainLoader(_SURROGATE_ESCAPE.sub(r"\\u0058", text)).get_single_node()
+        return plain_loader()(_SURROGATE_ESCAPE.sub(r"\\u0058", text)).get_single_node()
     except (yaml.YAMLError, RecursionError):
         return None
 
@@ -399,18 +424,18 @@ class _Builder:
             )
 
     def build(self, node: Any, path: JsonPath) -> Any:
-        cls = type(node)
-        if cls is yaml.ScalarNode:
+        cls, scalar = type(node), yaml.ScalarNode
+        if cls is scalar:
             return self._scalar(node)
         if cls is yaml.SequenceNode:
             self._require_tag(node, _SEQ)
-            return [self._plain(item) if type(item) is _SCALAR and item.tag == _PLAIN else self.build(item, path + (i,)) for i, item in enumerate(node.value)]
+            return [self._plain(item) if type(item) is scalar and item.tag == _PLAIN else self.build(item, path + (i,)) for i, item in enumerate(node.value)]
         self._require_tag(node, _MAP)
         out: dict[str, Any] = {}
         seen: dict[str, Any] = {}
         merged: list[dict[str, Any]] = []
         for key_node, value_node in node.value:
-            if type(key_node) is not yaml.ScalarNode:
+            if type(key_node) is not scalar:
                 raise _error(self.display, "complex-key", "mapping keys must be plain strings", _mark(key_node.start_mark))
             key = key_node.value
             if key == "<<" and not key_node.style:
@@ -420,7 +445,7 @@ class _Builder:
                 self._duplicate(path + (key,), seen[key], key_node)
                 continue
             seen[key] = key_node
-            out[key] = self._plain(value_node) if type(value_node) is _SCALAR and value_node.tag == _PLAIN else self.build(value_node, path + (key,))
+            out[key] = self._plain(value_node) if type(value_node) is scalar and value_node.tag == _PLAIN else self.build(value_node, path + (key,))
         for source in merged:  # keys written in the mapping win over merged ones
             for key, value in source.items():
                 out.setdefault(key, value)

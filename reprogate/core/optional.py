@@ -42,6 +42,9 @@ OPTIONAL_MODULES: tuple[str, ...] = (
     "packaging.utils",
     "packaging.version",
     "fcntl",
+    "tomllib",
+    "tomli",  # tomllib's name before Python 3.11
+    "yaml",
 )
 
 

@@ -27,7 +27,6 @@ from reprogate.core.documents import Document, DocumentError, display_path
 from reprogate.core.heap import heap_frozen
 from reprogate.core.pool import ordered_map
 from reprogate.core.progress import Progress
-from reprogate.core.schema_check import schema_diagnostics
 from reprogate.datasets.dvcdir import dvc_directory_md5
 from reprogate.datasets.hashing import (
     SIZE,
@@ -38,8 +37,9 @@ from reprogate.datasets.hashing import (
     hash_batches,
     new_hasher,
 )
+from reprogate.datasets.manifest_header import ManifestHeader, checked
 from reprogate.datasets.manifest_lines import ShardLines
-from reprogate.datasets.manifests import LineDocument, load_manifest
+from reprogate.datasets.manifests import load_manifest
 from reprogate.datasets.names import RootGuard, UnsafeName, check_name, is_url
 from reprogate.datasets.remote import Missing, Remote, RemoteUnreachable
 from reprogate.datasets.select import Walk
@@ -110,10 +110,10 @@ def _entries(data: dict[str, Any]) -> list[Entry]:
     return out
 
 
-def resolve_root(manifest_path: Path, data: dict[str, Any], root: str | None) -> str:
+def resolve_root(manifest_path: Path, header: ManifestHeader, root: str | None) -> str:
     """Where shard names are resolved: --root, else the manifest's namespace when reprogate can
     read it (a local folder, file:// or http(s)://), else the manifest's own folder."""
-    spec = root if root is not None else data.get("namespace")
+    spec = root if root is not None else header.namespace
     if spec is None:
         return str(manifest_path.resolve().parent)
     if spec.startswith("file://"):
@@ -237,18 +237,15 @@ def _verify(manifest_path: Path, options: VerifyOptions, until_done: contextlib.
     except DocumentError as exc:
         return _unusable(report, exc.diagnostics)
 
-    data = doc.data
-    header = doc
-    if isinstance(data, dict) and isinstance(data.get("shards"), ShardLines):  # the header alone, as a manifest without shards
-        header = LineDocument(doc.path, {**data, "shards": []}, doc.syntax, text=doc.text)
-    invalid = schema_diagnostics(header, "DatasetManifest") if isinstance(data, dict) else []
-    if not isinstance(data, dict) or invalid or data.get("kind") != "DatasetManifest":
-        return _unusable(report, invalid or [Diagnostic(report.manifest, "not a dataset manifest (kind: DatasetManifest)", "not-a-manifest")])
+    try:
+        header = checked(doc).header  # a JSON Lines manifest's header alone; its lines are checked as they are read
+    except DocumentError as exc:
+        return _unusable(report, exc.diagnostics)
     source = _Source(doc)  # only now: its entries are read as the schema says they are (every shard has a name and checksum)
-    algorithm = data["algorithm"]
+    algorithm = header.algorithm
     try:
         new_hasher(algorithm)
-        report.root = resolve_root(manifest_path, data, options.root)
+        report.root = resolve_root(manifest_path, header, options.root)
     except (AlgorithmUnavailable, ValueError) as exc:
         report.findings.append(Diagnostic(report.manifest, str(exc), "cannot-verify", location=doc.locate(("namespace",))))
         report.exit_code = ExitCode.USAGE
@@ -260,12 +257,11 @@ def _verify(manifest_path: Path, options: VerifyOptions, until_done: contextlib.
         until_done.enter_context(heap_frozen())
     remote_root = is_url(report.root)
     walk = extras = None
-    if not remote_root and "selection" in data and Path(report.root).is_dir():
-        selection = data["selection"]
+    if not remote_root and header.selection and Path(report.root).is_dir():
         walk = Walk(
             Path(report.root),
-            list(selection.get("include", [])),
-            list(selection.get("exclude", [])),
+            list(header.include),
+            list(header.exclude),
             skip={manifest_path},
             sizes=False,
             temporaries_of=manifest_path,

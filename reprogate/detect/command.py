@@ -9,7 +9,7 @@ from reprogate.core.config import CONFIG_NAME, load_config
 from reprogate.core.diagnostics import ExitCode
 from reprogate.detect import output
 from reprogate.detect.git import DetectError, config_at, config_location, read_blobs, resolve, toplevel
-from reprogate.detect.run import detect, detect_files
+from reprogate.detect.run import Resolved, detect, detect_files
 from reprogate.output.result import CommandResult
 from reprogate.output.sarif import render_sarif
 
@@ -23,11 +23,12 @@ def _with_the_bases_config(repo: Path, base: str, head: str) -> DetectResult:
     it changes. Without one at the base, the working tree's."""
 
     top, rel = config_location(repo, None)
-    sides = [f"{resolve(top, base)}:{rel}", f"{resolve(top, head)}:{rel}"]
+    resolved = Resolved(top, resolve(top, base), resolve(top, head))
+    sides = [f"{resolved.base}:{rel}", f"{resolved.head}:{rel}"]
     blobs = read_blobs(top, sides)
     at_base = blobs.get(sides[0]) is not None
-    config = config_at(top, sides[0].split(":", 1)[0], rel, (top / rel).parent) if at_base else load_config(repo)
-    result = detect(repo, base, head, config)
+    config = config_at(top, resolved.base, rel, (top / rel).parent) if at_base else load_config(repo)
+    result = detect(repo, base, head, config, resolved)
     if at_base and blobs.get(sides[1]) != blobs.get(sides[0]):
         result.notes.append(f"{rel} changed in this diff; the base's {CONFIG_NAME} decided what is watched (the gate does the same)")
     return result

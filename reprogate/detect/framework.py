@@ -49,6 +49,7 @@ class Pin(NamedTuple):
     identity: str  # the whole requirement (or version) that is compared
     hashes: frozenset[str] = frozenset()
     requirement: bool = False  # identity is a PEP 508 requirement (else a version or a table entry)
+    line: int = 0  # the line the parser read it from (its first line); 0: not known, detect.lines finds it
 
 
 Pins = dict[tuple[str, str], Pin]
@@ -65,12 +66,13 @@ def _add(pins: Pins, key: tuple[str, str], pin: Pin) -> None:
     def join(a: str, b: str) -> str:
         return " | ".join(sorted({*a.split(" | "), *b.split(" | ")}))
 
+    # no one line holds both: detect.lines chooses, as for any change without a line
     pins[key] = Pin(join(before.shown, pin.shown), join(before.identity, pin.identity), before.hashes | pin.hashes, before.requirement and pin.requirement)
 
 
-def _requirement_pin(name: str, text: str, exact_shown: str | None = None, hashes: frozenset[str] = frozenset()) -> Pin:
+def _requirement_pin(name: str, text: str, exact_shown: str | None = None, hashes: frozenset[str] = frozenset(), line: int = 0) -> Pin:
     shown = exact_shown or (text[len(name) :].strip() if text.startswith(name) else text)
-    return Pin(shown or "*", text, hashes, requirement=True)
+    return Pin(shown or "*", text, hashes, True, line)
 
 
 _NOT_NAME_AND_RANGE = re.compile(r"[\[;@|]")  # extras, a marker, a URL, or several requirements joined
@@ -115,14 +117,15 @@ def _lock_pins(entries: list[Locked], ignore: set[str]) -> Pins:
     return pins
 
 
-def _requirements_pins(text: str, ignore: set[str]) -> Pins:
-
-    entries, options = requirements_txt.read_entries(text)  # no groups in a requirements file: none is ignored
+def _requirements_pins(text: str, known: dict[str, tuple[str, Any]]) -> Pins:
+    """Each requirement and option with the line pip's parser read it from: a change is placed
+    there without searching the file for its name. `known`: the lines both revisions share."""
+    entries, options = requirements_txt.read_entries(text, known)  # no groups in a requirements file: none is ignored
     pins: Pins = {}
-    for name, requirement, version, hashes in entries:
-        _add(pins, ("", name), _requirement_pin(name, requirement, version, hashes))
+    for name, requirement, version, hashes, line in entries:
+        _add(pins, ("", name), _requirement_pin(name, requirement, version, hashes, line))
     for option in options:
-        _add(pins, ("", option.label), Pin(option.value, option.value))
+        _add(pins, ("", option.label), Pin(option.value, option.value, line=option.line))
     return pins
 
 
@@ -225,7 +228,8 @@ def pins(v: Versions, which: str, ctx: DetectContext) -> Pins:
     def read() -> Pins:
         module = format_for(v.path)
         if module is not None and module.FORMAT == "pip-requirements":
-            return _requirements_pins(text, ctx.ignore_groups)
+            known: dict[str, tuple[str, Any]] = v.memo("requirement lines", dict)
+            return _requirements_pins(text, known)
         if module is not None:
             return _lock_pins(module.parse(text), ctx.ignore_groups)
         if v.name == "pyproject.toml":
@@ -250,14 +254,14 @@ def diff(v: Versions, ctx: DetectContext) -> Iterator[Change]:
     for group, name in sorted(old.keys() | new.keys()):
         before, after = old.get((group, name)), new.get((group, name))
         if before is None and after is not None:
-            yield Change(LAYER, v.path, "added", name, None, after.shown, group=group)
+            yield Change(LAYER, v.path, "added", name, None, after.shown, group=group, line=after.line)
         elif after is None and before is not None:
-            yield Change(LAYER, v.path, "removed", name, before.shown, None, group=group)
+            yield Change(LAYER, v.path, "removed", name, before.shown, None, group=group, line=before.line)
         elif before is not None and after is not None and before.identity != after.identity:
             if name.startswith("-") or name in ("path or URL", "argument") or group in ("uv index", "uv source", "poetry source"):
                 kind = "changed"  # an index, include, path or source: compared as a whole
             else:
                 kind = "version" if _without_specifier(before) == _without_specifier(after) else "requirement"
-            yield Change(LAYER, v.path, kind, name, before.shown, after.shown, group=group)
+            yield Change(LAYER, v.path, kind, name, before.shown, after.shown, group=group, line=after.line)
         elif before is not None and after is not None and before.hashes != after.hashes:
-            yield Change(LAYER, v.path, "artifacts", name, before.shown, after.shown, "same version, different artifact hashes", group=group)
+            yield Change(LAYER, v.path, "artifacts", name, before.shown, after.shown, "same version, different artifact hashes", group=group, line=after.line)

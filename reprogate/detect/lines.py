@@ -6,7 +6,8 @@ Found from the file itself, after the detectors have judged it: a Dockerfile's s
 or the RUN line of the stage that installs the package), a YAML or JSON document's key (the
 change's subject read as a path, `[]` meaning any list entry, the one holding the changed value
 first), else the first line naming the subject (a package's name, as a requirement or a lock
-entry writes it). 0 when nothing in the file says where.
+entry writes it). 0 when nothing in the file says where. A change whose detector already knows
+its line (a requirements file's pins, from pip's parser) is not placed again (`detect.run`).
 """
 
 from __future__ import annotations

@@ -127,22 +127,31 @@ def _matches_any(path: str, globs: Sequence[str]) -> bool:
     return any(glob_to_regex(g).match(path) or ("/" not in g and fnmatch.fnmatch(name, g)) for g in globs)
 
 
-def detect(repo: Path, base: str, head: str, config: Config) -> DetectResult:
+@dataclass(frozen=True)
+class Resolved:
+    """The repository's top and the two commits, as a caller that asked git already knows them:
+    detect does not ask again (each question is a git process)."""
+
+    top: Path
+    base: str  # commit ids
+    head: str
+
+
+def detect(repo: Path, base: str, head: str, config: Config, resolved: Resolved | None = None) -> DetectResult:
     """Changes between two revisions. The garbage collector is paused meanwhile: a 50,000-file
     diff allocates a few objects per file and no cycles, and its full collections, which scan
     every live object, would make the cost grow faster than the diff."""
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _detect(repo, base, head, config)
+        return _detect(repo, resolved or Resolved(toplevel(repo), resolve(repo, base), resolve(repo, head)), config)
     finally:
         if collecting:
             gc.enable()
 
 
-def _detect(repo: Path, base: str, head: str, config: Config) -> DetectResult:
-    base_sha, head_sha = resolve(repo, base), resolve(repo, head)
-    top = toplevel(repo)
+def _detect(repo: Path, resolved: Resolved, config: Config) -> DetectResult:
+    top, base_sha, head_sha = resolved.top, resolved.base, resolved.head
     files = changed_files(repo, base_sha, head_sha)
     result = DetectResult(base_sha, head_sha, len(files))
     prefix = _prefix(config, top)
@@ -157,8 +166,9 @@ def _detect(repo: Path, base: str, head: str, config: Config) -> DetectResult:
         first = len(result.changes)
         result.add(_judge(versions, rooted, ctx))
         placer = Placer(versions)
-        for change in result.changes[first:]:  # only the listed ones are placed
-            change.line = placer.line(change)
+        for change in result.changes[first:]:  # only the listed ones are placed, unless their detector knew the line
+            if not change.line:
+                change.line = placer.line(change)
     _pinned_changes(repo, base_sha, config, prefix, files, result)  # every file, ignored or not: a record's pins outrank watch.ignore
     return result
 

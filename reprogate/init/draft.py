@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import platform
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,10 +33,10 @@ from reprogate.core.seedstats import (
     trace_replays,
 )
 from reprogate.core.semantics import CURRENT_TEXT
-from reprogate.core.shapes import table
 from reprogate.core.timestamps import utc_now
 from reprogate.rebuild.compare import metrics
 from reprogate.rebuild.interval import compute
+from reprogate.runtime.trace import CpuFacts, MetaEvent, StepEvent, TraceEvent, meta_events, plain
 
 
 @dataclass
@@ -194,10 +195,10 @@ def _config_pin(plan: Plan) -> dict[str, Any]:
     return {"path": plan.config, "hash_of": "trace", "checksum": plan.config_code_checksum}  # the hash: complete(), from the trace
 
 
-def traced_configuration(plan: Plan, events: dict[int, list[dict[str, Any]]]) -> str:
+def traced_configuration(plan: Plan, events: Mapping[int, Sequence[TraceEvent]]) -> str:
     """The one digest every rank of every reference seed handed Tracer(config=...): what a
     configuration written as code computed, and so what the record pins for it."""
-    digests = {(seed, e.get("rank", 0)): e.get("config_digest") for seed, seed_events in events.items() for e in seed_events if e.get("type") == "meta"}
+    digests = {(seed, e.rank): e.config_digest for seed, seed_events in events.items() for e in meta_events(seed_events)}
     silent = sorted(str(rank) for (_, rank), digest in digests.items() if digest is None)
     if not digests or silent:
         raise UsageError(
@@ -216,16 +217,16 @@ def traced_configuration(plan: Plan, events: dict[int, list[dict[str, Any]]]) ->
     return found[0]
 
 
-def _first_meta(events: list[dict[str, Any]]) -> dict[str, Any]:
-    metas = sorted((e for e in events if e.get("type") == "meta"), key=lambda e: e.get("rank", 0))
-    return metas[0] if metas else {}
+def _first_meta(events: Sequence[TraceEvent]) -> MetaEvent:
+    metas = meta_events(events)
+    return metas[0] if metas else MetaEvent()
 
 
 def _release(version: str) -> str:
     return ".".join(version.split("+")[0].split(".")[:2])
 
 
-def envelope(record: dict[str, Any], meta: dict[str, Any], level: str, gpus: list[str], driver: str | None) -> dict[str, Any]:
+def envelope(record: dict[str, Any], meta: MetaEvent, level: str, gpus: list[str], driver: str | None) -> dict[str, Any]:
     """The narrowest envelope the reference lies inside: its world size and node count, its GPU
     models and driver branch, its framework release, and for a bitwise contract on CPUs the
     kernels its ranks ran (torch's capability, MKL's mode, the architecture)."""
@@ -237,29 +238,29 @@ def envelope(record: dict[str, Any], meta: dict[str, Any], level: str, gpus: lis
     }
     if driver and driver.split(".")[0].isdigit():
         found["driver_branch"] = ["R" + driver.split(".")[0]]
-    if isinstance(meta.get("torch"), str):
-        found["framework"] = {"name": "torch", "release": _release(meta["torch"])}
-    cpu = table(meta, "cpu")
-    if level == "bitwise" and not gpus and cpu.get("capability"):
-        found["cpu"] = {"capability": [str(cpu["capability"])], "architectures": [str(cpu.get("architecture") or platform.machine())]}
-        if cpu.get("mkl_cbwr"):
-            found["cpu"]["mkl_cbwr"] = [str(cpu["mkl_cbwr"])]
+    if meta.torch is not None:
+        found["framework"] = {"name": "torch", "release": _release(meta.torch)}
+    cpu = meta.cpu or CpuFacts()
+    if level == "bitwise" and not gpus and cpu.capability:
+        found["cpu"] = {"capability": [cpu.capability], "architectures": [cpu.architecture or platform.machine()]}
+        if cpu.mkl_cbwr:
+            found["cpu"]["mkl_cbwr"] = [cpu.mkl_cbwr]
     found["topology_changes"] = []
     return found
 
 
-def trace_text(events: list[dict[str, Any]]) -> str:
+def trace_text(events: Sequence[TraceEvent]) -> str:
     """The reference trace as one file: every rank's events, meta first (validate reads the head)."""
 
-    return "".join(json.dumps(e, sort_keys=True, allow_nan=False) + "\n" for e in events)
+    return "".join(json.dumps(e.to_json(), sort_keys=True, allow_nan=False) + "\n" for e in events)
 
 
-def choose_level(plan: Plan, events: list[dict[str, Any]], metric: str | None) -> str:
+def choose_level(plan: Plan, events: Sequence[TraceEvent], metric: str | None) -> str:
     """bitwise when the trace digests the model state; else behavioral (per-step losses); a
     statistical contract only when asked for (it needs a metric and several seeds)."""
     if plan.level:
         return plan.level
-    if any(e.get("type") == "step" and "model_state" in e for e in events):
+    if any(isinstance(e, StepEvent) and e.model_state is not None for e in events):
         return "bitwise"
     return "behavioral"
 
@@ -267,7 +268,7 @@ def choose_level(plan: Plan, events: list[dict[str, Any]], metric: str | None) -
 def complete(
     record: dict[str, Any],
     plan: Plan,
-    events: dict[int, list[dict[str, Any]]],
+    events: Mapping[int, Sequence[TraceEvent]],
     trace_path: str,
     trace_checksum: str,
     probe: dict[str, Any],
@@ -294,7 +295,7 @@ def complete(
     if plan.metric is None and len(names) > 1:
         notes.append(f"the trace reports several metrics ({', '.join(names)}); none is in the contract (--metric NAME chooses one)")
     level = choose_level(plan, primary, metric)
-    steps = [e["step"] for e in primary if e.get("type") == "step" and isinstance(e.get("step"), int)]
+    steps = [e.step for e in primary if isinstance(e, StepEvent)]
     contract: dict[str, Any] = {"level": level, "steps": {"start": 0, "count": max(steps) if steps else 1}}
     if level == "bitwise":
         contract["tensors"] = list(plan.tensors)
@@ -331,10 +332,10 @@ def complete(
     if probe.get("python"):
         software["python"] = probe["python"]
     packages = probe.get("packages") or {}
-    if isinstance(meta.get("torch"), str) or "torch" in packages:
-        software["framework"] = {"name": "torch", "version": str(meta.get("torch") or packages["torch"])}
-    if isinstance(meta.get("determinism"), dict):
-        software["determinism"] = meta["determinism"]
+    if meta.torch is not None or "torch" in packages:
+        software["framework"] = {"name": "torch", "version": str(meta.torch or packages["torch"])}
+    if meta.determinism is not None:
+        software["determinism"] = plain(meta.determinism)
     if packages:
         software["packages"] = packages
     record["software"] = software

@@ -32,6 +32,7 @@ from reprogate.rebuild.runner import job_for
 from reprogate.rebuild.stage_names import StageName
 from reprogate.rebuild.stages import DOING, STAGES
 from reprogate.rebuild.state import RebuildState
+from reprogate.runtime.trace import TraceEvent
 
 STAGES_BEFORE_THE_REFERENCE: tuple[StageName, ...] = ("artifacts", "digest", "preflight", "dataset", "config", "run")
 
@@ -40,7 +41,7 @@ STAGES_BEFORE_THE_REFERENCE: tuple[StageName, ...] = ("artifacts", "digest", "pr
 class ReferenceRuns:
     """What the reference runs left: each seed's events, and what the environment said of itself."""
 
-    events: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    events: dict[int, list[TraceEvent]] = field(default_factory=dict)
     probe: dict[str, Any] = field(default_factory=dict)
     realized: dict[str, Any] = field(default_factory=dict)
     backend: str = "gloo"

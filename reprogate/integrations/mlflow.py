@@ -38,7 +38,7 @@ from reprogate.init.discover import discover
 from reprogate.init.imported import ImportedReference, not_recorded
 from reprogate.init.reference import ReferenceRuns
 from reprogate.runtime.entry_command import EntryCommandError, flags, read_entry
-from reprogate.runtime.trace import trace_events
+from reprogate.runtime.trace import MetaEvent, MetricEvent, TraceEvent, meta_events, trace_events
 
 COMMIT_TAG = "mlflow.source.git.commit"
 MAX_ARTIFACT_BYTES = 1024 * 1024 * 1024  # as a rebuild reads a rank's trace
@@ -166,7 +166,7 @@ def _download(client: Any, run: LoggedRun, path: str, folder: Path, uri: str) ->
     return local
 
 
-def _trace(client: Any, run: LoggedRun, query: MlflowQuery, folder: Path) -> list[dict[str, Any]]:
+def _trace(client: Any, run: LoggedRun, query: MlflowQuery, folder: Path) -> list[TraceEvent]:
     prefix = query.trace_path.strip("/") + "/"
     names = sorted(p for p, _ in run.artifacts if p.startswith(prefix) and p.rsplit("/", 1)[-1].startswith("trace") and p.endswith(".jsonl"))
     if not names:
@@ -318,11 +318,11 @@ def read_reference(
         events = _trace(client, traced, query, folder / "trace")
         _matches_logged(client, runs, config, "configuration", canonical_digest, query, folder / "config")
         _matches_logged(client, runs, manifest, "dataset manifest", manifest_digest, query, folder / "manifest")
-    metas = [e for e in events if e.get("type") == "meta"]
-    wrong = next((m for m in metas if isinstance(m.get("seed"), int) and m["seed"] != traced.seed), None)
+    metas = meta_events(events)
+    wrong = next((m for m in metas if m.seed is not None and m.seed != traced.seed), None)
     if wrong is not None:
         raise MlflowReferenceError(
-            f"run {traced.run_id} logged {query.seed_param}={traced.seed}, and its trace's meta (rank {wrong.get('rank', 0)}) says seed {wrong['seed']}"
+            f"run {traced.run_id} logged {query.seed_param}={traced.seed}, and its trace's meta (rank {wrong.rank}) says seed {wrong.seed}"
         )
     name = metric or _metric_name(events, runs)
     for run in runs:
@@ -331,13 +331,13 @@ def read_reference(
                 f"run {run.run_id} (seed {run.seed}) logged no metric {name!r}: the contract judges it per seed",
                 hint=f"it logged: {', '.join(sorted(run.metrics)) or 'no metrics'}; --metric NAME names another",
             )
-    traced_metric = [e for e in events if e.get("type") == "metric" and e.get("name") == name and e.get("rank", 0) == 0]
-    if traced_metric and not math.isclose(float(traced_metric[-1]["value"]), traced.metrics[name], rel_tol=1e-9, abs_tol=1e-12):
-        raise MlflowReferenceError(f"run {traced.run_id}: its trace reports {name} {traced_metric[-1]['value']!r}, MLflow holds {traced.metrics[name]!r}")
-    per_seed: dict[int, list[dict[str, Any]]] = {traced.seed: [e for e in events if not (e.get("type") == "metric" and e.get("name") == name)]}
-    per_seed[traced.seed].append({"type": "metric", "rank": 0, "name": name, "value": traced.metrics[name]})
+    traced_metric = [e for e in events if isinstance(e, MetricEvent) and e.name == name and e.rank == 0]
+    if traced_metric and not math.isclose(float(traced_metric[-1].value), traced.metrics[name], rel_tol=1e-9, abs_tol=1e-12):
+        raise MlflowReferenceError(f"run {traced.run_id}: its trace reports {name} {traced_metric[-1].value!r}, MLflow holds {traced.metrics[name]!r}")
+    per_seed: dict[int, list[TraceEvent]] = {traced.seed: [e for e in events if not (isinstance(e, MetricEvent) and e.name == name)]}
+    per_seed[traced.seed].append(MetricEvent(name, traced.metrics[name]))
     for run in runs[1:]:
-        per_seed[run.seed] = [{"type": "metric", "rank": 0, "name": name, "value": run.metrics[name]}]
+        per_seed[run.seed] = [MetricEvent(name, run.metrics[name])]
     origin = f"MLflow run(s) {', '.join(r.run_id for r in runs)} of {query.tracking_uri}"
     stages = [f"  mlflow     {r.run_id}  seed {r.seed}: {name} {r.metrics[name]:.6g}" + ("  (trace)" if r is traced else "") for r in runs]
     reference = ReferenceRuns(events=per_seed, probe={}, backend="", stages=stages, scratch_bytes=0)
@@ -345,8 +345,8 @@ def read_reference(
     return [r.seed for r in runs], name, ImportedReference(reference, origin, commit, not_recorded(origin), cpu, not_recorded(origin), tuple(notes))
 
 
-def _metric_name(events: Iterable[Mapping[str, Any]], runs: list[LoggedRun]) -> str:
-    traced = sorted({str(e["name"]) for e in events if e.get("type") == "metric" and isinstance(e.get("name"), str)})
+def _metric_name(events: Iterable[TraceEvent], runs: list[LoggedRun]) -> str:
+    traced = sorted({e.name for e in events if isinstance(e, MetricEvent)})
     if len(traced) == 1:
         return traced[0]
     shared = sorted(set.intersection(*(set(r.metrics) for r in runs))) if runs else []
@@ -356,19 +356,19 @@ def _metric_name(events: Iterable[Mapping[str, Any]], runs: list[LoggedRun]) -> 
     )
 
 
-def _cpu(metas: Sequence[Mapping[str, Any]], origin: str) -> dict[str, Any]:
+def _cpu(metas: Sequence[MetaEvent], origin: str) -> dict[str, Any]:
     """The CPU the trace's meta states (architecture, torch's kernels, MKL's mode); the rest of
     the machine is not in the store."""
-    cpu = next((m["cpu"] for m in sorted(metas, key=lambda m: m.get("rank", 0)) if isinstance(m.get("cpu"), dict)), None)
-    if not cpu:
+    cpu = next((m.cpu for m in meta_events(metas) if m.cpu is not None), None)
+    if cpu is None or not cpu.to_json():
         return not_recorded(origin)
     found: dict[str, Any] = {"present": True}
-    if isinstance(cpu.get("architecture"), str):
-        found["architecture"] = cpu["architecture"]
-    if isinstance(cpu.get("capability"), str):
-        found["capability"] = {"effective": cpu["capability"].lower(), "source": "torch"}  # the trace's meta reads it from torch
-    if isinstance(cpu.get("mkl_cbwr"), str):
-        found["mkl_cbwr"] = cpu["mkl_cbwr"]
+    if cpu.architecture is not None:
+        found["architecture"] = cpu.architecture
+    if cpu.capability is not None:
+        found["capability"] = {"effective": cpu.capability.lower(), "source": "torch"}  # the trace's meta reads it from torch
+    if cpu.mkl_cbwr is not None:
+        found["mkl_cbwr"] = cpu.mkl_cbwr
     return found
 
 

@@ -9,11 +9,6 @@ from typing import Any, Protocol
 
 from reprogate.core.documents import DocumentError, load_text
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
-
 
 @dataclass(frozen=True)
 class Locked:
@@ -100,7 +95,12 @@ def load_yaml(text: str, name: str) -> object:
 
 def load_toml(text: str) -> dict[str, Any]:
     """TOML lock files (uv.lock, poetry.lock, pyproject.toml) on every supported Python: tomllib
-    from 3.11, tomli before; errors become LockFileError."""
+    from 3.11, tomli before; errors become LockFileError. Imported here, where TOML is read: a
+    command that reads none (detect of a requirements file) does not pay for its import."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
     try:
         data: dict[str, Any] = tomllib.loads(text)
         return data

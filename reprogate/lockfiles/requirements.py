@@ -77,8 +77,7 @@ def _option_parser() -> Any:
     return prp.build_parser()
 
 
-@functools.lru_cache(maxsize=65536)
-def _line(line: str) -> tuple[str, Any]:
+def _read_line(line: str) -> tuple[str, Any]:
     """One logical line -> ("requirement", (name, requirement, version, hashes)) | ("option", [(label, value)]) |
     ("unnamed", (label, value)) | ("invalid", message). pip's parser builds a new option parser per
     line; one parser with fresh defaults per line reads the same grammar far faster."""
@@ -103,6 +102,9 @@ def _line(line: str) -> tuple[str, Any]:
         elif isinstance(item, prp.ParsedRequirement):
             found = _requirement(item)
     return found
+
+
+_line = functools.lru_cache(maxsize=65536)(_read_line)  # readers of one file at a time (see read_entries)
 
 
 @functools.lru_cache(maxsize=1)
@@ -247,26 +249,36 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
     return [(number, line) for number, line in ((n.line_number, n.line) for n in prp.preprocess(text) if not isinstance(n, prp.CommentLine)) if line.strip()]
 
 
-# (name, requirement, version or None, hashes) of one requirement line
-Entry = tuple[str, str, str | None, frozenset[str]]
+# (name, requirement, version or None, hashes, line) of one requirement line; the line is the
+# 1-based number of its first physical line, where detect places a change of it
+Entry = tuple[str, str, str | None, frozenset[str], int]
 
 
 def read(text: str) -> Parsed:
     """Packages and options of a requirements file; LockFileError names the line of a bad one."""
     entries, options = read_entries(text)
-    return Parsed([Locked(name, version, hashes, requirement=requirement) for name, requirement, version, hashes in entries], options)
+    return Parsed([Locked(name, version, hashes, requirement=requirement) for name, requirement, version, hashes, _ in entries], options)
 
 
-def read_entries(text: str) -> tuple[list[Entry], list[Option]]:
-    """read() without a Locked per package: what detect compares, for files of ten thousand pins."""
+def read_entries(text: str, known: dict[str, tuple[str, Any]] | None = None) -> tuple[list[Entry], list[Option]]:
+    """read() without a Locked per package: what detect compares, for files of ten thousand pins.
+    `known` holds what each logical line read as, by its text, for the file's other revision, and
+    goes with the caller's file: the module's own cache would keep ten thousand pins alive to the
+    end of the process, where the interpreter's last collections scan every one of them."""
     entries: list[Entry] = []
     options: list[Option] = []
     for number, line in _logical_lines(text):
-        kind, value = _line(line)
+        if known is None:
+            kind, value = _line(line)
+        else:
+            found = known.get(line)
+            if found is None:
+                found = known[line] = _read_line(line)
+            kind, value = found
         if kind == "invalid":
             raise LockFileError(f"line {number}: {value}: {line.strip()[:80]!r}")
         if kind == "requirement":
-            entries.append(value)
+            entries.append((*value, number))
         elif kind == "unnamed":
             options.append(Option(value[0], value[1], number))
         else:

@@ -10,7 +10,6 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -38,7 +37,7 @@ from reprogate.rebuild.runner import Chosen, check_before_running, run_rebuild
 from reprogate.rebuild.stages.preflight import time_limit
 from reprogate.rebuild.verdict import Verdict
 from reprogate.rebuild.verdicts import read_verdict
-from reprogate.runtime.trace import TraceError, check_event
+from reprogate.runtime.trace import TraceError, TraceEvent, parse_event
 from reprogate.runtime.trace import order as trace_order
 
 
@@ -179,10 +178,10 @@ def plan_command(record: Path, alpha: float | None = None, gpu_hour_cost: float 
 MAX_TRACE_BYTES = 1024 * 1024 * 1024
 
 
-def _read_traces(paths: list[Path]) -> list[dict[str, Any]]:
+def _read_traces(paths: list[Path]) -> list[TraceEvent]:
     """Events of trace files given on the command line, read as untrusted input: a FIFO is not
     waited on, and a line that is not UTF-8, not JSON or not an object is named by file and line."""
-    events: list[dict[str, Any]] = []
+    events: list[TraceEvent] = []
     for path in paths:
         raw = read_bounded(path, MAX_TRACE_BYTES, "the trace", "a trace")
         if not raw.strip():
@@ -192,7 +191,7 @@ def _read_traces(paths: list[Path]) -> list[dict[str, Any]]:
                 continue
             where = f"{path}:{number}"
             try:
-                events.append(check_event(parse_json_bytes(line, where, "the line"), where))
+                events.append(parse_event(parse_json_bytes(line, where, "the line"), where))
             except TraceError as exc:
                 raise UsageError(str(exc)) from None
     return sorted(events, key=trace_order)

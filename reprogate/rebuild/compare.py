@@ -13,7 +13,7 @@ from typing import Any
 
 from reprogate.rebuild.stage_names import StageStatus
 from reprogate.rebuild.step_figures import Figures, Judged, Key, Point, Tolerance, figures
-from reprogate.runtime.trace import TraceError
+from reprogate.runtime.trace import MetricEvent, StepEvent, TraceError, TraceEvent, Value
 
 # What a step's scalars are, in the order a step uses them: the inputs it is given (the schedule's
 # learning rate, the loss scale and other hyperparameters a script reports, the batch), then what
@@ -29,26 +29,29 @@ class Outcome:
     data: dict[str, Any] = field(default_factory=dict)
 
 
-def step_events(events: Iterable[dict[str, Any]], first: int, last: int | None) -> dict[Key, dict[str, Any]]:
+Steps = Mapping[Key, StepEvent]  # step events by (step, rank)
+
+
+def step_events(events: Iterable[TraceEvent], first: int, last: int | None) -> dict[Key, StepEvent]:
     """Step events with first <= step <= last (last None: no upper bound)."""
-    return {(e["step"], e.get("rank", 0)): e for e in events if e.get("type") == "step" and e["step"] >= first and (last is None or e["step"] <= last)}
+    return {(e.step, e.rank): e for e in events if isinstance(e, StepEvent) and e.step >= first and (last is None or e.step <= last)}
 
 
-def metrics(events: Iterable[dict[str, Any]]) -> dict[str, float]:
+def metrics(events: Iterable[TraceEvent]) -> dict[str, float]:
     """Metric values reported by rank 0 (the last one reported wins)."""
     out: dict[str, float] = {}
     for e in events:
-        if e.get("type") == "metric" and e.get("rank", 0) == 0:
-            out[e["name"]] = float(e["value"])
+        if isinstance(e, MetricEvent) and e.rank == 0:
+            out[e.name] = float(e.value)
     return out
 
 
-def loss_curve(events: Iterable[dict[str, Any]]) -> list[tuple[int, float]]:
+def loss_curve(events: Iterable[TraceEvent]) -> list[tuple[int, float]]:
     """Mean loss over ranks per step."""
     sums: dict[int, list[float]] = {}
     for e in events:
-        if e.get("type") == "step" and "loss" in e:
-            sums.setdefault(e["step"], []).append(float(e["loss"]))
+        if isinstance(e, StepEvent) and e.loss is not None:
+            sums.setdefault(e.step, []).append(float(e.loss))
     return [(step, sum(v) / len(v)) for step, v in sorted(sums.items())]
 
 
@@ -65,12 +68,13 @@ def other_algorithms(expected: Any, got: Any) -> str | None:
     return None
 
 
-def compare_batches(reference: dict[Key, dict[str, Any]], rebuilt: dict[Key, dict[str, Any]]) -> Outcome:
-    keyed = {k: e["batch"] for k, e in reference.items() if "batch" in e}
+def compare_batches(reference: Steps, rebuilt: Steps) -> Outcome:
+    keyed = {k: e.batch for k, e in reference.items() if e.batch is not None}
     if not keyed:
         return Outcome("skipped", "the reference trace records no batch digests")
     for key in sorted(keyed):
-        got = rebuilt.get(key, {}).get("batch")
+        theirs = rebuilt.get(key)
+        got = theirs.batch if theirs is not None else None
         if got != keyed[key]:
             step, rank = key
             if other_algorithms(keyed[key], got):
@@ -81,17 +85,24 @@ def compare_batches(reference: dict[Key, dict[str, Any]], rebuilt: dict[Key, dic
     return Outcome("pass", f"batch digests equal at {len(keyed)} (step, rank) points, steps {steps[0]}-{steps[-1]}", {"compared": len(keyed)})
 
 
-def compare_tensors(reference: dict[Key, dict[str, Any]], rebuilt: dict[Key, dict[str, Any]], names: list[str]) -> Outcome:
+def _digest_of(event: StepEvent | None, name: str) -> str | None:
+    """The digest of tensor `name` a step records (`model_state`: of the whole state)."""
+    if event is None:
+        return None
+    if name == "model_state":
+        return event.model_state
+    return (event.tensors or {}).get(name)
+
+
+def compare_tensors(reference: Steps, rebuilt: Steps, names: list[str]) -> Outcome:
     """Bitwise: digests of the named tensors (`model_state` = the whole state) must be equal."""
     compared = 0
     for key in sorted(reference):
-        ref = reference[key]
-        new = rebuilt.get(key, {})
         for name in names:
-            expected = ref.get("model_state") if name == "model_state" else ref.get("tensors", {}).get(name)
+            expected = _digest_of(reference[key], name)
             if expected is None:
                 continue
-            got = new.get("model_state") if name == "model_state" else new.get("tensors", {}).get(name)
+            got = _digest_of(rebuilt.get(key), name)
             compared += 1
             if got != expected:
                 step, rank = key
@@ -117,11 +128,11 @@ class QuantityError(TraceError):
         self.side = side
 
 
-def quantity(event: Mapping[str, Any], name: str, key: Key, side: str) -> float:
+def quantity(event: StepEvent, name: str, key: Key, side: str) -> float:
     """A compared step value as a number; a trace is written by training code, so a string, a
     list or a boolean there is a TraceError naming the side, step, rank and field (and so is a
     reference value that is not finite: nothing can be within a tolerance of it)."""
-    value = event[name]
+    value = event.named(name)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise QuantityError(f"the {side} trace, step {key[0]}, rank {key[1]}: {name} is a number, not {str(value)[:40]!r}", side)
     if side == "reference" and not math.isfinite(value):
@@ -129,7 +140,7 @@ def quantity(event: Mapping[str, Any], name: str, key: Key, side: str) -> float:
     return float(value)
 
 
-def loss_figures(reference: Mapping[Key, Mapping[str, Any]], rebuilt: Mapping[Key, Mapping[str, Any]], judged: Judged, tolerance: Tolerance | None) -> Figures:
+def loss_figures(reference: Steps, rebuilt: Steps, judged: Judged, tolerance: Tolerance | None) -> Figures:
     """The loss at every (step, rank) point: the figures the model-state note, the verdict's
     `loss` section and the report's chart state (a loss that is not a number is left out here;
     the steps stage, which judges it, says so)."""
@@ -186,9 +197,7 @@ def largest_words(judgement: StepJudgement) -> str:
     return f"largest difference {point.difference:.3g} ({name} at {point.where})" if point.difference > 0 else "largest difference 0"
 
 
-def compare_values(
-    reference: dict[Key, dict[str, Any]], rebuilt: dict[Key, dict[str, Any]], quantities: list[str], abs_tol: float, rel_tol: float
-) -> tuple[Outcome, StepJudgement]:
+def compare_values(reference: Steps, rebuilt: Steps, quantities: list[str], abs_tol: float, rel_tol: float) -> tuple[Outcome, StepJudgement]:
     """The steps stage's test: every quantity at every (step, rank) point of the reference, by
     |a-b| <= abs + rel*|b| (b the reference's value); a point the rebuild lacks is outside."""
     tolerance = Tolerance(abs_tol, rel_tol)
@@ -252,23 +261,21 @@ def _shown(value: Any, other: Any) -> str:
     return repr(value) if not isinstance(value, str) else f"`{value}`"
 
 
-def _fields(event: dict[str, Any]) -> list[tuple[str, str, Any]]:
+def _fields(event: StepEvent) -> list[tuple[str, str, Value]]:
     """(field, role, value) of one step event, in inputs -> outputs order."""
-    raw_metrics = event.get("metrics")
-    metrics: dict[str, Any] = raw_metrics if isinstance(raw_metrics, dict) else {}
-    raw_tensors = event.get("tensors")
-    tensors: dict[str, Any] = raw_tensors if isinstance(raw_tensors, dict) else {}
-    out: list[tuple[str, str, Any]] = []
-    if "lr" in event:
-        out.append(("lr", "input", event["lr"]))
+    metrics = event.metrics or {}
+    tensors = event.tensors or {}
+    out: list[tuple[str, str, Value]] = []
+    if event.lr is not None:
+        out.append(("lr", "input", event.lr))
     out += [(f"metrics.{name}", "input", metrics[name]) for name in sorted(metrics) if name in INPUT_METRICS or name.startswith("lr")]
-    if "batch" in event:
-        out.append(("batch", "input", event["batch"]))
-    out += [(name, "output", event[name]) for name in OUTPUT_FIELDS if name in event]
+    if event.batch is not None:
+        out.append(("batch", "input", event.batch))
+    out += [(name, "output", event.named(name)) for name in OUTPUT_FIELDS if event.has(name)]
     out += [(f"metrics.{name}", "output", metrics[name]) for name in sorted(metrics) if not (name in INPUT_METRICS or name.startswith("lr"))]
     out += [(f"tensors.{name}", "output", tensors[name]) for name in sorted(tensors)]
-    if "model_state" in event:
-        out.append(("model_state", "output", event["model_state"]))
+    if event.model_state is not None:
+        out.append(("model_state", "output", event.model_state))
     return out
 
 
@@ -284,8 +291,8 @@ def _equal(a: Any, b: Any, role: str, abs_tol: float, rel_tol: float) -> bool:
 
 
 def first_difference(
-    reference: dict[Key, dict[str, Any]],
-    rebuilt: dict[Key, dict[str, Any]],
+    reference: Steps,
+    rebuilt: Steps,
     abs_tol: float = 0.0,
     rel_tol: float = 0.0,
     weights: bool = True,

@@ -25,6 +25,7 @@ from reprogate.capture.cpu import (
 from reprogate.core.record import Envelope
 from reprogate.rebuild.ranks import PASSED_THROUGH
 from reprogate.rebuild.state import Event, RebuildJob
+from reprogate.runtime.trace import CpuFacts, meta_events
 
 WAY_OUT = (
     "pin a portable capability (ATEN_CPU_CAPABILITY=default and MKL_CBWR=COMPATIBLE in execution.env, or "
@@ -45,8 +46,8 @@ def kernel_environment(job: RebuildJob, base: Mapping[str, str] | None = None) -
     return {**allowed, **record}
 
 
-def _reference_cpu(events: Sequence[Event]) -> list[dict[str, Any]]:
-    return [e["cpu"] for e in events if e.get("type") == "meta" and isinstance(e.get("cpu"), dict)]
+def _reference_cpu(events: Sequence[Event]) -> list[CpuFacts]:
+    return [e.cpu for e in meta_events(events) if e.cpu is not None]
 
 
 def _allowed(declared: tuple[str, ...] | None, found: list[Any], normalise: Any) -> list[str]:
@@ -65,7 +66,7 @@ def cpu_envelope(
     cpu = cpu or read_cpuinfo()
     env = kernel_environment(job) if env is None else env
     reference = _reference_cpu(reference_events)
-    portable = any(c.get("portable") for c in reference)
+    portable = any(c.portable for c in reference)
     prediction = predict_capability(env, cpu, "default" if portable else None)
     mkl = predict_mkl_cbwr(env, cpu, "COMPATIBLE" if portable else None)
     facts: dict[str, Any] = {"cpu_capability": prediction.capability or "unknown", "mkl_cbwr": mkl}
@@ -77,7 +78,7 @@ def cpu_envelope(
     if job.level != "bitwise":
         return problems, facts
     declared = job.record.contract.envelope if job.record.contract is not None else Envelope()
-    capabilities = _allowed(declared.cpu_capability, [c.get("capability") for c in reference], normalise_capability)
+    capabilities = _allowed(declared.cpu_capability, [c.capability for c in reference], normalise_capability)
     where = "contract.envelope.cpu.capability" if declared.cpu_capability else "the reference trace's meta"
     if capabilities and prediction.capability is None:
         problems.append(
@@ -89,7 +90,7 @@ def cpu_envelope(
             f"a bitwise CPU contract needs torch's {'/'.join(capabilities)} CPU kernels ({where}), this rebuild's ranks would use {prediction.capability} "
             f"({prediction.how}): the bits cannot match; {WAY_OUT}"
         )
-    modes = _allowed(declared.cpu_mkl_cbwr, [c.get("mkl_cbwr") for c in reference], lambda v: str(v).upper())
+    modes = _allowed(declared.cpu_mkl_cbwr, [c.mkl_cbwr for c in reference], lambda v: str(v).upper())
     if modes and mkl not in modes:
         where = "contract.envelope.cpu.mkl_cbwr" if declared.cpu_mkl_cbwr else "the reference trace's meta"
         problems.append(

@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reprogate.core.shapes import table
 from reprogate.rebuild.realizers.base import Identity
 from reprogate.rebuild.state import Event, RebuildState
+from reprogate.runtime.trace import CpuFacts, MetaEvent
 
 MAX_PACKAGES = 12  # package rows beyond this are counted, not listed
 UNKNOWN = "not recorded"
@@ -115,9 +115,9 @@ def _packages(recorded: Any, inside: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def _reference_meta(events: Sequence[Event]) -> Event:
-    """The reference trace's meta event: what the reference ranks themselves ran with."""
-    return next((e for e in events if e.get("type") == "meta"), {})
+def _reference_meta(events: Sequence[Event]) -> MetaEvent:
+    """The reference trace's meta event: what the reference ranks themselves ran with (none: one that says nothing)."""
+    return next((e for e in events if isinstance(e, MetaEvent)), MetaEvent())
 
 
 def _lock_pair(record: dict[str, Any], rebuilt: RebuiltSide) -> tuple[Any, Any]:
@@ -135,7 +135,7 @@ def side_by_side(record: dict[str, Any], rebuilt: RebuiltSide, reference_events:
     """Rows of {what, reference, rebuilt, same} for the verdict and the report; a reference value
     read from the reference trace's meta carries reference_from: "reference trace"."""
     meta = _reference_meta(reference_events)
-    meta_cpu = table(meta, "cpu")
+    meta_cpu = meta.cpu or CpuFacts()
     lock_reference, lock_rebuilt = _lock_pair(record, rebuilt)
     # (what, the record's value, the reference trace's meta's, the rebuild's, whether the meta's comes
     # first): a CPU's kernels and MKL mode are what the ranks ran with, so the trace says them first
@@ -150,12 +150,12 @@ def side_by_side(record: dict[str, Any], rebuilt: RebuiltSide, reference_events:
         ("image", _image(record), None, _rebuilt_image(rebuilt), False),
         ("lock file", lock_reference, None, lock_rebuilt, False),
         ("Python", _get(record, "software", "python"), None, rebuilt.python, False),
-        ("torch", _get(record, "software", "framework", "version"), meta.get("torch"), rebuilt.torch, False),
+        ("torch", _get(record, "software", "framework", "version"), meta.torch, rebuilt.torch, False),
         ("OS", _get(record, "host", "os", "pretty_name"), None, rebuilt.os, False),
         ("CPU", _get(record, "cpu", "model") or _get(record, "host", "cpu_model"), None, rebuilt.cpu.get("cpu_model"), False),
-        ("CPU architecture", _get(record, "cpu", "architecture"), meta_cpu.get("architecture"), rebuilt.architecture, False),
-        ("torch CPU kernels", _get(record, "cpu", "capability", "effective"), meta_cpu.get("capability"), rebuilt.cpu.get("cpu_capability"), True),
-        ("MKL_CBWR", _get(record, "cpu", "mkl_cbwr"), meta_cpu.get("mkl_cbwr"), rebuilt.cpu.get("mkl_cbwr"), True),
+        ("CPU architecture", _get(record, "cpu", "architecture"), meta_cpu.architecture, rebuilt.architecture, False),
+        ("torch CPU kernels", _get(record, "cpu", "capability", "effective"), meta_cpu.capability, rebuilt.cpu.get("cpu_capability"), True),
+        ("MKL_CBWR", _get(record, "cpu", "mkl_cbwr"), meta_cpu.mkl_cbwr, rebuilt.cpu.get("mkl_cbwr"), True),
         (
             "GPUs",
             [g.get("name") for g in _get(record, "devices", "gpus") or [] if isinstance(g, dict)] or None,
@@ -163,7 +163,7 @@ def side_by_side(record: dict[str, Any], rebuilt: RebuiltSide, reference_events:
             list(rebuilt.gpu_models) or "none",
             False,
         ),
-        ("world size", _get(record, "execution", "world_size"), meta.get("world_size"), rebuilt.world_size, False),
+        ("world size", _get(record, "execution", "world_size"), meta.world_size, rebuilt.world_size, False),
     ]
     compared = []
     for what, recorded, traced, right_value, trace_first in rows:

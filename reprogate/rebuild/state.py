@@ -30,8 +30,9 @@ from reprogate.rebuild.options import RebuildOptions
 from reprogate.rebuild.ranks import RankHosts
 from reprogate.rebuild.realizers.base import Choice, Realized
 from reprogate.rebuild.seed_plan import SeedPlan, plan, runs_for
+from reprogate.runtime.trace import TraceEvent
 
-Event = dict[str, Any]
+Event = TraceEvent  # one typed trace event (runtime/trace.py)
 
 
 def record_digest(data: Mapping[str, Any]) -> str:

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeGuard
 
 from reprogate.rebuild.stats import within
+from reprogate.runtime.trace import StepEvent
 
 Key = tuple[int, int]  # (step, rank)
 # Reads one traced value as a number: (event, quantity, key, side) -> the value, or None to leave it out.
-ValueReader = Callable[[Mapping[str, Any], str, Key, str], float | None]
+ValueReader = Callable[[StepEvent, str, Key, str], float | None]
 Judged = Literal["exact", "tolerance", "not judged"]
 MAX_DRAWN = 100  # points a chart draws; beyond, each drawn point stands for a run of steps
 
@@ -189,8 +190,8 @@ def of_points(quantity: str, points: list[Point], judged: Judged, tolerance: Tol
 
 
 def figures(
-    reference: Mapping[Key, Mapping[str, Any]],
-    rebuilt: Mapping[Key, Mapping[str, Any]],
+    reference: Mapping[Key, StepEvent],
+    rebuilt: Mapping[Key, StepEvent],
     quantity: str,
     judged: Judged,
     tolerance: Tolerance | None,
@@ -203,20 +204,20 @@ def figures(
     read = read or _finite
     points = []
     for key in sorted(reference):
-        if quantity not in reference[key]:
+        if not reference[key].has(quantity):
             continue
         expected = read(reference[key], quantity, key, "reference")
         if expected is None:
             continue
-        theirs = rebuilt.get(key, {})
-        got = read(theirs, quantity, key, "rebuilt") if quantity in theirs else None
+        theirs = rebuilt.get(key)
+        got = read(theirs, quantity, key, "rebuilt") if theirs is not None and theirs.has(quantity) else None
         points.append(Point(key[0], key[1], expected, got if got is not None and math.isfinite(got) else None))
-    steps = len({key[0] for key, event in reference.items() if quantity in event})
+    steps = len({key[0] for key, event in reference.items() if event.has(quantity)})
     return of_points(quantity, points, judged, tolerance, steps)
 
 
-def _finite(event: Mapping[str, Any], quantity: str, key: Key, side: str) -> float | None:
-    value = event[quantity]
+def _finite(event: StepEvent, quantity: str, key: Key, side: str) -> float | None:
+    value = event.named(quantity)
     return float(value) if _number(value) else None
 
 

@@ -24,7 +24,7 @@ from reprogate.core.documents import DocumentError
 from reprogate.core.git import GitError, run_git
 from reprogate.core.gittree import changed_paths, folder_files, recorded_files, tree_id
 from reprogate.core.record import RunRecord
-from reprogate.datasets.manifests import load_manifest
+from reprogate.datasets.manifest_header import read_manifest
 from reprogate.detect.dockerfile import instructions
 from reprogate.lockfiles import FORMATS, LockFileError, format_for
 from reprogate.rules.base import RuleContext
@@ -191,14 +191,13 @@ def owned_paths(record: RunRecord, root: Path, folder: str) -> dict[str, str]:
             claim(item.path, "environment")
     if manifest is not None and manifest.startswith(prefix):
         try:
-            loaded = load_manifest(root / manifest).data
-        except (DocumentError, OSError):
-            loaded = {}
-        if isinstance(loaded, dict):
-            base = Path(manifest).parent / str(loaded.get("namespace") or ".")
-            for entry in [*(loaded.get("shards") or []), *(loaded.get("files") or [])]:
-                if isinstance(entry, dict) and isinstance(entry.get("name"), str):
-                    claim((base / entry["name"]).as_posix(), "dataset")
+            loaded = read_manifest(root / manifest)
+        except (DocumentError, OSError):  # validate's manifest rules say what is wrong with it
+            loaded = None
+        if loaded is not None:
+            base = Path(manifest).parent / (loaded.header.namespace or ".")
+            for name in [*(s.name for s in loaded.shards()), *(f.name for f in loaded.header.files)]:
+                claim((base / name).as_posix(), "dataset")
     return owners
 
 

@@ -10,16 +10,15 @@ its envelope stage, before the run.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from reprogate.core.diagnostics import Diagnostic
 from reprogate.core.record import RunRecord
-from reprogate.core.shapes import table
 from reprogate.rules.base import RuleContext
 from reprogate.rules.files import AddressError, resolve
-from reprogate.runtime.trace import TraceError, leading_meta_events
+from reprogate.runtime.trace import MetaEvent, TraceError, TraceEvent, leading_meta_events, meta_events
 
 
 @dataclass(frozen=True)
@@ -41,9 +40,9 @@ def _primary_seed(record: RunRecord) -> int | None:
     return seeds.evaluation[0] if seeds.evaluation else None
 
 
-def reference_disagreements(record: RunRecord, events: Iterable[Mapping[str, Any]], trace_name: str = "the reference trace") -> list[Disagreement]:
+def reference_disagreements(record: RunRecord, events: Iterable[TraceEvent], trace_name: str = "the reference trace") -> list[Disagreement]:
     """Every field where the reference trace's meta (any rank) contradicts the record, once per field."""
-    metas = sorted((e for e in events if e.get("type") == "meta"), key=lambda e: e.get("rank", 0))
+    metas = meta_events(events)
     if not metas:
         return []
     out: list[Disagreement] = []
@@ -52,44 +51,42 @@ def reference_disagreements(record: RunRecord, events: Iterable[Mapping[str, Any
     envelope = record.contract.envelope if record.contract is not None else None
     world = record.execution.world_size if record.execution is not None else None
     pinned_config = None if config is None or config.hash_of == "argv" else config.hash
-    plain: list[tuple[tuple[str, ...], object, str, str, str]] = [
-        (("seeds", "global"), _primary_seed(record), "seed", "trace-meta-seed", "seed"),
-        (("execution", "world_size"), world, "world_size", "trace-meta-world-size", "world size"),
+    plain: list[tuple[tuple[str, ...], object, Callable[[MetaEvent], object], str, str]] = [
+        (("seeds", "global"), _primary_seed(record), lambda m: m.seed, "trace-meta-seed", "seed"),
+        (("execution", "world_size"), world, lambda m: m.world_size, "trace-meta-world-size", "world size"),
         # a configuration pinned as the entrypoint's arguments (hash_of: argv) is not what the script handed Tracer(config=...)
-        (("job", "config", "hash"), pinned_config, "config_digest", "trace-meta-config", "configuration digest"),
-        (("dataset", "manifest", "digest"), manifest.digest if manifest else None, "dataset_digest", "trace-meta-dataset", "dataset manifest digest"),
+        (("job", "config", "hash"), pinned_config, lambda m: m.config_digest, "trace-meta-config", "configuration digest"),
+        (("dataset", "manifest", "digest"), manifest.digest if manifest else None, lambda m: m.dataset_digest, "trace-meta-dataset", "dataset manifest digest"),
     ]
-    for path, pinned, key, code, what in plain:
+    for path, pinned, read, code, what in plain:
         if pinned is None:
             continue
-        wrong = next((m for m in metas if m.get(key) is not None and m.get(key) != pinned), None)
+        wrong = next((m for m in metas if read(m) is not None and read(m) != pinned), None)
         if wrong is not None:
-            said = f"{trace_name} was made with {what} {wrong[key]} (its meta, rank {wrong.get('rank', 0)}); the record says {pinned}"
+            said = f"{trace_name} was made with {what} {read(wrong)} (its meta, rank {wrong.rank}); the record says {pinned}"
             out.append(Disagreement(path, code, said))
     if config is not None and config.hash_of == "trace":
-        silent = next((m for m in metas if m.get("config_digest") is None), None)
+        silent = next((m for m in metas if m.config_digest is None), None)
         if silent is not None:
             said = (
                 f"the record pins the configuration the entrypoint hands to Tracer(config=...) (job.config.hash_of: trace), and "
-                f"{trace_name} records none (its meta, rank {silent.get('rank', 0)})"
+                f"{trace_name} records none (its meta, rank {silent.rank})"
             )
             out.append(Disagreement(("job", "config", "hash_of"), "trace-meta-config", said))
-    cpu = [(m, table(m, "cpu")) for m in metas if isinstance(m.get("cpu"), dict)]
+    cpu = [(m, m.cpu) for m in metas if m.cpu is not None]
     capabilities = list(envelope.cpu_capability or ()) if envelope is not None else []
     if capabilities:
         allowed = {str(c).lower() for c in capabilities}
-        wrong = next((m for m, c in cpu if c.get("capability") is not None and str(c["capability"]).lower() not in allowed), None)
-        if wrong is not None:
-            rank = wrong.get("rank", 0)
-            said = f"{trace_name} ran torch's {wrong['cpu']['capability']} CPU kernels (its meta, rank {rank}), outside the envelope's {capabilities}"
+        outside = next(((m, c) for m, c in cpu if c.capability is not None and c.capability.lower() not in allowed), None)
+        if outside is not None:
+            said = f"{trace_name} ran torch's {outside[1].capability} CPU kernels (its meta, rank {outside[0].rank}), outside the envelope's {capabilities}"
             out.append(Disagreement(("contract", "envelope", "cpu", "capability"), "trace-meta-cpu-capability", said))
     modes = list(envelope.cpu_mkl_cbwr or ()) if envelope is not None else []
     if modes:
         allowed = {str(m).upper() for m in modes}
-        wrong = next((m for m, c in cpu if c.get("mkl_cbwr") is not None and str(c["mkl_cbwr"]).upper() not in allowed), None)
-        if wrong is not None:
-            rank = wrong.get("rank", 0)
-            said = f"{trace_name} ran MKL in reproducibility mode {wrong['cpu']['mkl_cbwr']} (its meta, rank {rank}), outside the envelope's {modes}"
+        outside = next(((m, c) for m, c in cpu if c.mkl_cbwr is not None and c.mkl_cbwr.upper() not in allowed), None)
+        if outside is not None:
+            said = f"{trace_name} ran MKL in reproducibility mode {outside[1].mkl_cbwr} (its meta, rank {outside[0].rank}), outside the envelope's {modes}"
             out.append(Disagreement(("contract", "envelope", "cpu", "mkl_cbwr"), "trace-meta-mkl-cbwr", said))
     return out
 

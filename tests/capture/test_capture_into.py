@@ -61,8 +61,8 @@ def test_determinism_comes_from_the_training_process_not_the_cli(cli: Cli, repo:
     torch = pytest.importorskip("torch")
     record = repo / "tiny" / "records" / "tiny.yaml"
     trace = repo / "tiny" / "reference" / "trace.jsonl"
-    training = next(m for m in leading_meta_events(trace) if m["rank"] == 0)["determinism"]
-    assert training["deterministic_algorithms"] is True
+    training = next(m for m in leading_meta_events(trace) if m.rank == 0).determinism
+    assert training is not None and training["deterministic_algorithms"] is True
     # this process differs from training (whatever an earlier test in this worker left set)
     before = torch.are_deterministic_algorithms_enabled()
     torch.use_deterministic_algorithms(False)

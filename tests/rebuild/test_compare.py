@@ -20,11 +20,12 @@ from reprogate.rebuild.compare import (
     step_events,
 )
 from reprogate.rebuild.step_figures import Tolerance
+from reprogate.runtime.trace import StepEvent, parse_event
 
 A, B, C = "sha256:" + "a" * 64, "sha256:" + "b" * 64, "sha256:" + "c" * 64
 BLAKE = "blake3:" + "a" * 64
 
-TRACE = [
+TRACE_LINES: list[dict[str, Any]] = [
     {"type": "meta", "rank": 0},
     {"type": "step", "step": 0, "loss": 2.0, "batch": A},
     {"type": "step", "step": 1, "rank": 0, "loss": 1.5, "batch": B},
@@ -32,18 +33,19 @@ TRACE = [
     {"type": "step", "step": 2, "rank": 0, "loss": 1.0},
     {"type": "step", "step": 2, "rank": 1, "loss": 1.4},
     {"type": "step", "step": 3, "rank": 0},
-    {"type": "metric", "name": "acc", "value": "0.5"},
+    {"type": "metric", "name": "acc", "value": 0.5},
     {"type": "metric", "name": "acc", "value": 0.75, "rank": 0},
     {"type": "metric", "name": "acc", "value": 0.99, "rank": 1},
     {"type": "metric", "name": "ppl", "value": 12, "rank": 0},
 ]
+TRACE = [parse_event(line, f"line {number}") for number, line in enumerate(TRACE_LINES, 1)]
 
 
 def test_step_events_are_keyed_by_step_and_rank_within_the_range() -> None:
     assert sorted(step_events(TRACE, 0, None)) == [(0, 0), (1, 0), (1, 1), (2, 0), (2, 1), (3, 0)]
     assert sorted(step_events(TRACE, 1, 2)) == [(1, 0), (1, 1), (2, 0), (2, 1)]  # both ends inclusive
-    assert step_events(TRACE, 1, 1)[(1, 1)]["loss"] == 1.7
-    assert step_events(TRACE, 0, 0)[(0, 0)]["batch"] == A  # no rank: rank 0
+    assert step_events(TRACE, 1, 1)[(1, 1)].loss == 1.7
+    assert step_events(TRACE, 0, 0)[(0, 0)].batch == A  # no rank: rank 0
     assert step_events(TRACE, 4, None) == {} and step_events([], 0, None) == {}
 
 
@@ -69,8 +71,9 @@ def test_other_algorithms_only_when_both_digests_name_different_ones() -> None:
     assert other_algorithms(A, B) is None and other_algorithms(A, None) is None and other_algorithms("plain", BLAKE) is None
 
 
-def events(*entries: tuple[int, int, dict[str, Any]]) -> dict[tuple[int, int], dict[str, Any]]:
-    return {(step, rank): {"type": "step", "step": step, "rank": rank, **fields} for step, rank, fields in entries}
+def events(*entries: tuple[int, int, dict[str, Any]]) -> dict[tuple[int, int], StepEvent]:
+    found = {(step, rank): parse_event({"type": "step", "step": step, "rank": rank, **fields}, "a test") for step, rank, fields in entries}
+    return {key: event for key, event in found.items() if isinstance(event, StepEvent)}
 
 
 # --- batches ---------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ Intel server, an AVX2 AMD one, an ARM one. (The rebuild tests run the check on t
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from reprogate.capture.cpu import CpuInfo
 from reprogate.core.documents import load_document
 from reprogate.rebuild.cpu import cpu_envelope, kernel_environment
 from reprogate.rebuild.state import Event, RebuildJob
-from reprogate.runtime.trace import read_trace
+from reprogate.runtime.trace import CpuFacts, MetaEvent, read_trace
 
 RECORD = EXAMPLES / "tiny" / "records" / "tiny.yaml"
 AVX512_FLAGS = ["sse2", "sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512dq"]
@@ -33,10 +34,8 @@ def context(tmp_path: Path, change: Any = None, portable_reference: bool = False
     if change:
         change(data)
     events = read_trace([EXAMPLES / "tiny" / "reference" / "trace.jsonl"])
-    if portable_reference:
-        for event in events:
-            if event["type"] == "meta":
-                event["cpu"]["portable"] = True
+    if portable_reference:  # the events are frozen: a changed reference is a new one
+        events = [dataclasses.replace(e, cpu=dataclasses.replace(e.cpu or CpuFacts(), portable=True)) if isinstance(e, MetaEvent) else e for e in events]
     return make_job(RECORD, data, EXAMPLES, tmp_path), events
 
 

@@ -4,6 +4,7 @@ named as `lr` at step 1, before the weights (model-state) and the loss it goes o
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -20,6 +21,7 @@ from reprogate.core.gittree import tree_id
 from reprogate.rebuild.compare import first_difference, loss_figures, step_events
 from reprogate.rebuild.report import markdown
 from reprogate.rebuild.step_figures import Tolerance
+from reprogate.runtime.trace import StepEvent, parse_event
 
 if os.environ.get("CI") != "true":
     pytest.importorskip("torch")
@@ -59,8 +61,8 @@ def test_a_clean_rebuild_has_no_first_difference(cli: Cli, project: Path) -> Non
     assert result.exit_code == 0 and verdict["first_difference"] is None
 
 
-def events(*steps: dict[str, Any]) -> dict[tuple[int, int], dict[str, Any]]:
-    return step_events([{"type": "step", "rank": 0, **s} for s in steps], 1, None)
+def events(*steps: dict[str, Any]) -> dict[tuple[int, int], StepEvent]:
+    return step_events([parse_event({"type": "step", "rank": 0, **s}, "a test") for s in steps], 1, None)
 
 
 def test_inputs_come_before_outputs_at_the_first_step_that_differs() -> None:
@@ -108,8 +110,8 @@ def test_at_its_step_the_diagnosis_names_the_rank_the_loss_figures_name() -> Non
     """Both ranks' loss leaves the tolerance at step 2; rank 1 is further away. The diagnosis and
     the loss figures (step_figures) must name the same rank there, not rank 0 in one and rank 1 in
     the other."""
-    reference = step_events([{"type": "step", "step": s, "rank": r, "loss": 2.0 - 0.1 * s} for s in (1, 2, 3) for r in (0, 1)], 1, None)
-    rebuilt = {k: {**e, "loss": e["loss"] + {(2, 0): 2e-3, (2, 1): -5e-3}.get(k, 0.0)} for k, e in reference.items()}
+    reference = step_events([parse_event({"type": "step", "step": s, "rank": r, "loss": 2.0 - 0.1 * s}, "a test") for s in (1, 2, 3) for r in (0, 1)], 1, None)
+    rebuilt = {k: dataclasses.replace(e, loss=(e.loss or 0.0) + {(2, 0): 2e-3, (2, 1): -5e-3}.get(k, 0.0)) for k, e in reference.items()}
     found = first_difference(reference, rebuilt, 1e-3, 0.0, weights=False)
     loss = loss_figures(reference, rebuilt, "tolerance", Tolerance(1e-3, 0.0))
     assert found is not None and (found.step, found.rank, found.judged) == (2, 1, "tolerance")

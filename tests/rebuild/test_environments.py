@@ -12,6 +12,7 @@ from support.rebuilds import make_state
 from reprogate.rebuild.environments import UNKNOWN, RebuiltSide, side_by_side
 from reprogate.rebuild.realizers.base import Choice
 from reprogate.rebuild.state import Environment, Machine, Probe
+from reprogate.runtime.trace import parse_event
 
 RECORD: dict[str, Any] = {
     "job": {"environment": {"realizer": "venv"}},
@@ -38,7 +39,9 @@ REBUILT = RebuiltSide(
     world_size=2,
     packages=PACKAGES,
 )
-META = [{"type": "meta", "rank": 0, "cpu": {"capability": "default", "mkl_cbwr": "COMPATIBLE"}}, {"type": "step", "step": 1}]
+META = [
+    parse_event(e, "a test") for e in ({"type": "meta", "rank": 0, "cpu": {"capability": "default", "mkl_cbwr": "COMPATIBLE"}}, {"type": "step", "step": 1})
+]
 
 
 def rows(**kwargs: Any) -> dict[str, dict[str, Any]]:

@@ -27,7 +27,7 @@ from support.verdicts import typed
 
 from reprogate.cli import main
 from reprogate.rebuild.report import markdown
-from reprogate.runtime.trace import read_trace
+from reprogate.runtime.trace import StepEvent, read_trace
 
 if os.environ.get("CI") != "true":
     pytest.importorskip("torch")
@@ -68,8 +68,8 @@ def behavioral(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any]
 def per_rank_loss(out: Path) -> dict[tuple[int, int], tuple[float, float]]:
     """(step, rank) -> (reference, rebuilt) loss, read from the two trace files here."""
     trace = REPO / "examples" / "tiny" / "reference" / "trace.jsonl"
-    reference = {(e["step"], e.get("rank", 0)): float(e["loss"]) for e in read_trace([trace]) if e.get("type") == "step"}
-    rebuilt = {(e["step"], e.get("rank", 0)): float(e["loss"]) for e in read_trace([out / "rebuild-trace.jsonl"]) if e.get("type") == "step"}
+    reference = {(e.step, e.rank): float(e.loss) for e in read_trace([trace]) if isinstance(e, StepEvent) and e.loss is not None}
+    rebuilt = {(e.step, e.rank): float(e.loss) for e in read_trace([out / "rebuild-trace.jsonl"]) if isinstance(e, StepEvent) and e.loss is not None}
     return {key: (value, rebuilt[key]) for key, value in reference.items() if key in rebuilt}
 
 

@@ -35,6 +35,7 @@ from reprogate.rebuild.state import PROVIDED, Environment, Fetched, Machine, Pro
 from reprogate.rebuild.topology import topology
 from reprogate.rebuild.verdict import Claim, FileRef, RecordRef, SeedsUsed, StageRecord, Verdict
 from reprogate.rebuild.verdict_environment import VerdictEnvironment
+from reprogate.runtime.trace import StepEvent
 
 # properties of RebuildState that read a stage's field
 DERIVED = {"reference_events": "fetched", "packages": "probe"}
@@ -94,7 +95,7 @@ def test_the_stage_values_are_frozen(tmp_path: Path) -> None:
             value.__setattr__(next(iter(value.__dataclass_fields__)), None)
 
 
-EVENTS = [{"type": "step", "step": 1, "rank": 0, "loss": 2.0}, {"type": "step", "step": 2, "rank": 0, "loss": 1.5}]
+EVENTS = [StepEvent(1, 0, loss=2.0), StepEvent(2, 0, loss=1.5)]
 LOCAL = SimpleNamespace(name="local", ranks_run_here=True)
 
 # What a stub stage puts into each field it provides: the runner and the verdict read them after the walk.
@@ -104,7 +105,7 @@ FILL: dict[str, Callable[[Path], Any]] = {
     "probe": lambda tmp: Probe({"python": "3.12.0", "packages": {"torch": "2.13.0"}}),
     "ranks": lambda tmp: Ranks(LOCAL, SimpleNamespace(nodes=1), SimpleNamespace(stop=lambda: None), "gloo", "no GPU"),  # type: ignore[arg-type]
     "machine": lambda tmp: Machine(nodes=1, world_size=1, machine="x86_64"),
-    "runs": lambda tmp: Runs((SeedRun(1, ({"type": "step", "step": 1, "rank": 0, "loss": 2.0},), ok=True),)),
+    "runs": lambda tmp: Runs((SeedRun(1, (StepEvent(1, 0, loss=2.0),), ok=True),)),
 }
 
 

@@ -12,10 +12,11 @@ import pytest
 from reprogate.core.schemas import validator
 from reprogate.rebuild.compare import QuantityError, compare_values, first_loss_difference, loss_figures, step_events
 from reprogate.rebuild.step_figures import MAX_DRAWN, Point, Tolerance, from_json, judged_as
+from reprogate.runtime.trace import StepEvent, TraceError, parse_event
 
 
-def events(*points: tuple[int, int, dict[str, Any]]) -> dict[tuple[int, int], dict[str, Any]]:
-    return step_events([{"type": "step", "step": s, "rank": r, **values} for s, r, values in points], 0, None)
+def events(*points: tuple[int, int, dict[str, Any]]) -> dict[tuple[int, int], StepEvent]:
+    return step_events([parse_event({"type": "step", "step": s, "rank": r, **values}, "a test") for s, r, values in points], 0, None)
 
 
 def test_the_first_point_outside_and_the_largest_deviation_are_named_with_their_quantity_step_and_rank() -> None:
@@ -56,15 +57,17 @@ def test_a_missing_or_non_finite_value_is_outside_any_tolerance(rebuilt: dict[st
 def test_a_quantity_the_reference_lacks_is_not_compared_and_a_reference_that_is_no_number_is_refused() -> None:
     _, judgement = compare_values(events((1, 0, {"loss": 1.0})), events((1, 0, {"loss": 1.0})), ["loss", "grad_norm"], 0.0, 0.0)
     assert judgement.passed and judgement.compared == 1 and judgement.of("grad_norm").compared == 0  # type: ignore[union-attr]
-    for bad in ("1.0", math.nan):
+    for name, bad in (("loss", math.nan), ("grad_norm", "1.0")):  # a field a script added is checked where a contract names it
         with pytest.raises(QuantityError) as refused:
-            compare_values(events((1, 0, {"loss": bad})), events((1, 0, {"loss": 1.0})), ["loss"], 0.0, 0.0)
-        assert refused.value.side == "reference" and "step 1, rank 0: loss" in str(refused.value)
+            compare_values(events((1, 0, {name: bad})), events((1, 0, {name: 1.0})), [name], 0.0, 0.0)
+        assert refused.value.side == "reference" and f"step 1, rank 0: {name}" in str(refused.value)
+    with pytest.raises(TraceError, match=r"a test: loss is a number, not \"1.0\""):  # a field of the format: refused by the reader
+        events((1, 0, {"loss": "1.0"}))
 
 
-def two_ranks(offsets: dict[tuple[int, int], float], steps: int = 6) -> tuple[dict[tuple[int, int], dict[str, Any]], dict[tuple[int, int], dict[str, Any]]]:
+def two_ranks(offsets: dict[tuple[int, int], float], steps: int = 6) -> tuple[dict[tuple[int, int], StepEvent], dict[tuple[int, int], StepEvent]]:
     reference = events(*[(s, r, {"loss": 2.0 + 0.25 * r - 0.1 * s}) for s in range(1, steps + 1) for r in (0, 1)])
-    rebuilt = {k: {"loss": e["loss"] + offsets.get(k, 0.0)} for k, e in reference.items()}
+    rebuilt = events(*[(s, r, {"loss": (e.loss or 0.0) + offsets.get((s, r), 0.0)}) for (s, r), e in reference.items()])
     return reference, rebuilt
 
 

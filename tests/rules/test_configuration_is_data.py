@@ -185,15 +185,16 @@ def test_init_names_a_configuration_or_data_folder_that_is_not_there(cli: Cli, t
 def test_a_configuration_pinned_from_the_trace_needs_a_trace_that_records_it() -> None:
     from reprogate.core.record import Job, JobConfig, RunRecord
     from reprogate.rules.trace_meta import reference_disagreements
+    from reprogate.runtime.trace import MetaEvent
 
     pinned = "canonical-v1:" + "0" * 64
     data = RunRecord(job=Job(("python", "c.py"), JobConfig(pinned, "trace", "c.py")))
-    silent = reference_disagreements(data, [{"type": "meta", "rank": 0, "config_digest": pinned}, {"type": "meta", "rank": 1}])
+    silent = reference_disagreements(data, [MetaEvent(0, config_digest=pinned), MetaEvent(1)])
     assert [(d.code, d.path) for d in silent] == [("trace-meta-config", ("job", "config", "hash_of"))] and "rank 1" in silent[0].message
-    other = reference_disagreements(data, [{"type": "meta", "rank": 0, "config_digest": "canonical-v1:" + "1" * 64}])
+    other = reference_disagreements(data, [MetaEvent(0, config_digest="canonical-v1:" + "1" * 64)])
     assert [d.code for d in other] == ["trace-meta-config"]
     file_form = RunRecord(job=Job(("python", "c.py"), JobConfig(pinned, path="c.yaml")))
-    assert reference_disagreements(file_form, [{"type": "meta", "rank": 0}]) == [], "a data configuration's meta may say nothing"
+    assert reference_disagreements(file_form, [MetaEvent(0)]) == [], "a data configuration's meta may say nothing"
 
 
 def test_init_hands_the_script_the_configuration_it_pins(cli: Cli, tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ proved the workers (the runbook's order: prove the machine before the big downlo
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from reprogate.core.canonical import file_digest
 from reprogate.core.errors import ReprogateError
@@ -16,7 +15,7 @@ from reprogate.rebuild.inject import runtime_folder
 from reprogate.rebuild.stages.base import StageResult, failed, passed
 from reprogate.rebuild.state import Fetched, RebuildJob, RebuildState
 from reprogate.rules.source_tree import owned_paths
-from reprogate.runtime.trace import TraceError, read_trace
+from reprogate.runtime.trace import TraceError, TraceEvent, read_trace
 
 MAX_REFERENCE_TRACE = 1024 * 1024 * 1024  # as `compare` reads traces
 
@@ -40,7 +39,7 @@ def artifacts(state: RebuildState) -> StageResult:
     job = state.job
     fetched: list[str] = []
     deferred: dict[str, str] = {}
-    reference_events: list[dict[str, Any]] = []
+    reference_events: list[TraceEvent] = []
     record = job.record
     source = record.source
     tree = source.tree if source is not None else None

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from reprogate.core.record import Tolerance
 from reprogate.rebuild import compare
 from reprogate.rebuild.comparisons import EXACT, TOLERANCE, StepTest
 from reprogate.rebuild.stages.base import StageResult, failed, skipped
 from reprogate.rebuild.state import RebuildJob, RebuildState
-from reprogate.rebuild.step_figures import Figures, Key, judged_as
+from reprogate.rebuild.step_figures import Figures, judged_as
 
 
 def _result(outcome: compare.Outcome, comparison: StepTest | None = None) -> StageResult:
     return StageResult(outcome.status, outcome.detail, dict(outcome.data), comparison=comparison)
 
 
-def _ranges(state: RebuildState) -> tuple[dict[Any, Any], dict[Any, Any]]:
+def _ranges(state: RebuildState) -> tuple[compare.Steps, compare.Steps]:
     first, last = state.job.step_range
     assert state.runs is not None and state.runs.first is not None
     return compare.step_events(state.reference_events, first, last), compare.step_events(state.runs.first.events, first, last)
@@ -94,7 +92,7 @@ def steps(state: RebuildState) -> StageResult:
     return _result(outcome, test)
 
 
-def _loss_figures(state: RebuildState, reference: dict[Key, dict[str, Any]], rebuilt: dict[Key, dict[str, Any]]) -> Figures:
+def _loss_figures(state: RebuildState, reference: compare.Steps, rebuilt: compare.Steps) -> Figures:
     job = state.job
     quantities, abs_tol, rel_tol = _tolerance(job)
     judged, tolerance = judged_as(job.level, quantities, "loss", abs_tol, rel_tol)

@@ -9,7 +9,6 @@ README documents — and a fresh rendezvous port.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from reprogate.core.errors import ReprogateError
 from reprogate.core.fileio import read_written_by_code
@@ -17,7 +16,7 @@ from reprogate.core.ports import free_port
 from reprogate.rebuild.ranks import RankHosts
 from reprogate.rebuild.stages.base import StageResult, failed, passed
 from reprogate.rebuild.state import RebuildState, Runs, SeedRun
-from reprogate.runtime.trace import trace_events
+from reprogate.runtime.trace import MetaEvent, StepEvent, TraceEvent, meta_events, trace_events
 
 
 def run(state: RebuildState) -> StageResult:
@@ -83,9 +82,9 @@ def _run_seeds(state: RebuildState, done_runs: list[SeedRun]) -> StageResult:
         done_runs.append(SeedRun(seed, tuple(events), done.ok, done.seconds, done.log_tail, tuple(traces) if index == 0 else ()))
         if not done.ok:
             return failed(f"seed {seed}: {done.detail}", log_tail=done.log_tail, seed=seed, rank=done.failed_rank)
-        if not any(e.get("type") == "step" for e in events):
+        if not any(isinstance(e, StepEvent) for e in events):
             return failed(f"seed {seed}: the entrypoint finished but wrote no step trace (does it use reprogate.trace.Tracer?)", log_tail=hosts.log_tail(0))
-        applied = sorted({e["seed"] for e in events if e.get("type") == "meta" and isinstance(e.get("seed"), int)})
+        applied = sorted({e.seed for e in meta_events(events) if e.seed is not None})
         if applied and applied != [seed]:  # a fresh seed the script never applied would be judged as one it did
             return failed(
                 f"seed {seed}: the run applied seed {', '.join(map(str, applied))} (its trace's meta), not the one it was given: "
@@ -95,7 +94,7 @@ def _run_seeds(state: RebuildState, done_runs: list[SeedRun]) -> StageResult:
         wrong = _configuration_differs(job.section("job", "config"), events)
         if wrong:
             return failed(f"seed {seed}: {wrong}", seed=seed)
-    steps = max(e["step"] for e in done_runs[0].events if e.get("type") == "step")
+    steps = max(e.step for e in done_runs[0].events if isinstance(e, StepEvent))
     if job.level == "startup":
         wanted = int(job.section("contract", "steps", "count") or 1)
         if steps < wanted:
@@ -103,21 +102,21 @@ def _run_seeds(state: RebuildState, done_runs: list[SeedRun]) -> StageResult:
     return passed(f"{len(seeds)} seed(s) {seeds} x {job.world_size} rank(s) ran to step {steps} in {sum(r.seconds for r in done_runs):.1f} s", seeds=seeds)
 
 
-def _configuration_differs(config: object, events: list[dict[str, Any]]) -> str:
+def _configuration_differs(config: object, events: list[TraceEvent]) -> str:
     """For a configuration pinned from the trace (code, job.config.hash_of: trace): the first
     rank whose Tracer(config=...) digest is not the pinned hash, or that records none. `init`
     makes the reference before the hash exists, and so is not checked here."""
     if not isinstance(config, dict) or config.get("hash_of") != "trace" or not isinstance(config.get("hash"), str):
         return ""
-    metas = sorted((e for e in events if e.get("type") == "meta"), key=lambda e: str(e.get("rank", 0)))
+    metas: list[MetaEvent] = sorted((e for e in events if isinstance(e, MetaEvent)), key=lambda e: str(e.rank))
     if not metas:
         return f"configuration {config.get('id') or config.get('path')} (code): the run's trace has no meta, so what it computed is unknown"
     for meta in metas:
-        digest = meta.get("config_digest")
+        digest = meta.config_digest
         if digest != config["hash"]:
             said = f"the configuration {digest}" if digest is not None else "no configuration"
             return (
-                f"configuration {config.get('id') or config.get('path')} (code) computed other values: rank {meta.get('rank', 0)} handed "
+                f"configuration {config.get('id') or config.get('path')} (code) computed other values: rank {meta.rank} handed "
                 f"Tracer(config=...) {said}, the record pins {config['hash']} (job.config.hash_of: trace)"
             )
     return ""
