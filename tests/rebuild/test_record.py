@@ -19,6 +19,7 @@ from reprogate.rebuild.realizers.base import Choice, Identity
 from reprogate.rebuild.record import rebuild_record
 from reprogate.rebuild.state import Environment, Probe, RebuildState, Runs, SeedRun
 from reprogate.rebuild.verdict import RecordRef
+from reprogate.runtime.trace import parse_event
 
 RECORD = EXAMPLES / "tiny" / "records" / "tiny.yaml"
 OF = RecordRef("examples/tiny/records/tiny.yaml", "tiny-markov-mlp", "canonical-v1:sha256:" + "0" * 64, "bitwise")
@@ -36,9 +37,9 @@ def _state(tmp_path: Path, data: dict[str, Any] | None = None, realizer: str = "
     metric = str(record["contract"]["metric"]["name"])
     state.runs = Runs(
         (
-            SeedRun(1, ({"type": "metric", "name": metric, "value": 0.9, "rank": 0},), True, 1.0, "", tuple(traces)),
-            SeedRun(77, ({"type": "metric", "name": metric, "value": 0.95, "rank": 0},), True, 1.0),
-            SeedRun(78, ({"type": "metric", "name": "other", "value": 5.0, "rank": 0},), True, 1.0),
+            SeedRun(1, (parse_event({"type": "metric", "name": metric, "value": 0.9, "rank": 0}, "seed 1"),), True, 1.0, "", tuple(traces)),
+            SeedRun(77, (parse_event({"type": "metric", "name": metric, "value": 0.95, "rank": 0}, "seed 77"),), True, 1.0),
+            SeedRun(78, (parse_event({"type": "metric", "name": "other", "value": 5.0, "rank": 0}, "seed 78"),), True, 1.0),
         )
     )
     return state
