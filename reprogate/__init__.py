@@ -4,4 +4,4 @@ The package root stays import-light on purpose: `reprogate validate` runs on Git
 runners where start-up time is paid on every pull request, so nothing heavy is imported here.
 """
 
-__version__ = "0.8.0"
+__version__ = "0.8.1"

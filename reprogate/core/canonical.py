@@ -17,10 +17,11 @@ OCI convention. Should the canonical form ever need to change, add v2 here; neve
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 CANONICAL_VERSION = "canonical-v1"
 CANONICAL_PREFIX = f"{CANONICAL_VERSION}:sha256:"
@@ -58,13 +59,13 @@ def canonical_digest(data: Any) -> str:
     return CANONICAL_PREFIX + hashlib.sha256(canonical_bytes(data)).hexdigest()
 
 
-def stream_digest(stream: BinaryIO) -> str:
+def stream_digest(stream: io.BufferedIOBase) -> str:
     """`sha256:<hex>` of a stream, read in chunks so memory does not grow with the file."""
     h = hashlib.sha256()
     buf = bytearray(_CHUNK)
     view = memoryview(buf)
     while True:
-        n = stream.readinto(buf)  # type: ignore[attr-defined]
+        n = stream.readinto(buf)
         if not n:
             break
         h.update(view[:n])

@@ -225,15 +225,15 @@ class HttpClient:
             except requests.RequestException as exc:
                 raise HttpUnreachable(f"{method} {origin(url)}: {type(exc).__name__}") from None
             holder["response"] = response
-            streaming = consume is not None and 200 <= response.status_code < 300  # error pages are read, not hashed
+            sink = consume if 200 <= response.status_code < 300 else None  # error pages are read, not hashed
             with response:
                 body = bytearray()
                 try:
                     for piece in response.iter_content(chunk):
                         if cancelled.is_set():
                             break
-                        if streaming:
-                            consume(piece)  # type: ignore[misc]
+                        if sink is not None:
+                            sink(piece)
                             continue
                         body += piece
                         if len(body) > limit:

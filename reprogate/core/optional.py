@@ -60,7 +60,7 @@ def preload(names: tuple[str, ...] = OPTIONAL_MODULES) -> dict[str, bool]:
             importlib.import_module(name)
             found[name] = True
         except Exception:  # noqa: BLE001 - not installed, or a library that fails to load here (no driver): absent either way
-            sys.modules[name] = None  # type: ignore[assignment]
+            sys.modules[name] = None  # type: ignore[assignment]  # None there makes a later import raise ImportError (the import system's documented block); typeshed types the values as ModuleType
             found[name] = False
     return found
 

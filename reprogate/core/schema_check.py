@@ -10,9 +10,9 @@ from __future__ import annotations
 import difflib
 import functools
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
-from reprogate.core.diagnostics import Diagnostic, field_path
+from reprogate.core.diagnostics import Diagnostic, Location, field_path
 from reprogate.core.documents import Document
 from reprogate.core.redact import redact
 from reprogate.core.schema_fastpath import Unsupported, compile_schema
@@ -29,6 +29,15 @@ _FORM_HINTS = {
     "date": "write dates as YYYY-MM-DD",
     "dateTime": "write timestamps as RFC 3339, e.g. 2026-11-20T10:00:00Z",
 }
+
+
+class Locating(Protocol):
+    """What a finding needs of the document it is about: its name and where a field sits (a
+    Document, or one JSON Lines shard's line, datasets/shard_checker.py)."""
+
+    path: str
+
+    def locate(self, path: tuple[Any, ...]) -> Location: ...
 
 
 @functools.cache
@@ -68,11 +77,11 @@ def _dedupe(items: list[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
-def _finding(doc: Document, path: tuple[Any, ...], message: str, hint: str = "", code: str = "schema") -> Diagnostic:
+def _finding(doc: Locating, path: tuple[Any, ...], message: str, hint: str = "", code: str = "schema") -> Diagnostic:
     return Diagnostic(doc.path, message, code, location=doc.locate(path), field=field_path(path), hint=hint)
 
 
-def explain(doc: Document, error: Any) -> Iterator[Diagnostic]:
+def explain(doc: Locating, error: Any) -> Iterator[Diagnostic]:
     path = tuple(error.absolute_path)
     kind = error.validator
     schema = error.schema if isinstance(error.schema, dict) else {}

@@ -17,11 +17,11 @@ from reprogate.core.documents import resolve_plain
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-class FlowMap(dict):  # type: ignore[type-arg]
+class FlowMap(dict[str, Any]):
     """A mapping written on one line (`{name: a, bytes: 1}`): one shard per line diffs well."""
 
 
-class _RoundTripDumper(_Dumper):  # type: ignore[misc, valid-type]
+class _RoundTripDumper(_Dumper):  # type: ignore[misc, valid-type]  # the base is picked at run time (libyaml's CSafeDumper where built), so mypy sees Any
     pass
 
 

@@ -316,6 +316,11 @@ class HashedBatch:
     problems: dict[int, tuple[str, str]]  # index -> (MISSING | SIZE | UNSAFE | UNREADABLE, detail)
 
 
+def _bytes_only(on_progress: Callable[[int, int], None]) -> Callable[[int], None]:
+    """A large file's progress as it is read: bytes, no file finished yet."""
+    return lambda n: on_progress(n, 0)
+
+
 def hash_batches(
     items: Iterable[tuple[str, int, Payload]],
     algorithm: str,
@@ -344,7 +349,7 @@ def hash_batches(
         for batch in sizer.batches(chain(head, stream)):
             # Threads and inline work report a large file's progress as it is read.
             streams = on_progress is not None and not processes and len(batch) == 1 and control.read
-            on_bytes = (lambda n: on_progress(n, 0)) if streams else None  # type: ignore[misc]
+            on_bytes = _bytes_only(on_progress) if streams and on_progress is not None else None
             args = ([item[0] for item in batch], algorithm, [item[1] for item in batch], control.real_root, control.read)
             yield (args if processes else (*args, on_bytes)), (batch, control.read, streams)
 

@@ -23,7 +23,7 @@ from reprogate.datasets.digest import streamed_digest
 from reprogate.datasets.manifest_lines import ShardLines, is_stream, read_header
 
 
-class StreamedManifest(dict):  # type: ignore[type-arg]
+class StreamedManifest(dict[str, Any]):
     """A JSON Lines manifest as data: the header's fields, and `shards` read lazily (ShardLines).
 
     It is a dict so code that reads fields (`id`, `namespace`, `retention`) works unchanged;

@@ -55,7 +55,7 @@ class ShardChecker:
         doc = _LineDoc(display, line, text)
         found: list[Diagnostic] = []
         for error in validator("DatasetManifest").evolve(schema=self._ref).iter_errors(shard):
-            for finding in _explain(doc, error):  # type: ignore[arg-type]
+            for finding in _explain(doc, error):
                 finding.field = f"shards[{index}]" + (f".{finding.field}" if finding.field else "")
                 found.append(finding)
         return found

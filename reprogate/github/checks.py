@@ -33,7 +33,7 @@ still says the verdict.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +42,7 @@ from reprogate.core.redact import redact
 from reprogate.core.shapes import table
 from reprogate.core.timestamps import utc_now
 from reprogate.github.client import GitHubClient, GitHubError, GitHubUnreachable, cut
-from reprogate.github.statuses import DEFAULT_CREATOR, Status, app_slug
+from reprogate.github.statuses import DEFAULT_CREATOR, State, Status, app_slug
 
 PUBLISH = ("both", "check-run", "status")
 DEFAULT_PUBLISH = "both"
@@ -53,7 +53,7 @@ ANNOTATION_LEVELS = ("notice", "warning", "failure")
 ANNOTATION_MESSAGE_LIMIT = 64_000  # bytes of UTF-8: GitHub's "maximum size is 64 KB" (64,000 characters of `€` were 192,000 bytes)
 CONCLUSIONS = {"success": "success", "failure": "failure", "error": "action_required"}
 EXTERNAL_ID = "reprogate"  # set on every check run reprogate creates; a workflow job's run has none
-STATES = {"success": "success", "failure": "failure"}  # a completed run read back; anything else completed is error
+STATES: dict[str, State] = {"success": "success", "failure": "failure"}  # a completed run read back; anything else completed is error
 TITLE_PREFIX = {"success": "passed", "failure": "failed", "error": "inconclusive", "pending": "pending"}
 SAYS_STATE = {"success": ("reproduced", "passed"), "failure": ("not reproduced", "failed"), "error": ("inconclusive",), "pending": ("pending",)}
 
@@ -259,10 +259,10 @@ def _completed_anyway(client: GitHubClient, repo: str, run_id: int, out: CheckOu
     return _or_unreachable(lambda: client.update_check_run(repo, run_id, body), exc)
 
 
-def _or_unreachable(call: Any, first: GitHubError) -> dict[str, Any]:
+def _or_unreachable(call: Callable[[], dict[str, Any]], first: GitHubError) -> dict[str, Any]:
     """The short retry; refused too, it is GitHub's problem to report (exit 3), not a usage error."""
     try:
-        return call()  # type: ignore[no-any-return]
+        return call()
     except GitHubError as again:
         raise InfrastructureError(f"GitHub refused the check run twice (HTTP {first.status}, then {again.status}): {again.message[:300]}") from None
 
@@ -283,14 +283,14 @@ def as_statuses(check_runs: list[dict[str, Any]], creator: str = DEFAULT_CREATOR
         if not isinstance(run, dict) or not ours(run, creator):
             continue
         output = table(run, "output")
-        state = STATES.get(str(run.get("conclusion")), "error") if run.get("status") == "completed" else "pending"
+        state: State = STATES.get(str(run.get("conclusion")), "error") if run.get("status") == "completed" else "pending"
         title = str(output.get("title") or "")
         prefix = TITLE_PREFIX.get(state, state) + ": "  # what title_of added, if it did
         url, started, identifier = run.get("details_url"), run.get("started_at"), run.get("id")
         out.append(
             Status(
                 id=identifier if isinstance(identifier, int) and not isinstance(identifier, bool) else 0,
-                state=state,  # type: ignore[arg-type]
+                state=state,
                 context=str(run.get("name") or ""),
                 description=title.removeprefix(prefix),
                 target_url=url if isinstance(url, str) else None,

@@ -64,8 +64,10 @@ class LineWriter:
         self.stream, self.block = stream, block
         self.pending: list[str] = []
         if stream is not None and getattr(stream, "errors", "backslashreplace") != "backslashreplace":
-            with contextlib.suppress(AttributeError, ValueError, OSError):
-                stream.reconfigure(errors="backslashreplace")  # type: ignore[attr-defined]
+            reconfigure = getattr(stream, "reconfigure", None)  # a TextIOWrapper's; a StringIO has none
+            with contextlib.suppress(ValueError, OSError):
+                if callable(reconfigure):
+                    reconfigure(errors="backslashreplace")
 
     def __call__(self, line: str) -> None:
         if self.stream is None:
@@ -113,16 +115,20 @@ class LineWriter:
                 step()
                 return
             except BlockingIOError:
+                if self.stream is None:  # the reader left meanwhile: nothing to wait for
+                    return
                 with contextlib.suppress(AttributeError, ValueError, OSError):
-                    select.select([], [self.stream.fileno()], [])  # type: ignore[union-attr]
+                    select.select([], [self.stream.fileno()], [])
 
     def _reader_left(self) -> None:
         """Drop the rest; what the stream still buffers goes to /dev/null, so the interpreter's
         own flush at exit finds no broken pipe to complain about."""
         stream, self.stream = self.stream, None
+        if stream is None:
+            return
         with contextlib.suppress(AttributeError, ValueError, OSError):
             devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, stream.fileno())  # type: ignore[union-attr]
+            os.dup2(devnull, stream.fileno())
             os.close(devnull)
 
 

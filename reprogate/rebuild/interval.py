@@ -177,8 +177,10 @@ def checked_alpha(value: object, where: str) -> float:
     """α as a number in [1e-6, 0.5]: NaN, 0, 1, 1e-300 or a word is a usage error (exit 2), never
     `nan%` or a t quantile out of reach."""
     try:
-        a = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise TypeError(value)
+        a = float(value)
+    except (TypeError, ValueError, OverflowError):
         raise UsageError(f"{where} must be a number in [{MIN_ALPHA:g}, 0.5], not {value!r}") from None
     if not math.isfinite(a) or not MIN_ALPHA <= a <= 0.5:
         raise UsageError(f"{where} must be a number in [{MIN_ALPHA:g}, 0.5], not {value!r}")

@@ -221,7 +221,9 @@ def _run_ranks(report: PreflightOutcome, ranks: dict[int, dict[str, str]], optio
             except OSError as exc:
                 report.could_not_start = f"cannot start rank {rank}: {exc}"
                 return
-            selector.register(procs[rank].stdout, selectors.EVENT_READ, rank)  # type: ignore[arg-type]
+            stdout = procs[rank].stdout
+            assert stdout is not None  # started with stdout=PIPE
+            selector.register(stdout, selectors.EVENT_READ, rank)
             buffers[rank] = b""
             current[rank] = ("startup", time.monotonic() + STARTUP_GRACE + options.timeout)
             began[rank] = time.monotonic()

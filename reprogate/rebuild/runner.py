@@ -113,11 +113,23 @@ def check_before_running(doc: Document, record: Path, options: RebuildOptions, c
     return Chosen(realizer, launcher)
 
 
-def job_for(record: Path, doc: Document, root: Path, workdir: Path, options: RebuildOptions, chosen: Chosen | None = None, **judged: object) -> RebuildJob:
-    """The job of a rebuild (or of `init` making a reference, which needs no refusal check)."""
+def job_for(
+    record: Path,
+    doc: Document,
+    root: Path,
+    workdir: Path,
+    options: RebuildOptions,
+    chosen: Chosen | None = None,
+    head_data: dict[str, Any] | None = None,
+    judged_note: str = "",
+    code: CodeOrigin | None = None,
+) -> RebuildJob:
+    """The job of a rebuild (or of `init` making a reference, which needs no refusal check).
+    `head_data`, `judged_note`, `code`: under --contract-from, the record as checked out, where the
+    judging contract came from, and whose code runs (RebuildJob's fields)."""
     if chosen is None:
         chosen = Chosen(realizers.choose(doc.data, options.realizer, options.environment), launchers.choose(read_record(doc.data), options.launcher))
-    return RebuildJob(record, doc, root, workdir, options, chosen.realizer, chosen.launcher, **judged)  # type: ignore[arg-type]
+    return RebuildJob(record, doc, root, workdir, options, chosen.realizer, chosen.launcher, head_data, judged_note, code or own_code())
 
 
 @dataclass(frozen=True)

@@ -149,7 +149,7 @@ def test_checked_alpha_accepts_1e_minus_6_to_one_half(value: object) -> None:
     assert checked_alpha(value, "--alpha") == float(value)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("value", [0, 1, 0.7, 1e-300, 9e-7, math.nan, math.inf, -0.05, "five percent", None])
+@pytest.mark.parametrize("value", [0, 1, 0.7, 1e-300, 9e-7, math.nan, math.inf, -0.05, "five percent", None, True, False, [0.05], 10**400])
 def test_checked_alpha_refuses_the_rest_naming_where_it_came_from(value: object) -> None:
     with pytest.raises(UsageError, match=r"^contract\.metric\.alpha must be a number in \[1e-06, 0\.5\], not "):
         checked_alpha(value, "contract.metric.alpha")
