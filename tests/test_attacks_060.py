@@ -805,6 +805,7 @@ def test_a_candidate_venv_the_workflow_let_build_sdists_never_serves_a_reference
     from support.locked import locked_record
 
     from reprogate.core.canonical import file_digest
+    from reprogate.core.record import read_record
     from reprogate.rebuild.inject import runtime_folder
     from reprogate.rebuild.realizers.base import RealizeRequest
     from reprogate.rebuild.realizers.venv import VenvRealizer
@@ -822,7 +823,7 @@ def test_a_candidate_venv_the_workflow_let_build_sdists_never_serves_a_reference
     def realize(environment: str, source_builds: bool, name: str) -> Any:
         work = tmp_path / name
         work.mkdir()
-        request = RealizeRequest(record, repo, work, environment, cache, runtime_folder(work / "runtime"), source_builds=source_builds)
+        request = RealizeRequest(read_record(record), repo, work, environment, cache, runtime_folder(work / "runtime"), source_builds=source_builds)
         return VenvRealizer().realize(request)
 
     candidate = realize("candidate", True, "candidate")

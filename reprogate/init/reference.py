@@ -75,7 +75,7 @@ def run_reference(draft: dict[str, Any], root: Path, seeds: list[int], timeout: 
     runs = ReferenceRuns()
     state: RebuildState | None = None
     try:
-        state = RebuildState(job_for(record, load_document(record), root, workdir, options))
+        state = RebuildState(job_for(record, load_document(record), root, workdir, options, draft=True))
         for name in STAGES_BEFORE_THE_REFERENCE:
             doing = f"running {len(seeds)} reference seed(s) on every rank" if name == "run" else DOING[name]
             with Activity(f"init: {name}, {doing}"):

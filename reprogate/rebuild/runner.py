@@ -123,13 +123,14 @@ def job_for(
     head_data: dict[str, Any] | None = None,
     judged_note: str = "",
     code: CodeOrigin | None = None,
+    draft: bool = False,
 ) -> RebuildJob:
     """The job of a rebuild (or of `init` making a reference, which needs no refusal check).
     `head_data`, `judged_note`, `code`: under --contract-from, the record as checked out, where the
-    judging contract came from, and whose code runs (RebuildJob's fields)."""
+    judging contract came from, and whose code runs; `draft`: init's draft (RebuildJob's fields)."""
     if chosen is None:
         chosen = Chosen(realizers.choose(doc.data, options.realizer, options.environment), launchers.choose(read_record(doc.data), options.launcher))
-    return RebuildJob(record, doc, root, workdir, options, chosen.realizer, chosen.launcher, head_data, judged_note, code or own_code())
+    return RebuildJob(record, doc, root, workdir, options, chosen.realizer, chosen.launcher, head_data, judged_note, code or own_code(), draft)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from typing import Any
 from reprogate.core.canonical import canonical_digest
 from reprogate.core.documents import Document
 from reprogate.core.levels import Level
-from reprogate.core.record import RunRecord, read_record
+from reprogate.core.record import Job, RunRecord, read_draft_job, read_record
 from reprogate.rebuild.code_origin import CodeOrigin, own_code
 from reprogate.rebuild.judged_by import CONTRACT_SECTIONS
 from reprogate.rebuild.launchers.base import Launcher, Shape
@@ -55,6 +55,7 @@ class RebuildJob:
     head_data: dict[str, Any] | None = None  # the record as checked out, when another revision's contract judges
     judged_note: str = ""  # where the judging contract came from, when not from the record as checked out
     code: CodeOrigin = field(default_factory=own_code)  # whose project tree runs: the base's, the pull request's, or the record's own
+    draft: bool = False  # init's draft, whose configuration written as code has no hash yet (core.record.read_draft_job)
 
     @property
     def data(self) -> dict[str, Any]:
@@ -71,15 +72,15 @@ class RebuildJob:
         """The judging record's typed sections (core.record), built once."""
         return read_record(self.data)
 
-    def section(self, *path: str) -> Any:
-        """A raw read, kept for the `job` section alone (the config, run and artifacts stages'
-        reads of the entrypoint and the config pin): `init` runs its reference through these
-        stages from a draft whose `job.config` has no hash yet (the reference's trace gives it),
-        which the schema, and so the typed record, rejects."""
-        node: Any = self.data
-        for key in path:
-            node = node.get(key) if isinstance(node, dict) else None
-        return node
+    @cached_property
+    def job_section(self) -> Job:
+        """The record's `job` section, typed: the record's own, or for init's draft the one
+        `read_draft_job` builds (its configuration's hash may not exist yet). A rebuild's record
+        passed the schema (check_before_running), so it always has one."""
+        job = read_draft_job(self.data) if self.draft and self.record.job is None else self.record.job
+        if job is None:
+            raise ValueError("the record's job section does not pass the schema: the record was not schema-checked")
+        return job
 
     @property
     def name(self) -> str | None:
@@ -116,7 +117,7 @@ class RebuildJob:
     @property
     def ranks_cwd(self) -> Path:
         """Where the entrypoint starts: job.workdir, else the project folder, in the work folder."""
-        workdir = self.record.job.workdir if self.record.job is not None else None
+        workdir = self.job_section.workdir
         project = self.record.source.path if self.record.source is not None else None
         return self.workdir / (workdir or project or ".")
 

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from reprogate.core.documents import load_document, load_text
-from reprogate.core.record import RunRecord, read_record, section_check
+from reprogate.core.record import JobConfig, RunRecord, read_draft_job, read_record, section_check
 from reprogate.core.schema_check import schema_diagnostics
 from reprogate.validate.runner import Options, validate_document
 
@@ -191,3 +191,44 @@ def test_what_the_rebuild_reads_is_modelled() -> None:
     assert record.dataset is not None and record.dataset.reason == "reads no data"
     data["metadata"]["name"] = "no spaces allowed"
     assert read_record(data).metadata is None and read_record(data).execution == record.execution
+
+
+CODE_CONFIG_DRAFT: dict[str, Any] = {
+    "job": {
+        "entrypoint": ["python", "train.py"],
+        "workdir": "project",
+        "config": {"path": "project/configurator.py", "hash_of": "trace", "checksum": "sha256:" + "b" * 64, "id": "configurator"},
+    }
+}
+
+
+def test_inits_draft_of_a_configuration_written_as_code_is_typed_without_a_hash() -> None:
+    """`init` runs its reference through the rebuild's stages before the trace gives the hash:
+    the schema (and so read_record) rejects that job section, the draft reader types it with no
+    hash, every other field as the file says."""
+    assert read_record(CODE_CONFIG_DRAFT).job is None
+    job = read_draft_job(CODE_CONFIG_DRAFT)
+    assert job is not None
+    assert job.config == JobConfig(None, "trace", "project/configurator.py", None, "sha256:" + "b" * 64, "configurator")
+    assert (job.entrypoint, job.workdir) == (("python", "train.py"), "project")
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        {"entrypoint": "python train.py"},  # the rest of the section is checked as strictly as a record's
+        {"config": {"path": "project/config.yaml"}},  # only a configuration written as code may lack its hash
+        {"config": {"path": "project/configurator.py", "hash_of": "trace", "checksum": "md5:x"}},
+        {"workdir": 7},
+    ],
+)
+def test_a_draft_job_the_schema_rejects_for_anything_but_the_missing_hash_is_none(broken: dict[str, Any]) -> None:
+    data = copy.deepcopy(CODE_CONFIG_DRAFT)
+    data["job"].update(broken)
+    assert read_draft_job(data) is None
+
+
+def test_a_complete_job_reads_the_same_from_the_draft_reader() -> None:
+    data = copy.deepcopy(CODE_CONFIG_DRAFT)
+    data["job"]["config"]["hash"] = "canonical-v1:sha256:" + "c" * 64
+    assert read_draft_job(data) == read_record(data).job is not None

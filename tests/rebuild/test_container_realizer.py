@@ -24,6 +24,7 @@ from support import FIXTURES, git
 from support.locked import commit_with_reference, locked_record
 
 from reprogate.core.canonical import file_digest
+from reprogate.core.record import read_record
 
 Cli = Callable[..., Result]
 SOURCE = FIXTURES / "projects" / "locked"
@@ -46,7 +47,7 @@ def _reference(repo: Path, record: dict[str, Any], work: Path) -> Path:
 
     shutil.copytree(repo, work / "tree")
     runtime = runtime_folder(work / "runtime")
-    realized = ContainerRealizer().realize(RealizeRequest(record, work / "tree", work, "reference", work / "cache", runtime))
+    realized = ContainerRealizer().realize(RealizeRequest(read_record(record), work / "tree", work, "reference", work / "cache", runtime))
     env = rank_environment(record["execution"]["env"], work, runtime)
     trace = work / "trace"
     port = free_port()
@@ -205,6 +206,6 @@ def test_a_candidate_recipe_outside_the_checkout_is_refused_before_the_engine_is
     (outside / "Dockerfile").write_text("FROM scratch\n")
     (checkout / "link").symlink_to(outside)
     data = {"source": {"build_recipe": {"path": recipe}}}
-    request = RealizeRequest(data, checkout, tmp_path / "work", "candidate", tmp_path / "cache", tmp_path / "runtime")
+    request = RealizeRequest(read_record(data), checkout, tmp_path / "work", "candidate", tmp_path / "cache", tmp_path / "runtime")
     with pytest.raises(UsageError, match="resolves outside the checkout"):
         ContainerRealizer._build(None, request, recipe, tmp_path / "log")

@@ -25,6 +25,7 @@ from support.locked import locked_record
 from support.verdicts import typed
 
 from reprogate.core.canonical import file_digest
+from reprogate.core.record import read_record
 from reprogate.rebuild.report import markdown
 
 Cli = Callable[..., Result]
@@ -47,7 +48,7 @@ def _reference_trace(repo: Path, record: dict[str, Any], cache: Path) -> Path:
     work = repo.parent / "reference-work"
     work.mkdir()
     runtime = runtime_folder(work / "runtime")
-    realized = VenvRealizer().realize(RealizeRequest(record, repo, work, "reference", cache, runtime))
+    realized = VenvRealizer().realize(RealizeRequest(read_record(record), repo, work, "reference", cache, runtime))
     env = rank_environment(record["execution"]["env"], work, runtime)
     trace_dir = work / "trace"
     port = free_port()
@@ -219,7 +220,7 @@ def _bare_request(tmp_path: Path) -> Any:
     repo = tmp_path / "repo"
     shutil.copytree(SOURCE, repo)
     (tmp_path / "work").mkdir()
-    return RealizeRequest(_record(repo), repo, tmp_path / "work", "candidate", tmp_path / "cache", tmp_path / "runtime")
+    return RealizeRequest(read_record(_record(repo)), repo, tmp_path / "work", "candidate", tmp_path / "cache", tmp_path / "runtime")
 
 
 def test_the_seed_packages_come_from_the_runners_indexes_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, venv_cache: Path) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from reprogate.core.errors import CheckFailed
+from reprogate.core.record import RunRecord
 
 if TYPE_CHECKING:
     from reprogate.rebuild.sandbox import Sandbox
@@ -39,7 +40,7 @@ class RealizeFailed(CheckFailed):
 class RealizeRequest:
     """What a realizer gets: the record, where the repository is, and which environment."""
 
-    data: dict[str, Any]  # the record
+    record: RunRecord  # the record, typed (the judging record's: under --contract-from its source and pins are the checkout's)
     root: Path  # the checked-out repository
     workdir: Path  # the rebuild's empty work folder (shared with the ranks)
     environment: str  # reference or candidate

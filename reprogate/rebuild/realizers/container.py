@@ -260,8 +260,8 @@ class ContainerRealizer:
     def realize(self, request: RealizeRequest) -> ContainerEnvironment:
         connected = connect(ENGINE_TIMEOUT)
         client = connected.client
-        container = request.data.get("container") or {}
-        recipe = (request.data.get("source") or {}).get("build_recipe")
+        container, source = request.record.container, request.record.source
+        recipe = source.build_recipe if source is not None else None
         engine, docker_host = connected.name, os.environ.get("DOCKER_HOST", "default socket")
         log = request.workdir / "logs" / "realize-container.log"
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -270,18 +270,19 @@ class ContainerRealizer:
             pulled = self._pull(client, request.image, None, log)
             identity = ContainerIdentity(engine, docker_host, f"--image {request.image}", pulled.image_id, pulled.repo_digests, pulled.verified)
             reference = request.image if "@sha256:" in request.image else None
-        elif request.environment == "candidate" and isinstance(recipe, dict) and recipe.get("path"):
-            image_id, seconds = self._build(client, request, str(recipe["path"]), log)
-            source = f"built from {recipe['path']} in this checkout"
-            identity = ContainerIdentity(engine, docker_host, source, image_id, build_seconds=seconds, built_from=str(recipe["path"]))
+        elif request.environment == "candidate" and recipe is not None and recipe.path:
+            image_id, seconds = self._build(client, request, recipe.path, log)
+            built = f"built from {recipe.path} in this checkout"
+            identity = ContainerIdentity(engine, docker_host, built, image_id, build_seconds=seconds, built_from=recipe.path)
         else:
-            if not container.get("digest"):
+            if container is None or not container.digest:
                 raise UsageError("the record declares a container without a digest to pull")
-            name = f"{container['registry']}/{container['repository']}"
-            reference = f"{name}@{container['digest']}"
-            pulled = self._pull(client, reference, container["digest"], log)
+            name = f"{container.registry}/{container.repository}"
+            reference = f"{name}@{container.digest}"
+            pulled = self._pull(client, reference, container.digest, log)
             identity = ContainerIdentity(engine, docker_host, "the record's pinned digest", pulled.image_id, pulled.repo_digests, pulled.verified)
-        gpus = bool((request.data.get("devices") or {}).get("gpus")) if isinstance(request.data.get("devices"), dict) else False
+        devices = request.record.devices
+        gpus = bool(devices.gpus) if devices is not None else False
         mounts = {str(request.workdir.resolve()): "rw", str(request.runtime.resolve()): "ro"}
         return ContainerEnvironment(client, identity.image_id, request, identity, mounts, gpus, reference)
 

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 from reprogate.core.errors import InfrastructureError, UsageError
 from reprogate.core.history import find_version
 from reprogate.core.progress import Activity
+from reprogate.core.record import LockFile, RunRecord
 from reprogate.core.redact import redact
 from reprogate.rebuild import sandbox
 from reprogate.rebuild.realizers.base import Defect, Identity, Isolation, LockPin, RankProcess, RankStart, RealizeRequest
@@ -178,11 +179,10 @@ def _find_python(uv: str, python: str, runner: Mapping[str, str]) -> str:
     return found[-1] if done.returncode == 0 and found and os.path.isabs(found[-1]) else python
 
 
-def _lock_format(entry: dict[str, Any]) -> str:
-    declared = entry.get("format")
-    if isinstance(declared, str):
-        return declared
-    name = Path(str(entry.get("path", ""))).name
+def _lock_format(entry: LockFile) -> str:
+    if entry.format is not None:
+        return entry.format
+    name = Path(entry.path).name
     if name == "uv.lock":
         return "uv"
     if name.endswith((".txt", ".in")) or name.startswith("requirements"):
@@ -190,9 +190,9 @@ def _lock_format(entry: dict[str, Any]) -> str:
     return "other"
 
 
-def choose_lock(data: dict[str, Any]) -> dict[str, Any]:
+def choose_lock(record: RunRecord) -> LockFile:
     """The lock file the venv is made from: the first one uv can install."""
-    locks = [e for e in ((data.get("source") or {}).get("lock_files") or []) if isinstance(e, dict)]
+    locks = record.source.lock_files if record.source is not None else ()
     if not locks:
         raise UsageError(
             "the record pins no lock file, so there is nothing to build a venv from",
@@ -201,7 +201,7 @@ def choose_lock(data: dict[str, Any]) -> dict[str, Any]:
     for entry in locks:
         if _lock_format(entry) in INSTALLABLE:
             return entry
-    names = ", ".join(f"{e.get('path')} ({_lock_format(e)})" for e in locks)
+    names = ", ".join(f"{e.path} ({_lock_format(e)})" for e in locks)
     raise UsageError(
         f"uv cannot install any of the record's lock files: {names}",
         hint="pin a requirements file (pip-compile --generate-hashes / uv pip compile --generate-hashes) or uv.lock, or declare a container",
@@ -273,9 +273,9 @@ def pip_index_settings(env: Mapping[str, str]) -> list[str]:
     return args
 
 
-def _python_for(data: dict[str, Any]) -> str:
+def _python_for(record: RunRecord) -> str:
     """The Python the reference ran (major.minor of software.python), else this interpreter's."""
-    recorded = (data.get("software") or {}).get("python") if isinstance(data.get("software"), dict) else None
+    recorded = record.software.python if record.software is not None else None
     if isinstance(recorded, str) and recorded.count(".") >= 1:
         return ".".join(recorded.split(".")[:2])
     return f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -421,22 +421,22 @@ class VenvRealizer:
         return f"the {which} environment: a venv that could not be made"
 
     def realize(self, request: RealizeRequest) -> VenvEnvironment:
-        entry = choose_lock(request.data)
-        lock_path = request.root / str(entry["path"])
+        entry = choose_lock(request.record)
+        lock_path = request.root / entry.path
         try:
             content = lock_path.read_bytes()
         except OSError as exc:
-            raise UsageError(f"{entry['path']}: cannot read the lock file ({exc.strerror})") from None
+            raise UsageError(f"{entry.path}: cannot read the lock file ({exc.strerror})") from None
         digest = "sha256:" + hashlib.sha256(content).hexdigest()
         origin = "the checkout"
-        if request.environment == "reference" and digest != entry.get("checksum"):
+        if request.environment == "reference" and digest != entry.checksum:
             content, origin = self._pinned_lock(request, entry, digest)
-            digest = str(entry.get("checksum"))
-            lock_path = request.workdir / ".reprogate" / "reference-lock" / Path(str(entry["path"])).name
+            digest = entry.checksum
+            lock_path = request.workdir / ".reprogate" / "reference-lock" / Path(entry.path).name
             lock_path.parent.mkdir(parents=True, exist_ok=True)
             lock_path.write_bytes(content)
         uv = uv_binary()
-        python = _python_for(request.data)
+        python = _python_for(request.record)
         uv_version = subprocess.run([uv, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
         built_by = built_with(request)
         parts = [content, python.encode(), uv_version.encode(), sys.platform.encode(), *([built_by.encode()] if built_by else [])]
@@ -451,19 +451,19 @@ class VenvRealizer:
                 _discard(target)
             self._build(uv, python, lock_path, _lock_format(entry), target, request)
         seconds = round(time.monotonic() - started, 3)
-        identity = VenvIdentity(str(entry["path"]), digest, origin, _lock_format(entry), python, uv_version, key, built_by or None, cache, seconds)
+        identity = VenvIdentity(entry.path, digest, origin, _lock_format(entry), python, uv_version, key, built_by or None, cache, seconds)
         return VenvEnvironment(target, identity, request.sandbox)
 
     @staticmethod
-    def _pinned_lock(request: RealizeRequest, entry: dict[str, Any], found: str) -> tuple[bytes, str]:
+    def _pinned_lock(request: RealizeRequest, entry: LockFile, found: str) -> tuple[bytes, str]:
         """The lock file the record pins, from the repository's history when the checkout has
         another version (the pull request changed it)."""
 
-        pinned = str(entry.get("checksum"))
-        version = find_version(request.root, str(entry["path"]), lambda data: "sha256:" + hashlib.sha256(data).hexdigest() == pinned)
+        pinned = entry.checksum
+        version = find_version(request.root, entry.path, lambda data: "sha256:" + hashlib.sha256(data).hexdigest() == pinned)
         if version is None:
             raise UsageError(
-                f"{entry['path']} in this checkout is {found}, not the {pinned} the record "
+                f"{entry.path} in this checkout is {found}, not the {pinned} the record "
                 "pins, and no commit in this repository's history has the pinned version",
                 hint="rebuild with --environment candidate (what this tree declares), or fetch the history (fetch-depth: 0)",
             )

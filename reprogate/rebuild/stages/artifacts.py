@@ -72,7 +72,7 @@ def artifacts(state: RebuildState) -> StageResult:
             )
         manifest = record.dataset.manifest if record.dataset is not None else None
         recipe = source.build_recipe if source is not None else None
-        pinned = (job.section("job", "config", "path"), manifest.path if manifest else None, recipe.path if recipe else None)
+        pinned = (job.job_section.config.path, manifest.path if manifest else None, recipe.path if recipe else None)
         for rel in pinned:
             if isinstance(rel, str) and rel not in fetched:
                 copy_in(job, rel)

@@ -27,16 +27,16 @@ from reprogate.runtime.entry_command import EntryCommandError, arguments_digest,
 
 def config(state: RebuildState) -> StageResult:
     job = state.job
-    path = job.section("job", "config", "path")
-    pinned = job.section("job", "config", "hash")
-    name = job.section("job", "config", "id") or path
-    if job.section("job", "config", "hash_of") == "argv":
+    pin = job.job_section.config
+    path, pinned = pin.path, pin.hash
+    name = pin.id or path
+    if pin.hash_of == "argv":
         return _arguments(job)
     try:
         raw = _as_copied(job, str(path))
     except OSError as exc:
         return failed(f"cannot read the configuration {path}: {exc.strerror or exc}")
-    if job.section("job", "config", "hash_of") == "trace":
+    if pin.hash_of == "trace":
         return _code(job, raw, str(name))
     try:
         after = load_bytes(raw, str(path), "json" if str(path).lower().endswith(".json") else "yaml").data
@@ -47,7 +47,7 @@ def config(state: RebuildState) -> StageResult:
         return failed(
             f"configuration {name} changed: {_what_changed(job, str(path), str(pinned), after)} (canonical hash {found}, the record pins {pinned})", found=found
         )
-    checksum = job.section("job", "config", "checksum")
+    checksum = pin.checksum
     if checksum and _bytes_digest(raw) != checksum:
         return failed(f"configuration {path} was reformatted (same content, other bytes) and the record pins its bytes")
     return passed(f"configuration {name}: canonical hash matches")
@@ -55,13 +55,14 @@ def config(state: RebuildState) -> StageResult:
 
 def _arguments(job: RebuildJob) -> StageResult:
     """The entrypoint's script arguments against the pinned ones (job.config.argv)."""
-    pinned = job.section("job", "config", "argv")
-    if not isinstance(pinned, list) or not all(isinstance(a, str) for a in pinned):
+    pin = job.job_section.config
+    if pin.argv is None:
         return failed("job.config says hash_of: argv and pins no argument list (job.config.argv)", exit_code=2)
-    if job.section("job", "config", "hash") != arguments_digest(pinned):
+    pinned = list(pin.argv)
+    if pin.hash != arguments_digest(pinned):
         return failed(f"job.config.hash is not the digest of job.config.argv ({arguments_digest(pinned)}): the pin contradicts itself", exit_code=2)
     try:
-        command = read_entry([str(a) for a in job.section("job", "entrypoint") or []])
+        command = read_entry(list(job.job_section.entrypoint))
     except EntryCommandError as exc:
         return failed(f"the entrypoint cannot be read: {exc}", exit_code=2)
     if command.launcher == "other" or command.no_python:
@@ -89,7 +90,7 @@ def _bytes_digest(raw: bytes) -> str:
 
 
 def _code(job: RebuildJob, raw: bytes, name: str) -> StageResult:
-    checksum = job.section("job", "config", "checksum")
+    checksum = job.job_section.config.checksum
     found = _bytes_digest(raw)
     if checksum and found != checksum:
         return failed(f"configuration {name} (code) changed: its bytes are {found}, the record pins {checksum}", found=found)

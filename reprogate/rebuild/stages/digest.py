@@ -42,7 +42,7 @@ def digest(state: RebuildState) -> StageResult:
         masked = expected_outputs(job)
         box = sandbox.for_ranks(job.workdir, masked) if sandbox.applies(realizer.isolation, launcher) and sandbox.unavailable() is None else None
         request = RealizeRequest(
-            job.data,
+            job.record,
             job.root,
             job.workdir,
             options.environment,

@@ -13,6 +13,7 @@ from pathlib import Path
 from reprogate.core.errors import ReprogateError
 from reprogate.core.fileio import read_written_by_code
 from reprogate.core.ports import free_port
+from reprogate.core.record import JobConfig
 from reprogate.rebuild.ranks import RankHosts
 from reprogate.rebuild.stages.base import StageResult, failed, passed
 from reprogate.rebuild.state import RebuildState, Runs, SeedRun
@@ -30,7 +31,7 @@ def run(state: RebuildState) -> StageResult:
 def _run_seeds(state: RebuildState, done_runs: list[SeedRun]) -> StageResult:
     job, ranks, environment = state.job, state.ranks, state.environment
     assert ranks is not None and environment is not None
-    entry = [str(a) for a in job.section("job", "entrypoint")]
+    entry = list(job.job_section.entrypoint)
     cwd = job.ranks_cwd
     first, last = job.step_range
     seeds = job.seed_plan.all
@@ -91,33 +92,35 @@ def _run_seeds(state: RebuildState, done_runs: list[SeedRun]) -> StageResult:
                 "the script must seed from REPROGATE_SEED (seed_everything(seed_from_env(...)))",
                 seed=seed,
             )
-        wrong = _configuration_differs(job.section("job", "config"), events)
+        wrong = _configuration_differs(job.job_section.config, events)
         if wrong:
             return failed(f"seed {seed}: {wrong}", seed=seed)
     steps = max(e.step for e in done_runs[0].events if isinstance(e, StepEvent))
     if job.level == "startup":
-        wanted = int(job.section("contract", "steps", "count") or 1)
+        steps_pinned = job.record.contract.steps if job.record.contract is not None else None
+        wanted = (steps_pinned.count if steps_pinned is not None else None) or 1
         if steps < wanted:
             return failed(f"the run reached step {steps}; the startup contract needs {wanted}")
     return passed(f"{len(seeds)} seed(s) {seeds} x {job.world_size} rank(s) ran to step {steps} in {sum(r.seconds for r in done_runs):.1f} s", seeds=seeds)
 
 
-def _configuration_differs(config: object, events: list[TraceEvent]) -> str:
+def _configuration_differs(config: JobConfig, events: list[TraceEvent]) -> str:
     """For a configuration pinned from the trace (code, job.config.hash_of: trace): the first
     rank whose Tracer(config=...) digest is not the pinned hash, or that records none. `init`
     makes the reference before the hash exists, and so is not checked here."""
-    if not isinstance(config, dict) or config.get("hash_of") != "trace" or not isinstance(config.get("hash"), str):
+    if config.hash_of != "trace" or config.hash is None:
         return ""
+    name = config.id or config.path
     metas: list[MetaEvent] = sorted((e for e in events if isinstance(e, MetaEvent)), key=lambda e: str(e.rank))
     if not metas:
-        return f"configuration {config.get('id') or config.get('path')} (code): the run's trace has no meta, so what it computed is unknown"
+        return f"configuration {name} (code): the run's trace has no meta, so what it computed is unknown"
     for meta in metas:
         digest = meta.config_digest
-        if digest != config["hash"]:
+        if digest != config.hash:
             said = f"the configuration {digest}" if digest is not None else "no configuration"
             return (
-                f"configuration {config.get('id') or config.get('path')} (code) computed other values: rank {meta.rank} handed "
-                f"Tracer(config=...) {said}, the record pins {config['hash']} (job.config.hash_of: trace)"
+                f"configuration {name} (code) computed other values: rank {meta.rank} handed "
+                f"Tracer(config=...) {said}, the record pins {config.hash} (job.config.hash_of: trace)"
             )
     return ""
 
