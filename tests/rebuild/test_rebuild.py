@@ -300,6 +300,15 @@ def test_invalid_record_is_refused_before_any_stage(cli: Cli, project: Path) -> 
     assert result.exit_code == 2 and verdict == {} and "validate" in result.stderr
 
 
+def test_a_record_without_its_configurations_hash_is_refused_not_run_as_inits_draft(cli: Cli, project: Path) -> None:
+    """Only `init`'s own draft may lack job.config.hash (core.record.read_draft_job): a committed
+    record that drops it, claiming its configuration is code, is refused like any invalid record,
+    so no rebuild runs without the pin the trace is compared with."""
+    edit_record(project / RECORD, lambda r: (r["job"]["config"].pop("hash"), r["job"]["config"].update(hash_of="trace")))
+    result, verdict = rebuild(cli, project)
+    assert result.exit_code == 2 and verdict == {} and "job.config" in result.stderr and "hash" in result.stderr
+
+
 def test_interval_command_stores_the_interval(cli: Cli, project: Path) -> None:
     record = project / RECORD
     edit_record(record, lambda r: (r["contract"].update(level="statistical"), r["contract"]["metric"].pop("interval")))
