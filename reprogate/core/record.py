@@ -619,10 +619,9 @@ def read_draft_job(data: Any) -> Job | None:
         return None
     job = data["job"]
     config = job.get("config")
-    if isinstance(config, dict) and "hash" not in config and config.get("hash_of") == "trace":
-        checked = {**job, "config": {**config, "hash": DRAFT_HASH}}
-        return _job(job) if section_check("job")(checked) else None
-    return _job(job) if section_check("job")(job) else None
+    awaiting_hash = isinstance(config, dict) and "hash" not in config and config.get("hash_of") == "trace"
+    checked = {**job, "config": {**config, "hash": DRAFT_HASH}} if awaiting_hash else job
+    return _job(job) if section_check("job")(checked) else None
 
 
 __all__ = [
